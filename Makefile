@@ -1,0 +1,31 @@
+# foreman's tasks. `make test` is what CI runs.
+GO       ?= go
+BIN      ?= bin/foreman
+FUZZTIME ?= 30s
+
+.PHONY: all build test lint bench fuzz replay clean
+
+all: lint test build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/foreman
+
+# vet first: it fails fast on mistakes the race-enabled tests would take longer to show.
+test:
+	$(GO) vet ./...
+	$(GO) test -race ./...
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# A short fuzzing run of the grammar; raise FUZZTIME for a longer one.
+fuzz:
+	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// foreman runs the CLI in-process and returns its exit code and output.
+func foreman(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := foreman(t, "version")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "foreman ")
+}
+
+func TestValidateExample(t *testing.T) {
+	code, out, errOut := foreman(t, "validate", "../../config.example.yaml")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "build bookshop: 7 components, no cycles")
+	assert.Contains(t, out, "1. db")
+	assert.Contains(t, out, "cart      after auth, catalog")
+}
+
+func TestValidateCycle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cycle.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+build:
+  name: loop
+  components:
+    - name: a
+      depends_on: [b]
+    - name: b
+      depends_on: [c]
+    - name: c
+      depends_on: [a]
+`), 0o644))
+	code, out, _ := foreman(t, "validate", path)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "dependency cycle: a -> b -> c -> a")
+}
+
+func TestValidateBadKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("build:\n  components:\n    - name: a\nrules:\n  audit_atempts: 2\n"), 0o644))
+	code, _, errOut := foreman(t, "validate", path)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "foreman: rules.audit_atempts: unknown key (did you mean rules.audit_attempts?)\n", errOut)
+}
+
+func TestValidateOwlSpec(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "owl.yaml")
+	spec, err := filepath.Abs("../../examples/bookshop")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte("build:\n  name: bookshop\n  spec: "+spec+"\n"), 0o644))
+	code, out, errOut := foreman(t, "validate", path)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "note: components/db.md: \"postgres\" is not a component")
+	assert.Contains(t, out, "mailer    after payments")
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/logging"
+)
+
+// app is what every command shares: where output goes and the global flags.
+type app struct {
+	stdout, stderr io.Writer
+	configFile     string
+}
+
+// exitError carries an exit status other than 1, or a failure that has
+// already been reported and needs no further message.
+type exitError struct {
+	code   int
+	silent bool
+	err    error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if !ee.silent {
+			fmt.Fprintln(stderr, "foreman:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "foreman:", err)
+	return 1
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "foreman",
+		Short: "Coordinates AI agents building one piece of software together over chat",
+		Long: `foreman joins an AgentChat room and coordinates the agents there: it hands out
+components (CLAIM, ACK), watches check-ins (PROGRESS, TIMEOUT), routes work
+through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
+(BLOCKED, CONFLICT, WAIT), and escalates to humans what needs a decision.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVarP(&a.configFile, "config", "c", os.Getenv("FOREMAN_CONFIG"), "config file (YAML; env FOREMAN_CONFIG)")
+	root.PersistentFlags().String("log-level", "", "log level: trace, debug, info, warn, error")
+	root.PersistentFlags().String("log-format", "", "log format: auto, console, json")
+	root.AddCommand(
+		a.versionCommand(),
+		a.validateCommand(),
+	)
+	return root
+}
+
+// globalFlagKeys maps the root's flags to configuration keys.
+var globalFlagKeys = map[string]string{
+	"log-level":  "log.level",
+	"log-format": "log.format",
+}
+
+// loadConfig loads file (or --config) with cmd's flags bound to their keys.
+func (a *app) loadConfig(cmd *cobra.Command, file string, flagKeys map[string]string) (*config.Config, error) {
+	if file == "" {
+		file = a.configFile
+	}
+	keys := map[string]string{}
+	for k, v := range globalFlagKeys {
+		keys[k] = v
+	}
+	for k, v := range flagKeys {
+		keys[k] = v
+	}
+	// Unset flags must not override the file: bind only those the user set.
+	for name := range keys {
+		if f := cmd.Flags().Lookup(name); f == nil || !f.Changed {
+			delete(keys, name)
+		}
+	}
+	return config.Load(file, cmd.Flags(), keys)
+}
+
+// logger builds the logger the configuration asks for, writing to stderr.
+func (a *app) logger(c *config.Config) (zerolog.Logger, error) {
+	return logging.New(a.stderr, c.Log.Level, c.Log.Format)
+}

@@ -1,0 +1,449 @@
+// Package config loads foreman's configuration: a YAML file, FOREMAN_*
+// environment variables and command-line flags, in rising order of
+// precedence. Every error is one line that names the key at fault.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/graph"
+	"github.com/agentforeman/foreman/internal/suggest"
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// Config is foreman's whole configuration.
+type Config struct {
+	Server  Server
+	Build   Build
+	Roles   coordinator.Roles
+	Rules   coordinator.Rules
+	Journal string // path of the journal; "" keeps no journal
+	Record  string // path of the transcript to record; "" records none
+	HTTP    string // listen address of the board, metrics and health
+	Log     Log
+	File    string // the file read, "" if none
+}
+
+// Server says where the room is and who foreman is there.
+type Server struct {
+	URL        string
+	Channel    string
+	Identity   string        // path of the identity file (AgentChat identity.json)
+	Name       string        // display name
+	RateLimit  time.Duration // the room allows one message per RateLimit
+	MaxMessage int           // bytes of content per message
+}
+
+// Build is what is built.
+type Build struct {
+	Name       string
+	Components []coordinator.Component
+	Spec       string   // owl spec directory the components came from, if any
+	Notes      []string // what reading the spec skipped, for validate to show
+}
+
+// Log says how foreman logs.
+type Log struct {
+	Level  string // trace, debug, info, warn, error
+	Format string // auto (console on a terminal, else JSON), console or json
+}
+
+// Error is a configuration error: the key at fault and what is wrong.
+type Error struct {
+	Key string
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Key + ": " + e.Msg }
+
+func errorf(key, format string, args ...any) error {
+	return &Error{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// defaults are every key foreman knows, with its default. A key that is not
+// here is unknown.
+func defaults() map[string]any {
+	d := map[string]any{
+		"server.url":         "ws://127.0.0.1:6667",
+		"server.channel":     "#build",
+		"server.identity":    ".foreman/identity.json",
+		"server.name":        "foreman",
+		"server.rate_limit":  "1s",
+		"server.max_message": 1 << 20,
+		"build.name":         "build",
+		"build.components":   []any{},
+		"build.spec":         "",
+		"roles.operators":    []string{},
+		"roles.auditors":     []string{},
+		"roles.ci":           []string{},
+		"roles.merger":       []string{},
+		"journal.path":       ".foreman/journal.db",
+		"record.path":        "",
+		"http.listen":        "127.0.0.1:9090",
+		"log.level":          "info",
+		"log.format":         "auto",
+	}
+	r := coordinator.DefaultRules()
+	for _, k := range coordinator.RuleKeys() {
+		d["rules."+k], _ = r.Get(k)
+	}
+	return d
+}
+
+// Keys lists every configuration key, sorted.
+func Keys() []string {
+	var keys []string
+	for k := range defaults() {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Load reads the configuration. file may be "" (defaults, environment and
+// flags only). flags, if not nil, are bound by their names: a flag named
+// "server.url", or one listed in flagKeys, overrides that key when set.
+func Load(file string, flags *pflag.FlagSet, flagKeys map[string]string) (*Config, error) {
+	v := viper.New()
+	for k, val := range defaults() {
+		v.SetDefault(k, val)
+	}
+	v.SetEnvPrefix("FOREMAN")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	if err := checkEnv(); err != nil {
+		return nil, err
+	}
+	if flags != nil {
+		for name, key := range flagKeys {
+			if f := flags.Lookup(name); f != nil {
+				if err := v.BindPFlag(key, f); err != nil {
+					return nil, errorf(key, "%v", err)
+				}
+			}
+		}
+	}
+	if file != "" {
+		v.SetConfigFile(file)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fileError(file, err)
+		}
+		if err := checkKeys(v); err != nil {
+			return nil, err
+		}
+	}
+	c, err := decode(v, file)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func fileError(file string, err error) error {
+	var notFound viper.ConfigFileNotFoundError
+	if errors.As(err, &notFound) || errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: no such config file", file)
+	}
+	msg := strings.Join(strings.Fields(err.Error()), " ") // YAML errors span lines
+	return fmt.Errorf("%s: not valid YAML: %s", file, msg)
+}
+
+// checkKeys refuses keys foreman does not know, suggesting the closest.
+func checkKeys(v *viper.Viper) error {
+	known := defaults()
+	for _, k := range v.AllKeys() {
+		if _, ok := known[k]; ok {
+			continue
+		}
+		if strings.HasPrefix(k, "build.components.") {
+			continue // viper flattens nothing inside lists; guard anyway
+		}
+		if s := suggest.Closest(k, Keys()); s != "" {
+			return errorf(k, "unknown key (did you mean %s?)", s)
+		}
+		return errorf(k, "unknown key")
+	}
+	return nil
+}
+
+// checkEnv refuses FOREMAN_* variables that name no key: a typo there would
+// otherwise be silently ignored.
+func checkEnv() error {
+	known := map[string]bool{"FOREMAN_CONFIG": true}
+	for _, k := range Keys() {
+		known["FOREMAN_"+strings.ToUpper(strings.ReplaceAll(k, ".", "_"))] = true
+	}
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "FOREMAN_") && !known[name] {
+			return errorf(name, "unknown environment setting (keys map to FOREMAN_SECTION_KEY, e.g. FOREMAN_SERVER_URL)")
+		}
+	}
+	return nil
+}
+
+var (
+	channelRE = regexp.MustCompile(`^#[A-Za-z0-9_-]{1,31}$`)
+	nameRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+)
+
+func decode(v *viper.Viper, file string) (*Config, error) {
+	c := &Config{
+		Server: Server{
+			URL:      strings.TrimSpace(v.GetString("server.url")),
+			Channel:  v.GetString("server.channel"),
+			Identity: v.GetString("server.identity"),
+			Name:     v.GetString("server.name"),
+		},
+		Build:   Build{Name: v.GetString("build.name"), Spec: v.GetString("build.spec")},
+		Journal: v.GetString("journal.path"),
+		Record:  v.GetString("record.path"),
+		HTTP:    v.GetString("http.listen"),
+		Log:     Log{Level: strings.ToLower(v.GetString("log.level")), Format: strings.ToLower(v.GetString("log.format"))},
+		Rules:   coordinator.DefaultRules(),
+		File:    file,
+	}
+	if !strings.HasPrefix(c.Server.URL, "ws://") && !strings.HasPrefix(c.Server.URL, "wss://") {
+		return nil, errorf("server.url", "%q is not a ws:// or wss:// URL", c.Server.URL)
+	}
+	if !channelRE.MatchString(c.Server.Channel) {
+		return nil, errorf("server.channel", "%q is not a channel name: # and 1 to 31 letters, digits, _ or -", c.Server.Channel)
+	}
+	if !nameRE.MatchString(c.Server.Name) {
+		return nil, errorf("server.name", "%q is not a display name: 1 to 32 letters, digits, _ or -", c.Server.Name)
+	}
+	var err error
+	if c.Server.RateLimit, err = duration(v, "server.rate_limit", true); err != nil {
+		return nil, err
+	}
+	if c.Server.MaxMessage, err = count(v, "server.max_message", 256); err != nil {
+		return nil, err
+	}
+	if c.Build.Name == "" || protocol.CleanWord(c.Build.Name, protocol.MaxName) != c.Build.Name {
+		return nil, errorf("build.name", "%q is not one word", c.Build.Name)
+	}
+	for _, k := range coordinator.RuleKeys() {
+		if err := c.Rules.Set(k, v.GetString("rules."+k)); err != nil {
+			return nil, fmt.Errorf("rules.%w", err)
+		}
+	}
+	roles := []struct {
+		key string
+		dst *[]string
+	}{
+		{"roles.operators", &c.Roles.Operators},
+		{"roles.auditors", &c.Roles.Auditors},
+		{"roles.ci", &c.Roles.CI},
+		{"roles.merger", &c.Roles.Merger},
+	}
+	for _, r := range roles {
+		ids := v.GetStringSlice(r.key)
+		for _, id := range ids {
+			if !protocol.ValidAgent(id) {
+				return nil, errorf(r.key, "%q is not a sender id like @0123456789abcdef", id)
+			}
+		}
+		*r.dst = ids
+	}
+	switch c.Log.Level {
+	case "trace", "debug", "info", "warn", "error":
+	default:
+		return nil, errorf("log.level", "%q is not trace, debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "auto", "console", "json":
+	default:
+		return nil, errorf("log.format", "%q is not auto, console or json", c.Log.Format)
+	}
+	if err := decodeBuild(v, c, file); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func decodeBuild(v *viper.Viper, c *Config, file string) error {
+	list, _ := v.Get("build.components").([]any)
+	switch {
+	case c.Build.Spec != "" && len(list) > 0:
+		return errorf("build.spec", "set either build.spec or build.components, not both")
+	case c.Build.Spec != "":
+		dir := c.Build.Spec
+		if !filepath.IsAbs(dir) && file != "" {
+			dir = filepath.Join(filepath.Dir(file), dir)
+		}
+		comps, notes, err := ReadOwlSpec(dir)
+		if err != nil {
+			return errorf("build.spec", "%v", err)
+		}
+		c.Build.Components, c.Build.Notes = comps, notes
+		return nil
+	}
+	comps, err := components(list)
+	if err != nil {
+		return err
+	}
+	c.Build.Components = comps
+	return CheckComponents(comps)
+}
+
+// components reads build.components: a list of {name, depends_on}.
+func components(list []any) ([]coordinator.Component, error) {
+	var out []coordinator.Component
+	for i, item := range list {
+		key := fmt.Sprintf("build.components[%d]", i)
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil, errorf(key, "is not a mapping with name and depends_on")
+		}
+		var comp coordinator.Component
+		for k, val := range m {
+			switch k {
+			case "name":
+				comp.Name = fmt.Sprint(val)
+			case "depends_on":
+				deps, err := stringList(val)
+				if err != nil {
+					return nil, errorf(key+".depends_on", "%v", err)
+				}
+				comp.Deps = deps
+			default:
+				return nil, errorf(key+"."+k, "unknown key (a component has name and depends_on)")
+			}
+		}
+		out = append(out, comp)
+	}
+	return out, nil
+}
+
+func stringList(val any) ([]string, error) {
+	switch t := val.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return strings.Fields(t), nil
+	case []any:
+		out := make([]string, 0, len(t))
+		for _, x := range t {
+			s, ok := x.(string)
+			if !ok {
+				return nil, fmt.Errorf("%v is not a component name", x)
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("is not a list of component names")
+}
+
+// CheckComponents checks names and references: every name valid and
+// declared once, every dependency declared. Cycles are not an error here:
+// the engine reports and halts on them (contract section 5); validate
+// reports them too.
+func CheckComponents(comps []coordinator.Component) error {
+	if len(comps) == 0 {
+		return errorf("build.components", "no components (list them, or point build.spec at an owl spec)")
+	}
+	seen := make(map[string]int, len(comps))
+	for i, c := range comps {
+		key := fmt.Sprintf("build.components[%d].name", i)
+		switch {
+		case c.Name == "":
+			return errorf(key, "missing")
+		case !protocol.ValidComponent(c.Name):
+			return errorf(key, "%q is not a component name: up to %d letters, digits, . _ / -, starting with a letter or digit", c.Name, protocol.MaxComponent)
+		case strings.Contains(c.Name, "__"):
+			return errorf(key, "%q contains __, which chat reads as emphasis and strips", c.Name)
+		}
+		if j, dup := seen[c.Name]; dup {
+			return errorf(key, "%q is declared twice (also build.components[%d])", c.Name, j)
+		}
+		seen[c.Name] = i
+	}
+	for i, c := range comps {
+		for _, d := range c.Deps {
+			if _, ok := seen[d]; !ok {
+				key := fmt.Sprintf("build.components[%d].depends_on", i)
+				if s := suggest.Closest(d, names(comps)); s != "" {
+					return errorf(key, "%q is not a component (did you mean %s?)", d, s)
+				}
+				return errorf(key, "%q is not a component", d)
+			}
+		}
+	}
+	return nil
+}
+
+func names(comps []coordinator.Component) []string {
+	out := make([]string, len(comps))
+	for i, c := range comps {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// Graph builds the dependency graph of comps, which CheckComponents passed.
+func Graph(comps []coordinator.Component) *graph.Graph {
+	g := graph.New()
+	for _, c := range comps {
+		g.Add(c.Name)
+	}
+	for _, c := range comps {
+		a, _ := g.Index(c.Name)
+		for _, d := range c.Deps {
+			b, _ := g.Index(d)
+			g.AddEdge(a, b)
+		}
+	}
+	return g
+}
+
+func duration(v *viper.Viper, key string, positive bool) (time.Duration, error) {
+	s := v.GetString(key)
+	d, err := time.ParseDuration(s)
+	if err != nil || positive && d <= 0 {
+		return 0, errorf(key, "%q is not a positive duration like 1s or 500ms", s)
+	}
+	return d, nil
+}
+
+func count(v *viper.Viper, key string, least int) (int, error) {
+	s := v.GetString(key)
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, errorf(key, "%q is not a whole number", s)
+	}
+	if n < least {
+		return 0, errorf(key, "%d is below the least allowed, %d", n, least)
+	}
+	return n, nil
+}
+
+// Engine is the part of the configuration the coordinator engine takes.
+// self is foreman's sender id in the room.
+func (c *Config) Engine(self string) coordinator.Config {
+	mentions := []string{"@" + c.Server.Name}
+	if self != "" {
+		mentions = append(mentions, self)
+	}
+	return coordinator.Config{
+		Build:      c.Build.Name,
+		Self:       self,
+		Mentions:   mentions,
+		Components: c.Build.Components,
+		Roles:      c.Roles,
+		Rules:      c.Rules,
+	}
+}

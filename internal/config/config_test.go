@@ -1,0 +1,162 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/coordinator"
+)
+
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "foreman.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(yaml), 0o644))
+	return path
+}
+
+const minimal = `
+build:
+  components:
+    - name: db
+    - name: api
+      depends_on: [db]
+`
+
+func TestExampleConfigLoads(t *testing.T) {
+	c, err := Load("../../config.example.yaml", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "bookshop", c.Build.Name)
+	assert.Len(t, c.Build.Components, 7)
+	assert.Equal(t, coordinator.DefaultRules(), c.Rules, "the example documents the defaults")
+	assert.Equal(t, "#build", c.Server.Channel)
+	assert.Equal(t, time.Second, c.Server.RateLimit)
+}
+
+func TestExampleDocumentsEveryKey(t *testing.T) {
+	example, err := os.ReadFile("../../config.example.yaml")
+	require.NoError(t, err)
+	for _, key := range Keys() {
+		leaf := key[strings.LastIndexByte(key, '.')+1:]
+		assert.Contains(t, string(example), leaf+":", "config.example.yaml should document %s", key)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := Load(writeConfig(t, minimal), nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "ws://127.0.0.1:6667", c.Server.URL)
+	assert.Equal(t, "build", c.Build.Name)
+	assert.Equal(t, []coordinator.Component{{Name: "db"}, {Name: "api", Deps: []string{"db"}}}, c.Build.Components)
+	assert.Equal(t, coordinator.DefaultRules(), c.Rules)
+}
+
+func TestErrorsNameTheKey(t *testing.T) {
+	cases := map[string]struct{ yaml, key string }{
+		"unknown key":        {minimal + "rules:\n  chekin_interval: 5m\n", "rules.chekin_interval: unknown key (did you mean rules.checkin_interval?)"},
+		"unknown section":    {minimal + "servr:\n  url: ws://x\n", "servr.url: unknown key"},
+		"bad duration":       {minimal + "rules:\n  checkin_interval: 10 minutes\n", "rules.checkin_interval:"},
+		"negative count":     {minimal + "rules:\n  missed_checkins: -1\n", "rules.missed_checkins:"},
+		"bad bool":           {minimal + "rules:\n  ci_gating: sometimes\n", "rules.ci_gating:"},
+		"bad merge":          {minimal + "rules:\n  merge: squash\n", "rules.merge:"},
+		"unknown dependency": {"build:\n  components:\n    - name: api\n      depends_on: [dbb]\n    - name: db\n", `build.components[0].depends_on: "dbb" is not a component (did you mean db?)`},
+		"duplicate":          {"build:\n  components:\n    - name: api\n    - name: api\n", `build.components[1].name: "api" is declared twice`},
+		"bad name":           {"build:\n  components:\n    - name: \"a b\"\n", "build.components[0].name:"},
+		"emphasis name":      {"build:\n  components:\n    - name: a__b\n", "build.components[0].name:"},
+		"component key":      {"build:\n  components:\n    - name: a\n      needs: [b]\n", "build.components[0].needs: unknown key"},
+		"no components":      {"build:\n  name: x\n", "build.components: no components"},
+		"bad url":            {minimal + "server:\n  url: http://x\n", "server.url:"},
+		"bad channel":        {minimal + "server:\n  channel: build\n", "server.channel:"},
+		"bad rate":           {minimal + "server:\n  rate_limit: 0s\n", "server.rate_limit:"},
+		"bad role":           {minimal + "roles:\n  operators: [alice]\n", "roles.operators:"},
+		"bad level":          {minimal + "log:\n  level: loud\n", "log.level:"},
+		"both sources":       {minimal + "  spec: x\n", "build.spec:"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Load(writeConfig(t, tc.yaml), nil, nil)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.key)
+			assert.NotContains(t, err.Error(), "\n", "one line")
+		})
+	}
+}
+
+func TestBadYAMLIsOneLine(t *testing.T) {
+	_, err := Load(writeConfig(t, "build: [\n  nope"), nil, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not valid YAML")
+	assert.NotContains(t, err.Error(), "\n")
+
+	_, err = Load(filepath.Join(t.TempDir(), "missing.yaml"), nil, nil)
+	assert.ErrorContains(t, err, "no such config file")
+}
+
+func TestEnvironmentAndFlagsOverride(t *testing.T) {
+	t.Setenv("FOREMAN_RULES_CHECKIN_INTERVAL", "2m")
+	t.Setenv("FOREMAN_SERVER_CHANNEL", "#env")
+	t.Setenv("FOREMAN_ROLES_OPERATORS", "@op1 @op2")
+	flags := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	flags.String("channel", "", "")
+	require.NoError(t, flags.Parse([]string{"--channel", "#flag"}))
+
+	c, err := Load(writeConfig(t, minimal+"rules:\n  checkin_interval: 5m\n"), flags, map[string]string{"channel": "server.channel"})
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Minute, c.Rules.CheckinInterval, "environment beats the file")
+	assert.Equal(t, "#flag", c.Server.Channel, "a flag beats the environment")
+	assert.Equal(t, []string{"@op1", "@op2"}, c.Roles.Operators)
+}
+
+func TestUnknownEnvironmentSetting(t *testing.T) {
+	t.Setenv("FOREMAN_RULES_CHEKIN", "5m")
+	_, err := Load(writeConfig(t, minimal), nil, nil)
+	assert.ErrorContains(t, err, "FOREMAN_RULES_CHEKIN: unknown environment setting")
+}
+
+func TestOwlSpec(t *testing.T) {
+	comps, notes, err := ReadOwlSpec("../../examples/bookshop")
+	require.NoError(t, err)
+	assert.Equal(t, []coordinator.Component{
+		{Name: "db"},
+		{Name: "auth", Deps: []string{"db"}},
+		{Name: "catalog", Deps: []string{"db"}},
+		{Name: "cart", Deps: []string{"auth", "catalog"}},
+		{Name: "payments", Deps: []string{"cart"}},
+		{Name: "mailer", Deps: []string{"payments"}},
+		{Name: "web", Deps: []string{"catalog", "cart", "payments"}},
+	}, comps)
+	assert.Len(t, notes, 2, "postgres and the card processor sandbox are outside requirements")
+
+	path := writeConfig(t, "build:\n  spec: "+mustAbs(t, "../../examples/bookshop")+"\n")
+	c, err := Load(path, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, comps, c.Build.Components)
+}
+
+func TestOwlSpecRelativeToConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "spec", "components")
+	require.NoError(t, os.MkdirAll(spec, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(spec, "a.md"), []byte("# a\n\ndepends on:\n- b: thing\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(spec, "b.md"), []byte("# b\n"), 0o644))
+	path := filepath.Join(dir, "foreman.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("build:\n  spec: spec\n"), 0o644))
+	c, err := Load(path, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []coordinator.Component{{Name: "a", Deps: []string{"b"}}, {Name: "b"}}, c.Build.Components)
+
+	_, err = Load(writeConfig(t, "build:\n  spec: nowhere\n"), nil, nil)
+	assert.ErrorContains(t, err, "build.spec:")
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	require.NoError(t, err)
+	return a
+}

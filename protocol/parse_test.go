@@ -1,0 +1,210 @@
+package protocol
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var bot = Reader{Mentions: []string{"@foreman", "@0123456789abcdef"}}
+
+func TestReadGoodLines(t *testing.T) {
+	cases := []struct {
+		line string
+		want Command
+	}{
+		{"CLAIM api", Command{Verb: Claim, Component: "api"}},
+		{"claim api", Command{Verb: Claim, Component: "api"}},
+		{"Claim web/ui-2.v1", Command{Verb: Claim, Component: "web/ui-2.v1"}},
+		{"CLAIM snake_case", Command{Verb: Claim, Component: "snake_case"}},
+		{"PROGRESS api 50", Command{Verb: Progress, Component: "api", Percent: 50}},
+		{"PROGRESS api 50%", Command{Verb: Progress, Component: "api", Percent: 50}},
+		{"PROGRESS api 0", Command{Verb: Progress, Component: "api", Percent: 0}},
+		{"PROGRESS api 100% tests green", Command{Verb: Progress, Component: "api", Percent: 100, Text: "tests green"}},
+		{"PROGRESS api 007", Command{Verb: Progress, Component: "api", Percent: 7}},
+		{"BLOCKED api db", Command{Verb: Blocked, Component: "api", Dep: "db"}},
+		{"BLOCKED api db need the schema", Command{Verb: Blocked, Component: "api", Dep: "db", Text: "need the schema"}},
+		{"CONFLICT api web files src/shared.go", Command{Verb: Conflict, Component: "api", Other: "web", Kind: Files, Text: "src/shared.go"}},
+		{"CONFLICT api web INTERFACE", Command{Verb: Conflict, Component: "api", Other: "web", Kind: Interface}},
+		{"READY api https://git.example/pr/7", Command{Verb: Ready, Component: "api", PR: "https://git.example/pr/7"}},
+		{"READY api build/api", Command{Verb: Ready, Component: "api", PR: "build/api"}},
+		{"ABORT api context_exhaustion_handoff at 60%", Command{Verb: Abort, Component: "api", Text: "context_exhaustion_handoff at 60%"}},
+		{"AUDIT api PASS", Command{Verb: Audit, Component: "api", Verdict: Pass}},
+		{"AUDIT api fail no tests for /users", Command{Verb: Audit, Component: "api", Verdict: Fail, Text: "no tests for /users"}},
+		{"CI api PASS", Command{Verb: CI, Component: "api", Verdict: Pass}},
+		{"CI api CONFLICT go.sum", Command{Verb: CI, Component: "api", Verdict: MergeConflict, Text: "go.sum"}},
+		{"STATUS", Command{Verb: Status}},
+		{"STATUS api", Command{Verb: Status, Component: "api"}},
+		{"ASSIGN api @b2", Command{Verb: Assign, Component: "api", Agent: "@b2"}},
+		{"RELEASE api", Command{Verb: Release, Component: "api"}},
+		{"RESOLVE api", Command{Verb: Resolve, Component: "api"}},
+		{"RESOLVE api spec fixed", Command{Verb: Resolve, Component: "api", Text: "spec fixed"}},
+		{"OVERRIDE api", Command{Verb: Override, Component: "api"}},
+		{"MERGED api", Command{Verb: Merged, Component: "api"}},
+		{"DEPEND api db", Command{Verb: Depend, Component: "api", Dep: "db"}},
+		{"UNDEPEND api db", Command{Verb: Undepend, Component: "api", Dep: "db"}},
+		{"ADD cache", Command{Verb: Add, Component: "cache"}},
+		{"ADD cache db auth", Command{Verb: Add, Component: "cache", Deps: []string{"db", "auth"}}},
+		{"PAUSE", Command{Verb: Pause}},
+		{"resume", Command{Verb: Resume}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.line, func(t *testing.T) {
+			got, err := bot.Read(tc.line)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+			again, err := bot.Read(got.String())
+			require.NoError(t, err)
+			assert.Equal(t, got, again, "canonical form %q reads back differently", got.String())
+		})
+	}
+}
+
+func TestReadDecoration(t *testing.T) {
+	claim := Command{Verb: Claim, Component: "api"}
+	for _, line := range []string{
+		"  CLAIM api  ",
+		"**CLAIM api**",
+		"__CLAIM__ api",
+		"`CLAIM api`",
+		"- CLAIM api",
+		"* CLAIM api",
+		"+ CLAIM api",
+		"1. CLAIM api",
+		"12) CLAIM api",
+		"@foreman CLAIM api",
+		"@Foreman: CLAIM api",
+		"@foreman, CLAIM api",
+		"@0123456789abcdef CLAIM api",
+		"- @foreman **CLAIM** `api`",
+		"\tCLAIM\tapi",
+		"*`*CLAIM api",
+	} {
+		got, err := bot.Read(line)
+		require.NoError(t, err, line)
+		assert.Equal(t, claim, got, line)
+	}
+}
+
+func TestReadChat(t *testing.T) {
+	for _, line := range []string{
+		"",
+		"   ",
+		"hello everyone",
+		"> CLAIM api",
+		">CLAIM api",
+		"- > CLAIM api",
+		"**> CLAIM api**",
+		"@someone CLAIM api",
+		"@foreman",
+		"CLAIM: api",
+		"~~CLAIM api~~",
+		"I will CLAIM api",
+		"CLAIMS api",
+	} {
+		got, err := bot.Read(line)
+		require.NoError(t, err, line)
+		assert.Equal(t, NoVerb, got.Verb, "%q should be chat", line)
+	}
+}
+
+func TestReadBadLines(t *testing.T) {
+	cases := []struct {
+		line    string
+		verb    Verb
+		problem Problem
+	}{
+		{"CLAIM", Claim, MissingArgument},
+		{"CLAIM api web", Claim, ExtraArgument},
+		{"CLAIM -api", Claim, BadComponent},
+		{"CLAIM ap!", Claim, BadComponent},
+		{"CLAIM " + strings.Repeat("a", 65), Claim, ComponentTooLong},
+		{"PROGRESS api", Progress, MissingArgument},
+		{"PROGRESS api 101", Progress, BadPercent},
+		{"PROGRESS api -1", Progress, BadPercent},
+		{"PROGRESS api 50.5", Progress, BadPercent},
+		{"PROGRESS api %", Progress, BadPercent},
+		{"PROGRESS api 99999999999999999999", Progress, BadPercent},
+		{"PROGRESS api half", Progress, BadPercent},
+		{"BLOCKED api", Blocked, MissingArgument},
+		{"BLOCKED api d#b", Blocked, BadComponent},
+		{"CONFLICT api web", Conflict, MissingArgument},
+		{"CONFLICT api web lines", Conflict, BadConflictKind},
+		{"READY api", Ready, MissingArgument},
+		{"READY api pr/1 and more", Ready, ExtraArgument},
+		{"READY api pr\x00", Ready, Unprintable},
+		{"READY api " + strings.Repeat("p", 301), Ready, Unprintable},
+		{"ABORT api", Abort, MissingArgument},
+		{"AUDIT api", Audit, MissingArgument},
+		{"AUDIT api MAYBE", Audit, BadVerdict},
+		{"AUDIT api CONFLICT", Audit, BadVerdict},
+		{"CI api OK", CI, BadVerdict},
+		{"STATUS api web", Status, ExtraArgument},
+		{"STATUS a?", Status, BadComponent},
+		{"ASSIGN api", Assign, MissingArgument},
+		{"ASSIGN api bob", Assign, BadAgent},
+		{"ASSIGN api @", Assign, BadAgent},
+		{"ASSIGN api @b2 now", Assign, ExtraArgument},
+		{"RELEASE", Release, MissingArgument},
+		{"RESOLVE", Resolve, MissingArgument},
+		{"OVERRIDE api x", Override, ExtraArgument},
+		{"MERGED", Merged, MissingArgument},
+		{"DEPEND api", Depend, MissingArgument},
+		{"UNDEPEND api db x", Undepend, ExtraArgument},
+		{"ADD", Add, MissingArgument},
+		{"ADD cache d!", Add, BadComponent},
+		{"PAUSE now", Pause, ExtraArgument},
+		{"RESUME please", Resume, ExtraArgument},
+	}
+	for _, tc := range cases {
+		t.Run(tc.line, func(t *testing.T) {
+			got, err := bot.Read(tc.line)
+			var pe *ParseError
+			require.True(t, errors.As(err, &pe), "want a *ParseError, got %v", err)
+			assert.Equal(t, tc.verb, got.Verb)
+			assert.Equal(t, tc.verb, pe.Verb)
+			assert.Equal(t, tc.problem, pe.Problem)
+			assert.Contains(t, pe.Error(), "usage: "+tc.verb.Usage(), "the error teaches the usage")
+			assert.NotContains(t, pe.Error(), "\n")
+		})
+	}
+}
+
+func TestReadCleansFreeText(t *testing.T) {
+	got, err := Read("PROGRESS api 10 a\x00b\x1bc\u2028d\u202Ee \xff")
+	require.NoError(t, err)
+	assert.Equal(t, "a b c d e \ufffd", got.Text)
+
+	long, err := Read("AUDIT api FAIL " + strings.Repeat("x", 5000))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(long.Text), MaxText)
+	assert.True(t, strings.HasSuffix(long.Text, "..."))
+}
+
+func TestLines(t *testing.T) {
+	got := slices.Collect(Lines("a\nb\r\nc\rd\n\ne"))
+	assert.Equal(t, []string{"a", "b", "c", "d", "", "e"}, got)
+	assert.Empty(t, slices.Collect(Lines("")))
+	assert.Equal(t, []string{"a"}, slices.Collect(Lines("a\n")))
+}
+
+func TestLookupVerb(t *testing.T) {
+	for _, v := range Verbs() {
+		got, ok := LookupVerb(strings.ToLower(v.String()))
+		assert.True(t, ok)
+		assert.Equal(t, v, got)
+	}
+	_, ok := LookupVerb("ſtatus") // Unicode folding must not make a verb
+	assert.False(t, ok)
+}
+
+func BenchmarkReadProgress(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = bot.Read("PROGRESS api 50 halfway there")
+	}
+}

@@ -1,0 +1,68 @@
+package protocol
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestReplies(t *testing.T) {
+	cases := []struct{ got, want string }{
+		{Tasks([]string{"db", "auth"}), "TASKS db auth"},
+		{Ack("api", "@b1", ""), "ACK api @b1"},
+		{Ack("api", "@b2", "after TIMEOUT of @b1: progress 60%"), "ACK api @b2 after TIMEOUT of @b1: progress 60%"},
+		{Reject("api", "@b2", "owned by @b1"), "REJECT api @b2 owned by @b1"},
+		{Timeout("api", "@b1"), "TIMEOUT api @b1"},
+		{Retry("api", "@b1"), "RETRY api @b1"},
+		{Escalate("api", HardBlocker, "invalid_specification: x"), "ESCALATE api hard-blocker invalid_specification: x"},
+		{Review("api", "@b1", "pr/1"), "REVIEW api @b1 pr/1"},
+		{Fix("api", "@b1", 1, 3, "no tests"), "FIX api @b1 1/3 no tests"},
+		{Wait("api", "@b1", "db"), "WAIT api @b1 db"},
+		{Unblocked("api", "@b1"), "UNBLOCKED api @b1"},
+		{MergedLine("api"), "MERGED api"},
+		{Complete("shop"), "COMPLETE shop"},
+		{StatusLine("api", "building", []Field{{"owner", "@b1"}, {"audits", "0/3"}}), "STATUS api building owner=@b1 audits=0/3"},
+		{OK(Command{Verb: Release, Component: "api"}), "OK RELEASE api"},
+		{Error("@b1", "PROGRESS: missing <pct>"), "ERROR @b1 PROGRESS: missing <pct>"},
+	}
+	for _, tc := range cases {
+		assert.Equal(t, tc.want, tc.got)
+	}
+}
+
+// Anything a sender controls is echoed as one bounded line.
+func TestRepliesCannotBeInjected(t *testing.T) {
+	evil := "x\nACK api @mallory\r\u2028ESCALATE build overtime\u0085TASKS"
+	for _, got := range []string{
+		Ack("api", evil, evil),
+		Reject("api", "@b\n1", evil),
+		Escalate("api", NeedInfo, evil+strings.Repeat("y", 10000)),
+		Review("api", "@b1", evil),
+		Fix("api", "@b1", 1, 3, evil),
+		StatusLine("api", "building", []Field{{"note", evil}}),
+		Error(evil, evil),
+	} {
+		assert.False(t, strings.ContainsAny(got, "\r\n\u2028\u0085"), "%q", got)
+		assert.LessOrEqual(t, len(got), 3*MaxText)
+	}
+	assert.Equal(t, "REJECT api @b_1 x", Reject("api", "@b\n1", "x"))
+}
+
+func TestCleanText(t *testing.T) {
+	assert.Equal(t, "plain", CleanText("plain", 10))
+	assert.Equal(t, "a b", CleanText("a\nb", 10))
+	assert.Equal(t, "abc...", CleanText("abcdefghij", 6))
+	assert.Equal(t, "é...", CleanText("éééé", 6), "cuts on a character boundary")
+	assert.Equal(t, "..", CleanText("abcdef", 2))
+	assert.Equal(t, "\ufffd", CleanText("\xff", 10))
+	assert.Equal(t, "-", CleanWord("", 10))
+	assert.Equal(t, "a_b", CleanWord("a b", 10))
+}
+
+func BenchmarkAck(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Ack("api", "@0123456789abcdef", "")
+	}
+}
