@@ -67,6 +67,7 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 	root.AddCommand(
 		a.versionCommand(),
 		a.validateCommand(),
+		a.replayCommand(),
 	)
 	return root
 }

@@ -1,0 +1,291 @@
+// Package transcript reads, replays and writes transcripts (contract
+// section 9): a chat session as text, one line per chat line,
+//
+//	HH:MM:SS[.mmm] <sender> <line>
+//
+// timed from the start of the build, with directives that set up the build.
+// Lines from the coordinator are what it said, or, when replaying, what it
+// must say.
+package transcript
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// DefaultCoordinator is the coordinator's sender id when a transcript has no
+// !coordinator directive.
+const DefaultCoordinator = "@foreman"
+
+// Transcript is a parsed transcript file.
+type Transcript struct {
+	Name        string // file name, for messages
+	Build       string
+	Coordinator string
+	Components  []coordinator.Component
+	Roles       coordinator.Roles
+	Rules       coordinator.Rules
+	Ignore      map[string]bool // coordinator verbs that may appear unlisted
+	End         time.Duration   // !end, or 0
+	Lines       []Line          // timed lines in file order
+	Raw         []string        // the file's lines, for rewriting
+	Downtime    []Downtime      // foreman's own recordings: restarts
+}
+
+// Line is one timed chat line.
+type Line struct {
+	At     time.Duration
+	Sender string
+	Text   string
+	Said   bool // the coordinator's line
+	Pos    int  // 1-based line number in the file
+}
+
+// Downtime is an extension directive foreman's recorder writes when the bot
+// restarted mid-session: "!downtime FROM TO" says it was away between the two
+// times, which the engine treats as a pause (contract section 5).
+type Downtime struct {
+	From, To time.Duration
+	Pos      int
+}
+
+// Error is a problem in a transcript, at file:line.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+// Parse reads a transcript.
+func Parse(name string, r io.Reader) (*Transcript, error) {
+	t := &Transcript{Name: name, Build: "build", Coordinator: DefaultCoordinator,
+		Rules: coordinator.DefaultRules(), Ignore: map[string]bool{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 4<<20)
+	var compPos []int
+	var last time.Duration
+	for n := 1; sc.Scan(); n++ {
+		raw := sc.Text()
+		t.Raw = append(t.Raw, raw)
+		s := strings.TrimSpace(raw)
+		fail := func(format string, args ...any) error {
+			return &Error{File: name, Line: n, Msg: fmt.Sprintf(format, args...)}
+		}
+		switch {
+		case s == "" || strings.HasPrefix(s, "#"):
+			continue
+		case strings.HasPrefix(s, "!"):
+			pos, err := t.directive(s)
+			if err != nil {
+				return nil, fail("%v", err)
+			}
+			if pos {
+				compPos = append(compPos, n)
+			}
+			continue
+		}
+		stamp, rest, _ := strings.Cut(s, " ")
+		at, err := ParseTime(stamp)
+		if err != nil {
+			return nil, fail("%v", err)
+		}
+		if at < last {
+			return nil, fail("time %s is before the previous line's %s; times must not decrease", stamp, FormatTime(last))
+		}
+		last = at
+		sender, text, _ := strings.Cut(strings.TrimSpace(rest), " ")
+		if sender == "" {
+			return nil, fail("missing sender after the time")
+		}
+		t.Lines = append(t.Lines, Line{At: at, Sender: sender, Text: strings.TrimSpace(text), Pos: n})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for i := range t.Lines {
+		t.Lines[i].Said = t.Lines[i].Sender == t.Coordinator
+	}
+	if err := t.checkComponents(compPos); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// directive applies one "!" line. It reports whether the line declared a
+// component, so that errors about components can point at it.
+func (t *Transcript) directive(s string) (component bool, err error) {
+	fields := strings.Fields(s)
+	name, args := fields[0], fields[1:]
+	need := func(n int, usage string) error {
+		if len(args) < n {
+			return fmt.Errorf("usage: %s", usage)
+		}
+		return nil
+	}
+	switch name {
+	case "!build":
+		if err := need(1, "!build <name>"); err != nil {
+			return false, err
+		}
+		t.Build = args[0]
+	case "!coordinator":
+		if err := need(1, "!coordinator <@id>"); err != nil {
+			return false, err
+		}
+		t.Coordinator = args[0]
+	case "!component":
+		if err := need(1, "!component <c> [dep...]"); err != nil {
+			return false, err
+		}
+		t.Components = append(t.Components, coordinator.Component{Name: args[0], Deps: args[1:]})
+		return true, nil
+	case "!role":
+		if err := need(2, "!role operator|auditor|ci|merger <@id>..."); err != nil {
+			return false, err
+		}
+		var dst *[]string
+		switch args[0] {
+		case "operator":
+			dst = &t.Roles.Operators
+		case "auditor":
+			dst = &t.Roles.Auditors
+		case "ci":
+			dst = &t.Roles.CI
+		case "merger":
+			dst = &t.Roles.Merger
+		default:
+			return false, fmt.Errorf("unknown role %q (operator, auditor, ci or merger)", args[0])
+		}
+		*dst = append(*dst, args[1:]...)
+	case "!set":
+		if err := need(1, "!set <key>=<value>..."); err != nil {
+			return false, err
+		}
+		for _, kv := range args {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return false, fmt.Errorf("%q is not key=value", kv)
+			}
+			if err := t.Rules.Set(k, v); err != nil {
+				return false, err
+			}
+		}
+	case "!ignore":
+		if err := need(1, "!ignore <VERB>..."); err != nil {
+			return false, err
+		}
+		for _, v := range args {
+			t.Ignore[strings.ToUpper(v)] = true
+		}
+	case "!end":
+		if err := need(1, "!end HH:MM:SS"); err != nil {
+			return false, err
+		}
+		d, err := ParseTime(args[0])
+		if err != nil {
+			return false, err
+		}
+		t.End = d
+	case "!downtime":
+		if err := need(2, "!downtime FROM TO"); err != nil {
+			return false, err
+		}
+		from, err1 := ParseTime(args[0])
+		to, err2 := ParseTime(args[1])
+		if err1 != nil || err2 != nil || to < from {
+			return false, fmt.Errorf("!downtime needs two times, the second not before the first")
+		}
+		t.Downtime = append(t.Downtime, Downtime{From: from, To: to})
+	default:
+		return false, fmt.Errorf("unknown directive %s (known: !build !coordinator !component !role !set !ignore !end)", name)
+	}
+	return false, nil
+}
+
+// checkComponents checks the declared graph the way the engine will,
+// pointing at the directive at fault.
+func (t *Transcript) checkComponents(pos []int) error {
+	seen := map[string]bool{}
+	for i, c := range t.Components {
+		if !protocol.ValidComponent(c.Name) {
+			return &Error{t.Name, pos[i], fmt.Sprintf("%q is not a component name", c.Name)}
+		}
+		if seen[c.Name] {
+			return &Error{t.Name, pos[i], fmt.Sprintf("component %s is declared twice", c.Name)}
+		}
+		seen[c.Name] = true
+	}
+	for i, c := range t.Components {
+		for _, d := range c.Deps {
+			if !seen[d] {
+				return &Error{t.Name, pos[i], fmt.Sprintf("%s depends on %s, which no !component declares", c.Name, d)}
+			}
+		}
+	}
+	return nil
+}
+
+// Config is the engine configuration the transcript's directives describe.
+func (t *Transcript) Config() coordinator.Config {
+	return coordinator.Config{
+		Build:      t.Build,
+		Self:       t.Coordinator,
+		Mentions:   []string{t.Coordinator},
+		Components: t.Components,
+		Roles:      t.Roles,
+		Rules:      t.Rules,
+	}
+}
+
+// ParseTime reads HH:MM:SS or HH:MM:SS.mmm as time since the build started.
+func ParseTime(s string) (time.Duration, error) {
+	bad := fmt.Errorf("%q is not a time HH:MM:SS[.mmm]", s)
+	hms, frac, hasFrac := strings.Cut(s, ".")
+	parts := strings.Split(hms, ":")
+	if len(parts) != 3 {
+		return 0, bad
+	}
+	var v [3]int
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || len(p) < 2 || i > 0 && (len(p) != 2 || n > 59) {
+			return 0, bad
+		}
+		v[i] = n
+	}
+	d := time.Duration(v[0])*time.Hour + time.Duration(v[1])*time.Minute + time.Duration(v[2])*time.Second
+	if hasFrac {
+		if len(frac) != 3 {
+			return 0, bad
+		}
+		ms, err := strconv.Atoi(frac)
+		if err != nil || ms < 0 {
+			return 0, bad
+		}
+		d += time.Duration(ms) * time.Millisecond
+	}
+	return d, nil
+}
+
+// FormatTime writes d as HH:MM:SS, with .mmm when it has milliseconds.
+// Anything finer than a millisecond is dropped.
+func FormatTime(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	ms := int64(d / time.Millisecond)
+	s := fmt.Sprintf("%02d:%02d:%02d", ms/3600000, ms/60000%60, ms/1000%60)
+	if ms%1000 != 0 {
+		s += fmt.Sprintf(".%03d", ms%1000)
+	}
+	return s
+}

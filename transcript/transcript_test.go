@@ -1,0 +1,161 @@
+package transcript
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func parse(t *testing.T, text string) *Transcript {
+	t.Helper()
+	tr, err := Parse("test.txt", strings.NewReader(text))
+	require.NoError(t, err)
+	return tr
+}
+
+// Every scenario under testdata replays, and rewriting it from what the
+// engine said changes nothing.
+func TestScenarios(t *testing.T) {
+	files, err := filepath.Glob("../testdata/*.txt")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			src, err := os.ReadFile(file)
+			require.NoError(t, err)
+			tr, err := Parse(file, bytes.NewReader(src))
+			require.NoError(t, err)
+			res, err := Replay(tr)
+			require.NoError(t, err)
+			if !res.Passed() {
+				var diff strings.Builder
+				res.WriteDiff(&diff)
+				t.Fatalf("replay failed:\n%s", diff.String())
+			}
+			again, err := Parse(file, bytes.NewReader(res.Update()))
+			require.NoError(t, err)
+			res2, err := Replay(again)
+			require.NoError(t, err)
+			assert.True(t, res2.Passed(), "an updated transcript replays")
+		})
+	}
+}
+
+func TestParseDirectivesAnywhere(t *testing.T) {
+	tr := parse(t, `
+00:00:00 @foreman TASKS a
+!component a
+!role operator @op @op2
+!set checkin_interval=2m merge=external
+!ignore tasks ACK
+!end 01:00:00
+!build b1
+!coordinator @bot
+00:00:01.250 @x  CLAIM a
+`)
+	assert.Equal(t, "b1", tr.Build)
+	assert.Equal(t, "@bot", tr.Coordinator)
+	assert.Equal(t, []string{"@op", "@op2"}, tr.Roles.Operators)
+	assert.Equal(t, 2*time.Minute, tr.Rules.CheckinInterval)
+	assert.True(t, tr.Ignore["TASKS"] && tr.Ignore["ACK"])
+	assert.Equal(t, time.Hour, tr.End)
+	require.Len(t, tr.Lines, 2)
+	assert.False(t, tr.Lines[0].Said, "@foreman is not the coordinator here")
+	assert.Equal(t, 1250*time.Millisecond, tr.Lines[1].At)
+	assert.Equal(t, "CLAIM a", tr.Lines[1].Text)
+	assert.Equal(t, 10, tr.Lines[1].Pos)
+}
+
+func TestParseErrorsPointAtTheLine(t *testing.T) {
+	cases := map[string]string{
+		"!component a\n00:00:01 @x CLAIM a\n00:00:00 @x CLAIM a\n": "test.txt:3: time 00:00:00 is before",
+		"!component a\n0:00:01 @x CLAIM a\n":                       "test.txt:2: \"0:00:01\" is not a time",
+		"!component a\n00:61:00 @x CLAIM a\n":                      "test.txt:2:",
+		"!component a\n00:00:01\n":                                 "test.txt:2: missing sender",
+		"!component a\n!set checkin=1m\n":                          "test.txt:2: checkin: unknown rule",
+		"!component a\n!set missed_checkins=0\n":                   "test.txt:2: missed_checkins:",
+		"!component a\n!frobnicate\n":                              "test.txt:2: unknown directive !frobnicate",
+		"!component a\n!role boss @x\n":                            "test.txt:2: unknown role",
+		"\n!component a b\n":                                       "test.txt:2: a depends on b, which no !component declares",
+		"!component a\n!component a\n":                             "test.txt:2: component a is declared twice",
+		"!component a!\n":                                          "test.txt:1:",
+	}
+	for text, want := range cases {
+		_, err := Parse("test.txt", strings.NewReader(text))
+		require.Error(t, err, text)
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
+func TestTimes(t *testing.T) {
+	for s, d := range map[string]time.Duration{
+		"00:00:00":     0,
+		"01:02:03":     time.Hour + 2*time.Minute + 3*time.Second,
+		"00:00:00.005": 5 * time.Millisecond,
+		"100:00:00":    100 * time.Hour,
+	} {
+		got, err := ParseTime(s)
+		require.NoError(t, err, s)
+		assert.Equal(t, d, got)
+		assert.Equal(t, s, FormatTime(d))
+	}
+	for _, bad := range []string{"", "1:00:00", "00:00", "00:00:60", "00:00:00.5", "aa:bb:cc", "-1:00:00"} {
+		_, err := ParseTime(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestReplayReportsMissingAndExtra(t *testing.T) {
+	tr := parse(t, `!component a
+00:00:00 @foreman TASKS a
+00:00:01 @b CLAIM a
+00:00:01 @foreman ACK a @c
+00:00:02 @foreman MERGED a
+`)
+	res, err := Replay(tr)
+	require.NoError(t, err)
+	assert.False(t, res.Passed())
+	var out strings.Builder
+	res.WriteDiff(&out)
+	assert.Contains(t, out.String(), "+ 00:00:01 ACK a @b")
+	assert.Contains(t, out.String(), "- 00:00:01 ACK a @c    (expected at test.txt:4, never said)")
+	assert.Contains(t, out.String(), "- 00:00:02 MERGED a")
+}
+
+func TestReplayIgnoreAndPrefix(t *testing.T) {
+	const body = `
+00:00:01 @b CLAIM a
+00:00:02 @c CLAIM a
+00:00:02 @foreman REJECT a @c
+`
+	res, err := Replay(parse(t, "!component a\n!ignore TASKS ACK\n"+body))
+	require.NoError(t, err)
+	assert.True(t, res.Passed(), "unlisted TASKS and ACK are ignored; the REJECT's reason is left free")
+
+	res, err = Replay(parse(t, "!component a\n!ignore TASKS\n"+body))
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Failures, "the unlisted ACK fails the replay")
+}
+
+func TestWriterRoundTrip(t *testing.T) {
+	tr := parse(t, "!build shop\n!component a\n!component b a\n!role auditor @aud\n!set checkin_interval=1m\n")
+	var buf bytes.Buffer
+	w := NewWriter(&buf, tr.Config())
+	w.Said(0, []string{"TASKS a"})
+	w.Heard(1500*time.Millisecond, "@b1", "CLAIM a")
+	w.Said(1500*time.Millisecond, []string{"ACK a @b1"})
+	w.Heard(3*time.Minute+1500*time.Millisecond, "@b1", "  ")
+	require.NoError(t, w.Flush())
+	back := parse(t, buf.String())
+	assert.Equal(t, tr.Config(), back.Config())
+	res, err := Replay(back)
+	require.NoError(t, err)
+	assert.True(t, res.Passed(), buf.String())
+	assert.Contains(t, buf.String(), "00:00:01.500 @b1 CLAIM a\n")
+}

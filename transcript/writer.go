@@ -1,0 +1,92 @@
+package transcript
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// Writer records a session as a transcript that Replay reproduces: the
+// directives first, then every line heard and said, as it happens.
+type Writer struct {
+	w           *bufio.Writer
+	coordinator string
+	err         error
+}
+
+// NewWriter starts a transcript of a build configured as cfg.
+func NewWriter(w io.Writer, cfg coordinator.Config) *Writer {
+	tw := &Writer{w: bufio.NewWriter(w), coordinator: cfg.Self}
+	if tw.coordinator == "" {
+		tw.coordinator = DefaultCoordinator
+	}
+	tw.printf("# recorded by foreman; replay with: foreman replay FILE\n")
+	tw.printf("!build %s\n", cfg.Build)
+	tw.printf("!coordinator %s\n", tw.coordinator)
+	for _, c := range cfg.Components {
+		tw.printf("!component %s\n", strings.TrimSpace(c.Name+" "+strings.Join(c.Deps, " ")))
+	}
+	for _, r := range []struct {
+		name string
+		ids  []string
+	}{{"operator", cfg.Roles.Operators}, {"auditor", cfg.Roles.Auditors}, {"ci", cfg.Roles.CI}, {"merger", cfg.Roles.Merger}} {
+		if len(r.ids) > 0 {
+			tw.printf("!role %s %s\n", r.name, strings.Join(r.ids, " "))
+		}
+	}
+	defaults := coordinator.DefaultRules()
+	var set []string
+	for _, k := range coordinator.RuleKeys() {
+		v, _ := cfg.Rules.Get(k)
+		if d, _ := defaults.Get(k); v != d {
+			set = append(set, k+"="+v)
+		}
+	}
+	if len(set) > 0 {
+		tw.printf("!set %s\n", strings.Join(set, " "))
+	}
+	return tw
+}
+
+// Heard records a line from sender.
+func (tw *Writer) Heard(at time.Duration, sender, line string) {
+	if line = strings.TrimSpace(line); line != "" {
+		tw.printf("%s %s %s\n", FormatTime(at), protocol.CleanWord(sender, protocol.MaxName), line)
+	}
+}
+
+// Said records lines the coordinator said.
+func (tw *Writer) Said(at time.Duration, lines []string) {
+	for _, l := range lines {
+		tw.printf("%s %s %s\n", FormatTime(at), tw.coordinator, l)
+	}
+}
+
+// Downtime records that the coordinator was away from from to to.
+func (tw *Writer) Downtime(from, to time.Duration) {
+	tw.printf("!downtime %s %s\n", FormatTime(from), FormatTime(to))
+}
+
+// Comment records a comment line.
+func (tw *Writer) Comment(text string) {
+	tw.printf("# %s\n", protocol.CleanText(text, 1000))
+}
+
+// Flush writes what is buffered and returns the first error met.
+func (tw *Writer) Flush() error {
+	if tw.err == nil {
+		tw.err = tw.w.Flush()
+	}
+	return tw.err
+}
+
+func (tw *Writer) printf(format string, args ...any) {
+	if tw.err == nil {
+		_, tw.err = fmt.Fprintf(tw.w, format, args...)
+	}
+}
