@@ -68,6 +68,8 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.versionCommand(),
 		a.validateCommand(),
 		a.replayCommand(),
+		a.serveCommand(),
+		a.identityCommand(),
 	)
 	return root
 }

@@ -1,0 +1,257 @@
+package agentchat
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
+)
+
+// Config says where the room is and how to behave in it. Zero fields take
+// the defaults given.
+type Config struct {
+	URL      string
+	Channel  string
+	Name     string    // display name; default the identity's name, else "foreman"
+	Identity *Identity // nil: ephemeral, which a stock server lets only listen
+
+	// RateLimit is the room's pace: one MSG per RateLimit (default 1s). The
+	// client keeps a margin above it, and slows down further if the room
+	// still refuses a message as too fast.
+	RateLimit time.Duration
+	// MaxMessage is the most content bytes per MSG (default 1 MiB).
+	MaxMessage int
+	// CreateChannel: when the channel does not exist, try to create it
+	// (a stock server lets only verified agents do so).
+	CreateChannel bool
+
+	MinBackoff, MaxBackoff time.Duration // reconnect delays (default 250ms, 30s)
+
+	ReadTimeout  time.Duration // silence before the connection counts as dead (default 75s; the server pings every 30s)
+	WriteTimeout time.Duration // per frame and for the WebSocket handshake (default 10s)
+	PingInterval time.Duration // WebSocket pings from the client; 0: none (the server pings)
+	HistoryWait  time.Duration // how long to wait for the replay to end when the server is silent (default 2s)
+	EchoTimeout  time.Duration // how long an unanswered MSG may wait before the client reconnects to check on it (default 30s)
+
+	Logger zerolog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.Name == "" && c.Identity != nil {
+		c.Name = c.Identity.Name
+	}
+	if c.Name == "" {
+		c.Name = "foreman"
+	}
+	setDefault(&c.RateLimit, time.Second)
+	setDefault(&c.MinBackoff, 250*time.Millisecond)
+	setDefault(&c.MaxBackoff, 30*time.Second)
+	setDefault(&c.ReadTimeout, 75*time.Second)
+	setDefault(&c.WriteTimeout, 10*time.Second)
+	setDefault(&c.HistoryWait, 2*time.Second)
+	setDefault(&c.EchoTimeout, 30*time.Second)
+	if c.MaxMessage <= 0 {
+		c.MaxMessage = 1 << 20
+	}
+	if c.MaxBackoff < c.MinBackoff {
+		c.MaxBackoff = c.MinBackoff
+	}
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+// Stats are the client's counters.
+type Stats struct {
+	MessagesSent int64 // MSGs the room confirmed by echoing them
+	LinesSent    int64 // lines in those
+	Resent       int64 // MSGs refused as too fast (RATE_LIMITED) and sent again
+	Reconnects   int64
+	Queued       int // lines waiting or in flight
+}
+
+// Client is a connection to one AgentChat channel that survives
+// disconnects: it reconnects, catches up from the channel's history, and
+// delivers every queued line exactly once as far as the room lets it tell.
+type Client struct {
+	cfg    Config
+	log    zerolog.Logger
+	events *eventQueue
+	wake   chan struct{}
+
+	mu        sync.Mutex
+	pending   []Line
+	inflightN int
+	agentID   string
+
+	started      atomic.Bool
+	messagesSent atomic.Int64
+	linesSent    atomic.Int64
+	resent       atomic.Int64
+	reconnects   atomic.Int64
+
+	// Owned by Run's goroutine.
+	inflight    *batch // sent, not yet echoed; survives a reconnect
+	seen        *recent
+	limiter     *rate.Limiter
+	interval    time.Duration
+	lurkUntil   time.Time
+	lurkForever bool
+	everJoined  bool
+}
+
+// New makes a client; Run connects it.
+func New(cfg Config) *Client {
+	cfg.defaults()
+	c := &Client{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		events: newEventQueue(),
+		wake:   make(chan struct{}, 1),
+		seen:   newRecent(4096),
+	}
+	// The margin absorbs network jitter: two MSGs sent one period apart can
+	// reach the server closer together than that.
+	c.interval = cfg.RateLimit + max(cfg.RateLimit/10, 10*time.Millisecond)
+	c.limiter = rate.NewLimiter(rate.Every(c.interval), 1)
+	if cfg.Identity != nil {
+		c.agentID = cfg.Identity.AgentID()
+	}
+	return c
+}
+
+// Events is the stream of room events. It is closed after Run returns and
+// everything before that has been delivered (or Run's context is done).
+func (c *Client) Events() <-chan Event { return c.events.out }
+
+// Send queues lines for the room without blocking. Lines are never dropped:
+// they wait through disconnects and refusals until the room has them.
+func (c *Client) Send(lines ...Line) {
+	if len(lines) == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.pending = append(c.pending, lines...)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// AgentID is the client's sender id: known up front for a keyed identity,
+// assigned by the server otherwise ("" until connected).
+func (c *Client) AgentID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.agentID
+}
+
+// Stats returns the counters.
+func (c *Client) Stats() Stats {
+	c.mu.Lock()
+	queued := len(c.pending) + c.inflightN
+	c.mu.Unlock()
+	return Stats{
+		MessagesSent: c.messagesSent.Load(),
+		LinesSent:    c.linesSent.Load(),
+		Resent:       c.resent.Load(),
+		Reconnects:   c.reconnects.Load(),
+		Queued:       queued,
+	}
+}
+
+// Run connects, signs in, joins the channel and keeps at it, reconnecting
+// with backoff, until ctx is done (it then returns nil). It returns a
+// *ServerError when the server refuses in a way retrying cannot cure.
+// Run may be called once.
+func (c *Client) Run(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return errors.New("agentchat: Run called twice")
+	}
+	go c.events.pump(ctx)
+	defer c.events.finish()
+	attempt := 0
+	everConnected := false
+	for {
+		s, err := c.session(ctx, everConnected)
+		if s != nil && s.connected {
+			everConnected = true
+			c.events.push(Disconnected{Err: err})
+		}
+		if ctx.Err() != nil {
+			c.log.Info().Msg("left the chat room")
+			return nil
+		}
+		var se *ServerError
+		if errors.As(err, &se) {
+			return se
+		}
+		if s != nil && s.live {
+			attempt = 0
+		}
+		d := c.backoff(attempt)
+		attempt++
+		c.log.Warn().Err(err).Msgf("lost the chat server at %s; trying again in %s", c.cfg.URL, d.Round(time.Millisecond))
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			c.log.Info().Msg("left the chat room")
+			return nil
+		}
+	}
+}
+
+// backoff doubles from MinBackoff to MaxBackoff, with jitter so that many
+// clients cut off by one server restart do not all return at once.
+func (c *Client) backoff(attempt int) time.Duration {
+	d := c.cfg.MaxBackoff
+	if attempt < 30 {
+		d = min(c.cfg.MinBackoff<<attempt, c.cfg.MaxBackoff)
+	}
+	half := d / 2
+	return half + rand.N(half+1)
+}
+
+func (c *Client) setAgentID(id string) {
+	c.mu.Lock()
+	c.agentID = id
+	c.mu.Unlock()
+}
+
+// requeue puts an unconfirmed batch back in front of the queue.
+func (c *Client) requeue(b *batch) {
+	c.mu.Lock()
+	c.pending = append(append([]Line(nil), b.lines...), c.pending...)
+	c.inflightN = 0
+	c.mu.Unlock()
+	c.inflight = nil
+}
+
+func (c *Client) queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+// take removes the next batch from the queue.
+func (c *Client) take() *batch {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, rest := takeBatch(c.pending, c.cfg.MaxMessage)
+	c.pending = rest
+	if b != nil {
+		c.inflightN = len(b.lines)
+	}
+	return b
+}
