@@ -414,7 +414,8 @@ func (s *session) liveError(code, msg string) error {
 		c.requeue(b)
 		until := unlockTime(msg)
 		if now := time.Now(); !until.After(now) {
-			until = now.Add(30 * time.Second)
+			// The server's clock is ahead of ours by at least now-until.
+			until = now.Add(min(max(now.Sub(until), 0)+time.Second, time.Minute))
 		}
 		c.lurkUntil = until
 		advice := fmt.Sprintf("the chat server does not yet let %s send (%s); foreman keeps its replies and sends them from %s (in %s)",
@@ -467,6 +468,10 @@ func unlockTime(msg string) time.Time {
 	return t
 }
 
+// lurkMargin covers the rounding of unlock times to milliseconds and the
+// timer's own slack, so the first attempt after unlocking is not refused.
+const lurkMargin = 50 * time.Millisecond
+
 // maybeSend sends the next batch if the room allows it now, or sets the
 // alarm for when it will.
 func (s *session) maybeSend() {
@@ -482,8 +487,8 @@ func (s *session) maybeSend() {
 		}
 		return
 	}
-	if now.Before(c.lurkUntil) {
-		s.pace.set(c.lurkUntil.Sub(now))
+	if unlock := c.lurkUntil.Add(lurkMargin); now.Before(unlock) {
+		s.pace.set(unlock.Sub(now))
 		return
 	}
 	if d := c.limiter.ReserveN(now, 1).DelayFrom(now); d > 0 {

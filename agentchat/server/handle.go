@@ -233,7 +233,7 @@ func (s *Server) verify(c *conn, r raw) {
 }
 
 func (s *Server) welcome(c *conn, id, name string) {
-	now := time.Now()
+	now := time.Now().Truncate(time.Millisecond) // a stock server counts in ms
 	first, ok := s.st.firstSeen[id]
 	if !ok {
 		first = now

@@ -15,12 +15,12 @@ import (
 type Proxy struct {
 	ln     net.Listener
 	target string
-	frozen atomic.Bool
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	hold  bool
-	conns map[net.Conn]struct{}
+	mu     sync.Mutex
+	hold   bool
+	conns  map[net.Conn]struct{}
+	frozen []*atomic.Bool // one per connection, for its server-to-client half
 }
 
 // NewProxy forwards a random 127.0.0.1 port to target.
@@ -52,18 +52,24 @@ func (p *Proxy) Release() {
 	p.mu.Unlock()
 }
 
-// Freeze drops everything the server sends from now on, while the
-// client's frames still reach it: the client's view of the room stops.
-func (p *Proxy) Freeze() { p.frozen.Store(true) }
+// Freeze drops everything the server sends on the open connections from
+// now on, while the client's frames still reach it: the client's view of
+// the room stops. New connections are not frozen.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	for _, f := range p.frozen {
+		f.Store(true)
+	}
+	p.mu.Unlock()
+}
 
-// Cut closes every open connection, and ends Freeze.
+// Cut closes every open connection.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	for c := range p.conns {
 		c.Close()
 	}
 	p.mu.Unlock()
-	p.frozen.Store(false)
 }
 
 func (p *Proxy) close() {
@@ -91,13 +97,15 @@ func (p *Proxy) accept() {
 			client.Close()
 			continue
 		}
+		frozen := new(atomic.Bool)
 		p.mu.Lock()
 		p.conns[client] = struct{}{}
 		p.conns[server] = struct{}{}
+		p.frozen = append(p.frozen, frozen)
 		p.mu.Unlock()
 		p.wg.Add(2)
 		go p.pipe(server, client, nil)
-		go p.pipe(client, server, &p.frozen)
+		go p.pipe(client, server, frozen)
 	}
 }
 

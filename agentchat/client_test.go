@@ -1,0 +1,151 @@
+package agentchat_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/agentchat/internal/chattest"
+	"github.com/agentforeman/foreman/agentchat/server"
+)
+
+func TestClientSignsInWithItsKey(t *testing.T) {
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild()})
+	id := chattest.NewIdentity(t, "foreman")
+	r := run(t, agentchat.Config{URL: s.URL(), Identity: id})
+	assert.Equal(t, id.AgentID(), r.c.AgentID(), "known before connecting")
+
+	c := next[agentchat.Connected](r)
+	assert.Equal(t, agentchat.Connected{AgentID: id.AgentID(), Name: "foreman"}, c)
+	j := next[agentchat.Joined](r)
+	assert.Equal(t, "#build", j.Channel)
+	assert.Contains(t, j.Agents, agentchat.Agent{ID: id.AgentID(), Name: "foreman"})
+	assert.False(t, j.Reconnect)
+}
+
+func TestEphemeralClientIsToldItLurks(t *testing.T) {
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild()})
+	r := run(t, agentchat.Config{URL: s.URL(), Name: "watcher"})
+	c := next[agentchat.Connected](r)
+	assert.True(t, c.Lurk)
+	assert.True(t, c.LurkUntil.IsZero(), "an ephemeral agent never unlocks")
+	assert.Regexp(t, `^@[0-9a-z]{8}$`, c.AgentID)
+	assert.Equal(t, c.AgentID, r.c.AgentID())
+	next[agentchat.Joined](r)
+	r.c.Send(agentchat.Line{Seq: 1, Text: "hello"})
+	assert.Equal(t, 1, r.c.Stats().Queued)
+}
+
+func TestTwoClientsTalk(t *testing.T) {
+	// No rate limit: the raw peer below does not pace itself.
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild()})
+	alice := run(t, agentchat.Config{URL: s.URL(), Name: "alice", Identity: chattest.NewIdentity(t, "alice")})
+	alice.ready()
+	bobID := chattest.NewIdentity(t, "bob")
+	bob := run(t, agentchat.Config{URL: s.URL(), Name: "bob", Identity: bobID})
+	bob.ready()
+	joined := next[agentchat.AgentJoined](alice)
+	assert.Equal(t, agentchat.AgentJoined{Channel: "#build", Agent: agentchat.Agent{ID: bobID.AgentID(), Name: "bob"}}, joined)
+	notice := next[agentchat.Message](alice)
+	assert.True(t, notice.Notice)
+	assert.Equal(t, "@server", notice.From)
+
+	// Traffic of other channels never shows: the first message alice gets
+	// is the second one carol sends.
+	carol := chattest.Dial(t, s.URL())
+	carol.SignIn(chattest.NewIdentity(t, "carol"), "carol")
+	carol.Send(chattest.Obj{"type": "MSG", "to": "#general", "content": "elsewhere"})
+	carol.Send(chattest.Obj{"type": "MSG", "to": "#build", "content": "here"})
+	m := chat(alice)
+	assert.Equal(t, "here", m.Content)
+	assert.Equal(t, carol.ID, m.From)
+
+	bob.c.Send(agentchat.Line{Seq: 1, Text: "CLAIM api"}, agentchat.Line{Seq: 2, Text: "PROGRESS api 10"})
+	d := next[agentchat.Delivered](bob)
+	assert.Equal(t, []uint64{1, 2}, d.Seqs)
+	assert.NotEmpty(t, d.MsgID)
+
+	m = chat(alice)
+	assert.Equal(t, agentchat.Message{
+		ID: d.MsgID, From: bobID.AgentID(), FromName: "bob", To: "#build",
+		Content: "CLAIM api\nPROGRESS api 10", TS: d.TS,
+	}, m)
+
+	// Bob's own message came back as a confirmation, not as a Message:
+	// the next one he gets is alice's answer.
+	alice.c.Send(agentchat.Line{Seq: 1, Text: "ACK api @bob"})
+	m = chat(bob)
+	assert.Equal(t, "ACK api @bob", m.Content)
+	assert.False(t, m.Self)
+	assert.Equal(t, agentchat.Stats{MessagesSent: 1, LinesSent: 2}, bob.c.Stats())
+
+	bob.cancel()
+	left := next[agentchat.AgentLeft](alice)
+	assert.Equal(t, bobID.AgentID(), left.Agent.ID)
+}
+
+func TestBurstOfLinesGoesOutInOneOrTwoMessages(t *testing.T) {
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild(), RateLimit: 100 * time.Millisecond})
+	listener := chattest.Member(t, s, "listener")
+	r := run(t, agentchat.Config{URL: s.URL(), Identity: chattest.NewIdentity(t, "foreman"), RateLimit: 100 * time.Millisecond})
+	r.ready()
+
+	lines := numbered("STATUS c", 1, 100)
+	for _, l := range lines {
+		r.c.Send(l)
+	}
+	ds := r.delivered(1, 100)
+	assert.LessOrEqual(t, len(ds), 2, "the first line may go alone; the rest wait for the next slot together")
+
+	var got []string
+	for len(got) < 100 {
+		m := listener.Msg()
+		got = append(got, strings.Split(m["content"].(string), "\n")...)
+	}
+	want := make([]string, 100)
+	for i, l := range lines {
+		want[i] = l.Text
+	}
+	assert.Equal(t, want, got, "every line once, in order")
+	st := r.c.Stats()
+	assert.Equal(t, int64(100), st.LinesSent)
+	assert.Equal(t, int64(len(ds)), st.MessagesSent)
+	assert.Zero(t, st.Queued)
+}
+
+func TestRateLimitedMessagesAreSentAgain(t *testing.T) {
+	// The room is five times stricter than the client believes.
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild(), RateLimit: 100 * time.Millisecond})
+	listener := chattest.Member(t, s, "listener")
+	r := run(t, agentchat.Config{URL: s.URL(), Identity: chattest.NewIdentity(t, "foreman"), RateLimit: 10 * time.Millisecond})
+	r.ready()
+
+	const rounds = 4
+	for i := 1; i <= rounds; i++ {
+		r.c.Send(numbered("PROGRESS api", uint64(i), 1)...)
+		r.delivered(uint64(i), 1)
+	}
+	count := map[string]int{}
+	for len(count) < rounds {
+		count[listener.Msg()["content"].(string)]++
+	}
+	for i := 1; i <= rounds; i++ {
+		assert.Equal(t, 1, count[numbered("PROGRESS api", uint64(i), 1)[0].Text])
+	}
+	st := r.c.Stats()
+	assert.Positive(t, st.Resent, "the room refused at least one message as too fast")
+	assert.Equal(t, int64(rounds), st.MessagesSent)
+}
+
+// chat returns the client's next message that is not a server notice.
+func chat(r *running) agentchat.Message {
+	r.t.Helper()
+	for {
+		if m := next[agentchat.Message](r); !m.Notice {
+			return m
+		}
+	}
+}
