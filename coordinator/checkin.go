@@ -21,8 +21,12 @@ func (e *Engine) builderLine(agent string, cmd protocol.Command) {
 		e.notOwner(agent, c)
 		return
 	}
-	if c.state == Held && cmd.Verb != protocol.Abort {
+	switch {
+	case c.state == Held && cmd.Verb != protocol.Abort:
 		e.reject(c, agent, "held for a human (%s); an operator must RESOLVE, RELEASE or ASSIGN it", c.hold)
+		return
+	case (c.state == Review || c.state == InCI) && (cmd.Verb == protocol.Blocked || cmd.Verb == protocol.Conflict):
+		e.reject(c, agent, "in %s with %s; pushback comes before READY (ABORT to give it up)", c.state, c.pr)
 		return
 	}
 	switch cmd.Verb {

@@ -53,7 +53,9 @@ func (e *Engine) ciFailed(c *component, kind ciFailure, details string) {
 	if kind == mergeConflict {
 		n, max, what = &c.ciConflict, e.rules.ConflictAttempts, "merge conflict"
 	}
-	*n++
+	if *n < max { // at the limit already when an ASSIGN ended the hold
+		*n++
+	}
 	text := what
 	if details != "" {
 		text += ": " + details

@@ -56,11 +56,15 @@ func (e *Engine) assign(c *component, agent string) {
 		c.since = e.now
 		e.owned[agent]++
 		c.progress, c.hasProgress, c.pr = 0, false, ""
+		c.ciFails, c.ciConflict = 0, 0 // CI attempts are the new builder's own
 	}
 	c.state = Building
 	c.hold = ""
 	c.overdue, c.approved = false, false
-	c.barred = without(c.barred, agent)
+	if c.isBarred(agent) { // only an operator's ASSIGN gets here: fresh attempts
+		c.barred = without(c.barred, agent)
+		c.clearAuditFails(agent)
+	}
 	c.timedOut = without(c.timedOut, agent)
 	if c.disputes[agent] > 0 {
 		delete(c.disputes, agent)
@@ -147,9 +151,19 @@ func (e *Engine) claimable(c *component) bool {
 	return c.state == Pending && c.owner == "" && c.unmerged == 0
 }
 
-// announceTasks says TASKS with every claimable component, in declaration
-// order, unless the build is halted or nothing is claimable.
-func (e *Engine) announceTasks() {
+// announceTasks notes that something became claimable. TASKS, with every
+// claimable component in declaration order, is said once at the end of the
+// step (a line handled, or the timers of one instant), so that a step that
+// frees many components says one TASKS, listing them all.
+func (e *Engine) announceTasks() { e.tasksDue = true }
+
+// flushTasks says the TASKS a step made due, unless the build is halted or
+// nothing is claimable after all.
+func (e *Engine) flushTasks() {
+	if !e.tasksDue {
+		return
+	}
+	e.tasksDue = false
 	if e.halted != nil {
 		return
 	}

@@ -119,6 +119,15 @@ func (c *component) addAuditFail(agent string) int {
 	return 1
 }
 
+func (c *component) clearAuditFails(agent string) {
+	for i := range c.fails {
+		if c.fails[i].agent == agent {
+			c.fails = append(c.fails[:i:i], c.fails[i+1:]...)
+			return
+		}
+	}
+}
+
 func (c *component) isBarred(agent string) bool { return contains(c.barred, agent) }
 
 func (c *component) waitsOn(o *component) bool {

@@ -40,6 +40,7 @@ type Engine struct {
 	paused   bool
 	pausedAt time.Time
 	halted   []int // the cycle that halts the build; nil when running
+	tasksDue bool  // something became claimable in the step being handled
 
 	merged       int
 	complete     bool
@@ -109,6 +110,7 @@ func (e *Engine) Start(at time.Time) []string {
 	} else {
 		e.announceTasks()
 	}
+	e.flushTasks()
 	return e.end()
 }
 
@@ -135,6 +137,7 @@ func (e *Engine) Receive(m Message) []string {
 			e.say(protocol.Error(m.From, err.Error()))
 		case cmd.Verb != protocol.NoVerb:
 			e.handle(m.From, cmd)
+			e.flushTasks()
 		}
 	}
 	return e.end()
@@ -153,6 +156,7 @@ func (e *Engine) Handle(at time.Time, sender string, cmd protocol.Command) []str
 	e.begin(at)
 	e.fireDue(at)
 	e.handle(sender, cmd)
+	e.flushTasks()
 	return e.end()
 }
 
@@ -180,7 +184,8 @@ func (e *Engine) Tick(to time.Time) (at time.Time, out []string, ok bool) {
 	if t == nil {
 		return time.Time{}, nil, false
 	}
-	at = e.fireOne(t)
+	at = t.at
+	e.fireInstant(at)
 	return at, e.end(), true
 }
 
@@ -229,11 +234,21 @@ func (e *Engine) say(line string) { e.out = append(e.out, line) }
 // fires at its own deadline, so what it says is timed then.
 func (e *Engine) fireDue(to time.Time) {
 	for t := e.due(to); t != nil; t = e.due(to) {
-		e.fireOne(t)
+		e.fireInstant(t.at)
 	}
 	if to.After(e.now) {
 		e.now = to
 	}
+}
+
+// fireInstant fires every timer due at the instant at, in heap order, as one
+// step: components that become claimable together are announced in one
+// TASKS.
+func (e *Engine) fireInstant(at time.Time) {
+	for t := e.due(at); t != nil && t.at.Equal(at); t = e.due(at) {
+		e.fireOne(t)
+	}
+	e.flushTasks()
 }
 
 // due returns the earliest timer if it is due by to and the build runs.
@@ -245,16 +260,15 @@ func (e *Engine) due(to time.Time) *timer {
 	return t
 }
 
-// fireOne fires t at its deadline, which it returns. What fires may arm
-// the same timer again, so its kind and deadline are read first.
-func (e *Engine) fireOne(t *timer) time.Time {
-	at, kind := t.at, t.kind
-	if at.After(e.now) {
-		e.now = at
+// fireOne fires t at its deadline. What fires may arm the same timer
+// again, so its kind is read first.
+func (e *Engine) fireOne(t *timer) {
+	kind := t.kind
+	if t.at.After(e.now) {
+		e.now = t.at
 	}
 	e.timers.stop(t)
 	e.fire(t.comp, kind)
-	return at
 }
 
 func (e *Engine) fire(comp int, kind timerKind) {

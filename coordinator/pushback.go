@@ -34,7 +34,9 @@ func (e *Engine) needInfo(c *component, depName string) {
 	if c.pushback == nil {
 		c.pushback = make(map[int]int)
 	}
-	c.pushback[di]++
+	if c.pushback[di] <= e.rules.PushbackRetries { // stops one past the limit
+		c.pushback[di]++
+	}
 	if n := c.pushback[di]; n > e.rules.PushbackRetries {
 		e.holdFor(c, protocol.NeedInfo, fmt.Sprintf(
 			"%s blocked on %s %d times (retries %d/%d) while %s is %s; something may be missing: ADD it, UNDEPEND %s %s, or RESOLVE %s to reset the count",

@@ -37,7 +37,15 @@ func (r *Result) Passed() bool { return r.Failures == 0 }
 // time, after the timers due by then have fired, each at its own deadline;
 // then the clock runs on to the last line's time or !end. What the engine
 // said is compared with the coordinator's lines.
-func Replay(t *Transcript) (*Result, error) {
+func Replay(t *Transcript) (*Result, error) { return ReplayWith(t, nil) }
+
+// Swap is called after each heard line is handled (i is its index in
+// Lines) and returns the engine to go on with: the same one, or, in tests
+// of recovery, one restored from its snapshot.
+type Swap func(i int, e *coordinator.Engine) (*coordinator.Engine, error)
+
+// ReplayWith is Replay with a hook after every heard line.
+func ReplayWith(t *Transcript, swap Swap) (*Result, error) {
 	eng, err := coordinator.New(t.Config())
 	if err != nil {
 		return nil, &Error{File: t.Name, Line: 1, Msg: err.Error()}
@@ -76,6 +84,11 @@ func Replay(t *Transcript) (*Result, error) {
 		record(Epoch.Add(l.At), eng.Receive(coordinator.Message{
 			From: l.Sender, Verified: true, At: Epoch.Add(l.At), Content: l.Text,
 		}), false)
+		if swap != nil {
+			if eng, err = swap(i, eng); err != nil {
+				return nil, err
+			}
+		}
 	}
 	tick(end)
 	r.Diff = align(expected(t), r.Said, t.Ignore)

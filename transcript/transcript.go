@@ -248,32 +248,39 @@ func (t *Transcript) Config() coordinator.Config {
 
 // ParseTime reads HH:MM:SS or HH:MM:SS.mmm as time since the build started.
 func ParseTime(s string) (time.Duration, error) {
-	bad := fmt.Errorf("%q is not a time HH:MM:SS[.mmm]", s)
-	hms, frac, hasFrac := strings.Cut(s, ".")
-	parts := strings.Split(hms, ":")
-	if len(parts) != 3 {
-		return 0, bad
+	d, ok := parseTime(s)
+	if !ok {
+		return 0, fmt.Errorf("%q is not a time HH:MM:SS[.mmm]", s)
 	}
+	return d, nil
+}
+
+func parseTime(s string) (time.Duration, bool) {
+	hms, frac, hasFrac := strings.Cut(s, ".")
 	var v [3]int
-	for i, p := range parts {
+	for i := range v {
+		p := hms
+		if i < 2 {
+			var ok bool
+			if p, hms, ok = strings.Cut(hms, ":"); !ok {
+				return 0, false
+			}
+		}
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 0 || len(p) < 2 || i > 0 && (len(p) != 2 || n > 59) {
-			return 0, bad
+			return 0, false
 		}
 		v[i] = n
 	}
 	d := time.Duration(v[0])*time.Hour + time.Duration(v[1])*time.Minute + time.Duration(v[2])*time.Second
 	if hasFrac {
-		if len(frac) != 3 {
-			return 0, bad
-		}
 		ms, err := strconv.Atoi(frac)
-		if err != nil || ms < 0 {
-			return 0, bad
+		if len(frac) != 3 || err != nil || ms < 0 {
+			return 0, false
 		}
 		d += time.Duration(ms) * time.Millisecond
 	}
-	return d, nil
+	return d, true
 }
 
 // FormatTime writes d as HH:MM:SS, with .mmm when it has milliseconds.

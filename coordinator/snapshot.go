@@ -1,0 +1,296 @@
+package coordinator
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// SnapshotVersion changes when the snapshot format does.
+const SnapshotVersion = 1
+
+// Snapshot is the engine's whole state, in a form that encodes as JSON.
+// Restoring it and going on gives the same replies as never stopping. It
+// holds the graph as edited (ADD, DEPEND, BLOCKED), not as configured.
+// Derived state (counts of unmerged dependencies and owned components, who
+// waits on whom, the timer heap) is rebuilt on restore.
+type Snapshot struct {
+	Version      int                 `json:"version"`
+	Build        string              `json:"build"`
+	Started      bool                `json:"started"`
+	StartAt      time.Time           `json:"start_at"`
+	Now          time.Time           `json:"now"`
+	Paused       bool                `json:"paused,omitempty"`
+	PausedAt     time.Time           `json:"paused_at,omitempty"`
+	Halted       []string            `json:"halted,omitempty"`
+	Complete     bool                `json:"complete,omitempty"`
+	OvertimeSaid bool                `json:"overtime_said,omitempty"`
+	Overtime     *time.Time          `json:"overtime,omitempty"`
+	Seen         []string            `json:"seen,omitempty"`
+	Components   []ComponentSnapshot `json:"components"`
+}
+
+// ComponentSnapshot is one component's state.
+type ComponentSnapshot struct {
+	Name        string         `json:"name"`
+	Deps        []string       `json:"deps,omitempty"`
+	State       string         `json:"state"`
+	Owner       string         `json:"owner,omitempty"`
+	Since       time.Time      `json:"since,omitzero"`
+	Progress    int            `json:"progress,omitempty"`
+	HasProgress bool           `json:"has_progress,omitempty"`
+	ProgressAt  time.Time      `json:"progress_at,omitzero"`
+	PR          string         `json:"pr,omitempty"`
+	Findings    string         `json:"findings,omitempty"`
+	Timer       string         `json:"timer,omitempty"`
+	TimerAt     time.Time      `json:"timer_at,omitzero"`
+	Fails       []FailSnapshot `json:"fails,omitempty"`
+	CIFails     int            `json:"ci_fails,omitempty"`
+	CIConflict  int            `json:"ci_conflict,omitempty"`
+	Barred      []string       `json:"barred,omitempty"`
+	TimedOut    []string       `json:"timed_out,omitempty"`
+	Disputes    map[string]int `json:"disputes,omitempty"`
+	Pushback    map[string]int `json:"pushback,omitempty"`
+	Waits       []WaitSnapshot `json:"waits,omitempty"`
+	Waiters     []string       `json:"waiters,omitempty"` // in the order they began waiting
+	Hold        string         `json:"hold,omitempty"`
+	Overdue     bool           `json:"overdue,omitempty"`
+	Approved    bool           `json:"approved,omitempty"`
+	Left        *TrailSnapshot `json:"left,omitempty"`
+	MergedFrom  string         `json:"merged_from,omitempty"`
+}
+
+// FailSnapshot is one builder's failed audits.
+type FailSnapshot struct {
+	Agent string `json:"agent"`
+	N     int    `json:"n"`
+}
+
+// WaitSnapshot is one thing a blocked component waits for.
+type WaitSnapshot struct {
+	On    string `json:"on"`
+	Files bool   `json:"files,omitempty"`
+}
+
+// TrailSnapshot is what the last builder left.
+type TrailSnapshot struct {
+	Agent       string `json:"agent"`
+	Why         string `json:"why"`
+	Reason      string `json:"reason,omitempty"`
+	Progress    int    `json:"progress,omitempty"`
+	HasProgress bool   `json:"has_progress,omitempty"`
+	PR          string `json:"pr,omitempty"`
+	Findings    string `json:"findings,omitempty"`
+}
+
+// Snapshot exports the engine's state.
+func (e *Engine) Snapshot() *Snapshot {
+	s := &Snapshot{
+		Version: SnapshotVersion, Build: e.cfg.Build, Started: e.started, StartAt: e.startAt,
+		Now: e.now, Paused: e.paused, PausedAt: e.pausedAt, Complete: e.complete,
+		OvertimeSaid: e.overtimeSaid, Seen: e.seen.ids(),
+	}
+	for _, n := range e.halted {
+		s.Halted = append(s.Halted, e.graph.Name(n))
+	}
+	if e.overtime.armed() {
+		at := e.overtime.at
+		s.Overtime = &at
+	}
+	s.Components = make([]ComponentSnapshot, len(e.comps))
+	for i, c := range e.comps {
+		s.Components[i] = e.snapshotComponent(c)
+	}
+	return s
+}
+
+func (e *Engine) snapshotComponent(c *component) ComponentSnapshot {
+	cs := ComponentSnapshot{
+		Name: c.name, State: c.state.String(), Owner: c.owner, Since: c.since,
+		Progress: c.progress, HasProgress: c.hasProgress, ProgressAt: c.progressAt,
+		PR: c.pr, Findings: c.findings, CIFails: c.ciFails, CIConflict: c.ciConflict,
+		Barred: slices.Clone(c.barred), TimedOut: slices.Clone(c.timedOut), Hold: string(c.hold), Overdue: c.overdue,
+		Approved: c.approved, MergedFrom: c.mergedFrom,
+	}
+	for _, d := range e.graph.Deps(c.idx) {
+		cs.Deps = append(cs.Deps, e.graph.Name(d))
+	}
+	if c.timer.armed() {
+		cs.Timer, cs.TimerAt = timerWhat[c.timer.kind], c.timer.at
+	}
+	for _, a := range c.fails {
+		cs.Fails = append(cs.Fails, FailSnapshot{a.agent, a.n})
+	}
+	if len(c.disputes) > 0 {
+		cs.Disputes = maps.Clone(c.disputes)
+	}
+	if len(c.pushback) > 0 {
+		cs.Pushback = make(map[string]int, len(c.pushback))
+		for d, n := range c.pushback {
+			cs.Pushback[e.graph.Name(d)] = n
+		}
+	}
+	for _, w := range c.waits {
+		cs.Waits = append(cs.Waits, WaitSnapshot{On: w.on.name, Files: w.kind == waitFiles})
+	}
+	for _, w := range c.waiters {
+		cs.Waiters = append(cs.Waiters, w.name)
+	}
+	if t := c.left; t != nil {
+		cs.Left = &TrailSnapshot{Agent: t.agent, Why: t.why, Reason: t.reason, Progress: t.progress,
+			HasProgress: t.hasProgress, PR: t.pr, Findings: t.findings}
+	}
+	return cs
+}
+
+// Restore builds an engine from a snapshot. cfg supplies what is not state
+// (identity, roles, rules); its components are ignored in favour of the
+// snapshot's, which carry every edit made during the build.
+func Restore(cfg Config, s *Snapshot) (*Engine, error) {
+	if s.Version != SnapshotVersion {
+		return nil, fmt.Errorf("snapshot version %d; this foreman reads version %d", s.Version, SnapshotVersion)
+	}
+	cfg.Components = nil
+	e, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.started, e.startAt, e.now = s.Started, s.StartAt, s.Now
+	e.paused, e.pausedAt = s.Paused, s.PausedAt
+	e.complete, e.overtimeSaid = s.Complete, s.OvertimeSaid
+	for _, id := range s.Seen {
+		e.seen.add(id)
+	}
+	for _, cs := range s.Components {
+		if !protocol.ValidComponent(cs.Name) {
+			return nil, fmt.Errorf("snapshot: %q is not a component name", cs.Name)
+		}
+		if _, added := e.graph.Add(cs.Name); !added {
+			return nil, fmt.Errorf("snapshot: component %s appears twice", cs.Name)
+		}
+		e.comps = append(e.comps, e.newComponent(cs.Name))
+	}
+	for i, cs := range s.Components {
+		if err := e.restoreComponent(e.comps[i], cs); err != nil {
+			return nil, fmt.Errorf("snapshot: component %s: %w", cs.Name, err)
+		}
+	}
+	for _, c := range e.comps {
+		if c.state == Merged {
+			e.merged++
+		}
+		for _, d := range e.graph.Deps(c.idx) {
+			if e.comps[d].state != Merged {
+				c.unmerged++
+			}
+		}
+	}
+	for _, name := range s.Halted {
+		i, ok := e.graph.Index(name)
+		if !ok {
+			return nil, fmt.Errorf("snapshot: halted on unknown component %s", name)
+		}
+		e.halted = append(e.halted, i)
+	}
+	if s.Overtime != nil {
+		e.timers.arm(&e.overtime, overtimeTimer, *s.Overtime)
+	}
+	return e, nil
+}
+
+func (e *Engine) restoreComponent(c *component, cs ComponentSnapshot) error {
+	state, ok := parseState(cs.State)
+	if !ok {
+		return fmt.Errorf("unknown state %q", cs.State)
+	}
+	c.state, c.owner, c.since = state, cs.Owner, cs.Since
+	c.progress, c.hasProgress, c.progressAt = cs.Progress, cs.HasProgress, cs.ProgressAt
+	c.pr, c.findings = cs.PR, cs.Findings
+	c.ciFails, c.ciConflict = cs.CIFails, cs.CIConflict
+	c.barred, c.timedOut = slices.Clone(cs.Barred), slices.Clone(cs.TimedOut)
+	c.hold, c.overdue, c.approved = protocol.Escalation(cs.Hold), cs.Overdue, cs.Approved
+	c.mergedFrom = cs.MergedFrom
+	if c.owner != "" {
+		e.owned[c.owner]++
+	}
+	for _, d := range cs.Deps {
+		di, ok := e.graph.Index(d)
+		if !ok {
+			return fmt.Errorf("depends on unknown %s", d)
+		}
+		e.graph.AddEdge(c.idx, di)
+	}
+	if cs.Timer != "" {
+		kind := timerKindOf(cs.Timer)
+		if kind == noTimer {
+			return fmt.Errorf("unknown timer %q", cs.Timer)
+		}
+		e.timers.arm(&c.timer, kind, cs.TimerAt)
+	}
+	for _, f := range cs.Fails {
+		c.fails = append(c.fails, attempts{f.Agent, f.N})
+	}
+	if len(cs.Disputes) > 0 {
+		c.disputes = maps.Clone(cs.Disputes)
+	}
+	if len(cs.Pushback) > 0 {
+		c.pushback = make(map[int]int, len(cs.Pushback))
+		names := make([]string, 0, len(cs.Pushback))
+		for d := range cs.Pushback {
+			names = append(names, d)
+		}
+		sort.Strings(names)
+		for _, d := range names {
+			di, ok := e.graph.Index(d)
+			if !ok {
+				return fmt.Errorf("pushback on unknown %s", d)
+			}
+			c.pushback[di] = cs.Pushback[d]
+		}
+	}
+	for _, w := range cs.Waits {
+		oi, ok := e.graph.Index(w.On)
+		if !ok {
+			return fmt.Errorf("waits on unknown %s", w.On)
+		}
+		kind := waitDependency
+		if w.Files {
+			kind = waitFiles
+		}
+		c.waits = append(c.waits, wait{on: e.comps[oi], kind: kind})
+	}
+	for _, name := range cs.Waiters {
+		wi, ok := e.graph.Index(name)
+		if !ok {
+			return fmt.Errorf("waited on by unknown %s", name)
+		}
+		c.waiters = append(c.waiters, e.comps[wi])
+	}
+	if t := cs.Left; t != nil {
+		c.left = &trail{agent: t.Agent, why: t.Why, reason: t.Reason, progress: t.Progress,
+			hasProgress: t.HasProgress, pr: t.PR, findings: t.Findings}
+	}
+	return nil
+}
+
+func parseState(s string) (State, bool) {
+	for i, name := range stateNames {
+		if name == s {
+			return State(i), true
+		}
+	}
+	return 0, false
+}
+
+func timerKindOf(what string) timerKind {
+	for i, w := range timerWhat {
+		if w == what && i != int(noTimer) {
+			return timerKind(i)
+		}
+	}
+	return noTimer
+}
