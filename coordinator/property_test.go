@@ -44,7 +44,7 @@ var (
 		{Name: "db"}, {Name: "auth", Deps: []string{"db"}}, {Name: "api", Deps: []string{"db", "auth"}},
 		{Name: "web", Deps: []string{"api"}}, {Name: "docs"},
 	}
-	builders  = []string{"@b1", "@b2", "@b3", "@b4"}
+	builders = []string{"@b1", "@b2", "@b3", "@b4"}
 )
 
 func newWorld(rules Rules) (*world, error) {
