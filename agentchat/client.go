@@ -102,11 +102,21 @@ type Client struct {
 	inflight    *batch // sent, not yet echoed; survives a reconnect
 	seen        *recent
 	limiter     *rate.Limiter
+	flood       *rate.Limiter
 	interval    time.Duration
 	lurkUntil   time.Time
 	lurkForever bool
 	everJoined  bool
 }
+
+// A stock server closes a connection that sends more than 60 frames in 10
+// seconds. With any RateLimit the client sends at most floodBurst +
+// 10s*floodRate = 50 MSGs in 10 seconds, which leaves room for the frames
+// of signing in and joining.
+const (
+	floodRate  = rate.Limit(2.5)
+	floodBurst = 25
+)
 
 // New makes a client; Run connects it.
 func New(cfg Config) *Client {
@@ -122,6 +132,7 @@ func New(cfg Config) *Client {
 	// reach the server closer together than that.
 	c.interval = cfg.RateLimit + max(cfg.RateLimit/10, 10*time.Millisecond)
 	c.limiter = rate.NewLimiter(rate.Every(c.interval), 1)
+	c.flood = rate.NewLimiter(floodRate, floodBurst)
 	if cfg.Identity != nil {
 		c.agentID = cfg.Identity.AgentID()
 	}

@@ -111,3 +111,27 @@ func TestUnconfirmedMessageIsSentAgainWhenTheRoomLostIt(t *testing.T) {
 	assert.Equal(t, []uint64{1}, d.Seqs)
 	assert.Equal(t, "TASKS api web", carol.Msg()["content"])
 }
+
+func TestRestartedBotSeesItsOwnEarlierMessages(t *testing.T) {
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild(), RateLimit: 50 * time.Millisecond, DisplaceDelay: 10 * time.Millisecond})
+	id := chattest.NewIdentity(t, "foreman")
+	before := run(t, agentchat.Config{URL: s.URL(), Identity: id})
+	before.ready()
+	before.c.Send(agentchat.Line{Seq: 1, Text: "ACK api @bob"})
+	d := next[agentchat.Delivered](before)
+	before.cancel()
+	require.NoError(t, before.fatal())
+
+	after := run(t, agentchat.Config{URL: s.URL(), Identity: id})
+	j := after.ready()
+	var own []agentchat.Message
+	for _, m := range j.History {
+		if m.Self {
+			own = append(own, m)
+		}
+	}
+	require.Len(t, own, 1)
+	assert.Equal(t, d.MsgID, own[0].ID)
+	assert.Equal(t, "ACK api @bob", own[0].Content)
+	assert.False(t, own[0].Notice)
+}

@@ -491,7 +491,7 @@ func (s *session) maybeSend() {
 		s.pace.set(unlock.Sub(now))
 		return
 	}
-	if d := c.limiter.ReserveN(now, 1).DelayFrom(now); d > 0 {
+	if d := max(c.limiter.ReserveN(now, 1).DelayFrom(now), c.flood.ReserveN(now, 1).DelayFrom(now)); d > 0 {
 		s.paceReserved = true
 		s.pace.set(d)
 		return

@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -168,11 +170,16 @@ type Server struct {
 // Start listens and serves until ctx is done or Close is called.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.defaults()
+	var channels []string
 	for _, name := range cfg.Channels {
 		if !validChannel(name) {
 			return nil, fmt.Errorf("%q is not a channel name: # and 1 to 31 letters, digits, _ or -", name)
 		}
+		if !slices.Contains(channels, name) {
+			channels = append(channels, name)
+		}
 	}
+	cfg.Channels = channels
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, err
@@ -212,16 +219,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		case <-s.done:
 		}
 	}()
-	s.log.Info().Msgf("chat server listening on %s (channels %v; rate limit %s; history %d frames; new keys lurk: %v)",
-		s.URL(), cfg.Channels, rateText(cfg.RateLimit), cfg.BufferSize, cfg.Lurk)
+	lurk := "new identities may send at once"
+	if cfg.Lurk {
+		lurk = fmt.Sprintf("new identities may send %s after they are first seen", cfg.LurkPeriod)
+	}
+	s.log.Info().Msgf("chat server listening on %s; channels %s; %s; the last %d messages of each channel are replayed on JOIN; %s",
+		s.URL(), strings.Join(cfg.Channels, " "), rateText(cfg.RateLimit), cfg.BufferSize, lurk)
 	return s, nil
 }
 
 func rateText(d time.Duration) string {
 	if d <= 0 {
-		return "off"
+		return "no rate limit"
 	}
-	return "one message per " + d.String()
+	return "one message per " + d.String() + " per connection"
 }
 
 func set(ids []string) map[string]bool {

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+)
+
+// syncBuffer is written by the command while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestServeRunsUntilInterrupted(t *testing.T) {
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"serve", "--listen", "127.0.0.1:0", "--channel", "#build", "--rate-limit", "100ms", "--log-format", "json"}, &stdout, &stderr)
+	}()
+
+	listening := regexp.MustCompile(`listening on (ws://127\.0\.0\.1:\d+)`)
+	var url string
+	require.Eventually(t, func() bool {
+		m := listening.FindStringSubmatch(stderr.String())
+		if m != nil {
+			url = m[1]
+		}
+		return m != nil
+	}, 5*time.Second, 5*time.Millisecond, "no listening line in %q", stderr.String())
+
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	c := agentchat.New(agentchat.Config{URL: url, Channel: "#build", Identity: id, Logger: zerolog.Nop()})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(ctx) }()
+	timeout := time.After(5 * time.Second)
+	for joined := false; !joined; {
+		select {
+		case e := <-c.Events():
+			if j, ok := e.(agentchat.Joined); ok {
+				assert.Equal(t, "#build", j.Channel)
+				joined = true
+			}
+		case <-timeout:
+			t.Fatal("the client never joined #build")
+		}
+	}
+	cancel()
+	require.NoError(t, <-ran)
+
+	require.NoError(t, syscall.Kill(syscall.Getpid(), syscall.SIGINT))
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, stderr.String())
+	case <-time.After(5 * time.Second):
+		t.Fatal("serve did not stop on SIGINT")
+	}
+	assert.Contains(t, stderr.String(), "stopped")
+}
+
+func TestServeRefusesABadChannel(t *testing.T) {
+	code, _, errOut := foreman(t, "serve", "--listen", "127.0.0.1:0", "--channel", "build")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `"build" is not a channel name`)
+}
