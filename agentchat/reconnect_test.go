@@ -135,3 +135,20 @@ func TestRestartedBotSeesItsOwnEarlierMessages(t *testing.T) {
 	assert.Equal(t, "ACK api @bob", own[0].Content)
 	assert.False(t, own[0].Notice)
 }
+
+func TestNetworkDropReconnectsAndCatchesUp(t *testing.T) {
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild(), DisplaceDelay: 10 * time.Millisecond})
+	r := run(t, agentchat.Config{URL: s.URL(), Identity: chattest.NewIdentity(t, "foreman")})
+	r.ready()
+	bob := chattest.Member(t, s, "bob")
+	bob.Say("seen live")
+	assert.Equal(t, "seen live", chat(r).Content)
+
+	s.DropConnections()
+	next[agentchat.Disconnected](r)
+	j := next[agentchat.Joined](r)
+	assert.True(t, j.Reconnect)
+	for _, m := range j.History {
+		assert.NotEqual(t, "seen live", m.Content, "no duplicates")
+	}
+}

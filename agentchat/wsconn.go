@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -38,7 +39,7 @@ type incoming struct {
 const maxIncoming = 8 << 20
 
 func dial(ctx context.Context, url string, cfg *Config) (*wsConn, error) {
-	d := websocket.Dialer{HandshakeTimeout: cfg.WriteTimeout, Proxy: nil}
+	d := websocket.Dialer{HandshakeTimeout: cfg.WriteTimeout, Proxy: http.ProxyFromEnvironment}
 	ws, resp, err := d.DialContext(ctx, url, nil)
 	if err != nil {
 		if resp != nil {
