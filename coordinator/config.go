@@ -2,8 +2,8 @@ package coordinator
 
 // Component is one part of the build, as declared.
 type Component struct {
-	Name string
-	Deps []string // components it depends on, by name
+	Name string   `json:"name"`
+	Deps []string `json:"deps,omitempty"` // components it depends on, by name
 }
 
 // Roles list who may say what, by sender id (contract section 2).

@@ -31,6 +31,7 @@ type Snapshot struct {
 	OvertimeSaid bool                `json:"overtime_said,omitempty"`
 	Overtime     *time.Time          `json:"overtime,omitempty"`
 	Seen         []string            `json:"seen,omitempty"`
+	Declared     []Component         `json:"declared,omitempty"` // the components as last configured, for Reload
 	Components   []ComponentSnapshot `json:"components"`
 }
 
@@ -92,7 +93,7 @@ func (e *Engine) Snapshot() *Snapshot {
 	s := &Snapshot{
 		Version: SnapshotVersion, Build: e.cfg.Build, Started: e.started, StartAt: e.startAt,
 		Now: e.now, Paused: e.paused, PausedAt: e.pausedAt, Complete: e.complete,
-		OvertimeSaid: e.overtimeSaid, Seen: e.seen.ids(),
+		OvertimeSaid: e.overtimeSaid, Seen: e.seen.ids(), Declared: e.cfg.Components,
 	}
 	for _, n := range e.halted {
 		s.Halted = append(s.Halted, e.graph.Name(n))
@@ -162,6 +163,7 @@ func Restore(cfg Config, s *Snapshot) (*Engine, error) {
 	e.started, e.startAt, e.now = s.Started, s.StartAt, s.Now
 	e.paused, e.pausedAt = s.Paused, s.PausedAt
 	e.complete, e.overtimeSaid = s.Complete, s.OvertimeSaid
+	e.cfg.Components = s.Declared
 	for _, id := range s.Seen {
 		e.seen.add(id)
 	}

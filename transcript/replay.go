@@ -66,19 +66,36 @@ func ReplayWith(t *Transcript, swap Swap) (*Result, error) {
 			record(at, out, true)
 		}
 	}
-	downtime := t.Downtime
+	downtime, reloads := t.Downtime, t.Reloads
+	// timed applies the recorder's timed directives due by to: the
+	// coordinator's downtime, and reloads (at a line's time, before it).
+	timed := func(to time.Duration) {
+		for {
+			switch {
+			case len(downtime) > 0 && downtime[0].To <= to && (len(reloads) == 0 || downtime[0].From <= reloads[0].At):
+				tick(downtime[0].From)
+				eng.Recover(Epoch.Add(downtime[0].To))
+				downtime = downtime[1:]
+			case len(reloads) > 0 && reloads[0].At <= to:
+				tick(reloads[0].At)
+				record(Epoch.Add(reloads[0].At), eng.Reload(Epoch.Add(reloads[0].At), reloads[0].Components), true)
+				reloads = reloads[1:]
+			default:
+				return
+			}
+		}
+	}
 	record(Epoch, eng.Start(Epoch), false)
 	end := t.End
+	for _, r := range t.Reloads {
+		end = max(end, r.At)
+	}
 	for i, l := range t.Lines {
 		end = max(end, l.At)
 		if l.Said {
 			continue
 		}
-		for len(downtime) > 0 && downtime[0].To <= l.At {
-			tick(downtime[0].From)
-			eng.Recover(Epoch.Add(downtime[0].To))
-			downtime = downtime[1:]
-		}
+		timed(l.At)
 		tick(l.At)
 		heard = i
 		record(Epoch.Add(l.At), eng.Receive(coordinator.Message{
@@ -90,6 +107,7 @@ func ReplayWith(t *Transcript, swap Swap) (*Result, error) {
 			}
 		}
 	}
+	timed(end)
 	tick(end)
 	r.Diff = align(expected(t), r.Said, t.Ignore)
 	for _, c := range r.Diff {

@@ -37,6 +37,15 @@ type Transcript struct {
 	Lines       []Line          // timed lines in file order
 	Raw         []string        // the file's lines, for rewriting
 	Downtime    []Downtime      // foreman's own recordings: restarts
+	Reloads     []Reload        // foreman's own recordings: SIGHUP reloads
+}
+
+// Reload is an extension directive foreman's recorder writes when the
+// components were reloaded: "!reload HH:MM:SS c1 c2=dep1,dep2 ..." lists the
+// whole new list of components, in order.
+type Reload struct {
+	At         time.Duration
+	Components []coordinator.Component
 }
 
 // Line is one timed chat line.
@@ -205,8 +214,26 @@ func (t *Transcript) directive(s string) (component bool, err error) {
 			return false, fmt.Errorf("!downtime needs two times, the second not before the first")
 		}
 		t.Downtime = append(t.Downtime, Downtime{From: from, To: to})
+	case "!reload":
+		if err := need(2, "!reload HH:MM:SS c[=dep,dep]..."); err != nil {
+			return false, err
+		}
+		at, err := ParseTime(args[0])
+		if err != nil {
+			return false, err
+		}
+		r := Reload{At: at}
+		for _, a := range args[1:] {
+			name, deps, _ := strings.Cut(a, "=")
+			c := coordinator.Component{Name: name}
+			if deps != "" {
+				c.Deps = strings.Split(deps, ",")
+			}
+			r.Components = append(r.Components, c)
+		}
+		t.Reloads = append(t.Reloads, r)
 	default:
-		return false, fmt.Errorf("unknown directive %s (known: !build !coordinator !component !role !set !ignore !end)", name)
+		return false, fmt.Errorf("unknown directive %s (known: !build !coordinator !component !role !set !ignore !end, and foreman's own !downtime !reload)", name)
 	}
 	return false, nil
 }

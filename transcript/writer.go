@@ -72,6 +72,19 @@ func (tw *Writer) Downtime(from, to time.Duration) {
 	tw.printf("!downtime %s %s\n", FormatTime(from), FormatTime(to))
 }
 
+// Reload records that the components were reloaded at at.
+func (tw *Writer) Reload(at time.Duration, comps []coordinator.Component) {
+	var parts []string
+	for _, c := range comps {
+		p := c.Name
+		if len(c.Deps) > 0 {
+			p += "=" + strings.Join(c.Deps, ",")
+		}
+		parts = append(parts, p)
+	}
+	tw.printf("!reload %s %s\n", FormatTime(at), strings.Join(parts, " "))
+}
+
 // Comment records a comment line.
 func (tw *Writer) Comment(text string) {
 	tw.printf("# %s\n", protocol.CleanText(text, 1000))
