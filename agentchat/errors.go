@@ -4,19 +4,19 @@ import "fmt"
 
 // AgentChat's error codes that the client acts on.
 const (
-	CodeAuthRequired         = "AUTH_REQUIRED"
-	CodeBanned               = "BANNED"
-	CodeChannelExists        = "CHANNEL_EXISTS"
-	CodeChannelNotFound      = "CHANNEL_NOT_FOUND"
-	CodeInvalidMsg           = "INVALID_MSG"
-	CodeLurkMode             = "LURK_MODE"
-	CodeNotAllowed           = "NOT_ALLOWED"
-	CodeNotInvited           = "NOT_INVITED"
-	CodeRateLimited          = "RATE_LIMITED"
-	CodeVerificationExpired  = "VERIFICATION_EXPIRED"
-	CodeVerificationFailed   = "VERIFICATION_FAILED"
-	CodeSessionDisplaced     = "SESSION_DISPLACED" // a frame type, reported as a code
-	codeUnexpectedHandshakes = "UNEXPECTED"
+	CodeAuthRequired        = "AUTH_REQUIRED"
+	CodeBanned              = "BANNED"
+	CodeChannelExists       = "CHANNEL_EXISTS"
+	CodeChannelNotFound     = "CHANNEL_NOT_FOUND"
+	CodeInvalidMsg          = "INVALID_MSG"
+	CodeLurkMode            = "LURK_MODE"
+	CodeNotAllowed          = "NOT_ALLOWED"
+	CodeNotInvited          = "NOT_INVITED"
+	CodeRateLimited         = "RATE_LIMITED"
+	CodeVerificationExpired = "VERIFICATION_EXPIRED"
+	CodeVerificationFailed  = "VERIFICATION_FAILED"
+	CodeSessionDisplaced    = "SESSION_DISPLACED" // a frame type, reported as a code
+	codeUnexpected          = "UNEXPECTED"
 )
 
 // ServerError is an ERROR frame from the server. As an Event it is a
@@ -53,7 +53,7 @@ func fatal(code, msg, agentID, channel string) *ServerError {
 		e.Advice = fmt.Sprintf("channel %s does not exist and only verified agents can create channels; create %s with a verified identity or ask the server's admin", channel, channel)
 	case CodeSessionDisplaced:
 		e.Advice = fmt.Sprintf("another program connected with the same identity (%s) and the server dropped this one; stop the other instance, or give this one its own identity file", agentID)
-	case CodeInvalidMsg, codeUnexpectedHandshakes:
+	case CodeInvalidMsg, codeUnexpected:
 		e.Advice = fmt.Sprintf("the chat server refused foreman's sign-in: %s %s", code, msg)
 	default:
 		return nil

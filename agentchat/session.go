@@ -163,7 +163,7 @@ func (s *session) handle(f *frame) error {
 		switch f.Type {
 		case "CHALLENGE":
 			if c.cfg.Identity == nil || s.phase != phaseIdentify {
-				return fatal(codeUnexpectedHandshakes, "a CHALLENGE foreman did not ask for", c.AgentID(), c.cfg.Channel)
+				return fatal(codeUnexpected, "a CHALLENGE foreman did not ask for", c.AgentID(), c.cfg.Channel)
 			}
 			s.phase = phaseVerify
 			ts := time.Now().UnixMilli()
