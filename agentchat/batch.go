@@ -16,6 +16,7 @@ type Line struct {
 type batch struct {
 	lines   []Line
 	content string
+	cut     int // the length of a line cut to fit, if one was
 }
 
 func (b *batch) seqs() []uint64 {
@@ -55,7 +56,7 @@ func takeBatch(queued []Line, max int) (*batch, []Line) {
 		}
 	}
 	var b strings.Builder
-	n := 0
+	n, cutFrom := 0, 0
 	for n < len(ordered) {
 		text := ordered[n].Text
 		size := len(text)
@@ -66,6 +67,7 @@ func takeBatch(queued []Line, max int) (*batch, []Line) {
 			if n > 0 {
 				break
 			}
+			cutFrom = len(text)
 			text = cut(text, max)
 			ordered[n].Text = text
 		}
@@ -79,7 +81,7 @@ func takeBatch(queued []Line, max int) (*batch, []Line) {
 	if len(rest) == 0 {
 		rest = nil
 	}
-	return &batch{lines: ordered[:n:n], content: b.String()}, rest
+	return &batch{lines: ordered[:n:n], content: b.String(), cut: cutFrom}, rest
 }
 
 func cut(s string, max int) string {

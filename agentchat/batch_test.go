@@ -41,6 +41,7 @@ func TestTakeBatchCutsALineTooLongForAnyMessage(t *testing.T) {
 	long := strings.Repeat("é", 10) // 20 bytes
 	b, rest := takeBatch(lines(long, "next"), 9)
 	assert.Equal(t, strings.Repeat("é", 4), b.content, "cut at a character boundary")
+	assert.Equal(t, 20, b.cut)
 	assert.Equal(t, []uint64{1}, b.seqs())
 	assert.Len(t, rest, 1)
 }

@@ -261,8 +261,12 @@ func (c *Client) take() *batch {
 	defer c.mu.Unlock()
 	b, rest := takeBatch(c.pending, c.cfg.MaxMessage)
 	c.pending = rest
-	if b != nil {
-		c.inflightN = len(b.lines)
+	if b == nil {
+		return nil
+	}
+	c.inflightN = len(b.lines)
+	if b.cut > 0 {
+		c.log.Warn().Msgf("a line of %d bytes is longer than a whole message may be (%d bytes); only its start is sent", b.cut, c.cfg.MaxMessage)
 	}
 	return b
 }
