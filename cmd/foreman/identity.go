@@ -1,11 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,29 +55,7 @@ holding it can speak as foreman: keep it private and out of version control.`,
 }
 
 // settings loads the configuration for a command that needs only the
-// server and log keys. Without a config file, config.Load insists on a
-// build (build.components or build.spec) that such a command does not use;
-// it then loads the configuration as if one placeholder component were
-// declared, so defaults, FOREMAN_* variables and flags apply as usual.
+// server and log keys: no build is required.
 func (a *app) settings(cmd *cobra.Command, flagKeys map[string]string) (*config.Config, error) {
-	c, err := a.loadConfig(cmd, "", flagKeys)
-	var ce *config.Error
-	if err == nil || a.configFile != "" || !errors.As(err, &ce) || !strings.HasPrefix(ce.Key, "build.") {
-		return c, err
-	}
-	dir, err := os.MkdirTemp("", "foreman-settings-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	placeholder := filepath.Join(dir, "foreman.yaml")
-	if err := os.WriteFile(placeholder, []byte("build:\n  components:\n    - name: placeholder\n"), 0o600); err != nil {
-		return nil, err
-	}
-	c, err = a.loadConfig(cmd, placeholder, flagKeys)
-	if err != nil {
-		return nil, err
-	}
-	c.File = ""
-	return c, nil
+	return a.loadConfig(cmd, "", flagKeys)
 }

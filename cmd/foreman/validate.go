@@ -26,6 +26,9 @@ On a dependency cycle it prints the cycle and exits 1.`,
 			if err != nil {
 				return err
 			}
+			if err := c.RequireBuild(); err != nil {
+				return err
+			}
 			return a.printBuildOrder(c)
 		},
 	}

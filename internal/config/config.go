@@ -296,7 +296,19 @@ func decodeBuild(v *viper.Viper, c *Config, file string) error {
 		return err
 	}
 	c.Build.Components = comps
+	if len(comps) == 0 {
+		return nil // commands that run a build ask RequireBuild
+	}
 	return CheckComponents(comps)
+}
+
+// RequireBuild refuses a configuration that declares nothing to build, for
+// the commands that run or check a build (serve and identity need none).
+func (c *Config) RequireBuild() error {
+	if len(c.Build.Components) == 0 {
+		return errorf("build.components", "no components (list them, or point build.spec at an owl spec)")
+	}
+	return nil
 }
 
 // components reads build.components: a list of {name, depends_on}.

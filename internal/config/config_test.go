@@ -70,7 +70,6 @@ func TestErrorsNameTheKey(t *testing.T) {
 		"bad name":           {"build:\n  components:\n    - name: \"a b\"\n", "build.components[0].name:"},
 		"emphasis name":      {"build:\n  components:\n    - name: a__b\n", "build.components[0].name:"},
 		"component key":      {"build:\n  components:\n    - name: a\n      needs: [b]\n", "build.components[0].needs: unknown key"},
-		"no components":      {"build:\n  name: x\n", "build.components: no components"},
 		"bad url":            {minimal + "server:\n  url: http://x\n", "server.url:"},
 		"bad channel":        {minimal + "server:\n  channel: build\n", "server.channel:"},
 		"bad rate":           {minimal + "server:\n  rate_limit: 0s\n", "server.rate_limit:"},
@@ -86,6 +85,17 @@ func TestErrorsNameTheKey(t *testing.T) {
 			assert.NotContains(t, err.Error(), "\n", "one line")
 		})
 	}
+}
+
+func TestBuildIsRequiredOnlyWhereUsed(t *testing.T) {
+	c, err := Load(writeConfig(t, "server:\n  channel: \"#ops2\"\n"), nil, nil)
+	require.NoError(t, err, "a server-only config loads")
+	assert.Equal(t, "#ops2", c.Server.Channel)
+	assert.ErrorContains(t, c.RequireBuild(), "build.components: no components")
+
+	c, err = Load("", nil, nil)
+	require.NoError(t, err, "no file at all: defaults")
+	assert.Error(t, c.RequireBuild())
 }
 
 func TestBadYAMLIsOneLine(t *testing.T) {
