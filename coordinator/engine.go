@@ -119,14 +119,11 @@ func (e *Engine) Start(at time.Time) []string {
 // the bot itself, room notices, unverified senders (when verification is
 // required) and messages already handled are ignored.
 func (e *Engine) Receive(m Message) []string {
-	if !e.started || m.From == e.cfg.Self || m.From == roomNotices {
+	if !e.Accepts(m) {
 		return nil
 	}
-	if e.rules.RequireVerified && !m.Verified {
-		return nil
-	}
-	if m.ID != "" && !e.seen.add(m.ID) {
-		return nil
+	if m.ID != "" {
+		e.seen.add(m.ID)
 	}
 	e.begin(m.At)
 	e.fireDue(m.At)
@@ -142,6 +139,25 @@ func (e *Engine) Receive(m Message) []string {
 	}
 	return e.end()
 }
+
+// Accepts reports whether Receive would handle m: the build has started, m
+// is not from the bot itself, not a room notice, not from an unverified
+// sender when verification is required, and not a message already handled.
+// It changes nothing.
+func (e *Engine) Accepts(m Message) bool {
+	switch {
+	case !e.started, m.From == e.cfg.Self, m.From == roomNotices:
+		return false
+	case e.rules.RequireVerified && !m.Verified:
+		return false
+	case m.ID != "" && e.seen.has(m.ID):
+		return false
+	}
+	return true
+}
+
+// StartedAt is when the build started; false if it has not.
+func (e *Engine) StartedAt() (time.Time, bool) { return e.startAt, e.started }
 
 // roomNotices is the sender id of AgentChat's server notices.
 const roomNotices = "@server"

@@ -33,6 +33,11 @@ func (s *seenIDs) add(id string) bool {
 	return true
 }
 
+func (s *seenIDs) has(id string) bool {
+	_, ok := s.set[id]
+	return ok
+}
+
 // ids returns the remembered ids, oldest first.
 func (s *seenIDs) ids() []string {
 	out := make([]string, 0, len(s.ring))

@@ -29,6 +29,7 @@ type Transcript struct {
 	Name        string // file name, for messages
 	Build       string
 	Coordinator string
+	Mentions    []string // more names the coordinator answers to (!coordinator @id @name...)
 	Components  []coordinator.Component
 	Roles       coordinator.Roles
 	Rules       coordinator.Rules
@@ -150,7 +151,7 @@ func (t *Transcript) directive(s string) (component bool, err error) {
 		if err := need(1, "!coordinator <@id>"); err != nil {
 			return false, err
 		}
-		t.Coordinator = args[0]
+		t.Coordinator, t.Mentions = args[0], args[1:]
 	case "!component":
 		if err := need(1, "!component <c> [dep...]"); err != nil {
 			return false, err
@@ -266,7 +267,7 @@ func (t *Transcript) Config() coordinator.Config {
 	return coordinator.Config{
 		Build:      t.Build,
 		Self:       t.Coordinator,
-		Mentions:   []string{t.Coordinator},
+		Mentions:   append([]string{t.Coordinator}, t.Mentions...),
 		Components: t.Components,
 		Roles:      t.Roles,
 		Rules:      t.Rules,

@@ -27,7 +27,7 @@ func NewWriter(w io.Writer, cfg coordinator.Config) *Writer {
 	}
 	tw.printf("# recorded by foreman; replay with: foreman replay FILE\n")
 	tw.printf("!build %s\n", cfg.Build)
-	tw.printf("!coordinator %s\n", tw.coordinator)
+	tw.printf("!coordinator %s\n", strings.Join(append([]string{tw.coordinator}, otherMentions(cfg)...), " "))
 	for _, c := range cfg.Components {
 		tw.printf("!component %s\n", strings.TrimSpace(c.Name+" "+strings.Join(c.Deps, " ")))
 	}
@@ -51,6 +51,22 @@ func NewWriter(w io.Writer, cfg coordinator.Config) *Writer {
 		tw.printf("!set %s\n", strings.Join(set, " "))
 	}
 	return tw
+}
+
+// AppendWriter goes on with a transcript NewWriter began, after a restart:
+// it writes no directives.
+func AppendWriter(w io.Writer, coordinatorID string) *Writer {
+	return &Writer{w: bufio.NewWriter(w), coordinator: coordinatorID}
+}
+
+func otherMentions(cfg coordinator.Config) []string {
+	var out []string
+	for _, m := range cfg.Mentions {
+		if m != cfg.Self {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Heard records a line from sender.

@@ -68,6 +68,7 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.versionCommand(),
 		a.validateCommand(),
 		a.replayCommand(),
+		a.runCommand(),
 		a.serveCommand(),
 		a.identityCommand(),
 	)

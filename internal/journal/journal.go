@@ -57,6 +57,7 @@ func (e *Event) Time() time.Time { return time.UnixMilli(e.At).UTC() }
 type Outbox struct {
 	Through uint64   `json:"through"`
 	Also    []uint64 `json:"also,omitempty"`
+	LastTS  int64    `json:"last_ts,omitempty"` // room time of the latest confirmation, Unix ms
 }
 
 // Delivered reports whether reply seq is confirmed.
@@ -97,6 +98,15 @@ type Snapshot struct {
 	Seq      uint64                `json:"seq"`
 	Produced uint64                `json:"produced"`
 	Engine   *coordinator.Snapshot `json:"engine"`
+	Pending  []Line                `json:"pending,omitempty"` // replies not yet confirmed: the events that made them are gone
+	LastMsg  string                `json:"last_msg,omitempty"`
+	LastMsgT int64                 `json:"last_msg_t,omitempty"`
+}
+
+// Line is a numbered reply.
+type Line struct {
+	Seq  uint64 `json:"seq"`
+	Text string `json:"text"`
 }
 
 var (
