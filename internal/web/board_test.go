@@ -1,0 +1,109 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/coordinator"
+)
+
+func TestAPIView(t *testing.T) {
+	src := &fakeSource{view: shopView(), health: healthy()}
+	s := New(Options{Now: func() time.Time { return t0.Add(time.Minute) }})
+	ts := newTestServer(t, s)
+
+	var b Board
+	require.Equal(t, http.StatusServiceUnavailable, getJSON(t, ts.URL+"/api/view", &b), "nothing attached yet")
+	assert.Nil(t, b.View)
+	assert.Equal(t, "foreman is starting", b.Problem)
+
+	s.Attach(src)
+	s.Observe(t0, &coordinator.Message{From: "@b3", Content: "ABORT web missing_dependency: no schema"},
+		[]string{"ESCALATE web hard-blocker missing_dependency: no schema; RESOLVE web"})
+	s.Observe(t0, nil, []string{"ESCALATE shop overtime the build is past 2h"})
+
+	b = Board{}
+	require.Equal(t, http.StatusOK, getJSON(t, ts.URL+"/api/view", &b))
+	require.NotNil(t, b.View)
+	assert.Equal(t, "shop", b.View.Build)
+	assert.Equal(t, t0.Add(time.Minute), b.Now)
+	require.Len(t, b.View.Components, 4)
+	assert.Equal(t, "held", b.View.Components[2].State)
+	assert.True(t, b.Health.Healthy)
+	assert.True(t, b.Full)
+
+	require.NotNil(t, b.Layout)
+	assert.Len(t, b.Layout.Nodes, 4)
+	assert.Equal(t, 4, b.Layout.Columns, "a chain of four")
+
+	assert.Equal(t, map[string]Escalation{
+		"web": {Code: "hard-blocker", Text: "missing_dependency: no schema; RESOLVE web", At: t0},
+	}, b.Escalations, "the overtime is not open: the view says it was never said")
+
+	require.Len(t, b.Log, 3)
+	assert.Equal(t, Entry{Seq: 1, At: t0, From: "@b3", Text: "ABORT web missing_dependency: no schema"}, b.Log[0])
+	assert.True(t, b.Log[1].Said)
+	assert.Equal(t, uint64(3), b.LogSeq)
+
+	// Once resolved, the escalation leaves the board.
+	src.set(func(f *fakeSource) { f.view.Components[2].State, f.view.Components[2].Escalation = "building", "" })
+	b = Board{}
+	require.Equal(t, http.StatusOK, getJSON(t, ts.URL+"/api/view", &b))
+	assert.Empty(t, b.Escalations)
+}
+
+func TestAPIViewWhenTheBotDoesNotAnswer(t *testing.T) {
+	src := &fakeSource{viewErr: assert.AnError, health: healthy()}
+	s := New(Options{})
+	s.Attach(src)
+	ts := newTestServer(t, s)
+	var b Board
+	require.Equal(t, http.StatusServiceUnavailable, getJSON(t, ts.URL+"/api/view", &b))
+	assert.Contains(t, b.Problem, "did not answer")
+}
+
+func TestRoomLogKeepsTheLatest(t *testing.T) {
+	l := newRoomLog(3)
+	assert.Empty(t, l.since(0))
+	for i := range 5 {
+		l.add(t0, "@a", false, strings.Repeat("x", i+1))
+	}
+	got := l.since(0)
+	require.Len(t, got, 3)
+	assert.Equal(t, []uint64{3, 4, 5}, []uint64{got[0].Seq, got[1].Seq, got[2].Seq})
+	assert.Equal(t, "xxx", got[0].Text)
+	assert.Len(t, l.since(4), 1)
+	assert.Empty(t, l.since(5))
+
+	l.add(t0, "@a", false, strings.Repeat("y", 2000)+"\x1b[2J")
+	assert.LessOrEqual(t, len(l.since(5)[0].Text), maxEntryText, "one long line is cut")
+}
+
+func TestPageAndAssets(t *testing.T) {
+	ts := newTestServer(t, New(Options{}))
+	code, h, body := get(t, ts.URL+"/")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "text/html; charset=utf-8", h.Get("Content-Type"))
+	assert.Contains(t, h.Get("Content-Security-Policy"), "script-src 'self'")
+	page := string(body)
+	assert.Contains(t, page, `<html lang="en">`)
+	assert.Contains(t, page, `src="assets/board.js"`)
+	assert.NotContains(t, page, "http://", "nothing is fetched from elsewhere")
+	assert.NotContains(t, page, "https://")
+
+	for path, typ := range map[string]string{"/assets/board.js": "javascript", "/assets/board.css": "text/css"} {
+		code, h, body := get(t, ts.URL+path)
+		require.Equal(t, http.StatusOK, code, path)
+		assert.Contains(t, h.Get("Content-Type"), typ, path)
+		assert.NotContains(t, string(body), "https://", path)
+	}
+	code, _, _ = get(t, ts.URL+"/assets/")
+	assert.Equal(t, http.StatusNotFound, code)
+	code, _, _ = get(t, ts.URL+"/nothing")
+	assert.Equal(t, http.StatusNotFound, code)
+}

@@ -1,0 +1,19 @@
+// Package web lets people and machines see a build while foreman runs it:
+// /healthz for probes, /metrics for Prometheus, /api/view as JSON (for the
+// board and `foreman status`), and / itself, a live board of the dependency
+// graph and the room's recent lines, updated over Server-Sent Events.
+//
+// The server learns what happens in two ways. The bot calls its hooks
+// (Observe, Handled) from the bot's own goroutine, so they only record and
+// never wait. Everything else (the View, health, the room's counters) is
+// asked of the Source when a page, a scrape or a stream needs it, so the
+// board never shows a copy that went stale.
+//
+// Wiring:
+//
+//	board := web.New(web.Options{Logger: log})
+//	b, _ := bot.New(bot.Options{..., Observe: board.Observe, Handled: board.Handled})
+//	board.Attach(b)
+//	go board.Serve(ctx, ln)
+//	b.Run(ctx)
+package web

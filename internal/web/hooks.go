@@ -1,0 +1,64 @@
+package web
+
+import (
+	"strings"
+	"time"
+
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// Observe is the bot's Options.Observe: each message heard and the lines
+// said in answer. It runs in the bot's goroutine, so it only records and
+// signals, and never waits on anything.
+func (s *Server) Observe(at time.Time, heard *coordinator.Message, said []string) {
+	heardLines := 0
+	s.mu.Lock()
+	if heard != nil {
+		for line := range protocol.Lines(heard.Content) {
+			if line = strings.TrimSpace(line); line != "" {
+				s.log.add(at, heard.From, false, line)
+				heardLines++
+			}
+		}
+	}
+	for _, line := range said {
+		s.log.add(at, "", true, line)
+		if subject, e, ok := parseEscalation(line); ok {
+			e.At = at
+			s.esc[subject] = e
+		}
+	}
+	s.signalLocked()
+	s.mu.Unlock()
+
+	s.metrics.heard.Add(float64(heardLines))
+	for _, line := range said {
+		s.metrics.said(line)
+	}
+}
+
+// Handled is the bot's Options.Handled: how long a batch of events took.
+func (s *Server) Handled(d time.Duration, events int) {
+	s.metrics.handling.Observe(d.Seconds())
+	s.metrics.events.Add(float64(events))
+}
+
+// notify tells live boards to fetch the view again.
+func (s *Server) notify() {
+	s.mu.Lock()
+	s.signalLocked()
+	s.mu.Unlock()
+}
+
+func (s *Server) signalLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// watch returns a channel closed at the next change.
+func (s *Server) watch() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}

@@ -1,0 +1,137 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+)
+
+// Options configure a Server. The zero value is usable.
+type Options struct {
+	Logger  zerolog.Logger
+	LogSize int           // room lines kept for the board (default 200)
+	Refresh time.Duration // how often a live board is sent again when nothing was said, for health and countdowns (default 5s)
+	Now     func() time.Time
+}
+
+// Server serves the board, the JSON view, health and metrics.
+type Server struct {
+	opts    Options
+	src     atomic.Pointer[sourceRef]
+	metrics *metrics
+	handler http.Handler
+
+	mu      sync.Mutex
+	log     *roomLog
+	esc     map[string]Escalation // by subject
+	changed chan struct{}         // closed, and replaced, whenever something was heard or said
+}
+
+// sourceRef lets an interface value sit behind an atomic pointer.
+type sourceRef struct{ Source }
+
+// New makes a server with nothing attached yet: until Attach it reports
+// itself unhealthy and serves an empty board.
+func New(opts Options) *Server {
+	if opts.LogSize <= 0 {
+		opts.LogSize = 200
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = 5 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{opts: opts, log: newRoomLog(opts.LogSize), esc: map[string]Escalation{}, changed: make(chan struct{})}
+	s.metrics = newMetrics(s)
+	s.handler = s.routes()
+	return s
+}
+
+// Attach sets what the server reports on. The bot must exist before it
+// can be attached, and its options need the hooks first: hence two steps.
+func (s *Server) Attach(src Source) {
+	s.src.Store(&sourceRef{src})
+	s.notify()
+}
+
+func (s *Server) source() Source {
+	if r := s.src.Load(); r != nil {
+		return r.Source
+	}
+	return nil
+}
+
+// Handler serves every endpoint.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", serveIndex)
+	mux.Handle("GET /assets/", serveAssets())
+	mux.HandleFunc("GET /healthz", s.serveHealth)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /api/view", s.serveView)
+	mux.HandleFunc("GET /events", s.serveEvents)
+	return secured(mux)
+}
+
+// secured adds the headers that keep a page showing text from the room
+// from ever running it: the page loads only its own scripts and styles.
+func secured(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// shutdownGrace is how long open requests get once the bot has stopped.
+const shutdownGrace = 3 * time.Second
+
+// Serve serves on ln until ctx ends, then shuts down. Live streams end
+// with ctx too, since they would otherwise hold the shutdown open.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          newErrorLog(s.opts.Logger),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	stop, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	err := hs.Shutdown(stop)
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// URL is the address people open for a listener: an unspecified host
+// (0.0.0.0, ::) becomes the loopback address, which is sure to reach it.
+func URL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}
