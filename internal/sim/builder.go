@@ -1,0 +1,347 @@
+package sim
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// Builder scripts a builder agent. Durations are contract time.
+type Builder struct {
+	// Prefer lists the components the builder takes, best first; it claims
+	// no others. Empty: any, in TASKS order.
+	Prefer []string
+	// React is how long it thinks between hearing TASKS and claiming (give
+	// or take a tenth). Two builders with close React values race.
+	React time.Duration
+	// Step is the pace of its lines while it works; keep it well inside the
+	// coordinator's checkin_interval.
+	Step time.Duration
+	// Steps is how many lines a component takes: Steps-1 PROGRESS, then READY.
+	Steps int
+	// FixSteps is the same after a FIX.
+	FixSteps int
+	// Rest is how long it pauses after a component leaves its hands (merged,
+	// TIMEOUT, RETRY, ABORT) before it claims again.
+	Rest time.Duration
+	// Quirks script what goes wrong, by component; each fires once.
+	Quirks map[string]Quirk
+}
+
+// QuirkKind is what a scripted quirk does.
+type QuirkKind int
+
+// Quirks a builder can be scripted with.
+const (
+	// GoSilent stops every line about the component, as a crashed agent
+	// would: the coordinator times it out. The builder never claims that
+	// component again.
+	GoSilent QuirkKind = iota + 1
+	// Block says BLOCKED c Dep, then checks in with PROGRESS until UNBLOCKED.
+	Block
+	// Abort says ABORT c Reason and gives the component up for good.
+	Abort
+)
+
+// Quirk is one scripted misfortune.
+type Quirk struct {
+	Kind QuirkKind
+	// After is how many PROGRESS lines the builder sends on the component
+	// before the quirk strikes.
+	After  int
+	Dep    string // Block: what it needs
+	Reason string // Abort: the reason (a hard blocker type first makes it a hard blocker); Block: a note
+}
+
+// DefaultBuilder is a steady builder: a component takes four lines three
+// contract minutes apart, well inside the default ten-minute check-in.
+func DefaultBuilder() Builder {
+	return Builder{React: 30 * time.Second, Step: 3 * time.Minute, Steps: 4, FixSteps: 2}
+}
+
+type bstate int
+
+const (
+	idle      bstate = iota
+	claiming         // CLAIM sent, waiting for ACK or REJECT
+	working          // owns c: PROGRESS each step, then READY
+	waiting          // BLOCKED on a dependency: checks in until UNBLOCKED
+	reviewing        // READY sent: waits for MERGED, FIX or RETRY
+	held             // an escalation froze c: waits for the operator's ACK
+	silent           // scripted to say nothing more about c
+)
+
+var stateNames = [...]string{"idle", "claiming", "working", "waiting", "reviewing", "held", "silent"}
+
+func (s bstate) String() string { return stateNames[s] }
+
+// builder is Builder's behaviour. What it knows of the room is only what it
+// heard: the latest TASKS, minus what it has since seen assigned or merged.
+type builder struct {
+	s    Builder
+	name string
+
+	st    bstate
+	c     string // the component claimed, owned or silent on
+	pct   int
+	lines int // PROGRESS lines on c since its ACK, for quirks
+	left  int // lines before READY
+	note  string
+	dep   string // what it is blocked on
+	epoch int    // bumped to cancel the work timers of an earlier state
+
+	tasks    []string
+	taken    map[string]bool
+	avoid    map[string]bool // never claimed again: RETRY'd, aborted, gone silent on
+	fired    map[string]bool
+	resting  bool
+	deciding bool // a claim is decided and goes out after React
+}
+
+func newBuilder(name string, s Builder) *builder {
+	d := DefaultBuilder()
+	if s.Step <= 0 {
+		s.Step = d.Step
+	}
+	if s.Steps <= 0 {
+		s.Steps = d.Steps
+	}
+	if s.FixSteps <= 0 {
+		s.FixSteps = d.FixSteps
+	}
+	return &builder{s: s, name: name, taken: map[string]bool{}, avoid: map[string]bool{}, fired: map[string]bool{}}
+}
+
+func (b *builder) start(world) {}
+
+func (b *builder) agent(world, string, string) {}
+
+func (b *builder) coordinator(w world, r reply) {
+	mine := r.Agent == w.self()
+	switch r.Verb {
+	case protocol.ReplyTasks:
+		b.tasks = r.List
+		for _, c := range r.List {
+			delete(b.taken, c)
+		}
+		b.consider(w)
+	case protocol.ReplyAck:
+		// Taken, whoever has it: once it is free again TASKS says so.
+		b.taken[r.C] = true
+		if !mine {
+			return
+		}
+		switch {
+		case b.st == claiming && b.c == r.C, b.st == idle:
+			b.begin(w, r.C, resumedAt(r.Rest))
+		case b.st == held && b.c == r.C:
+			b.st = working
+			b.later(w, b.step)
+		}
+	case protocol.ReplyReject:
+		if mine && b.st == claiming && b.c == r.C {
+			b.taken[r.C] = true
+			b.st, b.c = idle, ""
+			b.consider(w)
+		}
+	case protocol.ReplyTimeout:
+		if mine && b.c == r.C {
+			if b.st == silent {
+				b.avoid[r.C] = true
+			}
+			b.drop(w)
+		}
+	case protocol.ReplyRetry:
+		if mine {
+			b.avoid[r.C] = true
+			if b.c == r.C {
+				b.drop(w)
+			}
+		}
+	case protocol.ReplyFix:
+		if mine && b.c == r.C && b.st != silent {
+			_, findings := word(r.Rest)
+			b.epoch++
+			// Fixing reopens the work: progress steps back from READY.
+			b.st, b.pct, b.left, b.note = working, 60, b.s.FixSteps, "fixing: "+findings
+			b.later(w, b.step)
+		}
+	case protocol.ReplyWait:
+		if mine && b.c == r.C && b.st == working { // a WAIT it did not ask for: a CONFLICT, say
+			b.dep = r.Rest
+			b.wait(w)
+		}
+	case protocol.ReplyUnblocked:
+		if mine && b.c == r.C && b.st == waiting {
+			b.epoch++
+			b.st, b.note = working, "unblocked, going on"
+			b.later(w, b.step)
+		}
+	case protocol.ReplyMerged:
+		b.taken[r.C] = true
+		if b.c == r.C && b.st != idle && b.st != claiming {
+			b.drop(w)
+		}
+	case protocol.ReplyEscalate:
+		if r.C == b.c && holds(r.Code) && (b.st == working || b.st == waiting || b.st == reviewing) {
+			b.epoch++
+			b.st = held
+		}
+	}
+}
+
+// consider decides what to claim, if the builder is free. The choice is
+// made now, from what it knows now, and said after React: a builder that
+// hears TASKS with another does not see the other's ACK before it claims,
+// which is how claim races happen.
+func (b *builder) consider(w world) {
+	if b.st != idle || b.resting || b.deciding {
+		return
+	}
+	c := b.pick()
+	if c == "" {
+		return
+	}
+	b.deciding = true
+	w.after(spread(w, b.s.React), func() {
+		b.deciding = false
+		if b.st != idle {
+			return
+		}
+		b.st, b.c = claiming, c
+		w.say("CLAIM " + c)
+	})
+}
+
+func (b *builder) pick() string {
+	ok := func(c string) bool { return slices.Contains(b.tasks, c) && !b.taken[c] && !b.avoid[c] }
+	if len(b.s.Prefer) == 0 {
+		for _, c := range b.tasks {
+			if ok(c) {
+				return c
+			}
+		}
+		return ""
+	}
+	for _, c := range b.s.Prefer {
+		if ok(c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// begin starts work on c, from the progress an earlier builder left.
+func (b *builder) begin(w world, c string, from int) {
+	b.epoch++
+	b.st, b.c, b.pct, b.lines, b.left, b.note = working, c, from, 0, b.s.Steps, ""
+	if from > 0 {
+		b.note = fmt.Sprintf("picking up from %d%%", from)
+	}
+	b.later(w, b.step)
+}
+
+// step is one unit of work: a quirk, a PROGRESS, or READY.
+func (b *builder) step(w world) {
+	if q, ok := b.s.Quirks[b.c]; ok && !b.fired[b.c] && b.lines >= q.After {
+		b.fired[b.c] = true
+		switch q.Kind {
+		case GoSilent:
+			b.epoch++
+			b.st = silent
+			return
+		case Block:
+			w.say(line("BLOCKED", b.c, q.Dep, q.Reason))
+			b.dep = q.Dep
+			b.wait(w)
+			return
+		case Abort:
+			w.say(line("ABORT", b.c, q.Reason))
+			b.avoid[b.c] = true
+			b.drop(w)
+			return
+		}
+	}
+	if b.left--; b.left <= 0 {
+		b.pct = 100
+		w.say(line("READY", b.c, b.name+"/"+b.c))
+		b.st = reviewing
+		return
+	}
+	b.pct += (100 - b.pct) / (b.left + 1)
+	w.say(line("PROGRESS", b.c, strconv.Itoa(b.pct), b.note))
+	b.note = ""
+	b.lines++
+	b.later(w, b.step)
+}
+
+// wait checks in on c at every step until UNBLOCKED: a blocked component
+// still owes check-ins.
+func (b *builder) wait(w world) {
+	b.epoch++
+	b.st = waiting
+	var checkin func(world)
+	checkin = func(w world) {
+		w.say(line("PROGRESS", b.c, strconv.Itoa(b.pct), "waiting for "+b.dep))
+		b.later(w, checkin)
+	}
+	b.later(w, checkin)
+}
+
+// later runs f after a step, unless the state has moved on by then.
+func (b *builder) later(w world, f func(world)) {
+	epoch := b.epoch
+	w.after(spread(w, b.s.Step), func() {
+		if b.epoch == epoch {
+			f(w)
+		}
+	})
+}
+
+// drop lets c go and rests before claiming again.
+func (b *builder) drop(w world) {
+	b.epoch++
+	b.st, b.c = idle, ""
+	if b.s.Rest <= 0 {
+		b.consider(w)
+		return
+	}
+	b.resting = true
+	w.after(spread(w, b.s.Rest), func() {
+		b.resting = false
+		b.consider(w)
+	})
+}
+
+var progressRE = regexp.MustCompile(`progress (\d+)%`)
+
+// resumedAt reads the progress an ACK's context says the last builder left.
+// A new pair of eyes trusts at most half of it: work that failed its audits
+// or was left behind is reviewed before it is built on.
+func resumedAt(context string) int {
+	m := progressRE.FindStringSubmatch(context)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return min(n, 50)
+}
+
+// line joins the non-empty words of a protocol line.
+func line(words ...string) string {
+	out := ""
+	for _, w := range words {
+		if w == "" {
+			continue
+		}
+		if out != "" {
+			out += " "
+		}
+		out += w
+	}
+	return out
+}

@@ -1,0 +1,128 @@
+package sim
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/agentchat/server"
+)
+
+const wait = 10 * time.Second
+
+// room is an embedded server and a client standing in for the coordinator.
+type room struct {
+	t      *testing.T
+	url    string
+	coord  *agentchat.Client
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func newRoom(t *testing.T) *room {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", Channels: []string{"#build"}, RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	r := &room{t: t, url: srv.URL(), ctx: ctx, cancel: cancel,
+		coord: agentchat.New(agentchat.Config{URL: srv.URL(), Channel: "#build", Identity: id, RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()})}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.coord.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	r.next(func(e agentchat.Event) bool { _, ok := e.(agentchat.Joined); return ok })
+	return r
+}
+
+// next waits for the coordinator's client to see an event match accepts.
+func (r *room) next(accept func(agentchat.Event) bool) {
+	r.t.Helper()
+	timeout := time.After(wait)
+	for {
+		select {
+		case e := <-r.coord.Events():
+			if accept(e) {
+				return
+			}
+		case <-timeout:
+			r.t.Fatal("timed out waiting in the room")
+		}
+	}
+}
+
+// heard waits for a line from id that starts with prefix.
+func (r *room) heard(id, prefix string) string {
+	r.t.Helper()
+	var got string
+	r.next(func(e agentchat.Event) bool {
+		m, ok := e.(agentchat.Message)
+		if !ok || m.From != id {
+			return false
+		}
+		for _, l := range strings.Split(m.Content, "\n") {
+			if strings.HasPrefix(l, prefix) {
+				got = l
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+func (r *room) say(l string) { r.coord.Send(agentchat.Line{Text: l}) }
+
+func (r *room) join(p *Participant) {
+	r.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.Run(r.ctx) }()
+	r.t.Cleanup(func() {
+		r.cancel()
+		select {
+		case err := <-done:
+			assert.NoError(r.t, err)
+		case <-time.After(wait):
+			r.t.Error("the participant did not stop")
+		}
+	})
+	select {
+	case <-p.Joined():
+	case <-time.After(wait):
+		r.t.Fatal("the participant never joined")
+	}
+}
+
+func TestBuilderOverWebSockets(t *testing.T) {
+	r := newRoom(t)
+	s := DefaultBuilder()
+	p, err := NewBuilder(Config{URL: r.url, Channel: "#build", Name: "ada", Minute: 10 * time.Millisecond,
+		RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()}, s)
+	require.NoError(t, err)
+	assert.Equal(t, RoleBuilder, p.Role())
+	r.join(p)
+
+	// Nobody told it who the coordinator is: the first TASKS tells it.
+	r.say("TASKS api")
+	assert.Equal(t, "CLAIM api", r.heard(p.ID(), "CLAIM"))
+	r.say("ACK api " + p.ID())
+	assert.Equal(t, "PROGRESS api 25", r.heard(p.ID(), "PROGRESS"))
+	assert.Equal(t, "READY api ada/api", r.heard(p.ID(), "READY"))
+}
+
+func TestOperatorOverWebSockets(t *testing.T) {
+	r := newRoom(t)
+	p, err := NewOperator(Config{URL: r.url, Channel: "#build", Name: "olga", Minute: 10 * time.Millisecond,
+		RateLimit: 5 * time.Millisecond, Coordinator: r.coord.AgentID(), Logger: zerolog.Nop()}, Operator{})
+	require.NoError(t, err)
+	r.join(p)
+	r.say("ESCALATE api hard-blocker invalid_specification: two keys")
+	assert.Equal(t, "RESOLVE api decided", r.heard(p.ID(), "RESOLVE"))
+}

@@ -1,0 +1,36 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestParseReply(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want reply
+	}{
+		{"TASKS db auth", reply{Verb: "TASKS", List: []string{"db", "auth"}}},
+		{"ACK api @b2 after TIMEOUT of @b1: progress 40%", reply{Verb: "ACK", C: "api", Agent: "@b2", Rest: "after TIMEOUT of @b1: progress 40%"}},
+		{"REJECT db @b2 owned by @b1; CLAIM another component from TASKS", reply{Verb: "REJECT", C: "db", Agent: "@b2", Rest: "owned by @b1; CLAIM another component from TASKS"}},
+		{"FIX api @b1 1/2 no tests", reply{Verb: "FIX", C: "api", Agent: "@b1", Rest: "1/2 no tests"}},
+		{"WAIT api @b1 db", reply{Verb: "WAIT", C: "api", Agent: "@b1", Rest: "db"}},
+		{"ESCALATE api hard-blocker invalid_specification: two keys", reply{Verb: "ESCALATE", C: "api", Code: "hard-blocker", Rest: "invalid_specification: two keys"}},
+		{"MERGED db", reply{Verb: "MERGED", C: "db"}},
+		{"COMPLETE shop", reply{Verb: "COMPLETE", C: "shop"}},
+	} {
+		got, ok := parseReply(tc.line)
+		assert.True(t, ok)
+		assert.Equal(t, tc.want, got, tc.line)
+	}
+	_, ok := parseReply("  ")
+	assert.False(t, ok)
+}
+
+func TestResumedAt(t *testing.T) {
+	assert.Equal(t, 40, resumedAt("after TIMEOUT of @b1: progress 40%"))
+	assert.Equal(t, 50, resumedAt("after RETRY of @b1 (2/2 audits failed): progress 100%, PR pr/1"))
+	assert.Equal(t, 0, resumedAt("after TIMEOUT of @b1: no progress reported"))
+	assert.Equal(t, 0, resumedAt(""))
+}
