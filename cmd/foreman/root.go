@@ -71,6 +71,7 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.runCommand(),
 		a.serveCommand(),
 		a.identityCommand(),
+		a.statusCommand(),
 	)
 	return root
 }

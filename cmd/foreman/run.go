@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/agentforeman/foreman/internal/bot"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/web"
 )
 
 // runFlagKeys maps run's flags to configuration keys.
@@ -62,14 +65,41 @@ their dependencies from the config, with the cycle check.`,
 					}
 				}
 			}()
-			b, err := bot.New(bot.Options{
+			opts := bot.Options{
 				Config: c, Logger: log, Reload: reload,
 				ReloadConfig: func() (*config.Config, error) { return a.loadConfig(cmd, file, runFlagKeys) },
-			})
+			}
+			// Listen before the bot starts, so a taken port fails at once.
+			var board *web.Server
+			var ln net.Listener
+			if c.HTTP != "" {
+				if ln, err = net.Listen("tcp", c.HTTP); err != nil {
+					return fmt.Errorf("http.listen: %w", err)
+				}
+				defer ln.Close()
+				board = web.New(web.Options{Logger: log.With().Str("part", "http").Logger()})
+				opts.Observe, opts.Handled = board.Observe, board.Handled
+			}
+			b, err := bot.New(opts)
 			if err != nil {
 				return err
 			}
-			return b.Run(ctx)
+			if board == nil {
+				return b.Run(ctx)
+			}
+			board.Attach(b)
+			// The board outlives ctx by the bot's shutdown grace: /healthz
+			// still answers while queued replies go out.
+			httpCtx, stopHTTP := context.WithCancel(context.Background())
+			served := make(chan error, 1)
+			go func() { served <- board.Serve(httpCtx, ln) }()
+			log.Info().Str("url", web.URL(ln.Addr())).Msg("serving the board, /api/view, /metrics and /healthz")
+			err = b.Run(ctx)
+			stopHTTP()
+			if herr := <-served; herr != nil {
+				log.Error().Err(herr).Msg("the board's server failed")
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/web"
+)
+
+func (a *app) statusCommand() *cobra.Command {
+	var (
+		url     string
+		noColor bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the build as a running foreman sees it",
+		Long: `status asks a running foreman (foreman run, with http.listen set) for the build
+and prints it as a table: each component's state, owner, progress, next
+deadline, and what it waits on or why it is held, under a header with the
+build's name, how many components are merged, and whether it is paused,
+halted or complete. It reads the same JSON as the web board (/api/view).
+Colours are used on a terminal only (and never with NO_COLOR set).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			b, err := fetchBoard(ctx, url)
+			if err != nil {
+				return err
+			}
+			color := !noColor && os.Getenv("NO_COLOR") == "" && colorTerminal(a.stdout)
+			writeStatus(a.stdout, b, color)
+			if b.View == nil {
+				return &exitError{code: 1, silent: true, err: errors.New(b.Problem)}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&url, "url", "http://127.0.0.1:9090", "where foreman serves its board (foreman run's http.listen)")
+	f.BoolVar(&noColor, "no-color", false, "no colours, even on a terminal")
+	f.DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for foreman to answer")
+	return cmd
+}
+
+// fetchBoard reads /api/view. A 503 still carries a board that says what
+// is wrong (starting, the bot not answering), so its body is read too.
+func fetchBoard(ctx context.Context, base string) (*web.Board, error) {
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	url := strings.TrimRight(base, "/") + "/api/view"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--url: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach foreman at %s (is foreman run serving http.listen there?): %w", base, err)
+	}
+	defer resp.Body.Close()
+	var b web.Board
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&b); err != nil {
+		return nil, fmt.Errorf("%s answered %s, not a board: %w", url, resp.Status, err)
+	}
+	if b.View == nil && b.Problem == "" {
+		b.Problem = "foreman answered " + resp.Status + " with no build"
+	}
+	return &b, nil
+}
+
+// colorTerminal reports whether w is a terminal.
+func colorTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// ANSI styles for the states; the state is always written too.
+var stateStyle = map[string]string{
+	"pending":  "2",
+	"building": "34",
+	"blocked":  "33",
+	"ci":       "35",
+	"review":   "36",
+	"merged":   "32",
+	"held":     "1;31",
+}
+
+func paint(on bool, style, s string) string {
+	if !on || style == "" {
+		return s
+	}
+	return "\x1b[" + style + "m" + s + "\x1b[0m"
+}
+
+func writeStatus(w io.Writer, b *web.Board, color bool) {
+	v := b.View
+	if v == nil {
+		fmt.Fprintln(w, "foreman:", b.Problem)
+		writeRoom(w, b, color)
+		return
+	}
+	state, style := buildState(v)
+	fmt.Fprintf(w, "build %s: %s, %d of %d merged\n", v.Build, paint(color, style, state), v.Merged, len(v.Components))
+	writeRoom(w, b, color)
+	fmt.Fprintln(w)
+
+	rows := [][]string{{"COMPONENT", "STATE", "OWNER", "PROGRESS", "NEXT DEADLINE", "WAITS / ESCALATION"}}
+	styles := []string{""}
+	for _, c := range v.Components {
+		rows = append(rows, []string{c.Name, c.State, ownerOf(c), progressOf(c), deadlineOf(c, b.Now, v.Paused), cutRunes(notesOf(c, b.Escalations), 72)})
+		styles = append(styles, stateStyle[c.State])
+	}
+	writeTable(w, rows, func(row, col int, cell string) string {
+		if row == 0 {
+			return paint(color, "1", cell)
+		}
+		if col == 1 || (col == 5 && v.Components[row-1].Escalation != "") {
+			return paint(color, styles[row], cell)
+		}
+		return cell
+	})
+
+	if len(b.Escalations) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, paint(color, "1;31", "needs a decision:"))
+		subjects := make([]string, 0, len(b.Escalations))
+		for s := range b.Escalations {
+			subjects = append(subjects, s)
+		}
+		sort.Strings(subjects)
+		for _, s := range subjects {
+			e := b.Escalations[s]
+			line := "  " + s + ": " + e.Code
+			if e.Text != "" {
+				line += ": " + e.Text
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+func buildState(v *coordinator.View) (text, style string) {
+	switch {
+	case v.Complete:
+		return "COMPLETE", "1;32"
+	case len(v.Halted) > 0:
+		return "HALTED by a cycle " + strings.Join(v.Halted, " -> "), "1;31"
+	case v.Paused:
+		return "PAUSED", "1;33"
+	case !v.Started:
+		return "not started", ""
+	case v.Overtime:
+		return "running, overtime", "33"
+	}
+	return "running", "1"
+}
+
+func writeRoom(w io.Writer, b *web.Board, color bool) {
+	h := b.Health
+	if h.Healthy {
+		fmt.Fprintf(w, "room: in the room, %d replies queued, %d messages sent\n", b.Room.Queued, b.Room.MessagesSent)
+		return
+	}
+	fmt.Fprintln(w, "room:", paint(color, "31", strings.Join(h.Problems, "; ")))
+}
+
+func ownerOf(c coordinator.ComponentView) string {
+	switch {
+	case c.Owner != "":
+		return c.Owner
+	case c.BuiltBy != "":
+		return c.BuiltBy
+	}
+	return "-"
+}
+
+func progressOf(c coordinator.ComponentView) string {
+	switch {
+	case c.State == "merged":
+		return "done"
+	case c.HasProgress:
+		return fmt.Sprintf("%d%%", c.Progress)
+	}
+	return "-"
+}
+
+// deadlineOf counts down from the server's clock, not this machine's.
+func deadlineOf(c coordinator.ComponentView, now time.Time, paused bool) string {
+	if c.Next == "" || c.Deadline.IsZero() {
+		return "-"
+	}
+	if paused {
+		return c.Next + " (paused)"
+	}
+	left := c.Deadline.Sub(now)
+	if left <= 0 {
+		return c.Next + " due now"
+	}
+	return c.Next + " in " + shortDuration(left)
+}
+
+func shortDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	switch {
+	case h > 0:
+		return fmt.Sprintf("%dh%02dm", h, m)
+	case m > 0:
+		return fmt.Sprintf("%dm%02ds", m, s)
+	}
+	return fmt.Sprintf("%ds", s)
+}
+
+// notesOf says why a component is where it is, the most pressing first.
+func notesOf(c coordinator.ComponentView, esc map[string]web.Escalation) string {
+	var notes []string
+	if c.Escalation != "" {
+		n := "ESCALATED " + c.Escalation
+		if e, ok := esc[c.Name]; ok && e.Text != "" {
+			n += ": " + e.Text
+		}
+		notes = append(notes, n)
+	}
+	if len(c.Waits) > 0 {
+		notes = append(notes, "waits on "+strings.Join(c.Waits, ", "))
+	}
+	if len(c.Barred) > 0 {
+		notes = append(notes, "barred "+strings.Join(c.Barred, ", "))
+	}
+	if c.Pushback != "" {
+		notes = append(notes, "pushback "+c.Pushback)
+	}
+	if c.Audits != "" && !strings.HasPrefix(c.Audits, "0/") {
+		notes = append(notes, "failed audits "+c.Audits)
+	}
+	if c.CI != "" {
+		notes = append(notes, "ci "+c.CI+", conflicts "+c.Conflicts)
+	}
+	if c.Claimable {
+		notes = append(notes, "claimable")
+	}
+	if c.Approved {
+		notes = append(notes, "approved, waiting for MERGED")
+	}
+	if len(notes) == 0 {
+		return "-"
+	}
+	return strings.Join(notes, "; ")
+}
+
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// writeTable pads by characters before styling, since escape codes have
+// no width on a terminal (text/tabwriter would count them).
+func writeTable(w io.Writer, rows [][]string, style func(row, col int, cell string) string) {
+	var widths []int
+	for _, r := range rows {
+		for i, cell := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	var sb strings.Builder
+	for ri, r := range rows {
+		sb.Reset()
+		for ci, cell := range r {
+			sb.WriteString(style(ri, ci, cell))
+			if ci < len(r)-1 {
+				sb.WriteString(strings.Repeat(" ", widths[ci]-utf8.RuneCountInString(cell)+2))
+			}
+		}
+		fmt.Fprintln(w, sb.String())
+	}
+}
