@@ -8,9 +8,10 @@
   const $ = (id) => document.getElementById(id);
   const rootStyle = getComputedStyle(document.documentElement);
   const cssPx = (name, fallback) => parseFloat(rootStyle.getPropertyValue(name)) || fallback;
-  const CARD_W = cssPx('--card-w', 214);
+  const CARD_W = cssPx('--card-w', 200);
   const CARD_H = cssPx('--card-h', 138);
-  const GAP_X = 72;
+  const GAP_X = 56;
+  const MIN_ZOOM = 0.7; // below this the text gets too small to read: scroll instead
   const GAP_Y = 18;
   const PAD = 16;
   const LOG_MAX = 300;
@@ -253,9 +254,9 @@
       }
       const p = document.createElementNS('http://www.w3.org/2000/svg', 'path');
       p.setAttribute('d', d);
-      p.setAttribute('marker-end', 'url(#arrow)');
-      if (e.back) p.setAttribute('class', 'back');
-      else if (states.get(e.from) === 'merged') p.setAttribute('class', 'done');
+      const kind = e.back ? 'back' : states.get(e.from) === 'merged' ? 'done' : '';
+      p.setAttribute('marker-end', kind ? 'url(#arrow-' + kind + ')' : 'url(#arrow)');
+      if (kind) p.setAttribute('class', kind);
       paths.push(p);
     }
     g.replaceChildren(...paths);
@@ -283,13 +284,19 @@
         cards.delete(name);
       }
     }
-    const w = slotX(b.layout.columns) - GAP_X + PAD + 60;
+    const w = slotX(b.layout.columns) - GAP_X + PAD;
     const h = slotY(b.layout.rows) - GAP_Y + PAD + (b.layout.edges.some((e) => e.back) ? 80 : 0);
     list.style.width = w + 'px';
     list.style.height = h + 'px';
     const svg = $('edges');
     svg.setAttribute('width', w);
     svg.setAttribute('height', h);
+    const canvas = $('canvas');
+    canvas.style.width = w + 'px';
+    canvas.style.height = h + 'px';
+    // Shrink a wide build to fit the panel, down to a size still readable.
+    const room = $('graph').clientWidth - 4;
+    canvas.style.zoom = String(Math.max(MIN_ZOOM, Math.min(1, room / w)));
     drawEdges(b, places);
   }
 
@@ -362,5 +369,6 @@
   }
 
   setInterval(tick, 1000);
+  window.addEventListener('resize', () => { if (board) drawGraph(board); });
   connect();
 })();

@@ -1,0 +1,243 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Environment of the browser test. They do not start with FOREMAN_
+// because foreman's configuration refuses FOREMAN_* variables that name no
+// key, and the CLI's tests load it.
+const (
+	envChromium      = "FOREMANTEST_CHROMIUM"        // the browser binary, if not on PATH
+	envScreenshotDir = "FOREMANTEST_SCREENSHOT_DIR"  // also keep the screenshots here
+	envNeedBrowser   = "FOREMANTEST_REQUIRE_BROWSER" // set (CI): fail rather than skip without a browser
+)
+
+func chromium() string {
+	if p := os.Getenv(envChromium); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// page is the board in a headless Chromium.
+type page struct {
+	t   *testing.T
+	ctx context.Context
+
+	mu      sync.Mutex
+	console []string // errors and exceptions the page reported
+}
+
+// requireChromium skips the test, saying why, when there is no browser.
+func requireChromium(t *testing.T) string {
+	t.Helper()
+	bin := chromium()
+	if bin == "" && os.Getenv(envNeedBrowser) != "" {
+		t.Fatalf("no Chromium found, and %s is set", envNeedBrowser)
+	}
+	if bin == "" {
+		t.Skipf("no Chromium found (on PATH as chromium, chromium-browser or google-chrome, or in %s): "+
+			"skipping the browser test; on Debian: apt-get install chromium", envChromium)
+	}
+	return bin
+}
+
+func openPage(t *testing.T, url string) *page {
+	t.Helper()
+	bin := requireChromium(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	// The background-networking flags matter: without them Chromium calls
+	// home at start, which a machine with no network refuses.
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(bin),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-default-apps", true),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 960),
+	)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(alloc)
+	t.Cleanup(cancelBrowser)
+
+	p := &page{t: t, ctx: bctx}
+	// The first Run starts the browser, and the browser lives as long as
+	// the context of that call: so no timeout here.
+	require.NoError(t, chromedp.Do(bctx), "starting %s", bin)
+	go func() {
+		for m, err := range chromedp.Console(bctx) {
+			if err != nil {
+				return
+			}
+			if m.IsException() || m.Type == "error" || m.Type == "warning" {
+				p.mu.Lock()
+				p.console = append(p.console, fmt.Sprintf("%s: %s", m.Type, m.Text))
+				p.mu.Unlock()
+			}
+		}
+	}()
+	p.do(chromedp.Navigate(url))
+	return p
+}
+
+func (p *page) do(actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, liveTimeout)
+	defer cancel()
+	require.NoError(p.t, chromedp.Do(ctx, actions...))
+}
+
+// waitFor polls a JavaScript condition in the page until it holds.
+func (p *page) waitFor(what, js string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, liveTimeout+5*time.Second)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(liveTimeout), chromedp.WithPollingInterval(50*time.Millisecond)))
+	if err != nil {
+		p.t.Fatalf("the page never showed %s (%v); the page says:\n%s", what, err, p.text("body"))
+	}
+}
+
+func (p *page) text(sel string) string {
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		return "(cannot read " + sel + ": " + err.Error() + ")"
+	}
+	return s
+}
+
+func (p *page) eval(js string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+	require.NoError(p.t, err, js)
+	return s
+}
+
+// node is a JavaScript expression for a component's card.
+func node(name string) string {
+	return fmt.Sprintf("document.querySelector('#nodes li[data-name=%q]')", name)
+}
+
+func (p *page) waitState(name, state string) {
+	p.t.Helper()
+	p.waitFor(name+" "+state, fmt.Sprintf("%s?.dataset.state === %q", node(name), state))
+}
+
+// screenshot saves the whole page as a PNG with the test's artifacts (kept
+// with go test -artifacts), and in $FOREMANTEST_SCREENSHOT_DIR when set.
+func (p *page) screenshot(name string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, liveTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(p.t, err)
+	require.True(p.t, strings.HasPrefix(string(png), "\x89PNG"), "a PNG")
+	dirs := []string{p.t.ArtifactDir()}
+	if d := os.Getenv(envScreenshotDir); d != "" {
+		require.NoError(p.t, os.MkdirAll(d, 0o755))
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
+		path := filepath.Join(d, name)
+		require.NoError(p.t, os.WriteFile(path, png, 0o644))
+		p.t.Logf("screenshot: %s", path)
+	}
+}
+
+// TestBrowserShowsTheBuild loads the board in a real headless Chromium
+// while a scripted team builds, and checks that the page follows: db goes
+// pending, building (with its progress), review, merged; mid-build a held
+// component and its escalation stand out; the page ends at COMPLETE. It
+// takes a screenshot mid-build and one at the end.
+func TestBrowserShowsTheBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	requireChromium(t)
+	lb := startLiveBuild(t, shop(), liveCast...)
+	p := openPage(t, lb.URL)
+
+	p.waitState("db", "pending")
+	p.waitFor("the build running", `document.getElementById('build-state').dataset.state === 'running'`)
+	p.waitFor("the board live", `document.getElementById('live').dataset.live === 'yes'`)
+	assert.Equal(t, "shop", p.text("#build-name"))
+	assert.Contains(t, p.text(`#nodes li[data-name="db"]`), "claimable")
+	assert.Contains(t, p.text(`#nodes li[data-name="cart"]`), "waits on auth, catalog")
+	assert.Equal(t, "6", p.eval(`String(document.querySelectorAll('#nodes li').length)`))
+	assert.Equal(t, "7", p.eval(`String(document.querySelectorAll('#edge-paths path').length)`), "one arrow per dependency")
+
+	lb.actOne(func(state string) {
+		switch state {
+		case "progress":
+			p.waitFor("db at 60%", node("db")+`?.dataset.progress === "60"`)
+			assert.Contains(t, p.text(`#nodes li[data-name="db"]`), "60%")
+			assert.Regexp(t, `timeout in \d+:\d\d`, p.text(`#nodes li[data-name="db"] .deadline`), "the check-in deadline counts down")
+		default:
+			p.waitState("db", state)
+		}
+	})
+	p.waitFor("ACK in the room log", `[...document.querySelectorAll('#log li.said .text')].some(e => e.textContent.startsWith('ACK db '))`)
+	p.waitFor("the claim in the room log", `[...document.querySelectorAll('#log li.heard .text')].some(e => e.textContent === 'CLAIM db')`)
+
+	lb.actTwo()
+	p.waitState("catalog", "held")
+	p.waitState("auth", "review")
+	p.waitFor("docs at 45%", node("docs")+`?.dataset.progress === "45"`)
+	p.waitFor("the attention panel", `!document.getElementById('attention').hidden`)
+	attention := p.text("#attention")
+	assert.Contains(t, attention, "Needs a decision")
+	assert.Contains(t, attention, "catalog (held)")
+	assert.Contains(t, attention, "hard-blocker: missing_dependency: the product schema was never specified")
+	held := p.text(`#nodes li[data-name="catalog"]`)
+	assert.Contains(t, strings.ToLower(held), "held", "the state is written, not only coloured")
+	assert.Contains(t, held, "hard-blocker")
+	assert.Equal(t, "1 of 6", p.text("#merged"))
+	assert.Contains(t, p.text("#next-deadline"), "in ", "the next deadline counts down")
+	p.screenshot("board-mid-build.png")
+
+	lb.actThree()
+	p.waitFor("COMPLETE", `document.getElementById('build-state').textContent === 'COMPLETE'`)
+	for _, c := range shop() {
+		p.waitState(c.Name, "merged")
+	}
+	p.waitFor("the attention panel gone", `document.getElementById('attention').hidden`)
+	assert.Equal(t, "6 of 6", p.text("#merged"))
+	p.waitFor("COMPLETE in the room log", `[...document.querySelectorAll('#log li.said .text')].some(e => e.textContent === 'COMPLETE shop')`)
+	p.screenshot("board-complete.png")
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	assert.Empty(t, p.console, "the page reported errors (a script error, or a blocked resource)")
+}
