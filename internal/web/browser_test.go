@@ -14,6 +14,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/coordinator"
 )
 
 // Environment of the browser test. They do not start with FOREMAN_
@@ -187,6 +189,7 @@ func TestBrowserShowsTheBuild(t *testing.T) {
 	}
 	requireChromium(t)
 	lb := startLiveBuild(t, shop(), liveCast...)
+	lb.expect("TASKS db")
 	p := openPage(t, lb.URL)
 
 	p.waitState("db", "pending")
@@ -240,4 +243,34 @@ func TestBrowserShowsTheBuild(t *testing.T) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	assert.Empty(t, p.console, "the page reported errors (a script error, or a blocked resource)")
+}
+
+// TestBrowserShowsAHaltedBuild checks the page of a build halted by a
+// dependency cycle: the header says so, the cycle is the decision to make,
+// and the edge that closes the cycle is drawn (back, dashed).
+func TestBrowserShowsAHaltedBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	requireChromium(t)
+	lb := startLiveBuild(t, []coordinator.Component{
+		{Name: "db"},
+		{Name: "api", Deps: []string{"db", "web"}},
+		{Name: "web", Deps: []string{"api"}},
+		{Name: "docs", Deps: []string{"db"}},
+	}, "operator")
+	lb.expect("ESCALATE shop cycle")
+	p := openPage(t, lb.URL)
+	p.waitFor("the build halted", `document.getElementById('build-state').dataset.state === 'halted'`)
+	assert.Contains(t, p.text("#build-state"), "HALTED by a cycle")
+	p.waitFor("the attention panel", `!document.getElementById('attention').hidden`)
+	assert.Contains(t, p.text("#attention"), "build shop — cycle")
+	assert.Equal(t, "1", p.eval(`String(document.querySelectorAll('#edge-paths path.back').length)`))
+	p.screenshot("board-halted.png")
+
+	lb.say("operator", "UNDEPEND api web")
+	lb.expect("TASKS db")
+	p.waitFor("the build running again", `document.getElementById('build-state').dataset.state === 'running'`)
+	p.waitFor("no back edge", `document.querySelectorAll('#edge-paths path.back').length === 0`)
+	p.waitFor("the attention panel gone", `document.getElementById('attention').hidden`)
 }

@@ -7,8 +7,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// newErrorLog routes net/http's own complaints (bad TLS hellos, hijack
-// failures) into foreman's log instead of stderr.
+// newErrorLog routes net/http's own complaints (accept failures, a client
+// speaking TLS to a plain port) into foreman's log instead of stderr.
 func newErrorLog(l zerolog.Logger) *log.Logger {
 	return log.New(logWriter{l}, "", 0)
 }
@@ -16,6 +16,6 @@ func newErrorLog(l zerolog.Logger) *log.Logger {
 type logWriter struct{ l zerolog.Logger }
 
 func (w logWriter) Write(p []byte) (int, error) {
-	w.l.Debug().Str("part", "http").Msg(strings.TrimSpace(string(p)))
+	w.l.Warn().Str("part", "http").Msg(strings.TrimSpace(string(p)))
 	return len(p), nil
 }

@@ -41,6 +41,7 @@ func component(b Board, name string) (state string, progress int) {
 // checks the page on the same script.
 func TestLiveBoardFollowsTheBuild(t *testing.T) {
 	lb := startLiveBuild(t, shop(), liveCast...)
+	lb.expect("TASKS db")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stream := openStream(t, ctx, strings.TrimSuffix(lb.URL, "/"))

@@ -90,6 +90,7 @@
     } else {
       c.owner.replaceChildren('no owner');
     }
+    c.owner.title = c.owner.textContent; // a long sender id is cut on the card
 
     const done = v.state === 'merged';
     const shown = done || v.has_progress;
@@ -340,10 +341,12 @@
     tick();
   }
 
+  // live says whether updates arrive. It is a status region: writing the
+  // same text again would have a screen reader announce it again.
   function live(ok, text) {
     const e = $('live');
     e.dataset.live = ok ? 'yes' : 'no';
-    e.textContent = text;
+    if (e.textContent !== text) e.textContent = text;
   }
 
   function poll() {
