@@ -33,6 +33,10 @@ type Config struct {
 	// participants sharing a seed still differ.
 	Seed   uint64
 	Logger zerolog.Logger
+	// Show, if set, is called with every line heard in the room (not the
+	// server's notices) and every line the participant says, with the
+	// sender's id and display name, in the participant's goroutine.
+	Show func(from, name, line string)
 }
 
 // Role names, as the demo shows them.
@@ -121,6 +125,11 @@ func (p *Participant) Role() string { return p.role }
 // Joined is closed once the participant is in the channel.
 func (p *Participant) Joined() <-chan struct{} { return p.joined }
 
+// Coordinator is foreman's sender id as far as the participant knows: the
+// configured one, or the one it learned; "" before the first TASKS. Only
+// safe from Show, or once Run has returned.
+func (p *Participant) Coordinator() string { return p.coord }
+
 // Stats are its room connection's counters.
 func (p *Participant) Stats() agentchat.Stats { return p.client.Stats() }
 
@@ -172,6 +181,9 @@ func (p *Participant) message(m agentchat.Message) {
 	}
 	for l := range protocol.Lines(m.Content) {
 		l = strings.TrimSpace(l)
+		if p.cfg.Show != nil {
+			p.cfg.Show(m.From, m.FromName, l)
+		}
 		if p.coord == "" && protocol.ReplyVerb(l) == protocol.ReplyTasks {
 			p.coord = m.From
 		}
@@ -190,6 +202,9 @@ func (p *Participant) message(m agentchat.Message) {
 func (p *Participant) self() string { return p.id.AgentID() }
 
 func (p *Participant) say(l string) {
+	if p.cfg.Show != nil {
+		p.cfg.Show(p.ID(), p.cfg.Name, l)
+	}
 	p.seq++
 	p.client.Send(agentchat.Line{Seq: p.seq, Text: l})
 }
