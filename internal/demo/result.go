@@ -1,0 +1,93 @@
+package demo
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// Entry is one line of the room, as said.
+type Entry struct {
+	At   time.Duration // contract time since the build started
+	From string        // sender id
+	Member
+	Line string
+}
+
+// Result is how the demo went.
+type Result struct {
+	Build      string
+	Components int
+	Complete   bool
+	Real       time.Duration // wall time from the build's start to COMPLETE (or the end)
+	Contract   time.Duration // the same in contract time
+	Minute     time.Duration
+	Room       []Entry // every line the watcher heard, in the room's order
+	Dir        string  // where the journal and recording were kept; "" if removed
+
+	Claims, Rejects, Timeouts, Retries, Fixes, Escalations, Merges int
+}
+
+// Said returns the coordinator's lines with the given reply verb.
+func (r *Result) Said(verb string) []string {
+	var out []string
+	for _, e := range r.Room {
+		if e.Role == RoleCoordinator && protocol.ReplyVerb(e.Line) == verb {
+			out = append(out, e.Line)
+		}
+	}
+	return out
+}
+
+// count tallies the room's lines for the summary.
+func (r *Result) count() {
+	for _, e := range r.Room {
+		if e.Role != RoleCoordinator {
+			if protocol.ReplyVerb(e.Line) == "CLAIM" {
+				r.Claims++
+			}
+			continue
+		}
+		switch protocol.ReplyVerb(e.Line) {
+		case protocol.ReplyReject:
+			r.Rejects++
+		case protocol.ReplyTimeout:
+			r.Timeouts++
+		case protocol.ReplyRetry:
+			r.Retries++
+		case protocol.ReplyFix:
+			r.Fixes++
+		case protocol.ReplyEscalate:
+			r.Escalations++
+		case protocol.ReplyMerged:
+			r.Merges++
+		}
+	}
+}
+
+// WriteSummary writes the closing summary.
+func (r *Result) WriteSummary(w io.Writer, color bool) {
+	head := fmt.Sprintf("%s: %d of %d components merged", r.Build, r.Merges, r.Components)
+	if r.Complete {
+		head = fmt.Sprintf("%s complete: %d components merged", r.Build, r.Merges)
+	}
+	c := func(col, s string) string {
+		if !color {
+			return s
+		}
+		return paint(col, s)
+	}
+	state := c(done, head)
+	if !r.Complete {
+		state = c(warn, head+", not complete")
+	}
+	fmt.Fprintf(w, "\n%s in %s contract time (%s real; one contract minute = %s)\n",
+		state, Clock(r.Contract), r.Real.Round(100*time.Millisecond), r.Minute)
+	fmt.Fprintf(w, "claims %d, rejects %d, timeouts %d, retries %d, fixes %d, escalations %d, merges %d\n",
+		r.Claims, r.Rejects, r.Timeouts, r.Retries, r.Fixes, r.Escalations, r.Merges)
+	if r.Dir != "" {
+		fmt.Fprintf(w, "journal and recording kept in %s\n", r.Dir)
+	}
+}
