@@ -72,6 +72,8 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.serveCommand(),
 		a.identityCommand(),
 		a.statusCommand(),
+		a.demoCommand(),
+		a.agentCommand(),
 	)
 	return root
 }

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/agentchat/server"
+)
+
+// lockedBuffer is written by a command while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// agentRoom is a chat server with a client standing in for foreman.
+type agentRoom struct {
+	t     *testing.T
+	url   string
+	coord *agentchat.Client
+	lines chan agentchat.Message
+	joins chan string // names of agents joining
+}
+
+const agentWait = 10 * time.Second
+
+func newAgentRoom(t *testing.T) *agentRoom {
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", Channels: []string{"#build"}, RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()})
+	require.NoError(t, err)
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	r := &agentRoom{t: t, url: srv.URL(), lines: make(chan agentchat.Message, 100), joins: make(chan string, 10),
+		coord: agentchat.New(agentchat.Config{URL: srv.URL(), Channel: "#build", Identity: id, RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()})}
+	done := make(chan struct{})
+	joined := make(chan struct{})
+	go func() { defer close(done); _ = r.coord.Run(ctx) }()
+	go func() {
+		for e := range r.coord.Events() {
+			switch e := e.(type) {
+			case agentchat.Joined:
+				close(joined)
+			case agentchat.Message:
+				r.lines <- e
+			case agentchat.AgentJoined:
+				r.joins <- e.Agent.Name
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; srv.Close() })
+	select {
+	case <-joined:
+	case <-time.After(agentWait):
+		t.Fatal("the stand-in coordinator never joined")
+	}
+	return r
+}
+
+// joined waits for an agent named name to join.
+func (r *agentRoom) joined(name string) {
+	r.t.Helper()
+	timeout := time.After(agentWait)
+	for {
+		select {
+		case n := <-r.joins:
+			if n == name {
+				return
+			}
+		case <-timeout:
+			r.t.Fatalf("%s never joined", name)
+		}
+	}
+}
+
+// expect waits for a line starting with prefix and returns its sender.
+func (r *agentRoom) expect(prefix string) string {
+	r.t.Helper()
+	timeout := time.After(agentWait)
+	for {
+		select {
+		case m := <-r.lines:
+			for _, l := range strings.Split(m.Content, "\n") {
+				if strings.HasPrefix(l, prefix) {
+					return m.From
+				}
+			}
+		case <-timeout:
+			r.t.Fatalf("nobody said %q", prefix)
+		}
+	}
+}
+
+func (r *agentRoom) say(l string) { r.coord.Send(agentchat.Line{Text: l}) }
+
+// startAgent runs foreman with args until the test ends it.
+func startAgent(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr *lockedBuffer, done <-chan int, stop func()) {
+	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetIn(stdin)
+	ch := make(chan int, 1)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		if err := root.ExecuteContext(ctx); err != nil {
+			stderr.Write([]byte(err.Error()))
+			ch <- 1
+			return
+		}
+		ch <- 0
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-finished:
+		case <-time.After(agentWait):
+			t.Error("foreman agent did not stop")
+		}
+	})
+	return stdout, stderr, ch, cancel
+}
+
+func TestAgentChatSendsWhatIsTypedAndPrintsTheRoom(t *testing.T) {
+	r := newAgentRoom(t)
+	in, typing := io.Pipe()
+	stdout, stderr, done, _ := startAgent(t, in, "agent", "--url", r.url, "--role", "chat", "--name", "me", "--rate-limit", "5ms")
+	go func() { _, _ = io.WriteString(typing, "CLAIM api\n\n") }()
+	me := r.expect("CLAIM api")
+	assert.Contains(t, stderr.String(), "me: agent id "+me)
+
+	r.say("TASKS api web\nACK api " + me)
+	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), "ACK api @me") }, agentWait, 5*time.Millisecond,
+		"the room is printed, ids as names: %q", stdout.String())
+	assert.Contains(t, stdout.String(), "foreman  foreman     TASKS api web", "the first to say TASKS is the coordinator")
+	assert.NotContains(t, stdout.String(), "\x1b[", "no colour off a terminal")
+
+	// When stdin ends, what was typed goes out first, then it leaves.
+	go func() { _, _ = io.WriteString(typing, "PROGRESS api 50\n"); typing.Close() }()
+	r.expect("PROGRESS api 50")
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, stderr.String())
+	case <-time.After(agentWait):
+		t.Fatal("chat did not end with stdin")
+	}
+}
+
+func TestAgentBuilderFollowsTheProtocol(t *testing.T) {
+	r := newAgentRoom(t)
+	stdout, stderr, done, stop := startAgent(t, strings.NewReader(""), "agent", "--url", r.url, "--role", "builder", "--name", "b1",
+		"--minute", "10ms", "--rate-limit", "5ms", "--prefer", "api", "--block-on", "api=db")
+	r.joined("b1")
+	r.say("TASKS db api")
+	b1 := r.expect("CLAIM api")
+	r.say("ACK api " + b1)
+	r.expect("PROGRESS api 25")
+	r.expect("BLOCKED api db")
+	r.say("WAIT api " + b1 + " db")
+	r.expect("PROGRESS api 25 waiting for db")
+	r.say("UNBLOCKED api " + b1)
+	r.expect("READY api b1/api")
+	assert.Contains(t, stdout.String(), "READY api b1/api", "its own lines are shown too")
+	stop()
+	assert.Equal(t, 0, <-done, stderr.String())
+}
+
+func TestAgentRefusesBadScripts(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--role", "juggler"}, `--role "juggler"`},
+		{[]string{"--block-on", "api"}, `--block-on "api": want c=dep`},
+		{[]string{"--abort-on", "api="}, `--abort-on "api=": want c=reason`},
+		{[]string{"--role", "auditor", "--fail", "=x"}, `--fail "=x"`},
+	} {
+		args := append([]string{"agent", "--url", "ws://127.0.0.1:1"}, tc.args...)
+		code, _, errOut := foreman(t, args...)
+		assert.Equal(t, 1, code, tc.args)
+		assert.Contains(t, errOut, tc.want)
+	}
+}
