@@ -27,5 +27,11 @@ bench:
 fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
+# A whole build on this machine: chat server, foreman and simulated agents
+# (ARGS="--minute 50ms --ci" to change it; see `foreman demo --help`).
+.PHONY: demo
+demo:
+	$(GO) run ./cmd/foreman demo $(ARGS)
+
 clean:
 	rm -rf bin
