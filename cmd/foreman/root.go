@@ -105,7 +105,15 @@ func (a *app) loadConfig(cmd *cobra.Command, file string, flagKeys map[string]st
 	return config.Load(file, cmd.Flags(), keys)
 }
 
-// logger builds the logger the configuration asks for, writing to stderr.
+// logger builds the logger the configuration asks for, writing to stderr,
+// and logs the configuration's warnings with it.
 func (a *app) logger(c *config.Config) (zerolog.Logger, error) {
-	return logging.New(a.stderr, c.Log.Level, c.Log.Format)
+	log, err := logging.New(a.stderr, c.Log.Level, c.Log.Format)
+	if err != nil {
+		return log, err
+	}
+	for _, w := range c.Warnings {
+		log.Warn().Msg(w)
+	}
+	return log, nil
 }

@@ -34,6 +34,8 @@ type Config struct {
 	HTTP    string // listen address of the board, metrics and health
 	Log     Log
 	File    string // the file read, "" if none
+	// Warnings are problems that do not stop foreman, for the log.
+	Warnings []string
 }
 
 // Server says where the room is and who foreman is there.
@@ -123,9 +125,7 @@ func Load(file string, flags *pflag.FlagSet, flagKeys map[string]string) (*Confi
 	v.SetEnvPrefix("FOREMAN")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
-	if err := checkEnv(); err != nil {
-		return nil, err
-	}
+	warnings := unknownEnv()
 	if flags != nil {
 		for name, key := range flagKeys {
 			if f := flags.Lookup(name); f != nil {
@@ -149,6 +149,7 @@ func Load(file string, flags *pflag.FlagSet, flagKeys map[string]string) (*Confi
 	if err != nil {
 		return nil, err
 	}
+	c.Warnings = warnings
 	return c, nil
 }
 
@@ -179,20 +180,23 @@ func checkKeys(v *viper.Viper) error {
 	return nil
 }
 
-// checkEnv refuses FOREMAN_* variables that name no key: a typo there would
-// otherwise be silently ignored.
-func checkEnv() error {
+// unknownEnv lists FOREMAN_* variables that name no key: a typo there
+// would otherwise go unnoticed. They are warnings, not errors, because
+// another tool may use the same prefix.
+func unknownEnv() []string {
 	known := map[string]bool{"FOREMAN_CONFIG": true}
 	for _, k := range Keys() {
 		known["FOREMAN_"+strings.ToUpper(strings.ReplaceAll(k, ".", "_"))] = true
 	}
+	var out []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "FOREMAN_") && !known[name] {
-			return errorf(name, "unknown environment setting (keys map to FOREMAN_SECTION_KEY, e.g. FOREMAN_SERVER_URL)")
+			out = append(out, name+": unknown environment setting, ignored (keys map to FOREMAN_SECTION_KEY, e.g. FOREMAN_SERVER_URL)")
 		}
 	}
-	return nil
+	sort.Strings(out)
+	return out
 }
 
 var (

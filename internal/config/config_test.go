@@ -125,8 +125,10 @@ func TestEnvironmentAndFlagsOverride(t *testing.T) {
 
 func TestUnknownEnvironmentSetting(t *testing.T) {
 	t.Setenv("FOREMAN_RULES_CHEKIN", "5m")
-	_, err := Load(writeConfig(t, minimal), nil, nil)
-	assert.ErrorContains(t, err, "FOREMAN_RULES_CHEKIN: unknown environment setting")
+	c, err := Load(writeConfig(t, minimal), nil, nil)
+	require.NoError(t, err)
+	require.Len(t, c.Warnings, 1)
+	assert.Contains(t, c.Warnings[0], "FOREMAN_RULES_CHEKIN: unknown environment setting, ignored")
 }
 
 func TestOwlSpec(t *testing.T) {
