@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin/foreman
 FUZZTIME ?= 30s
 
-.PHONY: all build test lint bench fuzz replay clean
+.PHONY: all build test lint bench fuzz chaos replay clean
 
 all: lint test build
 
@@ -32,6 +32,10 @@ fuzz:
 .PHONY: demo
 demo:
 	$(GO) run ./cmd/foreman demo $(ARGS)
+
+# The full fault set: many kill -9 trials and restarts (make test runs a short form).
+chaos:
+	CHAOS=full $(GO) test ./internal/chaos -v -count=1 -timeout 30m
 
 clean:
 	rm -rf bin

@@ -1,0 +1,166 @@
+package bot
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/roomtest"
+	"github.com/agentforeman/foreman/transcript"
+)
+
+// replayRecording replays the bot's recording and fails with its diff.
+func replayRecording(t *testing.T, path string) *transcript.Transcript {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	tr, err := transcript.Parse(path, f)
+	require.NoError(t, err)
+	res, err := transcript.Replay(tr)
+	require.NoError(t, err)
+	if !res.Passed() {
+		var d strings.Builder
+		res.WriteDiff(&d)
+		raw, _ := os.ReadFile(path)
+		t.Fatalf("the recording does not replay:\n%s\nrecording:\n%s", d.String(), raw)
+	}
+	return tr
+}
+
+// A live session over the embedded server, recorded, replays exactly.
+func TestLiveSessionReplaysFromItsRecording(t *testing.T) {
+	r := roomtest.Start(t)
+	b1, b2, b3 := r.Join(t, "b1"), r.Join(t, "b2"), r.Join(t, "b3")
+	silent, aud := r.Join(t, "silent"), r.Join(t, "aud")
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	cfg := fastConfig(t, r.URL(), t.TempDir(),
+		coordinator.Component{Name: "db"}, coordinator.Component{Name: "docs"},
+		coordinator.Component{Name: "api", Deps: []string{"db"}})
+	cfg.Roles.Auditors = []string{aud.ID}
+	bot := id.AgentID()
+	_, stop := runBot(t, cfg, id)
+
+	b1.Await(bot, "TASKS db docs")
+	b1.Say("CLAIM db")
+	b1.Await(bot, "ACK db "+b1.ID)
+	silent.Say("CLAIM docs")
+	silent.Await(bot, "ACK docs "+silent.ID)
+	b1.Say("PROGRESS db 150")
+	b1.Await(bot, "ERROR "+b1.ID+" PROGRESS:")
+	b1.Say("- **PROGRESS db 50** schema done")
+	b1.Say("READY db pr/1")
+	aud.Await(bot, "REVIEW db "+b1.ID+" pr/1")
+	aud.Say("AUDIT db FAIL missing tests")
+	b1.Await(bot, "FIX db "+b1.ID+" 1/3 missing tests")
+	b1.Say("READY db pr/1")
+	aud.Await(bot, "REVIEW db")
+	aud.Say("AUDIT db PASS")
+	b2.Await(bot, "MERGED db")
+	b2.Say("CLAIM api")
+	b2.Await(bot, "ACK api "+b2.ID)
+	b3.Await(bot, "TIMEOUT docs "+silent.ID) // the silent builder never checked in
+	b3.Say("CLAIM docs")
+	b3.Await(bot, "ACK docs "+b3.ID+" after TIMEOUT of "+silent.ID)
+	b2.Say("READY api pr/2")
+	b3.Say("READY docs pr/3")
+	aud.Await(bot, "REVIEW")
+	aud.Await(bot, "REVIEW")
+	aud.Say("AUDIT api PASS\nAUDIT docs PASS")
+	aud.Await(bot, "COMPLETE shop")
+	require.NoError(t, stop())
+
+	tr := replayRecording(t, cfg.Record)
+	assert.GreaterOrEqual(t, len(tr.Lines), 25, "the whole session was recorded")
+}
+
+// The coordinator's own downtime is a pause: a builder that kept working
+// while foreman was down is not timed out, and what it said meanwhile is
+// handled, once, after the restart.
+func TestDowntimeIsNoTimeout(t *testing.T) {
+	r := roomtest.Start(t)
+	b1 := r.Join(t, "b1")
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	cfg := fastConfig(t, r.URL(), t.TempDir(), coordinator.Component{Name: "db"}, coordinator.Component{Name: "web"})
+	bot := id.AgentID()
+	deadline := cfg.Rules.CheckinInterval * time.Duration(cfg.Rules.MissedCheckins)
+
+	_, stop := runBot(t, cfg, id)
+	b1.Await(bot, "TASKS")
+	b1.Say("CLAIM db")
+	b1.Await(bot, "ACK db "+b1.ID)
+	require.NoError(t, stop())
+
+	// foreman is down for twice the check-in deadline; the builder keeps working.
+	b1.Say("PROGRESS db 10 working while foreman is away")
+	time.Sleep(2 * deadline)
+
+	_, stop = runBot(t, cfg, id)
+	b1.Say("STATUS db")
+	status, seen := b1.Await(bot, "STATUS db")
+	assert.Contains(t, status, "STATUS db building owner="+b1.ID)
+	assert.Contains(t, status, "progress=10%", "the line said during the downtime was handled")
+	for _, l := range seen {
+		assert.NotContains(t, l, "TIMEOUT", "no false timeout after the downtime")
+	}
+	require.NoError(t, stop())
+
+	tr := replayRecording(t, cfg.Record)
+	require.Len(t, tr.Downtime, 1, "the recording says where foreman was away")
+	assert.GreaterOrEqual(t, tr.Downtime[0].To-tr.Downtime[0].From, 2*deadline)
+}
+
+// SIGHUP reloads the components: a new one becomes claimable; a reload with
+// a cycle halts the build and a corrected one resumes it; a config with an
+// error changes nothing.
+func TestReload(t *testing.T) {
+	r := roomtest.Start(t)
+	b1 := r.Join(t, "b1")
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	cfg := fastConfig(t, r.URL(), t.TempDir(), coordinator.Component{Name: "db"})
+	next := make(chan *config.Config, 1)
+	reload := make(chan struct{})
+	bot := id.AgentID()
+	_, stop := runBot(t, cfg, id, func(o *Options) {
+		o.Reload = reload
+		o.ReloadConfig = func() (*config.Config, error) { return <-next, nil }
+	})
+	b1.Await(bot, "TASKS db")
+
+	grown := *cfg
+	grown.Build.Components = []coordinator.Component{{Name: "db"}, {Name: "cache"}}
+	next <- &grown
+	reload <- struct{}{}
+	b1.Await(bot, "TASKS db cache")
+
+	looped := *cfg
+	looped.Build.Components = []coordinator.Component{{Name: "db", Deps: []string{"cache"}}, {Name: "cache", Deps: []string{"db"}}}
+	next <- &looped
+	reload <- struct{}{}
+	b1.Await(bot, "ESCALATE shop cycle db -> cache -> db")
+	b1.Say("CLAIM db")
+	b1.Await(bot, "REJECT db "+b1.ID+" build halted")
+
+	next <- &grown
+	reload <- struct{}{}
+	b1.Await(bot, "TASKS db cache")
+
+	empty := *cfg
+	empty.Build.Components = nil
+	next <- &empty
+	reload <- struct{}{}
+	b1.Say("CLAIM cache")
+	b1.Await(bot, "ACK cache "+b1.ID)
+	require.NoError(t, stop())
+	replayRecording(t, cfg.Record)
+}

@@ -1,0 +1,260 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/roomtest"
+)
+
+// bookshop is the build the fault tests run.
+var bookshop = []coordinator.Component{
+	{Name: "db"}, {Name: "auth", Deps: []string{"db"}}, {Name: "catalog", Deps: []string{"db"}},
+	{Name: "cart", Deps: []string{"auth", "catalog"}}, {Name: "payments", Deps: []string{"cart"}},
+	{Name: "mailer", Deps: []string{"payments"}}, {Name: "web", Deps: []string{"catalog", "cart", "payments"}},
+}
+
+// botProcess is foreman run as a child process, with its own identity and
+// journal, against a test room.
+type botProcess struct {
+	t      *testing.T
+	dir    string
+	config string
+	id     string
+	cmd    *exec.Cmd
+	starts int
+}
+
+func newBotProcess(t *testing.T, room *roomtest.Room, auditors []string, extra string) *botProcess {
+	t.Helper()
+	dir := t.TempDir()
+	ident, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	require.NoError(t, ident.Save(filepath.Join(dir, "identity.json")))
+	var comps strings.Builder
+	for _, c := range bookshop {
+		fmt.Fprintf(&comps, "    - name: %s\n", c.Name)
+		if len(c.Deps) > 0 {
+			fmt.Fprintf(&comps, "      depends_on: [%s]\n", strings.Join(c.Deps, ", "))
+		}
+	}
+	cfg := fmt.Sprintf(`server:
+  url: %s
+  identity: %s
+  rate_limit: %s
+build:
+  name: bookshop
+  components:
+%sroles:
+  auditors: [%s]
+rules:
+  checkin_interval: 2s
+  max_build_time: 0
+journal:
+  path: %s
+http:
+  listen: ""
+log:
+  format: json
+  level: debug
+%s`, room.URL(), filepath.Join(dir, "identity.json"), roomtest.Pace, comps.String(),
+		quoted(auditors), filepath.Join(dir, "journal.db"), extra)
+	path := filepath.Join(dir, "foreman.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+	return &botProcess{t: t, dir: dir, config: path, id: ident.AgentID()}
+}
+
+// start runs the bot; its log goes to a file per start.
+func (b *botProcess) start() {
+	b.t.Helper()
+	b.starts++
+	log, err := os.Create(filepath.Join(b.dir, fmt.Sprintf("run%02d.log", b.starts)))
+	require.NoError(b.t, err)
+	b.cmd = exec.Command(foremanBin, "run", b.config)
+	b.cmd.Stdout, b.cmd.Stderr = log, log
+	require.NoError(b.t, b.cmd.Start())
+	b.t.Cleanup(func() { b.kill(); log.Close() })
+}
+
+// kill stops the bot with SIGKILL: no cleanup of any kind.
+func (b *botProcess) kill() {
+	if b.cmd != nil && b.cmd.ProcessState == nil {
+		_ = b.cmd.Process.Kill()
+		_ = b.cmd.Wait()
+	}
+}
+
+// stop stops the bot with SIGTERM and returns its exit error. It waits
+// for the bot to be in the room first: a signal that comes before the bot
+// has set up its handlers would just kill it.
+func (b *botProcess) stop() error {
+	if b.cmd == nil || b.cmd.ProcessState != nil {
+		return nil
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		data, _ := os.ReadFile(filepath.Join(b.dir, fmt.Sprintf("run%02d.log", b.starts)))
+		if strings.Contains(string(data), "joined the channel") {
+			break
+		}
+	}
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- b.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(20 * time.Second):
+		b.kill()
+		return fmt.Errorf("foreman did not stop on SIGTERM")
+	}
+}
+
+// saidPerLife counts, for each start of the bot, the replies it logged.
+func (b *botProcess) saidPerLife() []int {
+	out := make([]int, b.starts)
+	for i := 1; i <= b.starts; i++ {
+		data, _ := os.ReadFile(filepath.Join(b.dir, fmt.Sprintf("run%02d.log", i)))
+		out[i-1] = strings.Count(string(data), `"said":`)
+	}
+	return out
+}
+
+// logs returns the bot's logs, for a failure message.
+func (b *botProcess) logs() string {
+	var out strings.Builder
+	for i := 1; i <= b.starts; i++ {
+		data, _ := os.ReadFile(filepath.Join(b.dir, fmt.Sprintf("run%02d.log", i)))
+		fmt.Fprintf(&out, "--- run %d\n%s", i, tail(string(data), 30))
+	}
+	return out.String()
+}
+
+// quoted lists sender ids for YAML, where a plain @ cannot start a value.
+func quoted(ids []string) string {
+	q := make([]string, len(ids))
+	for i, id := range ids {
+		q[i] = fmt.Sprintf("%q", id)
+	}
+	return strings.Join(q, ", ")
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// observer records everything the coordinator says.
+type observer struct {
+	mu    sync.Mutex
+	lines []string
+	seen  chan struct{} // pinged on every line
+}
+
+func observe(p *roomtest.Peer, bot string) *observer {
+	o := &observer{seen: make(chan struct{}, 1)}
+	go func() {
+		for l := range p.Lines() {
+			if l.From != bot {
+				continue
+			}
+			o.mu.Lock()
+			o.lines = append(o.lines, l.Text)
+			o.mu.Unlock()
+			select {
+			case o.seen <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return o
+}
+
+func (o *observer) said() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.lines...)
+}
+
+// waitFor waits until the coordinator has said a line starting with prefix.
+func (o *observer) waitFor(prefix string, timeout time.Duration) bool {
+	deadline := time.After(timeout)
+	for {
+		for _, l := range o.said() {
+			if strings.HasPrefix(l, prefix) {
+				return true
+			}
+		}
+		select {
+		case <-o.seen:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// think is how long a simulated agent takes to answer: long enough that a
+// build spans several of the bot's lives in the kill tests.
+func think() { time.Sleep(time.Duration(40+rand.IntN(160)) * time.Millisecond) }
+
+// builder claims comp when TASKS offers it and, once it has the ACK,
+// reports progress and READY. It says each line once: anything the bot
+// missed while down, it must catch up on from the room's history.
+func builder(p *roomtest.Peer, bot, comp string) {
+	go func() {
+		claimed, working := false, false
+		for l := range p.Lines() {
+			if l.From != bot {
+				continue
+			}
+			f := strings.Fields(l.Text)
+			switch {
+			case f[0] == "TASKS" && !claimed && contains(f[1:], comp):
+				claimed = true
+				think()
+				p.Say("CLAIM " + comp)
+			case f[0] == "ACK" && len(f) > 2 && f[1] == comp && f[2] == p.ID && !working:
+				working = true
+				think()
+				p.Say("PROGRESS " + comp + " 50")
+				think()
+				p.Say("READY " + comp + " pr/" + comp)
+			}
+		}
+	}()
+}
+
+// auditor passes every review.
+func auditor(p *roomtest.Peer, bot string) {
+	go func() {
+		for l := range p.Lines() {
+			if f := strings.Fields(l.Text); l.From == bot && f[0] == "REVIEW" {
+				think()
+				p.Say("AUDIT " + f[1] + " PASS")
+			}
+		}
+	}()
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
