@@ -100,15 +100,20 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' }
 type scanner struct{ rest string }
 
 // word returns the next space-separated word, or "" at the end of the line.
+// It is written as plain loops: this is the hottest code in foreman, and the
+// strings functions that take a cutset build a lookup table per call.
 func (s *scanner) word() string {
-	r := strings.TrimLeft(s.rest, " \t")
-	i := strings.IndexAny(r, " \t")
-	if i < 0 {
-		s.rest = ""
-		return r
+	r := s.rest
+	start := 0
+	for start < len(r) && isSpace(r[start]) {
+		start++
 	}
-	s.rest = r[i:]
-	return r[:i]
+	end := start
+	for end < len(r) && !isSpace(r[end]) {
+		end++
+	}
+	s.rest = r[end:]
+	return r[start:end]
 }
 
 // tail returns what is left of the line, trimmed.
