@@ -116,7 +116,22 @@ func newBuilder(name string, s Builder) *builder {
 	return &builder{s: s, name: name, taken: map[string]bool{}, avoid: map[string]bool{}, fired: map[string]bool{}}
 }
 
-func (b *builder) start(world) {}
+// start claims from what catching up taught it, if anything.
+func (b *builder) start(w world) { b.consider(w) }
+
+// catchUp learns what is claimable from the history: the last TASKS,
+// minus what was assigned or merged after it.
+func (b *builder) catchUp(r reply) {
+	switch r.Verb {
+	case protocol.ReplyTasks:
+		b.tasks = r.List
+		for _, c := range r.List {
+			delete(b.taken, c)
+		}
+	case protocol.ReplyAck, protocol.ReplyMerged:
+		b.taken[r.C] = true
+	}
+}
 
 func (b *builder) agent(world, string, string) {}
 

@@ -195,3 +195,15 @@ func TestAssignedBuilderStartsWork(t *testing.T) {
 	w.advance(4 * time.Minute)
 	assert.Equal(t, []string{"PROGRESS web 25"}, w.take())
 }
+
+func TestBuilderJoiningLateCatchesUpFromHistory(t *testing.T) {
+	w, b := newWorld(t, me), newBuilder("dex", steady())
+	for _, l := range []string{"TASKS db", "ACK db @ada", "MERGED db", "TASKS auth catalog", "ACK auth @bea", "REVIEW x @y pr"} {
+		r, _ := parseReply(l)
+		b.catchUp(r)
+	}
+	assert.Empty(t, w.take(), "history is learned from, never acted on")
+	b.start(w)
+	w.advance(time.Minute)
+	assert.Equal(t, []string{"CLAIM catalog"}, w.take())
+}

@@ -159,8 +159,8 @@ func (p *Participant) handle(ev agentchat.Event) {
 	switch ev := ev.(type) {
 	case agentchat.Joined:
 		if !p.isIn {
-			// What was said before it arrived is not its business.
 			p.isIn = true
+			p.catchUp(ev.History)
 			close(p.joined)
 			p.b.start(p)
 			return
@@ -172,6 +172,29 @@ func (p *Participant) handle(ev agentchat.Event) {
 		}
 	case agentchat.Message:
 		p.message(ev)
+	}
+}
+
+// catchUp reads what was said before the participant arrived: shown, and
+// learned from by behaviours that can (catcher), never acted on.
+func (p *Participant) catchUp(history []agentchat.Message) {
+	c, _ := p.b.(catcher)
+	for _, m := range history {
+		if m.Notice || m.Self {
+			continue
+		}
+		for l := range protocol.Lines(m.Content) {
+			l = strings.TrimSpace(l)
+			if p.cfg.Show != nil {
+				p.cfg.Show(m.From, m.FromName, l)
+			}
+			if p.coord == "" && protocol.ReplyVerb(l) == protocol.ReplyTasks {
+				p.coord = m.From
+			}
+			if r, ok := parseReply(l); ok && c != nil && m.From == p.coord {
+				c.catchUp(r)
+			}
+		}
 	}
 }
 

@@ -126,3 +126,14 @@ func TestOperatorOverWebSockets(t *testing.T) {
 	r.say("ESCALATE api hard-blocker invalid_specification: two keys")
 	assert.Equal(t, "RESOLVE api decided", r.heard(p.ID(), "RESOLVE"))
 }
+
+func TestLateBuilderClaimsFromTheRoomsHistory(t *testing.T) {
+	r := newRoom(t)
+	r.say("TASKS api web\nACK api @someone")
+	r.next(func(e agentchat.Event) bool { _, ok := e.(agentchat.Delivered); return ok }) // the room has it
+	p, err := NewBuilder(Config{URL: r.url, Channel: "#build", Name: "late", Minute: 10 * time.Millisecond,
+		RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()}, DefaultBuilder())
+	require.NoError(t, err)
+	r.join(p)
+	assert.Equal(t, "CLAIM web", r.heard(p.ID(), "CLAIM"))
+}

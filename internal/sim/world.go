@@ -29,6 +29,14 @@ type behaviour interface {
 	agent(w world, from, line string)
 }
 
+// catcher is a behaviour that learns from what the coordinator said before
+// it joined (the room's replayed history), without acting on it: a builder
+// that joins a running build needs the last TASKS, but an auditor must not
+// answer reviews someone else has long answered.
+type catcher interface {
+	catchUp(r reply)
+}
+
 // jitter returns a duration between lo and hi.
 func jitter(w world, lo, hi time.Duration) time.Duration {
 	if hi <= lo {
