@@ -118,6 +118,7 @@ func (a *app) runAgent(cmd *cobra.Command, f *agentFlags) error {
 	defer stop()
 
 	show := newRoomShow(a.stdout, !f.noColor && isTTY(a.stdout), f.coordinator)
+	show.self, show.role = id.AgentID(), f.role
 	show.names[id.AgentID()] = f.name // the room never echoes its own lines back
 	fmt.Fprintf(a.stderr, "%s: agent id %s, role %s, in %s at %s\n", f.name, id.AgentID(), f.role, f.channel, f.url)
 	if f.role == "chat" {
@@ -214,6 +215,8 @@ type roomShow struct {
 	color bool
 	coord string
 	names map[string]string
+	self  string // the agent's own id, shown with its role
+	role  string
 }
 
 func newRoomShow(w io.Writer, color bool, coord string) *roomShow {
@@ -236,8 +239,11 @@ func (s *roomShow) line(from, name, text string) {
 		s.p = demo.NewPrinter(s.w, s.color, members)
 	}
 	m := demo.Member{Name: name}
-	if from == s.coord {
+	switch from {
+	case s.coord:
 		m.Role = demo.RoleCoordinator
+	case s.self:
+		m.Role = s.role
 	}
 	s.p.Print(time.Now().Format(time.TimeOnly), m, text)
 }
@@ -272,10 +278,13 @@ func chat(ctx context.Context, stdin io.Reader, cfg agentchat.Config, show *room
 			if !ok {
 				return <-runErr
 			}
-			if m, isMsg := ev.(agentchat.Message); isMsg && !m.Notice {
-				for l := range protocol.Lines(m.Content) {
-					show.line(m.From, m.FromName, strings.TrimSpace(l))
+			switch ev := ev.(type) {
+			case agentchat.Joined: // what was said before, or while reconnecting
+				for _, m := range ev.History {
+					showMessage(show, m)
 				}
+			case agentchat.Message:
+				showMessage(show, ev)
 			}
 		case l, ok := <-typed:
 			if !ok {
@@ -299,5 +308,14 @@ func chat(ctx context.Context, stdin io.Reader, cfg agentchat.Config, show *room
 		case <-ctx.Done():
 			return <-runErr
 		}
+	}
+}
+
+func showMessage(show *roomShow, m agentchat.Message) {
+	if m.Notice || m.Self {
+		return
+	}
+	for l := range protocol.Lines(m.Content) {
+		show.line(m.From, m.FromName, strings.TrimSpace(l))
 	}
 }

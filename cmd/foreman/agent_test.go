@@ -157,7 +157,7 @@ func TestAgentChatSendsWhatIsTypedAndPrintsTheRoom(t *testing.T) {
 	r.say("TASKS api web\nACK api " + me)
 	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), "ACK api @me") }, agentWait, 5*time.Millisecond,
 		"the room is printed, ids as names: %q", stdout.String())
-	assert.Contains(t, stdout.String(), "foreman  foreman     TASKS api web", "the first to say TASKS is the coordinator")
+	assert.Contains(t, stdout.String(), "foreman  coordinator TASKS api web", "the first to say TASKS is the coordinator")
 	assert.NotContains(t, stdout.String(), "\x1b[", "no colour off a terminal")
 
 	// When stdin ends, what was typed goes out first, then it leaves.
@@ -185,7 +185,7 @@ func TestAgentBuilderFollowsTheProtocol(t *testing.T) {
 	r.expect("PROGRESS api 25 waiting for db")
 	r.say("UNBLOCKED api " + b1)
 	r.expect("READY api b1/api")
-	assert.Contains(t, stdout.String(), "READY api b1/api", "its own lines are shown too")
+	assert.Contains(t, stdout.String(), "b1       builder     READY api b1/api", "its own lines are shown too")
 	stop()
 	assert.Equal(t, 0, <-done, stderr.String())
 }

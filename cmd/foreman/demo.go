@@ -29,7 +29,13 @@ scripted to show what foreman handles: a claim race, a builder that goes
 silent and times out, failed audits (FIX, then RETRY), a component that waits
 on another (WAIT, UNBLOCKED) and a hard blocker a human settles (ESCALATE,
 RESOLVE), until COMPLETE. The room is printed as a chat log in contract time;
-sender ids in lines are shown as @name.`,
+sender ids in lines are shown as @name.
+
+Every duration of foreman's rules and of the agents' pacing is scaled by
+--minute. So is the room's rate limit, to one message per half a contract
+minute per sender (50ms at the default): the stock 1s scaled by the clock
+would be under 2ms, a pace no room keeps. Below about 50ms a minute the chat
+client's flood guard (2.5 messages a second) starts to stretch the story.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.settings(cmd, nil)
@@ -55,7 +61,7 @@ sender ids in lines are shown as @name.`,
 	f := cmd.Flags()
 	f.DurationVar(&o.Minute, "minute", 100*time.Millisecond, "real length of one contract minute")
 	f.Uint64Var(&seed, "seed", 1, "seed of the agents' reaction jitter")
-	f.StringVar(&o.Listen, "listen", "127.0.0.1:0", "chat server address (default: a free port)")
+	f.StringVar(&o.Listen, "listen", "127.0.0.1:0", "chat server address; port 0 picks a free one")
 	f.BoolVar(&o.CI, "ci", false, "turn CI gating on, with a CI bot")
 	f.BoolVar(&noColor, "no-color", false, "no colours, even on a terminal")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print only the summary")

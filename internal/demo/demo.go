@@ -264,7 +264,11 @@ func (s *show) intro(parts []*sim.Participant) {
 	}
 	var cast []string
 	for _, r := range roles {
-		cast = append(cast, r+": "+strings.Join(byRole[r], ", "))
+		label := roleLabels[r]
+		if len(byRole[r]) > 1 {
+			label += "s"
+		}
+		cast = append(cast, label+" "+strings.Join(byRole[r], ", "))
 	}
 	ci := "off"
 	if s.o.CI {
@@ -272,6 +276,10 @@ func (s *show) intro(parts []*sim.Participant) {
 	}
 	fmt.Fprintf(s.o.Out, "foreman demo: building %s (%s)\n%s\nclock: one contract minute = %s; times below are contract time; CI gating %s\n\n",
 		buildName, strings.Join(names, ", "), strings.Join(cast, "; "), s.o.Minute, ci)
+}
+
+var roleLabels = map[string]string{
+	sim.RoleBuilder: "builder", sim.RoleAuditor: "auditor", sim.RoleCI: "CI bot", sim.RoleOperator: "operator",
 }
 
 // config is foreman's configuration for the demo, with the cast's ids in

@@ -12,11 +12,11 @@ import (
 // Member is how the log shows a sender.
 type Member struct {
 	Name string
-	Role string // coordinator, builder, auditor, ci, operator; "" if unknown
+	Role string // RoleCoordinator, or a sim role (builder, auditor, ci, operator); "" if unknown
 }
 
 // RoleCoordinator is foreman's role in the log.
-const RoleCoordinator = "foreman"
+const RoleCoordinator = "coordinator"
 
 // Printer writes room lines as a chat log, one line each: time, sender,
 // role, the line. Sender ids inside lines are shown as @name, which is what

@@ -29,7 +29,7 @@ func TestPrinterShowsNamesAndRoles(t *testing.T) {
 	p := NewPrinter(&out, false, members)
 	p.Print("00:14", p.Member("@f00"), "ACK db @a11")
 	p.Print("00:15", p.Member("@zzz"), "hello")
-	assert.Equal(t, "00:14  foreman  foreman     ACK db @ada\n00:15  @zzz                 hello\n", out.String())
+	assert.Equal(t, "00:14  foreman  coordinator ACK db @ada\n00:15  @zzz                 hello\n", out.String())
 }
 
 func TestPrinterColoursByRoleAndVerb(t *testing.T) {
