@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -55,6 +57,9 @@ client's flood guard (2.5 messages a second) starts to stretch the story.`,
 			o.Seed, o.Out, o.Logger = seed, a.stdout, log
 			o.Color = !noColor && isTTY(a.stdout)
 			_, err = demo.Run(ctx, o)
+			if errors.Is(err, context.Canceled) {
+				return nil // interrupted: the summary says how far it got
+			}
 			return err
 		},
 	}

@@ -53,7 +53,10 @@ type Options struct {
 	Limit time.Duration
 }
 
-const channel = "#build"
+const (
+	channel     = "#build"
+	journalFile = "journal.db"
+)
 
 func (o *Options) defaults() {
 	if o.Minute <= 0 {
@@ -89,18 +92,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	dir, keep := o.Dir, o.Dir != ""
-	if keep {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-	} else {
-		var err error
-		if dir, err = os.MkdirTemp("", "foreman-demo-"); err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
+	dir, cleanup, err := workDir(o.Dir)
+	if err != nil {
+		return nil, err
 	}
+	defer cleanup()
 
 	rate := RateLimit(o.Minute)
 	srv, err := server.Start(ctx, server.Config{
@@ -112,10 +108,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer srv.Close()
 
-	s := &show{o: o, res: &Result{Build: buildName, Components: len(components()), Minute: o.Minute}, complete: make(chan struct{})}
-	if keep {
-		s.res.Dir = dir
-	}
+	s := &show{o: o, res: &Result{Build: buildName, Components: len(components()), Minute: o.Minute, Dir: o.Dir},
+		complete: make(chan struct{})}
 	botID, err := agentchat.NewIdentity(botName)
 	if err != nil {
 		return nil, err
@@ -137,7 +131,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// Everyone is in the room before foreman starts the build: a late
 	// agent would miss the first TASKS.
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() { cancel(); wg.Wait() }() // on every return: stop everyone, then wait for them
 	failed := make(chan error, len(parts)+2)
 	goRun := func(name string, run func(context.Context) error) {
 		wg.Add(1)
@@ -198,6 +192,24 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res := s.result()
 	res.WriteSummary(o.Out, o.Color)
 	return res, err
+}
+
+// workDir is where the journal and the recording go: dir, kept, or a
+// temporary directory that cleanup removes.
+func workDir(dir string) (string, func(), error) {
+	if dir != "" {
+		// An old journal would make the bot resume that build, whose
+		// agents are gone: every demo starts afresh.
+		if _, err := os.Stat(filepath.Join(dir, journalFile)); err == nil {
+			return "", nil, fmt.Errorf("%s already holds a demo's journal; give an empty directory", dir)
+		}
+		return dir, func() {}, os.MkdirAll(dir, 0o755)
+	}
+	tmp, err := os.MkdirTemp("", "foreman-demo-")
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
 }
 
 // show is one run of the demo: the cast, the watcher and what it heard.
@@ -301,7 +313,7 @@ func (s *show) config(url string, rate time.Duration, dir string, parts []*sim.P
 		Build:   config.Build{Name: buildName, Components: components()},
 		Roles:   roles,
 		Rules:   scaled(rules(s.o.CI), s.o.Minute),
-		Journal: filepath.Join(dir, "journal.db"),
+		Journal: filepath.Join(dir, journalFile),
 		Record:  filepath.Join(dir, buildName+".txt"),
 		HTTP:    s.o.HTTP,
 		Log:     config.Log{Level: "error", Format: "json"},

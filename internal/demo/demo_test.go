@@ -81,6 +81,9 @@ func TestDemoTellsTheWholeStory(t *testing.T) {
 	assert.Contains(t, out.String(), "REJECT db @bea owned by @ada", "ids are shown as names")
 	assert.NotContains(t, out.String(), "\x1b[", "no colour unless asked")
 
+	_, err = Run(context.Background(), Options{Dir: dir})
+	assert.ErrorContains(t, err, "already holds a demo's journal", "a kept directory is not reused")
+
 	// The recording replays: the live bot said exactly what the engine says.
 	f, err := os.Open(filepath.Join(dir, "bookshop.txt"))
 	require.NoError(t, err)

@@ -77,3 +77,16 @@ func TestQuietShowRecordsWithoutPrinting(t *testing.T) {
 	assert.Equal(t, 1, r.Claims)
 	assert.Equal(t, 1, r.Merges)
 }
+
+func TestSummary(t *testing.T) {
+	r := &Result{Build: "bookshop", Components: 7, Complete: true, Merges: 7, Timeouts: 1, Retries: 1, Escalations: 1,
+		Real: 15660 * time.Millisecond, Contract: 156 * time.Minute, Minute: 100 * time.Millisecond}
+	var out bytes.Buffer
+	r.WriteSummary(&out, false)
+	assert.Equal(t, "\nbookshop complete: 7 components merged in 02:36 contract time (15.7s real; one contract minute = 100ms)\n"+
+		"claims 0, rejects 0, timeouts 1, retries 1, fixes 0, escalations 1, merges 7\n", out.String())
+	r.Complete, r.Merges = false, 2
+	out.Reset()
+	r.WriteSummary(&out, false)
+	assert.Contains(t, out.String(), "bookshop not complete: 2 of 7 components merged after 02:36 contract time")
+}

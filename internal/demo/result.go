@@ -69,22 +69,18 @@ func (r *Result) count() {
 
 // WriteSummary writes the closing summary.
 func (r *Result) WriteSummary(w io.Writer, color bool) {
-	head := fmt.Sprintf("%s: %d of %d components merged", r.Build, r.Merges, r.Components)
-	if r.Complete {
-		head = fmt.Sprintf("%s complete: %d components merged", r.Build, r.Merges)
-	}
 	c := func(col, s string) string {
 		if !color {
 			return s
 		}
 		return paint(col, s)
 	}
-	state := c(done, head)
+	head := c(done, fmt.Sprintf("%s complete: %d components merged", r.Build, r.Merges)) + " in"
 	if !r.Complete {
-		state = c(warn, head+", not complete")
+		head = c(warn, fmt.Sprintf("%s not complete: %d of %d components merged", r.Build, r.Merges, r.Components)) + " after"
 	}
-	fmt.Fprintf(w, "\n%s in %s contract time (%s real; one contract minute = %s)\n",
-		state, Clock(r.Contract), r.Real.Round(100*time.Millisecond), r.Minute)
+	fmt.Fprintf(w, "\n%s %s contract time (%s real; one contract minute = %s)\n",
+		head, Clock(r.Contract), r.Real.Round(100*time.Millisecond), r.Minute)
 	fmt.Fprintf(w, "claims %d, rejects %d, timeouts %d, retries %d, fixes %d, escalations %d, merges %d\n",
 		r.Claims, r.Rejects, r.Timeouts, r.Retries, r.Fixes, r.Escalations, r.Merges)
 	if r.Dir != "" {
