@@ -119,8 +119,9 @@ func newBuilder(name string, s Builder) *builder {
 // start claims from what catching up taught it, if anything.
 func (b *builder) start(w world) { b.consider(w) }
 
-// catchUp learns what is claimable from the history: the last TASKS,
-// minus what was assigned or merged after it.
+// catchUp learns what is claimable: the last TASKS, minus what was
+// assigned (to anyone: once it is free again TASKS says so) or merged
+// after it. It reads the room's history on joining, and every live line.
 func (b *builder) catchUp(r reply) {
 	switch r.Verb {
 	case protocol.ReplyTasks:
@@ -136,17 +137,12 @@ func (b *builder) catchUp(r reply) {
 func (b *builder) agent(world, string, string) {}
 
 func (b *builder) coordinator(w world, r reply) {
+	b.catchUp(r)
 	mine := r.Agent == w.self()
 	switch r.Verb {
 	case protocol.ReplyTasks:
-		b.tasks = r.List
-		for _, c := range r.List {
-			delete(b.taken, c)
-		}
 		b.consider(w)
 	case protocol.ReplyAck:
-		// Taken, whoever has it: once it is free again TASKS says so.
-		b.taken[r.C] = true
 		if !mine {
 			return
 		}
@@ -197,7 +193,6 @@ func (b *builder) coordinator(w world, r reply) {
 			b.later(w, b.step)
 		}
 	case protocol.ReplyMerged:
-		b.taken[r.C] = true
 		if b.c == r.C && b.st != idle && b.st != claiming {
 			b.drop(w)
 		}
