@@ -34,7 +34,8 @@ and prints it as a table: each component's state, owner, progress, next
 deadline, and what it waits on or why it is held, under a header with the
 build's name, how many components are merged, and whether it is paused,
 halted or complete. It reads the same JSON as the web board (/api/view).
-Colours are used on a terminal only (and never with NO_COLOR set).`,
+Colours are used on a terminal only (and never with NO_COLOR set). It exits 1
+when foreman has no current board to give (starting, or stopped).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
@@ -45,7 +46,7 @@ Colours are used on a terminal only (and never with NO_COLOR set).`,
 			}
 			color := !noColor && os.Getenv("NO_COLOR") == "" && colorTerminal(a.stdout)
 			writeStatus(a.stdout, b, color)
-			if b.View == nil {
+			if b.View == nil || b.Stale {
 				return &exitError{code: 1, silent: true, err: errors.New(b.Problem)}
 			}
 			return nil
@@ -117,6 +118,9 @@ func writeStatus(w io.Writer, b *web.Board, color bool) {
 	}
 	state, style := buildState(v)
 	fmt.Fprintf(w, "build %s: %s, %d of %d merged\n", v.Build, paint(color, style, state), v.Merged, len(v.Components))
+	if b.Problem != "" {
+		fmt.Fprintln(w, "foreman:", paint(color, "1;31", b.Problem))
+	}
 	writeRoom(w, b, color)
 	fmt.Fprintln(w)
 

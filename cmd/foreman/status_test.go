@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,11 +28,17 @@ import (
 
 // boardSource is a running bot as the board sees one, set by hand.
 type boardSource struct {
-	view coordinator.View
+	view    coordinator.View
+	stopped atomic.Bool
 }
 
-func (s *boardSource) View(context.Context) (coordinator.View, error) { return s.view, nil }
-func (s *boardSource) Health() bot.Health                             { return bot.Health{Connected: true, Joined: true} }
+func (s *boardSource) View(context.Context) (coordinator.View, error) {
+	if s.stopped.Load() {
+		return coordinator.View{}, errors.New("stopped")
+	}
+	return s.view, nil
+}
+func (s *boardSource) Health() bot.Health { return bot.Health{Connected: true, Joined: true} }
 func (s *boardSource) RoomStats() agentchat.Stats {
 	return agentchat.Stats{MessagesSent: 12, Queued: 2}
 }
@@ -39,12 +47,19 @@ var statusT0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
 func statusServer(t *testing.T, v coordinator.View) *httptest.Server {
 	t.Helper()
+	ts, _ := statusServerOf(t, v)
+	return ts
+}
+
+func statusServerOf(t *testing.T, v coordinator.View) (*httptest.Server, *boardSource) {
+	t.Helper()
 	s := web.New(web.Options{Now: func() time.Time { return statusT0.Add(90 * time.Second) }})
 	s.Observe(statusT0, nil, []string{"ESCALATE web hard-blocker missing_dependency: no schema; RESOLVE web"})
-	s.Attach(&boardSource{view: v})
+	src := &boardSource{view: v}
+	s.Attach(src)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
-	return ts
+	return ts, src
 }
 
 func midBuild() coordinator.View {
@@ -138,6 +153,17 @@ func TestStatusWhenForemanIsNotThere(t *testing.T) {
 	code, out, _ := foreman(t, "status", "--url", starting.URL)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "foreman: foreman is starting")
+}
+
+func TestStatusOfAStoppedForeman(t *testing.T) {
+	ts, src := statusServerOf(t, midBuild())
+	code, _, errOut := foreman(t, "status", "--url", ts.URL)
+	require.Equal(t, 0, code, errOut)
+	src.stopped.Store(true)
+	code, out, _ := foreman(t, "status", "--url", ts.URL)
+	assert.Equal(t, 1, code, "the board is not current")
+	assert.Contains(t, out, "build shop: running, 1 of 4 merged\nforeman: foreman is not answering (stopped?); this is the last board it gave\n")
+	assert.Regexp(t, `(?m)^api +building +@b2`, out, "the last board is still printed")
 }
 
 // TestRunServesTheBoard runs foreman run with --http against a local room

@@ -15,7 +15,8 @@ import (
 type Board struct {
 	Now         time.Time             `json:"now"` // the server's clock: count deadlines down from here
 	View        *coordinator.View     `json:"view,omitempty"`
-	Problem     string                `json:"problem,omitempty"` // why there is no view
+	Problem     string                `json:"problem,omitempty"` // why there is no view, or why it is stale
+	Stale       bool                  `json:"stale,omitempty"`   // View is the last one the bot gave: it has stopped answering
 	Health      HealthReport          `json:"health"`
 	Room        RoomStats             `json:"room"`
 	Layout      *Layout               `json:"layout,omitempty"`
@@ -67,7 +68,16 @@ func (s *Server) board(ctx context.Context, since uint64) Board {
 	v, err := src.View(ctx)
 	if err != nil {
 		b.Problem = "the bot did not answer: " + err.Error()
-		return b
+		// A stopped bot's last board is still worth showing (the end of
+		// a demo, a crash): marked stale, never passed off as current.
+		last := s.lastView.Load()
+		if last == nil {
+			return b
+		}
+		v, b.Stale = *last, true
+		b.Problem = "foreman is not answering (stopped?); this is the last board it gave"
+	} else {
+		s.lastView.Store(&v)
 	}
 	b.View = &v
 	b.Layout = arrange(v.Components)
@@ -105,7 +115,7 @@ func openEscalations(v coordinator.View, said map[string]Escalation) map[string]
 func (s *Server) serveView(w http.ResponseWriter, r *http.Request) {
 	b := s.board(r.Context(), 0)
 	code := http.StatusOK
-	if b.View == nil {
+	if b.View == nil || b.Stale {
 		code = http.StatusServiceUnavailable
 	}
 	writeJSON(w, code, b)

@@ -65,6 +65,20 @@ func TestAPIViewWhenTheBotDoesNotAnswer(t *testing.T) {
 	var b Board
 	require.Equal(t, http.StatusServiceUnavailable, getJSON(t, ts.URL+"/api/view", &b))
 	assert.Contains(t, b.Problem, "did not answer")
+	assert.Nil(t, b.View)
+
+	// Once it has answered, its last board is shown, marked stale.
+	src.set(func(f *fakeSource) { f.viewErr, f.view = nil, shopView() })
+	b = Board{}
+	require.Equal(t, http.StatusOK, getJSON(t, ts.URL+"/api/view", &b))
+	assert.False(t, b.Stale)
+	src.set(func(f *fakeSource) { f.viewErr, f.view.Build = assert.AnError, "changed" })
+	b = Board{}
+	require.Equal(t, http.StatusServiceUnavailable, getJSON(t, ts.URL+"/api/view", &b))
+	require.NotNil(t, b.View)
+	assert.True(t, b.Stale)
+	assert.Equal(t, "shop", b.View.Build)
+	assert.Contains(t, b.Problem, "last board")
 }
 
 func TestRoomLogKeepsTheLatest(t *testing.T) {

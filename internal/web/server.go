@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+
+	"github.com/agentforeman/foreman/coordinator"
 )
 
 // Options configure a Server. The zero value is usable.
@@ -23,10 +25,11 @@ type Options struct {
 
 // Server serves the board, the JSON view, health and metrics.
 type Server struct {
-	opts    Options
-	src     atomic.Pointer[sourceRef]
-	metrics *metrics
-	handler http.Handler
+	opts     Options
+	src      atomic.Pointer[sourceRef]
+	lastView atomic.Pointer[coordinator.View] // the latest the bot gave, for when it stops answering
+	metrics  *metrics
+	handler  http.Handler
 
 	mu      sync.Mutex
 	log     *roomLog
