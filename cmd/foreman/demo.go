@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -11,7 +12,9 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/agentforeman/foreman/internal/bot"
 	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/internal/web"
 )
 
 func (a *app) demoCommand() *cobra.Command {
@@ -37,7 +40,10 @@ Every duration of foreman's rules and of the agents' pacing is scaled by
 --minute. So is the room's rate limit, to one message per half a contract
 minute per sender (50ms at the default): the stock 1s scaled by the clock
 would be under 2ms, a pace no room keeps. Below about 50ms a minute the chat
-client's flood guard (2.5 messages a second) starts to stretch the story.`,
+client's flood guard (2.5 messages a second) starts to stretch the story.
+
+With --http, the live board (as foreman run serves it) follows the build in a
+browser; it stays up after the build, with the final board, until Ctrl-C.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.settings(cmd, nil)
@@ -56,9 +62,25 @@ client's flood guard (2.5 messages a second) starts to stretch the story.`,
 			defer stop()
 			o.Seed, o.Out, o.Logger = seed, a.stdout, log
 			o.Color = !noColor && isTTY(a.stdout)
+			var boardURL string
+			if o.HTTP != "" {
+				board, url, stopBoard, err := web.Start(o.HTTP, web.Options{Logger: log})
+				if err != nil {
+					return fmt.Errorf("--http: %w", err)
+				}
+				defer stopBoard()
+				o.Observe, o.OnBot = board.Observe, func(b *bot.Bot) { board.Attach(b) }
+				boardURL = url
+				fmt.Fprintln(a.stdout, "board:", url)
+			}
 			_, err = demo.Run(ctx, o)
 			if errors.Is(err, context.Canceled) {
 				return nil // interrupted: the summary says how far it got
+			}
+			if err == nil && boardURL != "" {
+				// The build takes seconds; the board is worth a look after.
+				fmt.Fprintln(a.stdout, "board: the final board stays at", boardURL, "until Ctrl-C")
+				<-ctx.Done()
 			}
 			return err
 		},
@@ -71,6 +93,7 @@ client's flood guard (2.5 messages a second) starts to stretch the story.`,
 	f.BoolVar(&noColor, "no-color", false, "no colours, even on a terminal")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print only the summary")
 	f.StringVar(&o.Dir, "dir", "", "keep the journal and the recorded transcript in this directory")
+	f.StringVar(&o.HTTP, "http", "", "serve the live board here (e.g. 127.0.0.1:9090; port 0 picks a free one) and print its URL")
 	return cmd
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -69,37 +68,28 @@ their dependencies from the config, with the cycle check.`,
 				Config: c, Logger: log, Reload: reload,
 				ReloadConfig: func() (*config.Config, error) { return a.loadConfig(cmd, file, runFlagKeys) },
 			}
-			// Listen before the bot starts, so a taken port fails at once.
+			// The board starts before the bot, so a taken port fails at once,
+			// and stops after it: /healthz answers while queued replies go out.
 			var board *web.Server
-			var ln net.Listener
 			if c.HTTP != "" {
-				if ln, err = net.Listen("tcp", c.HTTP); err != nil {
+				var url string
+				var stopBoard func()
+				board, url, stopBoard, err = web.Start(c.HTTP, web.Options{Logger: log.With().Str("part", "http").Logger()})
+				if err != nil {
 					return fmt.Errorf("http.listen: %w", err)
 				}
-				defer ln.Close()
-				board = web.New(web.Options{Logger: log.With().Str("part", "http").Logger()})
+				defer stopBoard()
 				opts.Observe, opts.Handled = board.Observe, board.Handled
+				log.Info().Str("url", url).Msg("serving the board, /api/view, /metrics and /healthz")
 			}
 			b, err := bot.New(opts)
 			if err != nil {
 				return err
 			}
-			if board == nil {
-				return b.Run(ctx)
+			if board != nil {
+				board.Attach(b)
 			}
-			board.Attach(b)
-			// The board outlives ctx by the bot's shutdown grace: /healthz
-			// still answers while queued replies go out.
-			httpCtx, stopHTTP := context.WithCancel(context.Background())
-			served := make(chan error, 1)
-			go func() { served <- board.Serve(httpCtx, ln) }()
-			log.Info().Str("url", web.URL(ln.Addr())).Msg("serving the board, /api/view, /metrics and /healthz")
-			err = b.Run(ctx)
-			stopHTTP()
-			if herr := <-served; herr != nil {
-				log.Error().Err(herr).Msg("the board's server failed")
-			}
-			return err
+			return b.Run(ctx)
 		},
 	}
 	f := cmd.Flags()

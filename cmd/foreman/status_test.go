@@ -232,3 +232,38 @@ journal:
 	_, err = http.Get(url + "healthz")
 	assert.Error(t, err, "the board stops with the bot")
 }
+
+// TestDemoServesTheBoard runs foreman demo with --http: the board's URL is
+// printed first, the board follows the demo's bot, and it stops with the
+// demo.
+func TestDemoServesTheBoard(t *testing.T) {
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"demo", "--http", "127.0.0.1:0", "--quiet", "--no-color", "--minute", "50ms"}, &stdout, &stderr)
+	}()
+	printed := regexp.MustCompile(`(?m)^board: (http://127\.0\.0\.1:\d+/)$`)
+	var url string
+	require.Eventually(t, func() bool {
+		m := printed.FindStringSubmatch(stdout.String())
+		if m != nil {
+			url = m[1]
+		}
+		return m != nil
+	}, 10*time.Second, 10*time.Millisecond, "no board URL printed: %s %s", stdout.String(), stderr.String())
+
+	require.Eventually(t, func() bool {
+		b, err := fetchBoard(context.Background(), url)
+		return err == nil && b.View != nil && b.View.Build == "bookshop"
+	}, 20*time.Second, 20*time.Millisecond, "the board never showed the demo's build")
+
+	require.NoError(t, syscall.Kill(syscall.Getpid(), syscall.SIGINT))
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("demo did not stop on SIGINT")
+	}
+	_, err := http.Get(url + "healthz")
+	assert.Error(t, err, "the board stops with the demo")
+}

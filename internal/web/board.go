@@ -77,7 +77,7 @@ func (s *Server) board(ctx context.Context, since uint64) Board {
 		v, b.Stale = *last, true
 		b.Problem = "foreman is not answering (stopped?); this is the last board it gave"
 	} else {
-		s.lastView.Store(&v)
+		s.keepView(v)
 	}
 	b.View = &v
 	b.Layout = arrange(v.Components)

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,4 +48,19 @@ func TestHealthz(t *testing.T) {
 			assert.Contains(t, rep.Problems, c.problem)
 		})
 	}
+}
+
+func TestStartServesUntilStopped(t *testing.T) {
+	s, url, stop, err := Start("127.0.0.1:0", Options{})
+	require.NoError(t, err)
+	s.Attach(&fakeSource{health: healthy()})
+	code, _, _ := get(t, url+"healthz")
+	assert.Equal(t, http.StatusOK, code)
+
+	_, _, _, err = Start(strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/"), Options{})
+	assert.Error(t, err, "the port is taken")
+
+	stop()
+	_, err = http.Get(url + "healthz")
+	assert.Error(t, err, "stopped")
 }

@@ -112,6 +112,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
+	go s.follow(ctx)
 	select {
 	case err := <-served:
 		return err
@@ -137,4 +138,42 @@ func URL(addr net.Addr) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
+// follow fetches the view after every change, whether or not anyone is
+// watching, so that a bot that stops (the end of a demo, a crash) leaves
+// its final board behind rather than whichever one was last asked for.
+// It fetches at once, not after a pause: the bot may stop right after its
+// last line.
+func (s *Server) follow(ctx context.Context) {
+	for {
+		changed := s.watch()
+		if src := s.source(); src != nil {
+			vctx, cancel := context.WithTimeout(ctx, viewTimeout)
+			if v, err := src.View(vctx); err == nil {
+				s.keepView(v)
+			}
+			cancel()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
+
+// keepView remembers v as the last view unless a later one is kept
+// already: fetches from the board, the stream and follow race, and the
+// slowest must not put an older state back.
+func (s *Server) keepView(v coordinator.View) {
+	for {
+		old := s.lastView.Load()
+		if old != nil && old.At.After(v.At) {
+			return
+		}
+		if s.lastView.CompareAndSwap(old, &v) {
+			return
+		}
+	}
 }

@@ -1,0 +1,97 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/bot"
+	"github.com/agentforeman/foreman/internal/demo"
+)
+
+// recordStates is run in the page: it notes every state each card shows,
+// as the page changes, so the test can check the order afterwards without
+// having to catch each state while it lasts.
+const recordStates = `(() => {
+  window.seenStates = {};
+  const note = () => document.querySelectorAll('#nodes li').forEach((li) => {
+    const seen = (window.seenStates[li.dataset.name] ||= []);
+    if (li.dataset.state && seen[seen.length - 1] !== li.dataset.state) seen.push(li.dataset.state);
+  });
+  new MutationObserver(note).observe(document.getElementById('nodes'),
+    { subtree: true, childList: true, attributes: true, attributeFilter: ['data-state'] });
+  note();
+  return true;
+})()`
+
+// TestBrowserFollowsTheDemo loads the board, then plays `foreman demo`'s
+// whole accelerated story under it (claim race, timeout, failed audits,
+// RETRY, WAIT, a hard blocker settled by the operator), and checks that
+// every card went from pending through work to merged, in that order, and
+// that the page ends at COMPLETE.
+func TestBrowserFollowsTheDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser and plays the demo")
+	}
+	requireChromium(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	board := New(Options{Logger: zerolog.Nop()})
+	ln := listen(t)
+	served := make(chan error, 1)
+	go func() { served <- board.Serve(ctx, ln) }()
+	defer func() { cancel(); <-served }()
+
+	p := openPage(t, "http://"+ln.Addr().String()+"/")
+	p.waitFor("the board waiting for foreman", `document.getElementById('problem').textContent === 'foreman is starting'`)
+	p.eval(`String(` + recordStates + `)`)
+
+	played := make(chan error, 1)
+	go func() {
+		_, err := demo.Run(ctx, demo.Options{
+			Minute: 50 * time.Millisecond, Seed: 1,
+			Observe: board.Observe, OnBot: func(b *bot.Bot) { board.Attach(b) },
+		})
+		played <- err
+	}()
+	select {
+	case err := <-played:
+		require.NoError(t, err, "the demo")
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the demo did not end within 2 minutes")
+	}
+	p.waitFor("COMPLETE", `document.getElementById('build-state').textContent === 'COMPLETE'`)
+	p.waitFor("seven cards", `document.querySelectorAll('#nodes li[data-state="merged"]').length === 7`)
+	p.screenshot("board-demo-complete.png")
+
+	var seen map[string][]string
+	require.NoError(t, json.Unmarshal([]byte(p.eval(`JSON.stringify(window.seenStates)`)), &seen))
+	t.Logf("states the page showed: %v", seen)
+	require.Len(t, seen, 7)
+	// The page samples the build (an update at most every 100ms), so a
+	// short state can fall between two updates: db is claimed in the race
+	// that opens the demo, often before the page has seen it pending. The
+	// order, though, is always the build's.
+	pending, working := 0, 0
+	for name, states := range seen {
+		assert.NotEqual(t, "merged", states[0], "%s was seen before it was merged", name)
+		assert.Equal(t, "merged", states[len(states)-1], name)
+		assert.Equal(t, 1, strings.Count(strings.Join(states, " "), "merged"), "%s merged once: %v", name, states)
+		if states[0] == "pending" {
+			pending++
+		}
+		if slices.ContainsFunc(states, func(s string) bool { return s == "building" || s == "review" }) {
+			working++
+		}
+	}
+	assert.GreaterOrEqual(t, pending, 5, "cards seen pending")
+	assert.GreaterOrEqual(t, working, 5, "cards seen at work")
+	assert.True(t, strings.Contains(p.text("#log"), "COMPLETE bookshop"), "the room log ends with COMPLETE")
+}
