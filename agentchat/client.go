@@ -37,6 +37,10 @@ type Config struct {
 	PingInterval time.Duration // WebSocket pings from the client; 0: none (the server pings)
 	HistoryWait  time.Duration // how long to wait for the replay to end when the server is silent (default 2s)
 	EchoTimeout  time.Duration // how long an unanswered MSG may wait before the client reconnects to check on it (default 30s)
+	// FloodLimit is how many frames the server accepts in 10 seconds before
+	// it closes the connection (a stock server: 60). 0 takes the stock
+	// value; a negative value means the server has no such limit.
+	FloodLimit int
 
 	Logger zerolog.Logger
 }
@@ -103,20 +107,36 @@ type Client struct {
 	seen        *recent
 	limiter     *rate.Limiter
 	flood       *rate.Limiter
-	interval    time.Duration
+	interval    time.Duration // the current pace: RateLimit and a margin, or slower after a refusal
+	base        time.Duration // the pace the configuration asks for
+	smooth      int           // MSGs confirmed in a row since the last change of pace
 	lurkUntil   time.Time
 	lurkForever bool
 	everJoined  bool
 }
 
 // A stock server closes a connection that sends more than 60 frames in 10
-// seconds. With any RateLimit the client sends at most floodBurst +
-// 10s*floodRate = 50 MSGs in 10 seconds, which leaves room for the frames
-// of signing in and joining.
+// seconds. With any RateLimit the client sends at most half its budget at
+// once and the rest spread over the window: 25 + 10s*2.5/s = 50 MSGs in 10
+// seconds against the stock limit, which leaves room for the frames of
+// signing in and joining.
 const (
-	floodRate  = rate.Limit(2.5)
-	floodBurst = 25
+	floodWindow     = 10 * time.Second
+	floodHeadroom   = 10 // frames kept for signing in, joining and pings
+	stockFloodLimit = 60
 )
+
+// floodLimiter paces MSGs under the server's frame-flood limit.
+func floodLimiter(limit int) *rate.Limiter {
+	if limit < 0 {
+		return rate.NewLimiter(rate.Inf, 0)
+	}
+	if limit == 0 {
+		limit = stockFloodLimit
+	}
+	budget := max(limit-floodHeadroom, 2)
+	return rate.NewLimiter(rate.Limit(float64(budget)/2/floodWindow.Seconds()), budget/2)
+}
 
 // New makes a client; Run connects it.
 func New(cfg Config) *Client {
@@ -131,8 +151,9 @@ func New(cfg Config) *Client {
 	// The margin absorbs network jitter: two MSGs sent one period apart can
 	// reach the server closer together than that.
 	c.interval = cfg.RateLimit + max(cfg.RateLimit/10, 10*time.Millisecond)
+	c.base = c.interval
 	c.limiter = rate.NewLimiter(rate.Every(c.interval), 1)
-	c.flood = rate.NewLimiter(floodRate, floodBurst)
+	c.flood = floodLimiter(cfg.FloodLimit)
 	if cfg.Identity != nil {
 		c.agentID = cfg.Identity.AgentID()
 	}

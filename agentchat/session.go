@@ -339,6 +339,7 @@ func (s *session) confirm(b *batch, m Message) *Delivered {
 	c.mu.Unlock()
 	c.seen.add(m.key())
 	c.messagesSent.Add(1)
+	s.speedUp()
 	c.linesSent.Add(int64(len(b.lines)))
 	return &Delivered{Seqs: b.seqs(), MsgID: m.ID, TS: m.TS}
 }
@@ -448,11 +449,38 @@ func (s *session) slowDown() {
 	c := s.c
 	ceiling := max(8*c.cfg.RateLimit, time.Minute)
 	c.interval = min(2*c.interval, ceiling)
+	c.smooth = 0
 	now := time.Now()
 	c.limiter.SetLimitAt(now, rate.Every(c.interval))
 	c.limiter.ReserveN(now, 1)
 	c.log.Warn().Msgf("the chat server refused a message as too fast (RATE_LIMITED); sending it again, and pacing at one message per %s from now on (server.rate_limit is %s)",
 		c.interval.Round(time.Millisecond), c.cfg.RateLimit)
+}
+
+// smoothRun is how many MSGs in a row the room must accept before the
+// client paces faster again after a refusal.
+const smoothRun = 20
+
+// speedUp: after a run of accepted MSGs at a slowed pace, step back a
+// quarter of the way toward the configured pace. A room that really is
+// stricter refuses again and the pace doubles again; one resent MSG per
+// run is the price of not staying slow forever after a single hiccup.
+func (s *session) speedUp() {
+	c := s.c
+	if c.interval <= c.base {
+		return
+	}
+	if c.smooth++; c.smooth < smoothRun {
+		return
+	}
+	c.smooth = 0
+	gap := (c.interval - c.base) * 3 / 4
+	if gap < c.base/10 { // close enough: the configured pace has its own margin
+		gap = 0
+	}
+	c.interval = c.base + gap
+	c.limiter.SetLimit(rate.Every(c.interval))
+	c.log.Info().Msgf("the chat server accepted %d messages in a row; pacing at one message per %s", smoothRun, c.interval.Round(time.Millisecond))
 }
 
 // unlockTime reads "... sending unlocks at <ISO time>".

@@ -53,8 +53,9 @@ type Bot struct {
 	restarted bool // the build began before this process: the first join catches up
 	caughtUp  bool
 
-	health atomic.Pointer[Health]
-	views  chan chan coordinator.View
+	health  atomic.Pointer[Health]
+	views   chan chan coordinator.View
+	stopped chan struct{} // closed when Run has returned: the engine is then idle
 }
 
 // Health is what /healthz reports.
@@ -87,7 +88,8 @@ func New(opts Options) (*Bot, error) {
 	if opts.SnapshotEvery <= 0 {
 		opts.SnapshotEvery = 1000
 	}
-	b := &Bot{opts: opts, cfg: cfg, log: opts.Logger, id: opts.Identity, views: make(chan chan coordinator.View)}
+	b := &Bot{opts: opts, cfg: cfg, log: opts.Logger, id: opts.Identity, views: make(chan chan coordinator.View),
+		stopped: make(chan struct{})}
 	b.health.Store(&Health{})
 	if b.id == nil {
 		id, created, err := agentchat.LoadOrCreateIdentity(cfg.Server.Identity, cfg.Server.Name)
@@ -144,12 +146,15 @@ func (b *Bot) AgentID() string { return b.id.AgentID() }
 func (b *Bot) Health() Health { return *b.health.Load() }
 
 // View asks the bot's goroutine for the build as it stands; safe from any
-// goroutine. It fails when ctx ends first or the bot is not running.
+// goroutine. After Run has returned it reads the final state directly,
+// since nothing else touches the engine then. It fails when ctx ends first.
 func (b *Bot) View(ctx context.Context) (coordinator.View, error) {
 	reply := make(chan coordinator.View, 1)
 	select {
 	case b.views <- reply:
 		return <-reply, nil
+	case <-b.stopped:
+		return b.core.eng.View(), nil
 	case <-ctx.Done():
 		return coordinator.View{}, ctx.Err()
 	}
@@ -162,6 +167,7 @@ func (b *Bot) RoomStats() agentchat.Stats { return b.client.Stats() }
 // gracefully: the journal is flushed and queued replies get a few seconds
 // to go out. It returns an error the room or the journal made fatal.
 func (b *Bot) Run(ctx context.Context) error {
+	defer close(b.stopped)
 	defer b.close()
 	clientCtx, stopClient := context.WithCancel(context.Background())
 	defer stopClient()

@@ -46,6 +46,8 @@ type Options struct {
 	OnBot func(*bot.Bot)
 	// Observe is handed to the bot (bot.Options.Observe).
 	Observe func(at time.Time, heard *coordinator.Message, said []string)
+	// Handled is handed to the bot (bot.Options.Handled).
+	Handled func(d time.Duration, events int)
 
 	Logger zerolog.Logger // the bot's, the server's and the clients' logs (default: none)
 	// Limit is how long the build may take in real time before the demo
@@ -167,7 +169,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	b, err := bot.New(bot.Options{
 		Config: s.config(srv.URL(), rate, dir, parts), Logger: o.Logger, Identity: botID,
-		Observe: s.observe, ShutdownGrace: 2 * time.Second,
+		Observe: s.observe, Handled: o.Handled, ShutdownGrace: 2 * time.Second,
 	})
 	if err != nil {
 		return nil, err
