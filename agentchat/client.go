@@ -22,7 +22,8 @@ type Config struct {
 
 	// RateLimit is the room's pace: one MSG per RateLimit (default 1s). The
 	// client keeps a margin above it, and slows down further if the room
-	// still refuses a message as too fast.
+	// still refuses a message as too fast. A negative value means the room
+	// has no rate limit: each batch goes out as soon as the last is echoed.
 	RateLimit time.Duration
 	// MaxMessage is the most content bytes per MSG (default 1 MiB).
 	MaxMessage int
@@ -52,7 +53,9 @@ func (c *Config) defaults() {
 	if c.Name == "" {
 		c.Name = "foreman"
 	}
-	setDefault(&c.RateLimit, time.Second)
+	if c.RateLimit == 0 {
+		c.RateLimit = time.Second
+	}
 	setDefault(&c.MinBackoff, 250*time.Millisecond)
 	setDefault(&c.MaxBackoff, 30*time.Second)
 	setDefault(&c.ReadTimeout, 75*time.Second)
@@ -150,9 +153,12 @@ func New(cfg Config) *Client {
 	}
 	// The margin absorbs network jitter: two MSGs sent one period apart can
 	// reach the server closer together than that.
-	c.interval = cfg.RateLimit + max(cfg.RateLimit/10, 10*time.Millisecond)
+	c.limiter = rate.NewLimiter(rate.Inf, 1)
+	if cfg.RateLimit > 0 {
+		c.interval = cfg.RateLimit + max(cfg.RateLimit/10, 10*time.Millisecond)
+		c.limiter = rate.NewLimiter(rate.Every(c.interval), 1)
+	}
 	c.base = c.interval
-	c.limiter = rate.NewLimiter(rate.Every(c.interval), 1)
 	c.flood = floodLimiter(cfg.FloodLimit)
 	if cfg.Identity != nil {
 		c.agentID = cfg.Identity.AgentID()

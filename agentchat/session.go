@@ -448,7 +448,7 @@ func (s *session) liveError(code, msg string) error {
 func (s *session) slowDown() {
 	c := s.c
 	ceiling := max(8*c.cfg.RateLimit, time.Minute)
-	c.interval = min(2*c.interval, ceiling)
+	c.interval = min(max(2*c.interval, 10*time.Millisecond), ceiling)
 	c.smooth = 0
 	now := time.Now()
 	c.limiter.SetLimitAt(now, rate.Every(c.interval))

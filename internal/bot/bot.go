@@ -133,10 +133,20 @@ func New(opts Options) (*Bot, error) {
 	}
 	b.client = agentchat.New(agentchat.Config{
 		URL: cfg.Server.URL, Channel: cfg.Server.Channel, Name: cfg.Server.Name, Identity: b.id,
-		RateLimit: cfg.Server.RateLimit, MaxMessage: cfg.Server.MaxMessage, CreateChannel: true,
-		Logger: b.log.With().Str("part", "room").Logger(),
+		RateLimit: roomRate(cfg.Server.RateLimit), MaxMessage: cfg.Server.MaxMessage, CreateChannel: true,
+		FloodLimit: cfg.Server.FloodLimit,
+		Logger:     b.log.With().Str("part", "room").Logger(),
 	})
 	return b, nil
+}
+
+// roomRate maps the configuration's rate limit (0: the room has none) to
+// the client's (negative: none; zero would mean its default).
+func roomRate(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // AgentID is foreman's sender id in the room.

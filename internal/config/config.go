@@ -44,8 +44,9 @@ type Server struct {
 	Channel    string
 	Identity   string        // path of the identity file (AgentChat identity.json)
 	Name       string        // display name
-	RateLimit  time.Duration // the room allows one message per RateLimit
+	RateLimit  time.Duration // the room allows one message per RateLimit; 0: no limit
 	MaxMessage int           // bytes of content per message
+	FloodLimit int           // frames the room accepts per 10s before it disconnects; -1: no limit
 }
 
 // Build is what is built.
@@ -84,6 +85,7 @@ func defaults() map[string]any {
 		"server.name":        "foreman",
 		"server.rate_limit":  "1s",
 		"server.max_message": 1 << 20,
+		"server.flood_limit": 60,
 		"build.name":         "build",
 		"build.components":   []any{},
 		"build.spec":         "",
@@ -230,7 +232,10 @@ func decode(v *viper.Viper, file string) (*Config, error) {
 		return nil, errorf("server.name", "%q is not a display name: 1 to 32 letters, digits, _ or -", c.Server.Name)
 	}
 	var err error
-	if c.Server.RateLimit, err = duration(v, "server.rate_limit", true); err != nil {
+	if c.Server.RateLimit, err = duration(v, "server.rate_limit", false); err != nil {
+		return nil, err
+	}
+	if c.Server.FloodLimit, err = count(v, "server.flood_limit", -1); err != nil {
 		return nil, err
 	}
 	if c.Server.MaxMessage, err = count(v, "server.max_message", 256); err != nil {
@@ -429,7 +434,10 @@ func Graph(comps []coordinator.Component) *graph.Graph {
 func duration(v *viper.Viper, key string, positive bool) (time.Duration, error) {
 	s := v.GetString(key)
 	d, err := time.ParseDuration(s)
-	if err != nil || positive && d <= 0 {
+	switch {
+	case err != nil || d < 0:
+		return 0, errorf(key, "%q is not a duration like 1s or 500ms", s)
+	case positive && d == 0:
 		return 0, errorf(key, "%q is not a positive duration like 1s or 500ms", s)
 	}
 	return d, nil
