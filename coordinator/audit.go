@@ -21,7 +21,7 @@ func (e *Engine) ready(c *component, pr string) {
 	c.pr = pr
 	e.stopWaiting(c)
 	if e.rules.CIGating {
-		c.state = InCI
+		e.setState(c, InCI)
 		e.arm(c, ciTimer, e.rules.CITimeout)
 		return
 	}
@@ -30,7 +30,7 @@ func (e *Engine) ready(c *component, pr string) {
 
 // toReview sends c to its auditors.
 func (e *Engine) toReview(c *component) {
-	c.state = Review
+	e.setState(c, Review)
 	c.overdue, c.approved = false, false
 	e.arm(c, auditTimer, e.rules.AuditTimeout)
 	e.say(protocol.Review(c.name, c.owner, c.pr))
@@ -81,7 +81,7 @@ func (e *Engine) auditFailed(c *component, details string) {
 		if details == "" {
 			details = "audit failed"
 		}
-		c.state = Building
+		e.setState(c, Building)
 		c.overdue = false
 		e.checkin(c)
 		e.say(protocol.Fix(c.name, agent, n, e.rules.AuditAttempts, details))

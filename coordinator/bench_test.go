@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -111,5 +112,142 @@ func BenchmarkClaimToAck(b *testing.B) {
 			b.Fatal(out)
 		}
 		i++
+	}
+}
+
+// lifecycleStream is the text of a build of n components done 100 at a
+// time by 100 agents: CLAIM, eight PROGRESS, READY, AUDIT PASS each, as the
+// room would deliver them. It is what a replay or a busy room feeds the
+// engine.
+func lifecycleStream(n int) []Message {
+	const agents = 100
+	var out []Message
+	add := func(from, text string) { out = append(out, Message{From: from, Content: text}) }
+	for block := 0; block < n/agents; block++ {
+		step := func(f func(c, a string)) {
+			for j := 0; j < agents; j++ {
+				f(fmt.Sprintf("c%d", block*agents+j), fmt.Sprintf("@b%d", j))
+			}
+		}
+		step(func(c, a string) { add(a, "CLAIM "+c) })
+		for p := 1; p <= 8; p++ {
+			step(func(c, a string) { add(a, fmt.Sprintf("PROGRESS %s %d working", c, p*11)) })
+		}
+		step(func(c, a string) { add(a, "READY "+c+" https://git.example/pr/"+c) })
+		step(func(c, _ string) { add("@aud", "AUDIT "+c+" PASS") })
+	}
+	return out
+}
+
+// BenchmarkLines is lines read and handled per second: the parse and step
+// cost of a replay or a busy room (make bench runs it with -cpu 1 too).
+func BenchmarkLines(b *testing.B) {
+	const n = 10000
+	stream := lifecycleStream(n)
+	e := benchBuild(b, n)
+	now := t0
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i == len(stream) {
+			b.StopTimer()
+			e, i = benchBuild(b, n), 0
+			b.StartTimer()
+		}
+		now = now.Add(time.Millisecond)
+		m := stream[i]
+		m.At = now
+		e.Receive(m)
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+}
+
+// BenchmarkMemoryPerComponent builds 100,000 components owned by 10,000
+// agents (ten each), every one with its check-in timer running, and reports
+// the heap it takes per component.
+func BenchmarkMemoryPerComponent(b *testing.B) {
+	const n, agents = 100000, 10000
+	claims := make([]Message, n)
+	for i := range claims {
+		claims[i] = Message{From: fmt.Sprintf("@agent%d", i%agents), Content: fmt.Sprintf("CLAIM c%d", i)}
+	}
+	var perComponent float64
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		comps := make([]Component, n)
+		for i := range comps {
+			comps[i] = Component{Name: fmt.Sprintf("c%d", i)}
+		}
+		rules := DefaultRules()
+		rules.MaxClaimsPerAgent = 10
+		e, err := New(Config{Build: "mem", Self: "@foreman", Components: comps, Rules: rules})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.Start(t0)
+		for i, m := range claims {
+			m.At = t0.Add(time.Duration(i) * time.Microsecond)
+			if out := e.Receive(m); len(out) != 1 {
+				b.Fatalf("claim %d: %q", i, out)
+			}
+		}
+		if got := len(e.timers); got != n+1 {
+			b.Fatalf("%d timers armed, want %d", got, n+1)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perComponent = float64(after.HeapAlloc-before.HeapAlloc) / n
+		runtime.KeepAlive(e)
+		runtime.KeepAlive(comps)
+	}
+	b.ReportMetric(perComponent, "B/component")
+}
+
+// armedBuild is n components, each owned and with its check-in timer
+// running; the deadlines are spread one millisecond apart.
+func armedBuild(b *testing.B, n int) *Engine {
+	b.Helper()
+	e := benchBuild(b, n)
+	for i := 0; i < n; i++ {
+		e.Receive(Message{From: fmt.Sprintf("@b%d", i), At: t0.Add(time.Duration(i) * time.Millisecond), Content: fmt.Sprintf("CLAIM c%d", i)})
+	}
+	return e
+}
+
+// BenchmarkAdvanceIdle moves the clock with 100,000 timers armed and none
+// due: what every tick of a quiet room costs.
+func BenchmarkAdvanceIdle(b *testing.B) {
+	e := armedBuild(b, 100000)
+	now := t0.Add(100 * time.Second)
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Nanosecond)
+		if out := e.Advance(now); out != nil {
+			b.Fatal(out)
+		}
+	}
+}
+
+// BenchmarkTimeoutFiring fires check-in timers one instant at a time among
+// 100,000 armed ones: TIMEOUT, then TASKS listing every component freed so
+// far (the list grows, so the per-timer cost does too).
+func BenchmarkTimeoutFiring(b *testing.B) {
+	const n = 100000
+	e := armedBuild(b, n)
+	fired := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if fired == 10000 { // keep TASKS at a realistic length
+			b.StopTimer()
+			e, fired = armedBuild(b, n), 0
+			b.StartTimer()
+		}
+		if _, out, ok := e.Tick(t0.Add(24 * time.Hour)); !ok || len(out) != 2 {
+			b.Fatalf("tick: %v %q", ok, out)
+		}
+		fired++
 	}
 }

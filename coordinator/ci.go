@@ -61,7 +61,7 @@ func (e *Engine) ciFailed(c *component, kind ciFailure, details string) {
 		text += ": " + details
 	}
 	if *n < max {
-		c.state = Building
+		e.setState(c, Building)
 		e.checkin(c)
 		e.say(protocol.Fix(c.name, c.owner, *n, max, text))
 		return

@@ -58,7 +58,7 @@ func (e *Engine) assign(c *component, agent string) {
 		c.progress, c.hasProgress, c.pr = 0, false, ""
 		c.ciFails, c.ciConflict = 0, 0 // CI attempts are the new builder's own
 	}
-	c.state = Building
+	e.setState(c, Building)
 	c.hold = ""
 	c.overdue, c.approved = false, false
 	if c.isBarred(agent) { // only an operator's ASSIGN gets here: fresh attempts
@@ -138,7 +138,7 @@ func (e *Engine) dropOwner(c *component) {
 // soft ABORT, RELEASE). TASKS follows if c can be claimed.
 func (e *Engine) release(c *component) {
 	e.dropOwner(c)
-	c.state = Pending
+	e.setState(c, Pending)
 	c.hold = ""
 	c.overdue, c.approved = false, false
 	if e.claimable(c) {
@@ -168,8 +168,8 @@ func (e *Engine) flushTasks() {
 		return
 	}
 	var names []string
-	for _, c := range e.comps {
-		if e.claimable(c) {
+	for i := range e.pending.all() {
+		if c := e.comps[i]; e.claimable(c) {
 			names = append(names, c.name)
 		}
 	}

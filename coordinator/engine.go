@@ -39,8 +39,9 @@ type Engine struct {
 	startAt  time.Time
 	paused   bool
 	pausedAt time.Time
-	halted   []int // the cycle that halts the build; nil when running
-	tasksDue bool  // something became claimable in the step being handled
+	halted   []int  // the cycle that halts the build; nil when running
+	tasksDue bool   // something became claimable in the step being handled
+	pending  bitset // components in state pending, by index: TASKS reads only these
 
 	merged       int
 	complete     bool
@@ -91,7 +92,16 @@ func New(cfg Config) (*Engine, error) {
 }
 
 func (e *Engine) newComponent(name string) *component {
-	return &component{name: name, idx: len(e.comps), timer: timer{comp: len(e.comps), index: -1}}
+	i := len(e.comps)
+	e.pending.set(i, true) // a new component starts pending
+	return &component{name: name, idx: i, timer: timer{comp: i, index: -1}}
+}
+
+// setState moves c to state s. Every change of state goes through here, so
+// the set of pending components stays exact.
+func (e *Engine) setState(c *component, s State) {
+	c.state = s
+	e.pending.set(c.idx, s == Pending)
 }
 
 // Start starts the build at the given time: TASKS, or the cycle that halts it.

@@ -12,7 +12,7 @@ import (
 // no timers, no claims, no waiting, until an operator's RESOLVE, RELEASE,
 // ASSIGN or MERGED. c keeps its owner, if it has one.
 func (e *Engine) holdFor(c *component, code protocol.Escalation, text string) {
-	c.state = Held
+	e.setState(c, Held)
 	c.hold = code
 	c.overdue = false
 	e.timers.stop(&c.timer)

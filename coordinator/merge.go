@@ -10,7 +10,7 @@ func (e *Engine) merge(c *component, say bool) {
 		c.mergedFrom = c.owner
 	}
 	e.clearOwner(c)
-	c.state = Merged
+	e.setState(c, Merged)
 	c.hold = ""
 	c.overdue, c.approved = false, false
 	e.merged++

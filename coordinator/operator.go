@@ -99,14 +99,14 @@ func (e *Engine) resolve(agent string, c *component, cmd protocol.Command) {
 	c.fails, c.barred, c.pushback = nil, nil, nil
 	c.ciFails, c.ciConflict = 0, 0
 	if c.owner == "" {
-		c.state = Pending
+		e.setState(c, Pending)
 		if e.claimable(c) {
 			e.announceTasks()
 		}
 		return
 	}
 	owner := c.owner
-	c.state = Building
+	e.setState(c, Building)
 	e.checkin(c)
 	context := "resolved by " + agent
 	if cmd.Text != "" {

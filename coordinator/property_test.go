@@ -246,6 +246,8 @@ func (e *Engine) checkComponent(c *component) error {
 		return fmt.Errorf("%s with %d waits", c.state, len(c.waits))
 	case c.hold != "" && c.state != Held, c.hold == "" && c.state == Held:
 		return fmt.Errorf("state %s with hold %q", c.state, c.hold)
+	case e.pending.has(c.idx) != (c.state == Pending):
+		return fmt.Errorf("%s but pending bit %v", c.state, e.pending.has(c.idx))
 	case len(c.barred) > r.MaxBuilders:
 		return fmt.Errorf("%d barred, limit %d", len(c.barred), r.MaxBuilders)
 	case c.ciFails > r.CIAttempts || c.ciConflict > r.ConflictAttempts:

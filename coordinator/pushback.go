@@ -113,7 +113,7 @@ func waitsOnTransitively(a, b *component) bool {
 
 // startWaiting makes c blocked on o.
 func (e *Engine) startWaiting(c, o *component, kind waitKind) {
-	c.state = Blocked
+	e.setState(c, Blocked)
 	if c.waitsOn(o) {
 		return
 	}
@@ -129,7 +129,7 @@ func (e *Engine) stopWaiting(c *component) {
 	}
 	c.waits = nil
 	if c.state == Blocked {
-		c.state = Building
+		e.setState(c, Building)
 	}
 }
 
@@ -155,7 +155,7 @@ func (e *Engine) unblockWaiters(o *component, merged bool) {
 
 // unblock tells c's owner to go on.
 func (e *Engine) unblock(c *component) {
-	c.state = Building
+	e.setState(c, Building)
 	e.resetPushback(c)
 	e.checkin(c)
 	e.say(protocol.Unblocked(c.name, c.owner))

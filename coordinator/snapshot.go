@@ -209,7 +209,8 @@ func (e *Engine) restoreComponent(c *component, cs ComponentSnapshot) error {
 	if !ok {
 		return fmt.Errorf("unknown state %q", cs.State)
 	}
-	c.state, c.owner, c.since = state, cs.Owner, cs.Since
+	e.setState(c, state)
+	c.owner, c.since = cs.Owner, cs.Since
 	c.progress, c.hasProgress, c.progressAt = cs.Progress, cs.HasProgress, cs.ProgressAt
 	c.pr, c.findings = cs.PR, cs.Findings
 	c.ciFails, c.ciConflict = cs.CIFails, cs.CIConflict

@@ -79,13 +79,26 @@ func (l *line) text(s string) *line {
 
 func (l *line) String() string { return l.b.String() }
 
-// Tasks lists the claimable components, in declaration order.
+// Tasks lists the claimable components, in declaration order. The list can
+// be long (a build of thousands), so the line is sized once, and names that
+// are valid component names, as the engine's always are, are not cleaned.
 func Tasks(components []string) string {
-	l := newLine(ReplyTasks)
+	size := len(ReplyTasks)
 	for _, c := range components {
-		l.name(c)
+		size += 1 + len(c)
 	}
-	return l.String()
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(ReplyTasks)
+	for _, c := range components {
+		b.WriteByte(' ')
+		if ValidComponent(c) {
+			b.WriteString(c)
+		} else {
+			b.WriteString(CleanWord(c, MaxName))
+		}
+	}
+	return b.String()
 }
 
 // Ack assigns c to agent; context says what an earlier builder left.
