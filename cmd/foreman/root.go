@@ -74,6 +74,7 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.statusCommand(),
 		a.demoCommand(),
 		a.agentCommand(),
+		a.benchCommand(),
 	)
 	return root
 }
