@@ -37,5 +37,13 @@ demo:
 chaos:
 	CHAOS=full $(GO) test ./internal/chaos -v -count=1 -timeout 30m
 
+# The live load goals, measured on this machine: 1,000 agents claiming over
+# 10s with no rate limit, then 200 simultaneous claims under the stock one
+# message per second. Heavy (a minute or so, both CPUs): not part of test.
+.PHONY: load
+load: build
+	$(BIN) bench --agents 1000
+	$(BIN) bench --agents 200 --rate-limit 1s --simultaneous
+
 clean:
 	rm -rf bin

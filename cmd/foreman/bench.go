@@ -102,6 +102,7 @@ The two scenarios of the goals:
 	f.StringVar(&o.Channel, "channel", "#build", "the room's channel")
 	f.DurationVar(&o.Timeout, "timeout", 30*time.Second, "how long to wait for answers after the last claim")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed of the claims' random moments (0: a new one each run)")
+	f.StringVar(&o.Binary, "bot", "", "the foreman binary to run the bot with (default: this one), e.g. to compare two builds")
 	f.StringVar(&o.Dir, "dir", "", "keep the bot's config, log and journal in this directory")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")

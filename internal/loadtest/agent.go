@@ -26,9 +26,14 @@ type simAgent struct {
 	joined     chan struct{}
 	heardTasks chan struct{}
 	answered   chan struct{} // closed on the ACK, REJECT or ERROR for the claim
+	echoed     chan struct{} // closed when the room echoed the claim back
 	joinOnce   sync.Once
 	tasksOnce  sync.Once
 	answerOnce sync.Once
+	echoOnce   sync.Once
+
+	// Written by the event goroutine before echoed is closed.
+	echoAt time.Time
 
 	// Written by the event goroutine before answered is closed.
 	ackAt  time.Time
@@ -58,6 +63,7 @@ func newSimAgent(i int, comp, bot string, cfg agentchat.Config) (*simAgent, erro
 		joined:     make(chan struct{}),
 		heardTasks: make(chan struct{}),
 		answered:   make(chan struct{}),
+		echoed:     make(chan struct{}),
 	}, nil
 }
 
@@ -89,6 +95,13 @@ func (a *simAgent) handle(ev agentchat.Event) {
 		if ev.From == a.bot && !ev.Replay {
 			a.read(ev.Content)
 		}
+	case agentchat.Delivered:
+		// The claim's own round trip through the room, with no bot in it:
+		// the part of CLAIM-to-ACK that is the room's.
+		a.echoOnce.Do(func() {
+			a.echoAt = time.Now()
+			close(a.echoed)
+		})
 	case agentchat.ServerError:
 		if ev.Code == agentchat.CodeRateLimited {
 			a.rateLimited.Add(1)

@@ -222,6 +222,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	progress("foreman run is pid %d, serving %s", bot.pid(), bot.board)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -247,8 +248,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	claimsDone := make(chan time.Time, 1)
 	go func() { claimsDone <- sendClaims(ctx, agents, o) }()
-	first := time.Now()
 	lastSent := <-claimsDone
+	first := lastSent
+	for _, a := range agents {
+		if !a.sentAt.IsZero() && a.sentAt.Before(first) {
+			first = a.sentAt
+		}
+	}
 	r.Claims = o.Agents
 	waitAnswers(ctx, agents, lastSent.Add(o.Timeout))
 	end := time.Now()
@@ -263,9 +269,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			r.AgentErrors = append(r.AgentErrors, err.Error())
 		}
 	}
-	var lat []time.Duration
+	var lat, echo []time.Duration
 	lastAck := first
 	for _, a := range agents {
+		select {
+		case <-a.echoed:
+			echo = append(echo, a.echoAt.Sub(a.sentAt))
+		default:
+		}
 		select {
 		case <-a.answered:
 		default:
@@ -290,10 +301,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	r.Latency = latencyOf(lat)
+	r.Echo = latencyOf(echo)
 	r.LastAckMicros = lastAck.Sub(first).Microseconds()
 	r.ClaimsSeconds = end.Sub(first).Seconds()
 
-	m1, merr := scrape(ctx, bot.board)
+	m1, merr := settledMetrics(ctx, bot.board)
 	pEnd, _ := readProc(bot.pid())
 	progress("stopping foreman run")
 	stopped = true
@@ -470,6 +482,26 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// settledMetrics scrapes the bot once its last message is confirmed: the
+// agents can hear an ACK before the bot hears the echo that counts it sent.
+func settledMetrics(ctx context.Context, board string) (metrics, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m, err := scrape(ctx, board)
+		if err != nil {
+			return nil, err
+		}
+		if m.get("foreman_reply_queue_depth") == 0 || time.Now().After(deadline) {
+			// The counters are raised just after the queue empties: one
+			// more scrape, milliseconds later, is sure to see them.
+			return scrape(ctx, board)
+		}
+		if !sleep(ctx, 10*time.Millisecond) {
+			return nil, ctx.Err()
+		}
 	}
 }
 

@@ -26,6 +26,9 @@ type Report struct {
 	Refusals []string `json:"refusals,omitempty"`
 
 	Latency Latency `json:"latency"`
+	// Echo is CLAIM to the claim's own echo from the room: the room's round
+	// trip under the same load, with no bot in the path.
+	Echo Latency `json:"echo_latency"`
 	// LastAckMicros is the time from the first CLAIM sent to the last ACK
 	// received: for simultaneous claims, how long the whole burst took.
 	LastAckMicros int64 `json:"last_ack_us"`
@@ -171,6 +174,8 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	l := r.Latency
 	row("CLAIM to ACK", "p50 %s  p90 %s  p99 %s  max %s  mean %s", us(l.P50), us(l.P90), us(l.P99), us(l.Max), us(l.Mean))
+	e := r.Echo
+	row("CLAIM to own echo", "p50 %s  p90 %s  p99 %s  max %s  (the room alone, no bot)", us(e.P50), us(e.P90), us(e.P99), us(e.Max))
 	if sc.Simultaneous {
 		row("last ACK after", "%s from the first CLAIM", us(r.LastAckMicros))
 	}

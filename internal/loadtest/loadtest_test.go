@@ -1,0 +1,209 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/config"
+)
+
+// foremanBin is the foreman binary the runs start as the bot: the test
+// binary itself cannot be, it does not know `run`.
+var foremanBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "foreman-loadtest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	foremanBin = filepath.Join(dir, "foreman")
+	build := exec.Command("go", "build", "-o", foremanBin, "github.com/agentforeman/foreman/cmd/foreman")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building foreman:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// checkConsistent checks what every report must satisfy, whatever the
+// speed of the machine: it says nothing about how fast.
+func checkConsistent(t *testing.T, r *Report, agents int) {
+	t.Helper()
+	assert.True(t, r.OK(), "every ACK arrives")
+	assert.Equal(t, agents, r.Agents)
+	assert.Equal(t, agents, r.Claims)
+	assert.Equal(t, agents, r.Expected)
+	assert.Equal(t, agents, r.Acks)
+	assert.Zero(t, r.Missing+r.Rejects+r.Errors)
+	assert.Empty(t, r.Refusals)
+	assert.Empty(t, r.AgentErrors)
+
+	l := r.Latency
+	assert.Equal(t, agents, l.Count, "one latency per ACK")
+	assert.True(t, 0 < l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.Max, "percentiles in order: %+v", l)
+	assert.LessOrEqual(t, l.Mean, l.Max)
+	assert.Equal(t, agents, r.Echo.Count, "every claim echoed")
+	assert.LessOrEqual(t, l.Max, r.LastAckMicros, "no ACK after the last one")
+
+	assert.Zero(t, r.RateLimited, "the agents pace under the room's limit")
+	assert.Zero(t, r.Bot.Resent, "the bot paces under the room's limit")
+	assert.Empty(t, r.Bot.MetricsError)
+	// TASKS, then one ACK line per claim, in as many messages as the
+	// bot's batching made.
+	assert.Equal(t, int64(agents+1), r.Bot.LinesSent)
+	assert.True(t, 1 <= r.Bot.ClaimsMessagesSent && r.Bot.ClaimsMessagesSent <= int64(agents), "messages during claims: %d", r.Bot.ClaimsMessagesSent)
+	assert.Equal(t, r.Bot.MessagesSent-1, r.Bot.ClaimsMessagesSent, "only TASKS before the claims")
+	assert.GreaterOrEqual(t, r.Bot.EventsHandled, int64(agents), "each claim is an event")
+
+	if runtime.GOOS == "linux" {
+		assert.True(t, r.Bot.Measured)
+		assert.Positive(t, r.Bot.PeakRSSBytes)
+		assert.GreaterOrEqual(t, r.Bot.PeakRSSBytes, r.Bot.RSSBytes)
+		assert.GreaterOrEqual(t, r.Bot.CPUSeconds, r.Bot.ClaimsCPUSeconds)
+	}
+	assert.Positive(t, r.Machine.CPUs)
+	assert.Empty(t, r.Dir, "the temporary directory is removed after a good run")
+
+	var text bytes.Buffer
+	r.WriteText(&text)
+	assert.Contains(t, text.String(), fmt.Sprintf("%d of %d (0 REJECT, 0 ERROR, 0 missing)", agents, agents))
+	data, err := json.Marshal(r)
+	require.NoError(t, err)
+	var back Report
+	require.NoError(t, json.Unmarshal(data, &back))
+	assert.Equal(t, *r, back)
+}
+
+func TestSpreadNoRateLimit(t *testing.T) {
+	r, err := Run(context.Background(), Options{
+		Agents: 20, Spread: 500 * time.Millisecond, Journal: true, Binary: foremanBin, Seed: 1, Settle: -1,
+	})
+	require.NoError(t, err)
+	checkConsistent(t, r, 20)
+	assert.Equal(t, "0s", r.Scenario.RateLimit)
+	assert.Equal(t, -1, r.Scenario.FloodLimit, "no rate limit, no flood limit")
+	assert.Equal(t, 0.5, r.Scenario.SpreadSec)
+	assert.Len(t, r.Targets, 2, "the no-limit goals are checked")
+}
+
+func TestSimultaneousWithRateLimit(t *testing.T) {
+	r, err := Run(context.Background(), Options{
+		Agents: 10, RateLimit: 200 * time.Millisecond, Simultaneous: true, Journal: false, Binary: foremanBin, Settle: -1,
+	})
+	require.NoError(t, err)
+	checkConsistent(t, r, 10)
+	assert.Equal(t, stockFloodFrames, r.Scenario.FloodLimit, "a rate limit comes with the stock flood limit")
+	assert.True(t, r.Scenario.Simultaneous)
+	assert.Zero(t, r.Scenario.SpreadSec)
+	assert.InDelta(t, 0.47, r.Scenario.SettleSec, 1e-9, "one send slot (200ms and 20ms margin) and 250ms")
+	require.Len(t, r.Targets, 2, "the burst goals are checked")
+}
+
+func TestRefusesRemoteServer(t *testing.T) {
+	for _, url := range []string{"ws://10.1.2.3:6667", "ws://example.com:6667", "wss://127.0.0.1:6667", "http://127.0.0.1:6667"} {
+		_, err := Run(context.Background(), Options{URL: url, Binary: foremanBin})
+		assert.Error(t, err, url)
+	}
+	for _, url := range []string{"ws://127.0.0.1:6667", "ws://localhost:1"} {
+		assert.NoError(t, checkLocal(url), url)
+	}
+}
+
+func TestBotConfigLoads(t *testing.T) {
+	dir := t.TempDir()
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	path, err := writeBotConfig(botSpec{id: id, dir: dir, url: "ws://127.0.0.1:1", channel: "#bench",
+		rateLimit: time.Second, floodLimit: -1, components: componentNames(12), journal: true})
+	require.NoError(t, err)
+	c, err := config.Load(path, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "#bench", c.Server.Channel)
+	assert.Equal(t, time.Second, c.Server.RateLimit)
+	assert.Equal(t, -1, c.Server.FloodLimit)
+	assert.Equal(t, filepath.Join(dir, "journal.db"), c.Journal)
+	assert.Equal(t, "127.0.0.1:0", c.HTTP)
+	assert.Equal(t, 1, c.Rules.MaxClaimsPerAgent)
+	require.Len(t, c.Build.Components, 12)
+	assert.Equal(t, "c01", c.Build.Components[0].Name)
+	assert.Equal(t, "c12", c.Build.Components[11].Name)
+	loaded, err := agentchat.LoadIdentity(c.Server.Identity)
+	require.NoError(t, err)
+	assert.Equal(t, id.AgentID(), loaded.AgentID(), "the agents know the bot's id before it starts")
+}
+
+func TestChildEnvDropsForemanVariables(t *testing.T) {
+	t.Setenv("FOREMAN_SERVER_URL", "ws://elsewhere:1")
+	for _, kv := range childEnv() {
+		assert.False(t, strings.HasPrefix(kv, "FOREMAN_"), kv)
+	}
+}
+
+func TestParseProc(t *testing.T) {
+	cpu, err := parseStatCPU([]byte("4242 (a (weird) name) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 37 0 0 20 0 9 0 100 0 0"))
+	require.NoError(t, err)
+	assert.Equal(t, 2870*time.Millisecond, cpu, "utime 250 and stime 37 ticks of 10ms")
+	_, err = parseStatCPU([]byte("4242 (x) S 1"))
+	assert.Error(t, err)
+
+	peak, now := parseStatusRSS([]byte("Name:\tforeman\nVmHWM:\t   23040 kB\nVmRSS:\t   20480 kB\nThreads:\t9\n"))
+	assert.Equal(t, int64(23040*1024), peak)
+	assert.Equal(t, int64(20480*1024), now)
+
+	if runtime.GOOS == "linux" {
+		st, ok := readProc(os.Getpid())
+		require.True(t, ok)
+		assert.Positive(t, st.PeakRSS)
+	}
+}
+
+func TestParseMetrics(t *testing.T) {
+	m, err := parseMetrics(strings.NewReader(`# HELP foreman_room_resent_total Messages refused as too fast and sent again.
+# TYPE foreman_room_resent_total counter
+foreman_room_resent_total 3
+foreman_replies_total{verb="ACK"} 1000
+foreman_event_handling_seconds_sum 0.25
+foreman_event_handling_seconds_bucket{le="+Inf"} 40
+odd line
+`))
+	require.NoError(t, err)
+	assert.Equal(t, 3.0, m.get("foreman_room_resent_total"))
+	assert.Equal(t, 1000.0, m.get(`foreman_replies_total{verb="ACK"}`))
+	assert.Equal(t, 40.0, m.get(`foreman_event_handling_seconds_bucket{le="+Inf"}`))
+	assert.Zero(t, m.get("foreman_room_messages_sent_total"), "absent is 0")
+
+	b := botStats(metrics{"foreman_room_messages_sent_total": 1}, metrics{
+		"foreman_room_messages_sent_total": 5, "foreman_event_handling_seconds_sum": 0.002,
+		"foreman_event_handling_seconds_count": 4,
+	}, nil)
+	assert.Equal(t, int64(4), b.ClaimsMessagesSent)
+	assert.InDelta(t, 500, b.HandlingMeanMicros, 1e-6)
+}
+
+func TestPercentiles(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	l := latencyOf(ds)
+	assert.Equal(t, Latency{Count: 100, P50: 50_000, P90: 90_000, P99: 99_000, Max: 100_000, Mean: 50_500}, l)
+	assert.Equal(t, Latency{Count: 1, P50: 7, P90: 7, P99: 7, Max: 7, Mean: 7}, latencyOf([]time.Duration{7 * time.Microsecond}))
+	assert.Equal(t, Latency{}, latencyOf(nil))
+}
