@@ -301,6 +301,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	r.Latency = latencyOf(lat)
+	r.Quarters = quarters(agents)
 	r.Echo = latencyOf(echo)
 	r.LastAckMicros = lastAck.Sub(first).Microseconds()
 	r.ClaimsSeconds = end.Sub(first).Seconds()
@@ -483,6 +484,40 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// quarters is the median CLAIM-to-ACK latency of each quarter of the
+// ACKed claims, in the order they were sent: flat when the system keeps
+// up, rising when work piles up faster than it is done.
+func quarters(agents []*simAgent) []int64 {
+	type claim struct {
+		sent time.Time
+		lat  time.Duration
+	}
+	var cs []claim
+	for _, a := range agents {
+		select {
+		case <-a.answered:
+			if a.acked() {
+				cs = append(cs, claim{a.sentAt, a.ackAt.Sub(a.sentAt)})
+			}
+		default:
+		}
+	}
+	if len(cs) < 4 {
+		return nil
+	}
+	slices.SortFunc(cs, func(x, y claim) int { return x.sent.Compare(y.sent) })
+	out := make([]int64, 4)
+	for q := range out {
+		part := cs[q*len(cs)/4 : (q+1)*len(cs)/4]
+		ds := make([]time.Duration, len(part))
+		for i, c := range part {
+			ds[i] = c.lat
+		}
+		out[q] = latencyOf(ds).P50
+	}
+	return out
 }
 
 // settledMetrics scrapes the bot once its last message is confirmed: the

@@ -101,6 +101,7 @@ func TestSpreadNoRateLimit(t *testing.T) {
 	assert.Equal(t, -1, r.Scenario.FloodLimit, "no rate limit, no flood limit")
 	assert.Equal(t, 0.5, r.Scenario.SpreadSec)
 	assert.Len(t, r.Targets, 2, "the no-limit goals are checked")
+	assert.Len(t, r.Quarters, 4, "a median per quarter of the claims")
 }
 
 func TestSimultaneousWithRateLimit(t *testing.T) {

@@ -26,6 +26,9 @@ type Report struct {
 	Refusals []string `json:"refusals,omitempty"`
 
 	Latency Latency `json:"latency"`
+	// Quarters is the p50 of each quarter of the ACKed claims in the order
+	// sent: rising means the load outran the system.
+	Quarters []int64 `json:"p50_by_quarter_us,omitempty"`
 	// Echo is CLAIM to the claim's own echo from the room: the room's round
 	// trip under the same load, with no bot in the path.
 	Echo Latency `json:"echo_latency"`
@@ -174,6 +177,10 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	l := r.Latency
 	row("CLAIM to ACK", "p50 %s  p90 %s  p99 %s  max %s  mean %s", us(l.P50), us(l.P90), us(l.P99), us(l.Max), us(l.Mean))
+	if len(r.Quarters) == 4 && !sc.Simultaneous {
+		q := r.Quarters
+		row("p50 by quarter", "%s  %s  %s  %s  (claims in the order sent)", us(q[0]), us(q[1]), us(q[2]), us(q[3]))
+	}
 	e := r.Echo
 	row("CLAIM to own echo", "p50 %s  p90 %s  p99 %s  max %s  (the room alone, no bot)", us(e.P50), us(e.P90), us(e.P99), us(e.Max))
 	if sc.Simultaneous {
