@@ -33,6 +33,8 @@ type botProcess struct {
 	dir    string
 	config string
 	id     string
+	rules  string
+	write  func()
 	cmd    *exec.Cmd
 	starts int
 }
@@ -50,7 +52,7 @@ func newBotProcess(t *testing.T, room *roomtest.Room, auditors []string, extra s
 			fmt.Fprintf(&comps, "      depends_on: [%s]\n", strings.Join(c.Deps, ", "))
 		}
 	}
-	cfg := fmt.Sprintf(`server:
+	const cfg = `server:
   url: %s
   identity: %s
   rate_limit: %s
@@ -60,7 +62,7 @@ build:
 %sroles:
   auditors: [%s]
 rules:
-  checkin_interval: 2s
+  %s
   max_build_time: 0
 journal:
   path: %s
@@ -69,11 +71,21 @@ http:
 log:
   format: json
   level: debug
-%s`, room.URL(), filepath.Join(dir, "identity.json"), roomtest.Pace, comps.String(),
-		quoted(auditors), filepath.Join(dir, "journal.db"), extra)
-	path := filepath.Join(dir, "foreman.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
-	return &botProcess{t: t, dir: dir, config: path, id: ident.AgentID()}
+%s`
+	b := &botProcess{t: t, dir: dir, config: filepath.Join(dir, "foreman.yaml"), id: ident.AgentID(), rules: "checkin_interval: 2s"}
+	b.write = func() {
+		text := fmt.Sprintf(cfg, room.URL(), filepath.Join(dir, "identity.json"), roomtest.Pace, comps.String(),
+			quoted(auditors), b.rules, filepath.Join(dir, "journal.db"), extra)
+		require.NoError(t, os.WriteFile(b.config, []byte(text), 0o600))
+	}
+	b.write()
+	return b
+}
+
+// setRules replaces the rules section's lines (YAML, indented by two).
+func (b *botProcess) setRules(rules string) {
+	b.rules = rules
+	b.write()
 }
 
 // start runs the bot; its log goes to a file per start.
