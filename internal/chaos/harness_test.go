@@ -34,6 +34,7 @@ type botProcess struct {
 	config string
 	id     string
 	rules  string
+	comps  []coordinator.Component
 	write  func()
 	cmd    *exec.Cmd
 	starts int
@@ -45,13 +46,6 @@ func newBotProcess(t *testing.T, room *roomtest.Room, auditors []string, extra s
 	ident, err := agentchat.NewIdentity("foreman")
 	require.NoError(t, err)
 	require.NoError(t, ident.Save(filepath.Join(dir, "identity.json")))
-	var comps strings.Builder
-	for _, c := range bookshop {
-		fmt.Fprintf(&comps, "    - name: %s\n", c.Name)
-		if len(c.Deps) > 0 {
-			fmt.Fprintf(&comps, "      depends_on: [%s]\n", strings.Join(c.Deps, ", "))
-		}
-	}
 	const cfg = `server:
   url: %s
   identity: %s
@@ -72,14 +66,28 @@ log:
   format: json
   level: debug
 %s`
-	b := &botProcess{t: t, dir: dir, config: filepath.Join(dir, "foreman.yaml"), id: ident.AgentID(), rules: "checkin_interval: 2s"}
+	b := &botProcess{t: t, dir: dir, config: filepath.Join(dir, "foreman.yaml"), id: ident.AgentID(),
+		rules: "checkin_interval: 2s", comps: bookshop}
 	b.write = func() {
-		text := fmt.Sprintf(cfg, room.URL(), filepath.Join(dir, "identity.json"), roomtest.Pace, comps.String(),
+		var comps strings.Builder
+		for _, c := range b.comps {
+			fmt.Fprintf(&comps, "    - name: %s\n", c.Name)
+			if len(c.Deps) > 0 {
+				fmt.Fprintf(&comps, "      depends_on: [%s]\n", strings.Join(c.Deps, ", "))
+			}
+		}
+		text := fmt.Sprintf(cfg, room.URL(), filepath.Join(dir, "identity.json"), room.Rate(), comps.String(),
 			quoted(auditors), b.rules, filepath.Join(dir, "journal.db"), extra)
 		require.NoError(t, os.WriteFile(b.config, []byte(text), 0o600))
 	}
 	b.write()
 	return b
+}
+
+// setComponents replaces the build.
+func (b *botProcess) setComponents(comps []coordinator.Component) {
+	b.comps = comps
+	b.write()
 }
 
 // setRules replaces the rules section's lines (YAML, indented by two).

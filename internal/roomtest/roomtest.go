@@ -22,20 +22,35 @@ const Pace = 10 * time.Millisecond
 
 // Room is an embedded AgentChat server with one channel, #build, and a
 // history long enough that nothing said during a test falls out of it.
-type Room struct{ Server *server.Server }
+type Room struct {
+	Server *server.Server
+	rate   time.Duration
+}
 
-// Start starts a room, closed when the test ends.
-func Start(t testing.TB) *Room {
+// Start starts a room paced at Pace, closed when the test ends.
+func Start(t testing.TB) *Room { return StartRate(t, Pace) }
+
+// StartRate starts a room that allows one message per rate per sender (a
+// stock server: one a second).
+func StartRate(t testing.TB, rate time.Duration) *Room {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Channels = []string{"#build"}
-	cfg.RateLimit = Pace
+	cfg.RateLimit = rate
 	cfg.BufferSize = 5000
 	srv, err := server.Start(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
-	return &Room{Server: srv}
+	return &Room{Server: srv, rate: rate}
+}
+
+// Rate is the room's rate limit.
+func (r *Room) Rate() time.Duration {
+	if r.rate == 0 {
+		return Pace
+	}
+	return r.rate
 }
 
 // URL is where clients connect.
@@ -56,6 +71,8 @@ type Peer struct {
 type Said struct {
 	From string
 	Text string
+	Msg  int // which message it came in, counting every message the peer heard
+	At   time.Time
 }
 
 // Join connects a new peer with a fresh key and waits until it is in #build.
@@ -64,7 +81,7 @@ func (r *Room) Join(t testing.TB, name string) *Peer {
 	id, err := agentchat.NewIdentity(name)
 	require.NoError(t, err)
 	c := agentchat.New(agentchat.Config{URL: r.URL(), Channel: "#build", Identity: id,
-		RateLimit: Pace, Logger: zerolog.Nop()})
+		RateLimit: r.Rate(), Logger: zerolog.Nop()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
@@ -72,7 +89,7 @@ func (r *Room) Join(t testing.TB, name string) *Peer {
 	p := &Peer{t: t, Name: name, ID: id.AgentID(), client: c, lines: make(chan Said, 100000)}
 	joined := make(chan struct{})
 	go func() {
-		once := false
+		once, msgs := false, 0
 		for ev := range c.Events() {
 			switch ev := ev.(type) {
 			case agentchat.Joined:
@@ -84,8 +101,10 @@ func (r *Room) Join(t testing.TB, name string) *Peer {
 				if ev.Self || ev.Notice {
 					continue
 				}
+				msgs++
+				now := time.Now()
 				for _, l := range strings.Split(ev.Content, "\n") {
-					p.lines <- Said{From: ev.From, Text: l}
+					p.lines <- Said{From: ev.From, Text: l, Msg: msgs, At: now}
 				}
 			}
 		}
@@ -103,12 +122,31 @@ func (p *Peer) Say(text string) {
 	p.client.Send(agentchat.Line{Seq: p.seq.Add(1), Text: text})
 }
 
+// SayLines sends lines, which the client batches into as few messages as
+// the room allows.
+func (p *Peer) SayLines(lines []string) {
+	batch := make([]agentchat.Line, len(lines))
+	for i, l := range lines {
+		batch[i] = agentchat.Line{Seq: p.seq.Add(1), Text: l}
+	}
+	p.client.Send(batch...)
+}
+
+// Queued is how many lines wait in the peer's client to be sent.
+func (p *Peer) Queued() int { return p.client.Stats().Queued }
+
 // Lines is every line the peer hears from others, in room order.
 func (p *Peer) Lines() <-chan Said { return p.lines }
 
 // Await reads lines from sender until one starts with prefix, and returns
 // it with every line from sender read on the way.
 func (p *Peer) Await(sender, prefix string) (string, []string) {
+	p.t.Helper()
+	return p.AwaitMatch(sender, prefix, func(string) bool { return true })
+}
+
+// AwaitMatch is Await for a line that starts with prefix and satisfies ok.
+func (p *Peer) AwaitMatch(sender, prefix string, ok func(string) bool) (string, []string) {
 	p.t.Helper()
 	var seen []string
 	deadline := time.After(20 * time.Second)
@@ -119,7 +157,7 @@ func (p *Peer) Await(sender, prefix string) (string, []string) {
 				continue
 			}
 			seen = append(seen, l.Text)
-			if strings.HasPrefix(l.Text, prefix) {
+			if strings.HasPrefix(l.Text, prefix) && ok(l.Text) {
 				return l.Text, seen
 			}
 		case <-deadline:

@@ -1,0 +1,140 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/roomtest"
+)
+
+// TestFlood has one agent flood a room paced like a stock server (one
+// message a second per sender) with over 1,000 malformed lines a second,
+// each of which foreman answers. Meanwhile honest builders claim
+// components. Every honest ACK must go out in the first message foreman
+// sends after hearing the claim, or the second if one was already on its
+// way: the flood delays nobody by more than one pacing period.
+func TestFlood(t *testing.T) {
+	claims := scale("CHAOS_FLOOD_CLAIMS", 4, 12)
+	room := roomtest.StartRate(t, time.Second)
+	var comps []coordinator.Component
+	for i := range claims {
+		comps = append(comps, coordinator.Component{Name: fmt.Sprintf("h%d", i)})
+	}
+	bot := newBotProcess(t, room, nil, "")
+	bot.setComponents(comps)
+	obs := room.Join(t, "observer")
+	flooder := room.Join(t, "flooder")
+	honest := make([]*roomtest.Peer, claims)
+	for i := range honest {
+		honest[i] = room.Join(t, fmt.Sprintf("honest%d", i))
+	}
+	var heard []roomtest.Said
+	var mu sync.Mutex
+	go func() {
+		for l := range obs.Lines() {
+			mu.Lock()
+			heard = append(heard, l)
+			mu.Unlock()
+		}
+	}()
+	bot.start()
+	require.Eventually(t, func() bool { return saidPrefix(&mu, heard, bot.id, "TASKS") }, 20*time.Second, 50*time.Millisecond)
+
+	stop := make(chan struct{})
+	flooded := 0
+	var floodDone sync.WaitGroup
+	floodDone.Add(1)
+	go func() { // 1,100 lines a message, a message a second: over 1,000 lines a second
+		defer floodDone.Done()
+		lines := make([]string, 1100)
+		for i := range lines {
+			lines[i] = fmt.Sprintf("PROGRESS h0 %d flood", 1000+i)
+		}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if flooder.Queued() == 0 {
+				flooder.SayLines(lines)
+				flooded += len(lines)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	rng := rand.New(rand.NewPCG(3, 3))
+	for i, p := range honest {
+		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
+		p.Say(fmt.Sprintf("CLAIM h%d", i))
+	}
+	require.Eventually(t, func() bool {
+		for i, p := range honest {
+			if !saidPrefix(&mu, heard, bot.id, fmt.Sprintf("ACK h%d %s", i, p.ID)) {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, 100*time.Millisecond, "every honest claim is ACKed")
+	close(stop)
+	floodDone.Wait()
+	require.NoError(t, bot.stop(), bot.logs())
+
+	mu.Lock()
+	defer mu.Unlock()
+	var delays []time.Duration
+	for i, p := range honest {
+		claim := find(heard, p.ID, fmt.Sprintf("CLAIM h%d", i))
+		ack := find(heard, bot.id, fmt.Sprintf("ACK h%d %s", i, p.ID))
+		require.NotNil(t, claim)
+		require.NotNil(t, ack)
+		between := botMessages(heard, bot.id, claim.Msg, ack.Msg)
+		assert.LessOrEqual(t, between, 2, "ACK h%d went out in foreman's message number %d after the claim", i, between)
+		delays = append(delays, ack.At.Sub(claim.At))
+	}
+	errors := 0
+	for _, l := range heard {
+		if l.From == bot.id && strings.HasPrefix(l.Text, "ERROR "+flooder.ID) {
+			errors++
+		}
+	}
+	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
+	t.Logf("flood: %d lines sent, %d answered with ERROR; %d honest claims, CLAIM-to-ACK %v (max %v)",
+		flooded, errors, claims, delays, delays[len(delays)-1])
+}
+
+func saidPrefix(mu *sync.Mutex, heard []roomtest.Said, from, prefix string) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	return find(heard, from, prefix) != nil
+}
+
+func find(heard []roomtest.Said, from, prefix string) *roomtest.Said {
+	for i := range heard {
+		if heard[i].From == from && strings.HasPrefix(heard[i].Text, prefix) {
+			return &heard[i]
+		}
+	}
+	return nil
+}
+
+// botMessages counts foreman's messages after message number after, up to
+// and including message number upTo.
+func botMessages(heard []roomtest.Said, bot string, after, upTo int) int {
+	seen := map[int]bool{}
+	for _, l := range heard {
+		if l.From == bot && l.Msg > after && l.Msg <= upTo {
+			seen[l.Msg] = true
+		}
+	}
+	return len(seen)
+}
