@@ -20,12 +20,16 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
+# The engine, grammar, replay and recovery benchmarks (docs/PERFORMANCE.md),
+# then the engine's throughput again on one core.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/bot ./internal/graph
+	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' -benchmem -cpu 1 ./coordinator
 
-# A short fuzzing run of the grammar; raise FUZZTIME for a longer one.
+# Short fuzzing runs of the grammar and the engine; FUZZTIME=10m for long ones.
 fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./coordinator -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME)
 
 # A whole build on this machine: chat server, foreman and simulated agents
 # (ARGS="--minute 50ms --ci" to change it; see `foreman demo --help`).
