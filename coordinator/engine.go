@@ -68,13 +68,9 @@ func New(cfg Config) (*Engine, error) {
 		e.cfg.Build = "build"
 	}
 	for _, c := range cfg.Components {
-		if !protocol.ValidComponent(c.Name) {
-			return nil, fmt.Errorf("component %q: not a component name", c.Name)
+		if _, err := e.addComponent(c.Name); err != nil {
+			return nil, err
 		}
-		if _, added := e.graph.Add(c.Name); !added {
-			return nil, fmt.Errorf("component %q: declared twice", c.Name)
-		}
-		e.comps = append(e.comps, e.newComponent(c.Name))
 	}
 	for _, c := range cfg.Components {
 		a, _ := e.graph.Index(c.Name)
@@ -91,10 +87,20 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-func (e *Engine) newComponent(name string) *component {
-	i := len(e.comps)
-	e.pending.set(i, true) // a new component starts pending
-	return &component{name: name, idx: i, timer: timer{comp: i, index: -1}}
+// addComponent appends a component to the build, in declaration order. It
+// starts pending.
+func (e *Engine) addComponent(name string) (*component, error) {
+	if !protocol.ValidComponent(name) {
+		return nil, fmt.Errorf("component %q: not a component name", name)
+	}
+	i, added := e.graph.Add(name)
+	if !added {
+		return nil, fmt.Errorf("component %s: declared twice", name)
+	}
+	c := &component{name: name, idx: i, timer: timer{comp: i, index: -1}}
+	e.comps = append(e.comps, c)
+	e.pending.set(i, true)
+	return c, nil
 }
 
 // setState moves c to state s. Every change of state goes through here, so

@@ -182,13 +182,7 @@ func (e *Engine) undepend(agent string, c *component, cmd protocol.Command) {
 	}
 	e.ok(cmd)
 	e.removeEdge(c, dep)
-	if c.waitsOn(dep) {
-		c.waits = removeWait(c.waits, dep)
-		dep.waiters = removeComponent(dep.waiters, c)
-		if len(c.waits) == 0 && c.state == Blocked {
-			e.unblock(c)
-		}
-	}
+	e.stopWaitingOn(c, dep)
 	if e.halted != nil {
 		e.recheckCycle()
 		return
@@ -218,9 +212,7 @@ func (e *Engine) add(agent string, cmd protocol.Command) {
 		deps = append(deps, e.comps[i])
 	}
 	e.ok(cmd)
-	c := e.newComponent(cmd.Component)
-	e.graph.Add(c.name)
-	e.comps = append(e.comps, c)
+	c, _ := e.addComponent(cmd.Component) // a valid, new name: checked above
 	for _, d := range deps {
 		if e.graph.AddEdge(c.idx, d.idx) && d.state != Merged {
 			c.unmerged++
@@ -264,13 +256,4 @@ func (e *Engine) removeEdge(c, dep *component) {
 	if e.graph.RemoveEdge(c.idx, dep.idx) && dep.state != Merged {
 		c.unmerged--
 	}
-}
-
-func removeWait(waits []wait, on *component) []wait {
-	for i, w := range waits {
-		if w.on == on {
-			return append(waits[:i:i], waits[i+1:]...)
-		}
-	}
-	return waits
 }

@@ -140,16 +140,25 @@ func (e *Engine) stopWaiting(c *component) {
 func (e *Engine) unblockWaiters(o *component, merged bool) {
 	waiters := append([]*component(nil), o.waiters...)
 	for _, c := range waiters {
-		for i, w := range c.waits {
+		for _, w := range c.waits {
 			if w.on == o && (merged || w.kind == waitFiles) {
-				c.waits = append(c.waits[:i:i], c.waits[i+1:]...)
-				o.waiters = removeComponent(o.waiters, c)
+				e.stopWaitingOn(c, o)
 				break
 			}
 		}
-		if len(c.waits) == 0 && c.state == Blocked {
-			e.unblock(c)
-		}
+	}
+}
+
+// stopWaitingOn drops c's wait on o; with nothing left to wait on, c goes
+// on (UNBLOCKED).
+func (e *Engine) stopWaitingOn(c, o *component) {
+	if !c.waitsOn(o) {
+		return
+	}
+	c.waits = removeWait(c.waits, o)
+	o.waiters = removeComponent(o.waiters, c)
+	if len(c.waits) == 0 && c.state == Blocked {
+		e.unblock(c)
 	}
 }
 
@@ -170,4 +179,13 @@ func removeComponent(list []*component, c *component) []*component {
 		}
 	}
 	return list
+}
+
+func removeWait(waits []wait, on *component) []wait {
+	for i, w := range waits {
+		if w.on == on {
+			return append(waits[:i:i], waits[i+1:]...)
+		}
+	}
+	return waits
 }

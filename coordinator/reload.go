@@ -32,9 +32,7 @@ func (e *Engine) Reload(at time.Time, comps []Component) []string {
 	}
 	for _, c := range comps {
 		if _, ok := e.graph.Index(c.Name); !ok {
-			nc := e.newComponent(c.Name)
-			e.graph.Add(c.Name)
-			e.comps = append(e.comps, nc)
+			e.addComponent(c.Name) // checked by checkReload
 			e.complete = false
 		}
 	}
@@ -52,13 +50,7 @@ func (e *Engine) Reload(at time.Time, comps []Component) []string {
 			}
 			c, dep := e.comps[e.index(old.Name)], e.comps[e.index(d)]
 			e.removeEdge(c, dep)
-			if c.waitsOn(dep) {
-				c.waits = removeWait(c.waits, dep)
-				dep.waiters = removeComponent(dep.waiters, c)
-				if len(c.waits) == 0 && c.state == Blocked {
-					e.unblock(c)
-				}
-			}
+			e.stopWaitingOn(c, dep)
 		}
 	}
 	for _, c := range comps {

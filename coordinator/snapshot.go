@@ -168,13 +168,9 @@ func Restore(cfg Config, s *Snapshot) (*Engine, error) {
 		e.seen.add(id)
 	}
 	for _, cs := range s.Components {
-		if !protocol.ValidComponent(cs.Name) {
-			return nil, fmt.Errorf("snapshot: %q is not a component name", cs.Name)
+		if _, err := e.addComponent(cs.Name); err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
 		}
-		if _, added := e.graph.Add(cs.Name); !added {
-			return nil, fmt.Errorf("snapshot: component %s appears twice", cs.Name)
-		}
-		e.comps = append(e.comps, e.newComponent(cs.Name))
 	}
 	for i, cs := range s.Components {
 		if err := e.restoreComponent(e.comps[i], cs); err != nil {
