@@ -553,6 +553,7 @@ func botStats(m0, m1 metrics, err error) BotStats {
 	b.LinesSent = int64(m1.get("foreman_room_lines_sent_total"))
 	b.Resent = int64(m1.get("foreman_room_resent_total"))
 	b.EventsHandled = int64(m1.get("foreman_events_handled_total"))
+	b.ClaimsHandling = histogramDelta(m0, m1, "foreman_event_handling_seconds")
 	b.Batches = int64(m1.get("foreman_event_handling_seconds_count"))
 	if b.Batches > 0 {
 		b.HandlingMeanMicros = m1.get("foreman_event_handling_seconds_sum") / float64(b.Batches) * 1e6

@@ -71,6 +71,13 @@ func checkConsistent(t *testing.T, r *Report, agents int) {
 	assert.True(t, 1 <= r.Bot.ClaimsMessagesSent && r.Bot.ClaimsMessagesSent <= int64(agents), "messages during claims: %d", r.Bot.ClaimsMessagesSent)
 	assert.Equal(t, r.Bot.MessagesSent-1, r.Bot.ClaimsMessagesSent, "only TASKS before the claims")
 	assert.GreaterOrEqual(t, r.Bot.EventsHandled, int64(agents), "each claim is an event")
+	require.NotEmpty(t, r.Bot.ClaimsHandling)
+	for i, b := range r.Bot.ClaimsHandling {
+		assert.True(t, b.Share >= 0 && b.Share <= 1, "a share: %v", b)
+		if i > 0 {
+			assert.GreaterOrEqual(t, b.Share, r.Bot.ClaimsHandling[i-1].Share, "cumulative")
+		}
+	}
 
 	if runtime.GOOS == "linux" {
 		assert.True(t, r.Bot.Measured)
@@ -196,6 +203,17 @@ odd line
 	}, nil)
 	assert.Equal(t, int64(4), b.ClaimsMessagesSent)
 	assert.InDelta(t, 500, b.HandlingMeanMicros, 1e-6)
+}
+
+func TestHistogramDelta(t *testing.T) {
+	m0 := metrics{
+		`h_bucket{le="0.0001"}`: 1, `h_bucket{le="0.0004"}`: 2, `h_bucket{le="+Inf"}`: 2, "h_count": 2,
+	}
+	m1 := metrics{
+		`h_bucket{le="0.0001"}`: 2, `h_bucket{le="0.0004"}`: 5, `h_bucket{le="+Inf"}`: 6, "h_count": 6,
+	}
+	assert.Equal(t, []Bucket{{LEMicros: 100, Share: 0.25}, {LEMicros: 400, Share: 0.75}}, histogramDelta(m0, m1, "h"))
+	assert.Nil(t, histogramDelta(m1, m1, "h"), "nothing observed")
 }
 
 func TestPercentiles(t *testing.T) {

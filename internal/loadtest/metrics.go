@@ -2,10 +2,13 @@ package loadtest
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -59,3 +62,34 @@ func parseMetrics(r io.Reader) (metrics, error) {
 
 // get returns a sample, 0 when absent (a counter never incremented).
 func (m metrics) get(series string) float64 { return m[series] }
+
+// Bucket is one bucket of a histogram: the share of observations at or
+// below LE.
+type Bucket struct {
+	LEMicros float64 `json:"le_us"`
+	Share    float64 `json:"share"`
+}
+
+// histogramDelta reads histogram name's buckets as they grew from m0 to
+// m1, as cumulative shares; nil when nothing was observed in between.
+func histogramDelta(m0, m1 metrics, name string) []Bucket {
+	prefix := name + `_bucket{le="`
+	total := m1.get(name+"_count") - m0.get(name+"_count")
+	if total <= 0 {
+		return nil
+	}
+	var out []Bucket
+	for series, v := range m1 {
+		le, ok := strings.CutPrefix(series, prefix)
+		if !ok {
+			continue
+		}
+		bound, err := strconv.ParseFloat(strings.TrimSuffix(le, `"}`), 64)
+		if err != nil || math.IsInf(bound, 0) {
+			continue // +Inf holds everything by definition
+		}
+		out = append(out, Bucket{LEMicros: bound * 1e6, Share: (v - m0.get(series)) / total})
+	}
+	slices.SortFunc(out, func(a, b Bucket) int { return cmp.Compare(a.LEMicros, b.LEMicros) })
+	return out
+}

@@ -97,7 +97,12 @@ type BotStats struct {
 	EventsHandled      int64   `json:"events_handled"`
 	HandlingMeanMicros float64 `json:"handling_mean_us"` // per batch of events, journal write included
 	Batches            int64   `json:"batches"`
-	MetricsError       string  `json:"metrics_error,omitempty"`
+	// ClaimsHandling is how long the bot took per batch of events during
+	// the claims (handling, journal write and handing the replies to its
+	// client), from its histogram: its own share of the latency, without
+	// the room's.
+	ClaimsHandling []Bucket `json:"claims_handling,omitempty"`
+	MetricsError   string   `json:"metrics_error,omitempty"`
 }
 
 // HarnessStats is this process: the agents and, by default, the server.
@@ -199,6 +204,16 @@ func (r *Report) WriteText(w io.Writer) {
 	} else {
 		row("bot messages", "%d sent, %d during the claims; %d lines; %d events handled in %d batches (mean %s a batch)",
 			b.MessagesSent, b.ClaimsMessagesSent, b.LinesSent, b.EventsHandled, b.Batches, us(int64(b.HandlingMeanMicros)))
+	}
+	if len(b.ClaimsHandling) > 0 {
+		var parts []string
+		for _, k := range b.ClaimsHandling {
+			parts = append(parts, fmt.Sprintf("<=%s %.0f%%", us(int64(k.LEMicros)), 100*k.Share))
+			if k.Share >= 1 {
+				break
+			}
+		}
+		row("bot handling a batch", "%s  (during the claims)", strings.Join(parts, ", "))
 	}
 	if b.Measured {
 		row("bot CPU", "%.2f s total, %.2f s during the claims (%.2f s per 1000 claims)", b.CPUSeconds, b.ClaimsCPUSeconds, b.CPUPer1000Claims)
