@@ -34,6 +34,8 @@ type simAgent struct {
 
 	// Written by the event goroutine before echoed is closed.
 	echoAt time.Time
+	echoTS time.Time // the server's time on the claim (ms)
+	ackTS  time.Time // the server's time on the bot's answer (ms), set with answer
 
 	// Written by the event goroutine before answered is closed.
 	ackAt  time.Time
@@ -93,13 +95,13 @@ func (a *simAgent) handle(ev agentchat.Event) {
 		a.joinOnce.Do(func() { close(a.joined) })
 	case agentchat.Message:
 		if ev.From == a.bot && !ev.Replay {
-			a.read(ev.Content)
+			a.read(ev.Content, ev.TS)
 		}
 	case agentchat.Delivered:
 		// The claim's own round trip through the room, with no bot in it:
 		// the part of CLAIM-to-ACK that is the room's.
 		a.echoOnce.Do(func() {
-			a.echoAt = time.Now()
+			a.echoAt, a.echoTS = time.Now(), ev.TS
 			close(a.echoed)
 		})
 	case agentchat.ServerError:
@@ -117,7 +119,7 @@ func (a *simAgent) handle(ev agentchat.Event) {
 // read looks in one of the bot's messages for TASKS and for the answer to
 // this agent's claim. Most messages answer other agents, so a message that
 // does not name this agent is passed over without splitting it.
-func (a *simAgent) read(content string) {
+func (a *simAgent) read(content string, ts time.Time) {
 	at := time.Now()
 	if strings.HasPrefix(content, "TASKS ") || strings.Contains(content, "\nTASKS ") {
 		a.tasksOnce.Do(func() { close(a.heardTasks) })
@@ -135,7 +137,7 @@ func (a *simAgent) read(content string) {
 			f[0] == "REJECT" && len(f) >= 3 && f[1] == a.comp && f[2] == a.id,
 			f[0] == "ERROR" && f[1] == a.id:
 			a.answerOnce.Do(func() {
-				a.ackAt, a.answer = at, strings.TrimSpace(line)
+				a.ackAt, a.ackTS, a.answer = at, ts, strings.TrimSpace(line)
 				close(a.answered)
 			})
 		}

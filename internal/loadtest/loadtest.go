@@ -269,11 +269,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			r.AgentErrors = append(r.AgentErrors, err.Error())
 		}
 	}
-	var lat, echo []time.Duration
+	var lat, echo, atServer []time.Duration
 	lastAck := first
 	for _, a := range agents {
+		echoed := false
 		select {
 		case <-a.echoed:
+			echoed = true
 			echo = append(echo, a.echoAt.Sub(a.sentAt))
 		default:
 		}
@@ -287,6 +289,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		case a.acked():
 			r.Acks++
 			lat = append(lat, a.ackAt.Sub(a.sentAt))
+			if echoed {
+				atServer = append(atServer, a.ackTS.Sub(a.echoTS))
+			}
 			if a.ackAt.After(lastAck) {
 				lastAck = a.ackAt
 			}
@@ -303,6 +308,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	r.Latency = latencyOf(lat)
 	r.Quarters = quarters(agents)
 	r.Echo = latencyOf(echo)
+	r.AtServer = latencyOf(atServer)
 	r.LastAckMicros = lastAck.Sub(first).Microseconds()
 	r.ClaimsSeconds = end.Sub(first).Seconds()
 

@@ -60,6 +60,8 @@ func checkConsistent(t *testing.T, r *Report, agents int) {
 	assert.True(t, 0 < l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.Max, "percentiles in order: %+v", l)
 	assert.LessOrEqual(t, l.Mean, l.Max)
 	assert.Equal(t, agents, r.Echo.Count, "every claim echoed")
+	assert.Equal(t, agents, r.AtServer.Count, "every ACK timed by the server too")
+	assert.LessOrEqual(t, r.AtServer.P50, r.AtServer.Max)
 	assert.LessOrEqual(t, l.Max, r.LastAckMicros, "no ACK after the last one")
 
 	assert.Zero(t, r.RateLimited, "the agents pace under the room's limit")

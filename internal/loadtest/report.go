@@ -32,6 +32,10 @@ type Report struct {
 	// Echo is CLAIM to the claim's own echo from the room: the room's round
 	// trip under the same load, with no bot in the path.
 	Echo Latency `json:"echo_latency"`
+	// AtServer is CLAIM to ACK by the server's own times on the two
+	// messages (whole milliseconds): the bot's round trip from the server,
+	// without the agents' side of the room.
+	AtServer Latency `json:"server_latency"`
 	// LastAckMicros is the time from the first CLAIM sent to the last ACK
 	// received: for simultaneous claims, how long the whole burst took.
 	LastAckMicros int64 `json:"last_ack_us"`
@@ -188,6 +192,8 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	e := r.Echo
 	row("CLAIM to own echo", "p50 %s  p90 %s  p99 %s  max %s  (the room alone, no bot)", us(e.P50), us(e.P90), us(e.P99), us(e.Max))
+	s := r.AtServer
+	row("CLAIM to ACK at server", "p50 %s  p90 %s  p99 %s  max %s  (server timestamps, 1ms steps: the bot's part)", us(s.P50), us(s.P90), us(s.P99), us(s.Max))
 	if sc.Simultaneous {
 		row("last ACK after", "%s from the first CLAIM", us(r.LastAckMicros))
 	}
