@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentforeman/foreman/protocol"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -158,4 +159,43 @@ func TestWriterRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Passed(), buf.String())
 	assert.Contains(t, buf.String(), "00:00:01.500 @b1 CLAIM a\n")
+}
+
+// The scenarios together use every verb, say every reply and every
+// escalation code: a rule with no scenario would be a rule nobody checks.
+func TestScenariosCoverTheContract(t *testing.T) {
+	files, err := filepath.Glob("../testdata/*.txt")
+	require.NoError(t, err)
+	heard, said := map[string]bool{}, map[string]bool{}
+	for _, file := range files {
+		f, err := os.Open(file)
+		require.NoError(t, err)
+		tr, err := Parse(file, f)
+		f.Close()
+		require.NoError(t, err)
+		for _, l := range tr.Lines {
+			words := strings.Fields(strings.ToUpper(l.Text))
+			if len(words) == 0 {
+				continue
+			}
+			if l.Said {
+				said[words[0]] = true
+				if words[0] == protocol.ReplyEscalate && len(words) > 2 {
+					said["ESCALATE "+strings.ToLower(words[2])] = true
+				}
+			} else {
+				heard[words[0]] = true
+			}
+		}
+	}
+	for _, v := range protocol.Verbs() {
+		assert.True(t, heard[v.String()], "no scenario says %s", v)
+	}
+	for _, r := range []string{"TASKS", "ACK", "REJECT", "TIMEOUT", "RETRY", "ESCALATE", "REVIEW", "FIX",
+		"WAIT", "UNBLOCKED", "MERGED", "COMPLETE", "STATUS", "OK", "ERROR"} {
+		assert.True(t, said[r], "no scenario expects %s", r)
+	}
+	for _, code := range protocol.Escalations() {
+		assert.True(t, said["ESCALATE "+string(code)], "no scenario expects ESCALATE ... %s", code)
+	}
 }
