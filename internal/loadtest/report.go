@@ -215,7 +215,7 @@ func (r *Report) WriteText(w io.Writer) {
 		var parts []string
 		for _, k := range b.ClaimsHandling {
 			parts = append(parts, fmt.Sprintf("<=%s %.0f%%", us(int64(k.LEMicros)), 100*k.Share))
-			if k.Share >= 1 {
+			if k.Share >= 0.9995 { // all, as printed
 				break
 			}
 		}
