@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -31,7 +32,8 @@ import (
 	"github.com/agentforeman/foreman/agentchat/server"
 )
 
-// Options configure a run. Zero fields take the defaults given.
+// Options configure a run. Zero fields take the defaults given, but for
+// Settle, where zero means no pause and a negative value the default.
 type Options struct {
 	Agents int    // simulated agents, one claim each (default 1000)
 	URL    string // the chat server; "" starts the embedded one on 127.0.0.1
@@ -267,6 +269,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		r.AgentDisconnects += a.disconnects.Load()
 		if err := a.err(); err != nil && len(r.AgentErrors) < 5 {
 			r.AgentErrors = append(r.AgentErrors, err.Error())
+		}
+		for _, e := range a.errors() {
+			if !strings.HasPrefix(e, agentchat.CodeRateLimited) && len(r.AgentErrors) < 5 {
+				r.AgentErrors = append(r.AgentErrors, "the server said "+e)
+			}
 		}
 	}
 	var lat, echo, atServer []time.Duration

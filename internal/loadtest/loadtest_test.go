@@ -126,6 +126,34 @@ func TestSimultaneousWithRateLimit(t *testing.T) {
 	require.Len(t, r.Targets, 2, "the burst goals are checked")
 }
 
+// TestMissingAcks: claims the bot cannot answer before the deadline (its
+// next send slot is seconds away) are reported missing, and the bot's
+// files are kept for a look.
+func TestMissingAcks(t *testing.T) {
+	r, err := Run(context.Background(), Options{
+		Agents: 5, RateLimit: 3 * time.Second, Simultaneous: true, Settle: 0, Timeout: 300 * time.Millisecond,
+		Binary: foremanBin,
+	})
+	require.NoError(t, err)
+	assert.False(t, r.OK())
+	assert.Equal(t, 5, r.Claims)
+	assert.Equal(t, 5, r.Missing)
+	assert.Zero(t, r.Acks)
+	assert.Zero(t, r.Latency.Count)
+	require.NotEmpty(t, r.Dir)
+	t.Cleanup(func() { os.RemoveAll(r.Dir) })
+	assert.FileExists(t, filepath.Join(r.Dir, "foreman.log"))
+	assert.FileExists(t, filepath.Join(r.Dir, "foreman.yaml"))
+	for _, target := range r.Targets {
+		assert.False(t, target.Met, target.Name)
+	}
+	var text bytes.Buffer
+	r.WriteText(&text)
+	assert.Contains(t, text.String(), "0 of 5 (0 REJECT, 0 ERROR, 5 missing)")
+	assert.Contains(t, text.String(), "NOT MET")
+	assert.Contains(t, text.String(), r.Dir)
+}
+
 func TestRefusesRemoteServer(t *testing.T) {
 	for _, url := range []string{"ws://10.1.2.3:6667", "ws://example.com:6667", "wss://127.0.0.1:6667", "http://127.0.0.1:6667"} {
 		_, err := Run(context.Background(), Options{URL: url, Binary: foremanBin})

@@ -214,8 +214,9 @@ func (r *Report) WriteText(w io.Writer) {
 	if len(b.ClaimsHandling) > 0 {
 		var parts []string
 		for _, k := range b.ClaimsHandling {
-			parts = append(parts, fmt.Sprintf("<=%s %.0f%%", us(int64(k.LEMicros)), 100*k.Share))
-			if k.Share >= 0.9995 { // all, as printed
+			pct := math.Round(100 * k.Share)
+			parts = append(parts, fmt.Sprintf("<=%s %.0f%%", us(int64(k.LEMicros)), pct))
+			if pct >= 100 { // the rest would only repeat it
 				break
 			}
 		}
