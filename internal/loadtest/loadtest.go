@@ -319,8 +319,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	r.LastAckMicros = lastAck.Sub(first).Microseconds()
 	r.ClaimsSeconds = end.Sub(first).Seconds()
 
-	m1, merr := settledMetrics(ctx, bot.board)
+	// Read before the last scrapes, which cost the bot CPU of their own.
 	pEnd, _ := readProc(bot.pid())
+	m1, merr := settledMetrics(ctx, bot.board)
 	progress("stopping foreman run")
 	stopped = true
 	if err := bot.stop(); err != nil {
@@ -533,6 +534,13 @@ func quarters(agents []*simAgent) []int64 {
 	return out
 }
 
+func lastAck(r *Report) string {
+	if r.OK() {
+		return "last ACK after " + us(r.LastAckMicros)
+	}
+	return fmt.Sprintf("%d of %d ACKs missing", r.Expected-r.Acks, r.Expected)
+}
+
 // settledMetrics scrapes the bot once its last message is confirmed: the
 // agents can hear an ACK before the bot hears the echo that counts it sent.
 func settledMetrics(ctx context.Context, board string) (metrics, error) {
@@ -547,7 +555,7 @@ func settledMetrics(ctx context.Context, board string) (metrics, error) {
 			// more scrape, milliseconds later, is sure to see them.
 			return scrape(ctx, board)
 		}
-		if !sleep(ctx, 10*time.Millisecond) {
+		if !sleep(ctx, 50*time.Millisecond) {
 			return nil, ctx.Err()
 		}
 	}
@@ -584,7 +592,7 @@ func targets(o Options, r *Report) []Target {
 			Target{Name: "p99 <= 2ms (goal for 1,000 agents, no rate limit)", Met: r.OK() && r.Latency.P99 <= 2000, Got: us(r.Latency.P99)})
 	case o.RateLimit > 0 && o.Simultaneous:
 		out = append(out,
-			Target{Name: "every simultaneous claim answered within 2s", Met: r.OK() && r.LastAckMicros <= 2_000_000, Got: "last ACK after " + us(r.LastAckMicros)},
+			Target{Name: "every simultaneous claim answered within 2s", Met: r.OK() && r.LastAckMicros <= 2_000_000, Got: lastAck(r)},
 			Target{Name: "no claim dropped", Met: r.OK() && r.Rejects == 0 && r.Errors == 0,
 				Got: fmt.Sprintf("%d of %d ACKed, %d RATE_LIMITED", r.Acks, r.Expected, r.RateLimited)})
 	}

@@ -185,16 +185,22 @@ func (r *Report) WriteText(w io.Writer) {
 		row("", "%s", s)
 	}
 	l := r.Latency
-	row("CLAIM to ACK", "p50 %s  p90 %s  p99 %s  max %s  mean %s", us(l.P50), us(l.P90), us(l.P99), us(l.Max), us(l.Mean))
+	if l.Count > 0 {
+		row("CLAIM to ACK", "p50 %s  p90 %s  p99 %s  max %s  mean %s", us(l.P50), us(l.P90), us(l.P99), us(l.Max), us(l.Mean))
+	} else {
+		row("CLAIM to ACK", "n/a (no ACK)")
+	}
 	if len(r.Quarters) == 4 && !sc.Simultaneous {
 		q := r.Quarters
 		row("p50 by quarter", "%s  %s  %s  %s  (claims in the order sent)", us(q[0]), us(q[1]), us(q[2]), us(q[3]))
 	}
-	e := r.Echo
-	row("CLAIM to own echo", "p50 %s  p90 %s  p99 %s  max %s  (the room alone, no bot)", us(e.P50), us(e.P90), us(e.P99), us(e.Max))
-	s := r.AtServer
-	row("CLAIM to ACK at server", "p50 %s  p90 %s  p99 %s  max %s  (server timestamps, 1ms steps: the bot's part)", us(s.P50), us(s.P90), us(s.P99), us(s.Max))
-	if sc.Simultaneous {
+	if e := r.Echo; e.Count > 0 {
+		row("CLAIM to own echo", "p50 %s  p90 %s  p99 %s  max %s  (the room alone, no bot)", us(e.P50), us(e.P90), us(e.P99), us(e.Max))
+	}
+	if s := r.AtServer; s.Count > 0 {
+		row("CLAIM to ACK at server", "p50 %s  p90 %s  p99 %s  max %s  (server timestamps, 1ms steps: the bot's part)", us(s.P50), us(s.P90), us(s.P99), us(s.Max))
+	}
+	if sc.Simultaneous && l.Count > 0 {
 		row("last ACK after", "%s from the first CLAIM", us(r.LastAckMicros))
 	}
 	row("RATE_LIMITED", "%d seen by agents (%d agent messages resent); the bot resent %d", r.RateLimited, r.AgentResent, r.Bot.Resent)
