@@ -20,6 +20,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -135,7 +136,7 @@ const joinConcurrency = 32
 
 // Run performs one load run and reports it. An error means the run could
 // not be carried out; missing ACKs are in the report (Report.OK).
-func Run(ctx context.Context, o Options) (*Report, error) {
+func Run(ctx context.Context, o Options) (_ *Report, err error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
@@ -165,9 +166,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer func() {
-		if keep || !r.OK() {
+		_, logErr := os.Stat(filepath.Join(dir, "foreman.log"))
+		switch {
+		case err != nil && logErr == nil:
+			err = fmt.Errorf("%w (the bot's config and log are kept in %s)", err, dir)
+		case err == nil && (keep || !r.OK()):
 			r.Dir = dir
-		} else {
+		case !keep:
 			os.RemoveAll(dir)
 		}
 	}()

@@ -154,6 +154,17 @@ func TestMissingAcks(t *testing.T) {
 	assert.Contains(t, text.String(), r.Dir)
 }
 
+func TestBotThatDoesNotStart(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "broken-foreman")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho 'foreman: server.url: broken' >&2\nexit 1\n"), 0o755))
+	_, err := Run(context.Background(), Options{Agents: 3, Binary: script, Dir: filepath.Join(dir, "kept")})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "foreman run exited at start")
+	assert.Contains(t, err.Error(), "server.url: broken", "the bot's own words")
+	assert.Contains(t, err.Error(), filepath.Join(dir, "kept"), "where its files are")
+}
+
 func TestRefusesRemoteServer(t *testing.T) {
 	for _, url := range []string{"ws://10.1.2.3:6667", "ws://example.com:6667", "wss://127.0.0.1:6667", "http://127.0.0.1:6667"} {
 		_, err := Run(context.Background(), Options{URL: url, Binary: foremanBin})
