@@ -253,18 +253,21 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 	} else {
 		progress("%d claims spread over %s", o.Agents, o.Spread)
 	}
-	claimsDone := make(chan time.Time, 1)
-	go func() { claimsDone <- sendClaims(ctx, agents, o) }()
-	lastSent := <-claimsDone
+	lastSent := sendClaims(ctx, agents, o)
 	first := lastSent
 	for _, a := range agents {
-		if !a.sentAt.IsZero() && a.sentAt.Before(first) {
-			first = a.sentAt
+		if !a.sentAt.IsZero() {
+			r.Claims++
+			if a.sentAt.Before(first) {
+				first = a.sentAt
+			}
 		}
 	}
-	r.Claims = o.Agents
 	waitAnswers(ctx, agents, lastSent.Add(o.Timeout))
 	end := time.Now()
+	if err := ctx.Err(); err != nil {
+		return nil, err // interrupted: the figures would mean nothing
+	}
 	p1, _ := readProc(bot.pid())
 	h1, _ := readProc(os.Getpid())
 
@@ -308,7 +311,7 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 				lastAck = a.ackAt
 			}
 			continue
-		case a.answer[0] == 'R':
+		case strings.HasPrefix(a.answer, "REJECT "):
 			r.Rejects++
 		default:
 			r.Errors++
