@@ -35,11 +35,11 @@ type simAgent struct {
 	// Written by the event goroutine before echoed is closed.
 	echoAt time.Time
 	echoTS time.Time // the server's time on the claim (ms)
-	ackTS  time.Time // the server's time on the bot's answer (ms), set with answer
 
 	// Written by the event goroutine before answered is closed.
 	ackAt  time.Time
-	answer string // the bot's line that answered the claim
+	ackTS  time.Time // the server's time on the bot's answer (ms)
+	answer string    // the bot's line that answered the claim
 
 	// Written by the scheduler, read after it has finished.
 	sentAt time.Time
