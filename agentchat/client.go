@@ -108,7 +108,7 @@ type Client struct {
 	// Owned by Run's goroutine.
 	inflight    *batch // sent, not yet echoed; survives a reconnect
 	seen        *recent
-	limiter     *rate.Limiter
+	nextSend    time.Time // no MSG before this: one period after the room took the last
 	flood       *rate.Limiter
 	interval    time.Duration // the current pace: RateLimit and a margin, or slower after a refusal
 	base        time.Duration // the pace the configuration asks for
@@ -151,12 +151,11 @@ func New(cfg Config) *Client {
 		wake:   make(chan struct{}, 1),
 		seen:   newRecent(4096),
 	}
-	// The margin absorbs network jitter: two MSGs sent one period apart can
-	// reach the server closer together than that.
-	c.limiter = rate.NewLimiter(rate.Inf, 1)
+	// Periods start when the room has taken the previous MSG (its echo or
+	// its refusal came back), so a busy server cannot see two MSGs closer
+	// than a period; the small margin covers clock granularity.
 	if cfg.RateLimit > 0 {
-		c.interval = cfg.RateLimit + max(cfg.RateLimit/10, 10*time.Millisecond)
-		c.limiter = rate.NewLimiter(rate.Every(c.interval), 1)
+		c.interval = cfg.RateLimit + max(cfg.RateLimit/50, 10*time.Millisecond)
 	}
 	c.base = c.interval
 	c.flood = floodLimiter(cfg.FloodLimit)

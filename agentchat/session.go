@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"golang.org/x/time/rate"
 )
 
 type phase int
@@ -37,7 +36,6 @@ type session struct {
 	history []Message
 
 	handshake, quiet, pace, echo alarm
-	paceReserved                 bool
 	saidLurk                     bool
 }
 
@@ -101,13 +99,6 @@ func (c *Client) session(ctx context.Context, reconnect bool) (*session, error) 
 			s.maybeSend()
 		case <-s.pace.c:
 			s.pace.c = nil
-			if s.paceReserved {
-				s.paceReserved = false
-				if c.inflight == nil && c.queued() > 0 {
-					s.sendNow()
-					continue
-				}
-			}
 			s.maybeSend()
 		case <-s.quiet.c:
 			s.quiet.c = nil
@@ -340,6 +331,7 @@ func (s *session) confirm(b *batch, m Message) *Delivered {
 	c.seen.add(m.key())
 	c.messagesSent.Add(1)
 	s.speedUp()
+	c.nextSend = time.Now().Add(c.interval)
 	c.linesSent.Add(int64(len(b.lines)))
 	return &Delivered{Seqs: b.seqs(), MsgID: m.ID, TS: m.TS}
 }
@@ -403,6 +395,8 @@ func (s *session) liveError(code, msg string) error {
 	b := c.inflight
 	if b != nil {
 		s.echo.stop()
+		// A refused MSG still used the room's slot (any error does).
+		c.nextSend = time.Now().Add(c.interval)
 	}
 	switch {
 	case code == CodeRateLimited && b != nil:
@@ -450,9 +444,7 @@ func (s *session) slowDown() {
 	ceiling := max(8*c.cfg.RateLimit, time.Minute)
 	c.interval = min(max(2*c.interval, 10*time.Millisecond), ceiling)
 	c.smooth = 0
-	now := time.Now()
-	c.limiter.SetLimitAt(now, rate.Every(c.interval))
-	c.limiter.ReserveN(now, 1)
+	c.nextSend = time.Now().Add(c.interval)
 	c.log.Warn().Msgf("the chat server refused a message as too fast (RATE_LIMITED); sending it again, and pacing at one message per %s from now on (server.rate_limit is %s)",
 		c.interval.Round(time.Millisecond), c.cfg.RateLimit)
 }
@@ -479,7 +471,6 @@ func (s *session) speedUp() {
 		gap = 0
 	}
 	c.interval = c.base + gap
-	c.limiter.SetLimit(rate.Every(c.interval))
 	c.log.Info().Msgf("the chat server accepted %d messages in a row; pacing at one message per %s", smoothRun, c.interval.Round(time.Millisecond))
 }
 
@@ -519,8 +510,13 @@ func (s *session) maybeSend() {
 		s.pace.set(unlock.Sub(now))
 		return
 	}
-	if d := max(c.limiter.ReserveN(now, 1).DelayFrom(now), c.flood.ReserveN(now, 1).DelayFrom(now)); d > 0 {
-		s.paceReserved = true
+	if d := c.nextSend.Sub(now); d > 0 {
+		s.pace.set(d)
+		return
+	}
+	r := c.flood.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
 		s.pace.set(d)
 		return
 	}

@@ -231,6 +231,9 @@ func (b *Bot) Run(ctx context.Context) error {
 				if err := b.j.SaveAlive(b.now()); err != nil {
 					b.journalFailed(err)
 				}
+				if err := b.core.saveOutbox(); err != nil {
+					b.journalFailed(err)
+				}
 			}
 		case <-b.opts.Reload:
 			b.reload()
@@ -289,9 +292,7 @@ func (b *Bot) handle(ev agentchat.Event) error {
 		b.core.applyDue(ev.TS)
 		b.core.apply(messageEvent(ev))
 	case agentchat.Delivered:
-		if err := b.core.confirm(ev.Seqs, ev.TS); err != nil {
-			b.journalFailed(err)
-		}
+		b.core.confirm(ev.Seqs, ev.TS)
 	case agentchat.Disconnected:
 		b.setHealth(func(h *Health) { h.Connected, h.Joined = false, false })
 		b.log.Warn().Err(ev.Err).Msg("lost the room; reconnecting (deadlines stop until foreman is back)")
@@ -452,9 +453,7 @@ func (b *Bot) shutdown(events <-chan agentchat.Event, runErr <-chan error, stopC
 				return err
 			}
 			if d, isDelivery := ev.(agentchat.Delivered); isDelivery {
-				if cerr := b.core.confirm(d.Seqs, d.TS); cerr != nil {
-					b.journalFailed(cerr)
-				}
+				b.core.confirm(d.Seqs, d.TS)
 			}
 		case <-deadline:
 			b.log.Warn().Int("queued_replies", b.client.Stats().Queued).Msg("grace period over; the next start sends what is left")
@@ -470,6 +469,9 @@ func (b *Bot) shutdown(events <-chan agentchat.Event, runErr <-chan error, stopC
 
 func (b *Bot) close() {
 	if b.core != nil {
+		if err := b.core.saveOutbox(); err != nil {
+			b.log.Error().Err(err).Msg("could not save which replies the room confirmed; the next start checks the room's history")
+		}
 		if err := b.core.snapshot(); err != nil {
 			b.log.Error().Err(err).Msg("could not save the final snapshot; the next start replays the journal instead")
 		}

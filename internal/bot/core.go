@@ -26,6 +26,7 @@ type core struct {
 	produced  uint64         // replies numbered so far
 	pending   []journal.Line // replies the room has not confirmed, in order
 	outbox    journal.Outbox
+	dirty     bool // outbox changed since it was last saved
 	uncommit  []*journal.Event
 	fresh     []journal.Line // replies of uncommitted events
 	sinceSnap int
@@ -115,9 +116,14 @@ func (c *core) applyDue(now time.Time) {
 // of the journal and the bot must stop: a restart recovers the last commit.
 func (c *core) commit() ([]agentchat.Line, error) {
 	if c.j != nil && len(c.uncommit) > 0 {
-		if err := c.j.Append(c.uncommit...); err != nil {
+		var o *journal.Outbox
+		if c.dirty { // the confirmations since the last commit ride along
+			o = &c.outbox
+		}
+		if err := c.j.AppendWith(o, c.uncommit...); err != nil {
 			return nil, fmt.Errorf("journal: %w", err)
 		}
+		c.dirty = false
 	}
 	c.sinceSnap += len(c.uncommit)
 	c.uncommit = nil
@@ -229,8 +235,10 @@ func (c *core) number(lines []string) {
 	}
 }
 
-// confirm records that the room has the replies seqs.
-func (c *core) confirm(seqs []uint64, ts time.Time) error {
+// confirm records that the room has the replies seqs. The record reaches
+// the journal with the next commit, or saveOutbox when idle: should foreman
+// die first, its own messages in the room's history confirm them again.
+func (c *core) confirm(seqs []uint64, ts time.Time) {
 	for _, s := range seqs {
 		c.outbox.Confirm(s)
 	}
@@ -244,10 +252,19 @@ func (c *core) confirm(seqs []uint64, ts time.Time) error {
 		}
 	}
 	c.pending = kept
-	if c.j == nil {
+	c.dirty = true
+}
+
+// saveOutbox saves the confirmations no commit has carried yet.
+func (c *core) saveOutbox() error {
+	if c.j == nil || !c.dirty {
 		return nil
 	}
-	return c.j.SaveOutbox(&c.outbox)
+	if err := c.j.SaveOutbox(&c.outbox); err != nil {
+		return err
+	}
+	c.dirty = false
+	return nil
 }
 
 // pendingLines are the replies still to send.
@@ -283,5 +300,6 @@ func (c *core) matchOwnHistory(history []agentchat.Message) (int, error) {
 	if len(seqs) == 0 {
 		return 0, nil
 	}
-	return len(seqs), c.confirm(seqs, last)
+	c.confirm(seqs, last)
+	return len(seqs), c.saveOutbox()
 }

@@ -167,11 +167,24 @@ func (j *Journal) Close() error { return j.db.Close() }
 
 // Append writes events in one transaction, synced to disk before it returns,
 // and numbers them.
-func (j *Journal) Append(events ...*Event) error {
-	if len(events) == 0 {
+func (j *Journal) Append(events ...*Event) error { return j.AppendWith(nil, events...) }
+
+// AppendWith is Append that also saves the outbox in the same transaction:
+// one sync for both.
+func (j *Journal) AppendWith(o *Outbox, events ...*Event) error {
+	if len(events) == 0 && o == nil {
 		return nil
 	}
 	return j.db.Update(func(tx *bolt.Tx) error {
+		if o != nil {
+			data, err := json.Marshal(o)
+			if err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketMeta).Put(keyOutbox, data); err != nil {
+				return err
+			}
+		}
 		b := tx.Bucket(bucketEvents)
 		seq := j.next
 		for _, e := range events {

@@ -147,13 +147,20 @@ func URL(addr net.Addr) string {
 // last line.
 func (s *Server) follow(ctx context.Context) {
 	for {
-		changed := s.watch()
+		changed := s.watch() // taken first: a change during the fetch is not missed
 		if src := s.source(); src != nil {
 			vctx, cancel := context.WithTimeout(ctx, viewTimeout)
 			if v, err := src.View(vctx); err == nil {
 				s.keepView(v)
 			}
 			cancel()
+		}
+		// A view is built in the bot's goroutine and costs a walk of every
+		// component: under load, refresh at most followEvery, not per event.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(followEvery):
 		}
 		select {
 		case <-ctx.Done():
@@ -162,6 +169,10 @@ func (s *Server) follow(ctx context.Context) {
 		}
 	}
 }
+
+// followEvery is the least time between two views the board fetches on its
+// own; people do not read faster than that.
+const followEvery = 200 * time.Millisecond
 
 // keepView remembers v as the last view unless a later one is kept
 // already: fetches from the board, the stream and follow race, and the
