@@ -265,7 +265,7 @@ func (s *Server) signedIn(c *conn) {
 			continue
 		}
 		ch.joins++
-		ch.members[c] = &membership{order: ch.joins}
+		ch.members[c], ch.ordered = &membership{order: ch.joins}, nil
 	}
 	if gen := s.st.channels["#general"]; gen != nil {
 		s.notice(gen, fmt.Sprintf("%s (%s) came online", a.name, a.id))
@@ -296,7 +296,7 @@ func (s *Server) join(c *conn, r raw) {
 	if m == nil {
 		ch.joins++
 		m = &membership{order: ch.joins}
-		ch.members[c] = m
+		ch.members[c], ch.ordered = m, nil
 	}
 	agents := []fields{}
 	for _, mc := range s.members(ch) {
@@ -346,6 +346,7 @@ func (s *Server) part(ch *channel, c *conn) {
 		return
 	}
 	delete(ch.members, c)
+	ch.ordered = nil
 	if m.announced {
 		left := frame("AGENT_LEFT", fields{"channel": ch.name, "agent": c.agent.id, "name": c.agent.name})
 		for _, mc := range s.members(ch) {
@@ -449,7 +450,7 @@ func (s *Server) create(c *conn, r raw) {
 	}
 	ch := s.createChannel(name)
 	ch.joins++
-	ch.members[c] = &membership{announced: true, order: ch.joins}
+	ch.members[c], ch.ordered = &membership{announced: true, order: ch.joins}, nil
 	s.log.Info().Msgf("%s (%s) created %s", a.id, a.name, name)
 	c.send(frame("JOINED", fields{"channel": name, "agents": []string{a.id}}))
 }
@@ -490,13 +491,19 @@ func (s *Server) notice(ch *channel, text string) {
 	s.post(ch, &msgFrame{Type: "MSG", TS: time.Now().UnixMilli(), From: serverID, FromName: "Server", To: ch.name, Content: text})
 }
 
+// members lists ch's members in join order. The list is kept until the
+// membership changes: every message is posted to it, so sorting per post
+// would cost more than the post. Callers must not modify it.
 func (s *Server) members(ch *channel) []*conn {
-	out := make([]*conn, 0, len(ch.members))
-	for c := range ch.members {
-		out = append(out, c)
+	if ch.ordered == nil {
+		out := make([]*conn, 0, len(ch.members))
+		for c := range ch.members {
+			out = append(out, c)
+		}
+		sort.Slice(out, func(i, j int) bool { return ch.members[out[i]].order < ch.members[out[j]].order })
+		ch.ordered = out
 	}
-	sort.Slice(out, func(i, j int) bool { return ch.members[out[i]].order < ch.members[out[j]].order })
-	return out
+	return ch.ordered
 }
 
 func (s *Server) sortedChannels() []*channel {

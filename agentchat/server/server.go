@@ -136,7 +136,8 @@ type channel struct {
 	verifiedOnly bool
 	history      []*msgFrame
 	members      map[*conn]*membership
-	joins        int // orders members as they joined
+	joins        int     // orders members as they joined
+	ordered      []*conn // members in join order, nil when it must be rebuilt
 }
 
 // membership: announced is false for channels WELCOME joined silently;
@@ -199,7 +200,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		timers:     map[*time.Timer]struct{}{},
 	}
 	for _, ch := range s.st.channels {
-		ch.members = map[*conn]*membership{}
+		ch.members, ch.ordered = map[*conn]*membership{}, nil
 	}
 	for _, name := range cfg.Channels {
 		s.createChannel(name)
