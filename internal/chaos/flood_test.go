@@ -37,17 +37,14 @@ func TestFlood(t *testing.T) {
 	for i := range honest {
 		honest[i] = room.Join(t, fmt.Sprintf("honest%d", i))
 	}
-	var heard []roomtest.Said
-	var mu sync.Mutex
+	heard := &roomLog{}
 	go func() {
 		for l := range obs.Lines() {
-			mu.Lock()
-			heard = append(heard, l)
-			mu.Unlock()
+			heard.add(l)
 		}
 	}()
 	bot.start()
-	require.Eventually(t, func() bool { return saidPrefix(&mu, heard, bot.id, "TASKS") }, 20*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return heard.has(bot.id, "TASKS") }, 20*time.Second, 50*time.Millisecond)
 
 	stop := make(chan struct{})
 	flooded := 0
@@ -79,7 +76,7 @@ func TestFlood(t *testing.T) {
 	}
 	require.Eventually(t, func() bool {
 		for i, p := range honest {
-			if !saidPrefix(&mu, heard, bot.id, fmt.Sprintf("ACK h%d %s", i, p.ID)) {
+			if !heard.has(bot.id, fmt.Sprintf("ACK h%d %s", i, p.ID)) {
 				return false
 			}
 		}
@@ -89,20 +86,19 @@ func TestFlood(t *testing.T) {
 	floodDone.Wait()
 	require.NoError(t, bot.stop(), bot.logs())
 
-	mu.Lock()
-	defer mu.Unlock()
+	lines := heard.all()
 	var delays []time.Duration
 	for i, p := range honest {
-		claim := find(heard, p.ID, fmt.Sprintf("CLAIM h%d", i))
-		ack := find(heard, bot.id, fmt.Sprintf("ACK h%d %s", i, p.ID))
+		claim := find(lines, p.ID, fmt.Sprintf("CLAIM h%d", i))
+		ack := find(lines, bot.id, fmt.Sprintf("ACK h%d %s", i, p.ID))
 		require.NotNil(t, claim)
 		require.NotNil(t, ack)
-		between := botMessages(heard, bot.id, claim.Msg, ack.Msg)
+		between := botMessages(lines, bot.id, claim.Msg, ack.Msg)
 		assert.LessOrEqual(t, between, 2, "ACK h%d went out in foreman's message number %d after the claim", i, between)
 		delays = append(delays, ack.At.Sub(claim.At))
 	}
 	errors := 0
-	for _, l := range heard {
+	for _, l := range lines {
 		if l.From == bot.id && strings.HasPrefix(l.Text, "ERROR "+flooder.ID) {
 			errors++
 		}
@@ -112,10 +108,28 @@ func TestFlood(t *testing.T) {
 		flooded, errors, claims, delays, delays[len(delays)-1])
 }
 
-func saidPrefix(mu *sync.Mutex, heard []roomtest.Said, from, prefix string) bool {
-	mu.Lock()
-	defer mu.Unlock()
-	return find(heard, from, prefix) != nil
+// roomLog is what an observer heard, safe to read while it listens.
+type roomLog struct {
+	mu    sync.Mutex
+	lines []roomtest.Said
+}
+
+func (r *roomLog) add(l roomtest.Said) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, l)
+}
+
+func (r *roomLog) has(from, prefix string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return find(r.lines, from, prefix) != nil
+}
+
+func (r *roomLog) all() []roomtest.Said {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]roomtest.Said(nil), r.lines...)
 }
 
 func find(heard []roomtest.Said, from, prefix string) *roomtest.Said {
