@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/agentchat/server"
 )
-
-// lockedBuffer is written by a command while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // agentRoom is a chat server with a client standing in for foreman.
 type agentRoom struct {
@@ -115,8 +95,8 @@ func (r *agentRoom) expect(prefix string) string {
 func (r *agentRoom) say(l string) { r.coord.Send(agentchat.Line{Text: l}) }
 
 // startAgent runs foreman with args until the test ends it.
-func startAgent(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr *lockedBuffer, done <-chan int, stop func()) {
-	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+func startAgent(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr *syncBuffer, done <-chan int, stop func()) {
+	stdout, stderr = &syncBuffer{}, &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &app{stdout: stdout, stderr: stderr}
 	root := a.rootCommand()

@@ -5,34 +5,17 @@
 package chaos
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/agentforeman/foreman/internal/roomtest"
 )
 
 // foremanBin is the foreman binary the tests run and kill.
 var foremanBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "foreman-chaos-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	foremanBin = filepath.Join(dir, "foreman")
-	build := exec.Command("go", "build", "-o", foremanBin, "github.com/agentforeman/foreman/cmd/foreman")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building foreman:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { roomtest.RunWithForeman(m, &foremanBin) }
 
 // full reports whether the long form was asked for (make chaos).
 func full() bool { return os.Getenv("CHAOS") == "full" }

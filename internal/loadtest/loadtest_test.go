@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -18,29 +17,14 @@ import (
 
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/roomtest"
 )
 
 // foremanBin is the foreman binary the runs start as the bot: the test
 // binary itself cannot be, it does not know `run`.
 var foremanBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "foreman-loadtest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	foremanBin = filepath.Join(dir, "foreman")
-	build := exec.Command("go", "build", "-o", foremanBin, "github.com/agentforeman/foreman/cmd/foreman")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building foreman:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { roomtest.RunWithForeman(m, &foremanBin) }
 
 // checkConsistent checks what every report must satisfy, whatever the
 // speed of the machine: it says nothing about how fast.
