@@ -23,7 +23,7 @@ lint:
 # The engine, grammar, replay and recovery benchmarks (docs/PERFORMANCE.md),
 # then the engine's throughput again on one core.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/bot ./internal/graph
+	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/bot ./coordinator/graph
 	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' -benchmem -cpu 1 ./coordinator
 
 # Short fuzzing runs of the grammar and the engine; FUZZTIME=10m for long ones.
@@ -39,7 +39,7 @@ demo:
 
 # The full fault set: many kill -9 trials and restarts (make test runs a short form).
 chaos:
-	CHAOS=full $(GO) test ./internal/chaos -v -count=1 -timeout 30m
+	CHAOS=full $(GO) test ./internal/tooling/chaos -v -count=1 -timeout 30m
 
 # The live load goals, measured on this machine: 1,000 agents claiming over
 # 10s with no rate limit, then 200 simultaneous claims under the stock one

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentforeman/foreman/internal/graph"
-	"github.com/agentforeman/foreman/internal/suggest"
+	"github.com/agentforeman/foreman/coordinator/graph"
+	"github.com/agentforeman/foreman/coordinator/suggest"
 	"github.com/agentforeman/foreman/protocol"
 )
 

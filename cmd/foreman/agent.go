@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat"
-	"github.com/agentforeman/foreman/internal/demo"
-	"github.com/agentforeman/foreman/internal/sim"
+	"github.com/agentforeman/foreman/internal/tooling/demo"
+	"github.com/agentforeman/foreman/internal/tooling/sim"
 	"github.com/agentforeman/foreman/protocol"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentforeman/foreman/internal/loadtest"
+	"github.com/agentforeman/foreman/internal/tooling/loadtest"
 )
 
 func (a *app) benchCommand() *cobra.Command {

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/internal/bot"
-	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/internal/tooling/demo"
 	"github.com/agentforeman/foreman/internal/web"
 )
 

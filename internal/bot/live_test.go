@@ -12,7 +12,7 @@ import (
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
-	"github.com/agentforeman/foreman/internal/roomtest"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 	"github.com/agentforeman/foreman/transcript"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/agentforeman/foreman/coordinator"
-	"github.com/agentforeman/foreman/internal/graph"
-	"github.com/agentforeman/foreman/internal/suggest"
+	"github.com/agentforeman/foreman/coordinator/graph"
+	"github.com/agentforeman/foreman/coordinator/suggest"
 	"github.com/agentforeman/foreman/protocol"
 )
 

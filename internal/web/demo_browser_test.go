@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/bot"
-	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/internal/tooling/demo"
 )
 
 // recordStates is run in the page: it notes every state each card shows,

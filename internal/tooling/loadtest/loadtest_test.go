@@ -17,7 +17,7 @@ import (
 
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/internal/config"
-	"github.com/agentforeman/foreman/internal/roomtest"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
 // foremanBin is the foreman binary the runs start as the bot: the test

@@ -15,7 +15,7 @@ import (
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/bot"
 	"github.com/agentforeman/foreman/internal/config"
-	"github.com/agentforeman/foreman/internal/roomtest"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 	"github.com/agentforeman/foreman/protocol"
 )
 

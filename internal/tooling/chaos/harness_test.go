@@ -16,7 +16,7 @@ import (
 
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/coordinator"
-	"github.com/agentforeman/foreman/internal/roomtest"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
 // bookshop is the build the fault tests run.

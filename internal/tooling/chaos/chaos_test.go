@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/agentforeman/foreman/internal/roomtest"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
 // foremanBin is the foreman binary the tests run and kill.

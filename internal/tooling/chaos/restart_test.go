@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/agentchat/server"
-	"github.com/agentforeman/foreman/internal/roomtest"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
 // TestServerRestarts restarts the room's server again and again during a

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/coordinator"
-	"github.com/agentforeman/foreman/internal/roomtest"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
 // TestFlood has one agent flood a room paced like a stock server (one

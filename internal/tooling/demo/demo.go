@@ -19,7 +19,7 @@ import (
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/bot"
 	"github.com/agentforeman/foreman/internal/config"
-	"github.com/agentforeman/foreman/internal/sim"
+	"github.com/agentforeman/foreman/internal/tooling/sim"
 )
 
 // Options configure a demo. The zero value is the stock demo, printing

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman/coordinator"
-	"github.com/agentforeman/foreman/internal/sim"
+	"github.com/agentforeman/foreman/internal/tooling/sim"
 )
 
 // The build is the bookshop of config.example.yaml and examples/bookshop.
