@@ -47,6 +47,7 @@ type Engine struct {
 	merged       int
 	complete     bool
 	overtimeSaid bool
+	boardAt      time.Time // when the whole board was last listed (bounds.go)
 
 	seen seenIDs // message ids already handled
 
@@ -145,16 +146,25 @@ func (e *Engine) receive(m Message) {
 		e.seen.add(m.ID)
 	}
 	e.fireDue(m.At)
+	errs, read := newLineErrors(m.From), 0
 	for line := range protocol.Lines(m.Content) {
 		cmd, err := e.reader.Read(line)
-		switch {
-		case err != nil:
-			e.say(protocol.Error(m.From, err.Error()))
-		case cmd.Verb != protocol.NoVerb:
-			e.handle(m.From, cmd)
-			e.flushTasks()
+		if err == nil && cmd.Verb == protocol.NoVerb {
+			continue // chat
 		}
+		if read == MaxCommands {
+			errs.cut = true
+			break
+		}
+		read++
+		if err != nil {
+			errs.malformed(e, err)
+			continue
+		}
+		e.handle(m.From, cmd)
+		e.flushTasks()
 	}
+	errs.finish(e)
 }
 
 // Accepts reports whether the engine would handle m: the build has started,

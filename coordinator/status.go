@@ -16,6 +16,9 @@ func (e *Engine) status(agent, name string) {
 		}
 		return
 	}
+	if !e.boardAllowed(agent) {
+		return
+	}
 	for _, c := range e.comps {
 		e.say(e.statusLine(c))
 	}
