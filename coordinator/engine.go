@@ -56,6 +56,9 @@ type Engine struct {
 
 // New builds an engine for cfg. The build starts with a KindStart event.
 func New(cfg Config) (*Engine, error) {
+	if err := cfg.Rules.Check(); err != nil {
+		return nil, fmt.Errorf("rules.%w", err)
+	}
 	e := &Engine{
 		cfg:      cfg,
 		rules:    cfg.Rules,

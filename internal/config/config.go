@@ -254,6 +254,14 @@ func decode(v *viper.Viper, file string) (*Config, error) {
 	if c.Server.History, err = count(v, "server.history", 0); err != nil {
 		return nil, err
 	}
+	if err := atMost(c.Server.RateLimit, time.Minute, "server.rate_limit"); err != nil {
+		return nil, err
+	}
+	for key, n := range map[string]int{"server.flood_limit": c.Server.FloodLimit, "server.history": c.Server.History} {
+		if err := atMost(n, 1_000_000, key); err != nil {
+			return nil, err
+		}
+	}
 	if c.Build.Name == "" || protocol.CleanWord(c.Build.Name, protocol.MaxName) != c.Build.Name {
 		return nil, errorf("build.name", "%q is not one word", c.Build.Name)
 	}
@@ -261,6 +269,9 @@ func decode(v *viper.Viper, file string) (*Config, error) {
 		if err := c.Rules.Set(k, v.GetString("rules."+k)); err != nil {
 			return nil, fmt.Errorf("rules.%w", err)
 		}
+	}
+	if err := c.Rules.Check(); err != nil {
+		return nil, fmt.Errorf("rules.%w", err)
 	}
 	roles := []struct {
 		key string
@@ -454,6 +465,14 @@ func duration(v *viper.Viper, key string, positive bool) (time.Duration, error) 
 		return 0, errorf(key, "%q is not a positive duration like 1s or 500ms", s)
 	}
 	return d, nil
+}
+
+// atMost refuses a value past the bound a run can live with.
+func atMost[T int | time.Duration](v, most T, key string) error {
+	if v > most {
+		return errorf(key, "%v is over the most allowed, %v", v, most)
+	}
+	return nil
 }
 
 func count(v *viper.Viper, key string, least int) (int, error) {
