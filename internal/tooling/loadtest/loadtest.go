@@ -336,6 +336,9 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 		progress("foreman run ended with %v", err)
 	}
 	r.Bot = botStats(m0, m1, merr)
+	if r.ClaimsSeconds > 0 {
+		r.Bot.CommitsPerSecond = float64(r.Bot.ClaimsCommits) / r.ClaimsSeconds
+	}
 	if measured {
 		r.Bot.Measured = true
 		r.Bot.CPUSeconds = pEnd.CPU.Seconds()
@@ -586,6 +589,13 @@ func botStats(m0, m1 metrics, err error) BotStats {
 	b.Batches = int64(m1.get("foreman_event_handling_seconds_count"))
 	if b.Batches > 0 {
 		b.HandlingMeanMicros = m1.get("foreman_event_handling_seconds_sum") / float64(b.Batches) * 1e6
+	}
+	delta := func(series string) int64 { return int64(m1.get(series) - m0.get(series)) }
+	b.ClaimsCommits = delta("foreman_journal_commits_total")
+	b.ClaimsEntries = delta("foreman_journal_entries_total")
+	b.ClaimsLinesHeard = delta("foreman_lines_heard_total")
+	if b.ClaimsCommits > 0 {
+		b.LinesPerCommit = float64(b.ClaimsLinesHeard) / float64(b.ClaimsCommits)
 	}
 	return b
 }
