@@ -58,8 +58,25 @@ type Options struct {
 	Seed    uint64        // for the spread; 0 picks one
 	// Dir keeps the bot's config, log and journal; "" uses a temporary
 	// directory, removed after a run where every ACK arrived.
-	Dir      string
+	Dir string
+	// Keys, if set, is a directory of fixed keys (foreman.json and
+	// agent-NNNN.json), made on the first run and reused after: a stock
+	// server lets a key send only once it is an hour old (unless started
+	// with LURK_DISABLED=true), so a run against one needs keys it has seen.
+	Keys     string
 	Progress io.Writer // a line per phase; nil: silent
+}
+
+// identity is the key named name: a new one, or the one kept in o.Keys.
+func (o *Options) identity(name string) (*agentchat.Identity, error) {
+	if o.Keys == "" {
+		return agentchat.NewIdentity(name)
+	}
+	if err := os.MkdirAll(o.Keys, 0o700); err != nil {
+		return nil, err
+	}
+	id, _, err := agentchat.LoadOrCreateIdentity(filepath.Join(o.Keys, name+".json"), name)
+	return id, err
 }
 
 func (o *Options) defaults() error {
@@ -192,15 +209,22 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 		r.Scenario.Server = roomURL
 	}
 
-	botID, err := agentchat.NewIdentity("foreman")
+	botID, err := o.identity("foreman")
 	if err != nil {
 		return nil, err
 	}
 	comps := componentNames(o.Agents)
 	agents := make([]*simAgent, o.Agents)
-	clientCfg := agentchat.Config{URL: roomURL, Channel: o.Channel, RateLimit: clientRate(o.RateLimit), FloodLimit: o.FloodLimit}
+	// The agents join before the bot, so on a server without the channel
+	// they create it where their keys may (a stock server: verified keys).
+	clientCfg := agentchat.Config{URL: roomURL, Channel: o.Channel, RateLimit: clientRate(o.RateLimit), FloodLimit: o.FloodLimit,
+		CreateChannel: true}
 	for i := range agents {
-		if agents[i], err = newSimAgent(i+1, comps[i], botID.AgentID(), clientCfg); err != nil {
+		id, err := o.identity(fmt.Sprintf("agent-%04d", i+1))
+		if err != nil {
+			return nil, err
+		}
+		if agents[i], err = newSimAgent(id, comps[i], botID.AgentID(), clientCfg); err != nil {
 			return nil, err
 		}
 	}
