@@ -76,3 +76,32 @@ func TestWholeBoardAtMostOncePerPeriod(t *testing.T) {
 		assert.Len(t, small.doReceive(msg("@a", "STATUS", time.Duration(i)*time.Second)), 2, "a small board is always listed")
 	}
 }
+
+// ASSIGN takes a sender id the room has shown; a display name gets the ids
+// of the senders who go by it.
+func TestAssignNamesAKnownSender(t *testing.T) {
+	e := started(t, func(c *Config) { c.Roles = Roles{Operators: []string{"@op"}} })
+	e.doReceive(Message{From: "@7f3a9c01", Name: "olga", At: at(time.Second), Content: "hello"})
+	e.doReceive(Message{From: "@11aa22bb", Name: "Olga", At: at(time.Second), Content: "hi"})
+	out := e.doReceive(msg("@op", "ASSIGN db @olga", 2*time.Second))
+	assert.Equal(t, []string{"REJECT db @op @olga is not a sender id; olga is the display name of @11aa22bb @7f3a9c01"}, out)
+	out = e.doReceive(msg("@op", "ASSIGN db @7f3a9c01", 3*time.Second))
+	assert.Equal(t, []string{"OK ASSIGN db @7f3a9c01", "ACK db @7f3a9c01"}, out)
+	out = e.doReceive(msg("@op", "ASSIGN api @op", 4*time.Second))
+	assert.Equal(t, "OK ASSIGN api @op", out[0], "one in the roles may be named")
+}
+
+// SIGHUP's reload carries the roles: a new operator may command at once,
+// and a snapshot keeps the roles as reloaded.
+func TestReloadChangesRoles(t *testing.T) {
+	e := started(t, nil)
+	assert.Equal(t, []string{"ERROR @new only operators may PAUSE; ask one of them"}, e.doReceive(msg("@new", "PAUSE", time.Second)))
+	rs := Roles{Operators: []string{"@new"}}
+	e.Step(Event{Kind: KindReload, At: at(2 * time.Second), Components: e.cfg.Components, Roles: &rs})
+	assert.Equal(t, []string{"OK PAUSE"}, e.doReceive(msg("@new", "PAUSE", 3*time.Second)))
+	configured := e.cfg
+	configured.Roles = Roles{}
+	back, err := Restore(configured, e.Snapshot())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"OK RESUME"}, back.doReceive(msg("@new", "RESUME", 4*time.Second)))
+}

@@ -14,6 +14,7 @@ type Message struct {
 	ID       string    // the room's message id; "" if it has none
 	From     string    // sender id
 	Verified bool      // the room marks the sender verified
+	Name     string    // the sender's display name, as the room gives it; never identity
 	At       time.Time // the room's timestamp
 	Content  string    // one or more lines
 }
@@ -49,6 +50,8 @@ type Engine struct {
 	overtimeSaid bool
 	boardAt      time.Time // when the whole board was last listed (bounds.go)
 
+	senders map[string]string // sender ids heard, with their display names: whom ASSIGN may name
+
 	seen seenIDs // message ids already handled
 
 	out []Reply // replies of the event being handled
@@ -66,6 +69,7 @@ func New(cfg Config) (*Engine, error) {
 		roles:    newRoles(cfg.Roles),
 		graph:    graph.New(),
 		owned:    make(map[string]int),
+		senders:  make(map[string]string),
 		overtime: timer{comp: -1, index: -1},
 		seen:     newSeenIDs(seenWindow),
 	}
@@ -148,6 +152,7 @@ func (e *Engine) receive(m Message) {
 	if m.ID != "" {
 		e.seen.add(m.ID)
 	}
+	e.senders[m.From] = protocol.CleanWord(m.Name, protocol.MaxName)
 	e.fireDue(m.At)
 	errs, read := newLineErrors(m.From), 0
 	for line := range protocol.Lines(m.Content) {

@@ -383,7 +383,7 @@ func (b *Bot) heard(m agentchat.Message) error {
 }
 
 func message(m agentchat.Message) coordinator.Message {
-	return coordinator.Message{ID: m.ID, From: m.From, Verified: m.Verified, At: m.TS, Content: m.Content}
+	return coordinator.Message{ID: m.ID, From: m.From, Name: m.FromName, Verified: m.Verified, At: m.TS, Content: m.Content}
 }
 
 // delivered records that the room has lines, and says so in the log: until
@@ -489,9 +489,11 @@ func (b *Bot) reload() {
 		b.log.Warn().Msg("reload ignored: the build has not started")
 		return
 	}
-	b.log.Info().Int("components", len(cfg.Build.Components)).Msg("reloading the components")
+	b.log.Info().Int("components", len(cfg.Build.Components)).Int("operators", len(cfg.Roles.Operators)).
+		Msg("reloading the components and the roles")
 	b.node.Wake(b.room.now())
-	b.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: b.room.now(), Components: cfg.Build.Components})
+	roles := cfg.Roles
+	b.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: b.room.now(), Components: cfg.Build.Components, Roles: &roles})
 }
 
 func (b *Bot) saveAlive() {
