@@ -29,7 +29,7 @@ func (s *Server) Observe(at time.Time, heard *coordinator.Message, said []string
 			s.esc[subject] = e
 		}
 	}
-	s.signalLocked()
+	s.signalLocked(true)
 	s.mu.Unlock()
 
 	s.metrics.heard.Add(float64(heardLines))
@@ -47,11 +47,17 @@ func (s *Server) Handled(d time.Duration, events int) {
 // notify tells live boards to fetch the view again.
 func (s *Server) notify() {
 	s.mu.Lock()
-	s.signalLocked()
+	s.signalLocked(true)
 	s.mu.Unlock()
 }
 
-func (s *Server) signalLocked() {
+// signalLocked wakes live boards. viewChanged says the bot's view may have
+// changed, so that a board must ask for it again rather than use the
+// snapshot it has.
+func (s *Server) signalLocked(viewChanged bool) {
+	if viewChanged {
+		s.gen++
+	}
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
@@ -61,4 +67,11 @@ func (s *Server) watch() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.changed
+}
+
+// generation counts the changes to the view signalled so far.
+func (s *Server) generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
 }

@@ -1,7 +1,8 @@
 // foreman's live board. The server sends the whole board as JSON over
-// Server-Sent Events (/events) and places the components on a grid
-// (layout); this script only draws. Everything from the room is put on the
-// page as text (textContent), never as markup.
+// Server-Sent Events (/events), then updates that carry only the
+// components that changed, and places the components on a grid (layout);
+// this script only draws. Everything from the room is put on the page as
+// text (textContent), never as markup.
 'use strict';
 
 (function () {
@@ -21,6 +22,9 @@
   let skew = 0; // the server's clock minus ours, in ms: deadlines are on the server's clock
   let logSeq = 0;
   const cards = new Map(); // component name -> its card's elements
+  let places = new Map(); // component name -> its place in the layout
+  let index = new Map(); // component name -> its index in board.view.components
+  let outEdges = new Map(); // component name -> the paths of the edges from it
 
   function el(tag, className, text) {
     const e = document.createElement(tag);
@@ -215,9 +219,20 @@
     return at;
   }
 
-  function drawEdges(b, places) {
+  function edgeKind(e, state) {
+    return e.back ? 'back' : state === 'merged' ? 'done' : '';
+  }
+
+  function paintEdge(p, kind) {
+    p.setAttribute('marker-end', kind ? 'url(#arrow-' + kind + ')' : 'url(#arrow)');
+    if (kind) p.setAttribute('class', kind);
+    else p.removeAttribute('class');
+  }
+
+  function drawEdges(b) {
     const g = $('edge-paths');
     const states = new Map(b.view.components.map((c) => [c.name, c.state]));
+    outEdges = new Map();
     const outPort = ports(b.layout.edges, places, 'from', 'to');
     const inPort = ports(b.layout.edges, places, 'to', 'from');
     const paths = [];
@@ -255,18 +270,30 @@
       }
       const p = document.createElementNS('http://www.w3.org/2000/svg', 'path');
       p.setAttribute('d', d);
-      const kind = e.back ? 'back' : states.get(e.from) === 'merged' ? 'done' : '';
-      p.setAttribute('marker-end', kind ? 'url(#arrow-' + kind + ')' : 'url(#arrow)');
-      if (kind) p.setAttribute('class', kind);
+      paintEdge(p, edgeKind(e, states.get(e.from)));
       paths.push(p);
+      const list = outEdges.get(e.from) || [];
+      list.push([e, p]);
+      outEdges.set(e.from, list);
     }
     g.replaceChildren(...paths);
+  }
+
+  // drawChanged redraws only the cards an update changed, and the colour
+  // of the edges leaving them: the layout is the same.
+  function drawChanged(b, changed) {
+    for (const v of changed) {
+      const c = cards.get(v.name);
+      if (!c) continue;
+      fill(c, v, b);
+      for (const [e, p] of outEdges.get(v.name) || []) paintEdge(p, edgeKind(e, v.state));
+    }
   }
 
   function drawGraph(b) {
     const list = $('nodes');
     if (!b.view || !b.layout) return;
-    const places = new Map(b.layout.nodes.map((n) => [n.name, n]));
+    places = new Map(b.layout.nodes.map((n) => [n.name, n]));
     const keep = new Set();
     b.view.components.forEach((v, i) => {
       const c = card(v.name);
@@ -298,7 +325,7 @@
     // Shrink a wide build to fit the panel, down to a size still readable.
     const room = $('graph').clientWidth - 4;
     canvas.style.zoom = String(Math.max(MIN_ZOOM, Math.min(1, room / w)));
-    drawEdges(b, places);
+    drawEdges(b);
   }
 
   function logItem(e) {
@@ -328,7 +355,30 @@
     if (atBottom || b.full) ol.scrollTop = ol.scrollHeight;
   }
 
+  // merge applies an update to the board it follows, and returns the
+  // components it changed.
+  function merge(u) {
+    const comps = board.view.components;
+    const changed = [];
+    for (const c of u.changed || []) {
+      const i = index.get(c.name);
+      if (i === undefined) continue;
+      comps[i] = c;
+      changed.push(c);
+    }
+    u.view.components = comps;
+    u.layout = board.layout;
+    return changed;
+  }
+
   function apply(b) {
+    let changed = null;
+    if (b.update) {
+      if (!board || !board.view || !b.view) return; // never sent so: a whole board comes first
+      changed = merge(b);
+    } else if (b.view) {
+      index = new Map(b.view.components.map((c, i) => [c.name, i]));
+    }
     board = b;
     skew = Date.parse(b.now) - Date.now();
     header(b);
@@ -336,7 +386,8 @@
     problem.hidden = !b.problem;
     problem.textContent = b.problem || '';
     attention(b);
-    drawGraph(b);
+    if (changed) drawChanged(b, changed);
+    else drawGraph(b);
     drawLog(b);
     tick();
   }
