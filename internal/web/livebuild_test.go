@@ -110,6 +110,11 @@ func startLiveBuild(t *testing.T, comps []coordinator.Component, names ...string
 	})
 	require.NoError(t, err)
 	lb.board.Attach(b)
+	// What the bot will report as the room tells it the members' names.
+	lb.board.Named(botID.AgentID(), "foreman")
+	for name, a := range lb.agents {
+		lb.board.Named(a.ID, name)
+	}
 	ln := listen(t)
 	lb.URL = "http://" + ln.Addr().String() + "/"
 	wg.Add(2)
