@@ -224,7 +224,7 @@ func newRoomShow(w io.Writer, color bool, coord string) *roomShow {
 }
 
 func (s *roomShow) line(from, name, text string) {
-	if s.coord == "" && protocol.ReplyVerb(text) == protocol.ReplyTasks {
+	if s.coord == "" && protocol.VerbOf(text) == protocol.ReplyTasks {
 		s.coord = from
 	}
 	if name == "" {
@@ -315,7 +315,7 @@ func showMessage(show *roomShow, m agentchat.Message) {
 	if m.Notice || m.Self {
 		return
 	}
-	for l := range protocol.Lines(m.Content) {
+	for l := range protocol.Lines(m.Body()) {
 		show.line(m.From, m.FromName, strings.TrimSpace(l))
 	}
 }

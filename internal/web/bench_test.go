@@ -31,10 +31,11 @@ func (e *engineSource) View(context.Context) (coordinator.View, error) {
 func (e *engineSource) Health() bot.Health         { return healthy() }
 func (e *engineSource) RoomStats() agentchat.Stats { return agentchat.Stats{} }
 
-func (e *engineSource) receive(m coordinator.Message) []string {
+// step hands the engine one event, as the bot does.
+func (e *engineSource) step(ev coordinator.Event) []coordinator.Reply {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.eng.Receive(m)
+	return e.eng.Step(ev)
 }
 
 // benchBuilders is how many components are being built in a benchmark's
@@ -62,10 +63,10 @@ func benchSource(tb testing.TB, n int, flat bool) *engineSource {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	eng.Start(t0)
 	src := &engineSource{eng: eng}
+	src.step(coordinator.Event{Kind: coordinator.KindStart, At: t0})
 	for i := range benchBuilders {
-		src.receive(coordinator.Message{From: fmt.Sprintf("@b%d", i), At: t0, Content: fmt.Sprintf("CLAIM c%d", i)})
+		src.step(coordinator.Heard(coordinator.Message{From: fmt.Sprintf("@b%d", i), At: t0, Content: fmt.Sprintf("CLAIM c%d", i)}))
 	}
 	return src
 }
@@ -144,9 +145,9 @@ func benchBoardUpdate(b *testing.B, n int, flat bool, viewers int) {
 	for b.Loop() {
 		at = at.Add(time.Millisecond) // no deadline comes due
 		c := i % benchBuilders
-		m := coordinator.Message{From: fmt.Sprintf("@b%d", c), At: at,
-			Content: fmt.Sprintf("PROGRESS c%d %d", c, i/benchBuilders%99+1)}
-		s.Observe(at, &m, src.receive(m))
+		ev := coordinator.Heard(coordinator.Message{From: fmt.Sprintf("@b%d", c), At: at,
+			Content: fmt.Sprintf("PROGRESS c%d %d", c, i/benchBuilders%99+1)})
+		s.Observe(&ev, src.step(ev))
 		await()
 		i++
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/protocol"
 )
 
 // sseReader reads the board events of one stream.
@@ -97,7 +98,7 @@ func TestEventsDeliverUpdates(t *testing.T) {
 	src := &fakeSource{view: shopView(), health: healthy()}
 	s := New(Options{Refresh: time.Hour}) // only changes may cause events here
 	s.Attach(src)
-	s.Observe(t0, nil, []string{"TASKS db"})
+	s.Observe(tick(t0), said(t0, protocol.Tasks([]string{"db"})))
 	ts := newTestServer(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -114,7 +115,7 @@ func TestEventsDeliverUpdates(t *testing.T) {
 	require.Len(t, first.Log, 1)
 
 	src.set(func(f *fakeSource) { f.view.Components[1].State = "review" })
-	s.Observe(t0.Add(time.Second), &coordinator.Message{From: "@b2", Content: "READY api pr/7"}, []string{"REVIEW api @b2 pr/7"})
+	s.Observe(heard(t0.Add(time.Second), "@b2", "READY api pr/7"), said(t0.Add(time.Second), protocol.Review("api", "@b2", "pr/7")))
 
 	// The change and the log lines may come in one event or, when the
 	// Observe fell between two reads, in two: read until both are seen.
@@ -142,7 +143,8 @@ func TestEventsDeliverUpdates(t *testing.T) {
 
 	// A new dependency is a new graph: the whole board again, laid out anew.
 	src.set(func(f *fakeSource) { f.view.Components[3].Deps = []string{"web", "api"} })
-	s.Observe(t0.Add(2*time.Second), nil, []string{"OK DEPEND docs api"})
+	s.Observe(heard(t0.Add(2*time.Second), "@op", "DEPEND docs api"),
+		said(t0.Add(2*time.Second), protocol.OK(protocol.Command{Verb: protocol.Depend, Component: "docs", Dep: "api"})))
 	for b := stream.next(); ; b = stream.next() {
 		apply(t, &board, b)
 		if !b.Update {
@@ -159,7 +161,7 @@ func TestEventsDeliverUpdates(t *testing.T) {
 	again := openStream(t, ctx, ts.URL).next()
 	assert.False(t, again.Update)
 	assert.True(t, again.Full)
-	assert.Len(t, again.Log, 4)
+	assert.Len(t, again.Log, 5)
 	assert.Equal(t, board.View, again.View)
 }
 
@@ -179,7 +181,7 @@ func TestEventsShareOneViewPerChange(t *testing.T) {
 	before := src.views.Load()
 
 	src.set(func(f *fakeSource) { f.view.Components[1].Progress = 55 })
-	s.Observe(t0.Add(time.Second), &coordinator.Message{From: "@b2", Content: "PROGRESS api 55"}, nil)
+	s.Observe(heard(t0.Add(time.Second), "@b2", "PROGRESS api 55"), nil)
 	for _, st := range streams {
 		b := st.next()
 		require.True(t, b.Update)

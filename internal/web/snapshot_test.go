@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/protocol"
 )
 
 // TestSameComponentLooksAtEveryField sets each field of a component in
@@ -113,8 +114,8 @@ func TestWholeBoardEventMatchesAPIView(t *testing.T) {
 	src := &fakeSource{view: shopView(), health: healthy()}
 	s := New(Options{Now: func() time.Time { return t0 }})
 	s.Attach(src)
-	s.Observe(t0, &coordinator.Message{From: "@b3", Content: "ABORT web missing_dependency: no schema"},
-		[]string{"ESCALATE web hard-blocker missing_dependency: no schema; RESOLVE web"})
+	s.Observe(heard(t0, "@b3", "ABORT web missing_dependency: no schema"),
+		said(t0, protocol.Escalate("web", protocol.HardBlocker, "missing_dependency: no schema", "RESOLVE web")))
 	s.Named("@b3", "carol")
 	ts := newTestServer(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
