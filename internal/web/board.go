@@ -23,7 +23,7 @@ type Board struct {
 	Health      HealthReport                `json:"health"`
 	Room        RoomStats                   `json:"room"`
 	Layout      *Layout                     `json:"layout,omitempty"`
-	Escalations map[string]Escalation       `json:"escalations,omitempty"` // the open ones, by component (or the build's name)
+	Escalations map[string]Escalation       `json:"escalations,omitempty"` // the open ones, by component (or "build")
 	Log         []Entry                     `json:"log"`
 	LogSeq      uint64                      `json:"log_seq"`         // the latest line's seq
 	Full        bool                        `json:"full"`            // Log holds every line kept, not only those after the client's last

@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentforeman/foreman/protocol"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/protocol"
 )
 
 func TestAPIView(t *testing.T) {
@@ -23,7 +24,7 @@ func TestAPIView(t *testing.T) {
 
 	s.Attach(src)
 	s.Observe(heard(t0, "@b3", "ABORT web missing_dependency: no schema"), said(t0, protocol.Escalate("web", protocol.HardBlocker, "missing_dependency: no schema", "RESOLVE web")))
-	s.Observe(tick(t0), said(t0, protocol.Escalate("shop", protocol.Overtime, "the build is past 2h", "")))
+	s.Observe(tick(t0), said(t0, protocol.Escalate(protocol.BuildSubject, protocol.Overtime, "the build is past 2h", "")))
 
 	b = Board{}
 	require.Equal(t, http.StatusOK, getJSON(t, ts.URL+"/api/view", &b))
@@ -53,6 +54,28 @@ func TestAPIView(t *testing.T) {
 	b = Board{}
 	require.Equal(t, http.StatusOK, getJSON(t, ts.URL+"/api/view", &b))
 	assert.Empty(t, b.Escalations)
+}
+
+// TestBuildEscalationIsOpenUnderBuild: a build-level ESCALATE has the
+// subject "build", never the build's name, and is open while the view
+// says the build is still so.
+func TestBuildEscalationIsOpenUnderBuild(t *testing.T) {
+	src := &fakeSource{view: shopView(), health: healthy()}
+	src.view.Overtime = true
+	s := New(Options{})
+	s.Attach(src)
+	s.Observe(tick(t0), said(t0, protocol.Escalate(protocol.BuildSubject, protocol.Overtime, "the build is past 2h", "STATUS")))
+	ts := newTestServer(t, s)
+
+	var b Board
+	require.Equal(t, http.StatusOK, getJSON(t, ts.URL+"/api/view", &b))
+	assert.Equal(t, Escalation{Code: "overtime", Text: "the build is past 2h; STATUS", At: t0}, b.Escalations[protocol.BuildSubject])
+	assert.NotContains(t, b.Escalations, "shop", "not under the build's name")
+
+	src.set(func(f *fakeSource) { f.view.Overtime = false })
+	b = Board{}
+	require.Equal(t, http.StatusOK, getJSON(t, ts.URL+"/api/view", &b))
+	assert.NotContains(t, b.Escalations, protocol.BuildSubject, "no longer open")
 }
 
 func TestAPIViewWhenTheBotDoesNotAnswer(t *testing.T) {
