@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -117,6 +118,22 @@ func TestRoomLogKeepsTheLatest(t *testing.T) {
 
 	l.add(t0, "@a", false, strings.Repeat("y", 2000)+"\x1b[2J")
 	assert.LessOrEqual(t, len(l.since(5)[0].Text), maxEntryText, "one long line is cut")
+}
+
+// TestRoomLogLeavesOutStamps: the stamp that ends a stamping sender's
+// message is not a line of the room's.
+func TestRoomLogLeavesOutStamps(t *testing.T) {
+	s := New(Options{})
+	stamp := agentchat.Stamp{Tag: "foreman shop/7f3a9c", Seqs: []agentchat.SeqRange{{From: 12, To: 14}}}
+	s.Observe(heard(t0, "@other", "STATUS\nhello\n"+stamp.String()), nil)
+	s.Observe(heard(t0, "@b1", "PROGRESS db 10 [not a stamp]"), nil)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var texts []string
+	for _, e := range s.log.since(0) {
+		texts = append(texts, e.Text)
+	}
+	assert.Equal(t, []string{"STATUS", "hello", "PROGRESS db 10 [not a stamp]"}, texts)
 }
 
 func TestPageAndAssets(t *testing.T) {

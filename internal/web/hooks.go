@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/protocol"
 )
@@ -15,7 +16,10 @@ func (s *Server) Observe(ev *coordinator.Event, said []coordinator.Reply) {
 	heardLines := 0
 	s.mu.Lock()
 	if ev.Kind == coordinator.KindMessage {
-		for line := range protocol.Lines(ev.Msg.Content) {
+		// A stamping sender (another foreman, say) ends its message with a
+		// stamp: bookkeeping for the sender, not a line anyone said.
+		_, body, _ := agentchat.ParseStamp(ev.Msg.Content)
+		for line := range protocol.Lines(body) {
 			if line = strings.TrimSpace(line); line != "" {
 				s.log.add(ev.At, ev.Msg.From, false, line)
 				heardLines++
