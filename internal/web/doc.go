@@ -15,8 +15,7 @@
 // Wiring:
 //
 //	board := web.New(web.Options{Logger: log})
-//	b, _ := bot.New(bot.Options{..., Observe: board.Observe, Handled: board.Handled})
-//	// and board.Named(id, name) whenever the room tells a sender's name
+//	b, _ := bot.New(bot.Options{..., Observe: board.Observe, Handled: board.Handled, Named: board.Named})
 //	board.Attach(b)
 //	go board.Serve(ctx, ln)
 //	b.Run(ctx)

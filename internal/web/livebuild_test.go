@@ -107,14 +107,10 @@ func startLiveBuild(t *testing.T, comps []coordinator.Component, names ...string
 			lb.heardFromForeman(said)
 		},
 		Handled: lb.board.Handled,
+		Named:   lb.board.Named, // the members' names, as the room tells the bot
 	})
 	require.NoError(t, err)
 	lb.board.Attach(b)
-	// What the bot will report as the room tells it the members' names.
-	lb.board.Named(botID.AgentID(), "foreman")
-	for name, a := range lb.agents {
-		lb.board.Named(a.ID, name)
-	}
 	ln := listen(t)
 	lb.URL = "http://" + ln.Addr().String() + "/"
 	wg.Add(2)
