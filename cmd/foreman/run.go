@@ -64,8 +64,9 @@ their dependencies from the config, with the cycle check.`,
 					}
 				}
 			}()
+			newBuild, _ := cmd.Flags().GetBool("new-build")
 			opts := bot.Options{
-				Config: c, Logger: log, Reload: reload,
+				Config: c, Logger: log, Reload: reload, NewBuild: newBuild,
 				ReloadConfig: func() (*config.Config, error) { return a.loadConfig(cmd, file, runFlagKeys) },
 			}
 			// The board starts before the bot, so a taken port fails at once,
@@ -100,5 +101,6 @@ their dependencies from the config, with the cycle check.`,
 	f.String("journal", "", "journal file; \"\" for none (journal.path)")
 	f.String("record", "", "record the session as a transcript to this file (record.path)")
 	f.String("http", "", "listen address for the board, /metrics and /healthz (http.listen)")
+	f.Bool("new-build", false, "start a new build even though the room shows this identity's earlier one (its journal is gone)")
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/coordinator/graph"
 	"github.com/agentforeman/foreman/coordinator/suggest"
@@ -56,6 +57,7 @@ type Build struct {
 	Components []coordinator.Component
 	Spec       string   // owl spec directory the components came from, if any
 	Notes      []string // what reading the spec skipped, for validate to show
+	Warnings   []string // what will not work in a stock room (Redacted), for validate and run to say
 }
 
 // Log says how foreman logs.
@@ -304,7 +306,27 @@ func decode(v *viper.Viper, file string) (*Config, error) {
 	if err := decodeBuild(v, c, file); err != nil {
 		return nil, err
 	}
+	c.Build.Warnings = Redacted(c.Build.Name, c.Build.Components)
 	return c, nil
+}
+
+// Redacted warns of names a stock AgentChat server rewrites: it redacts
+// what looks like a secret in every message, so a component named like an
+// API key comes back as "kio[REDACTED:openai_api_key]" and no agent can
+// claim it by name.
+func Redacted(build string, comps []coordinator.Component) []string {
+	var out []string
+	warn := func(what, name string) {
+		if r, kinds := agentchat.Redact(name); len(kinds) > 0 {
+			out = append(out, fmt.Sprintf("%s %q looks like a secret (%s) to a stock AgentChat server, which shows it as %q: agents cannot name it; rename it",
+				what, name, strings.Join(kinds, ", "), r))
+		}
+	}
+	warn("build", build)
+	for _, c := range comps {
+		warn("component", c.Name)
+	}
+	return out
 }
 
 func decodeBuild(v *viper.Viper, c *Config, file string) error {

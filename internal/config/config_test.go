@@ -178,3 +178,11 @@ func mustAbs(t *testing.T, p string) string {
 	require.NoError(t, err)
 	return a
 }
+
+// A name a stock server would redact cannot be claimed: say so.
+func TestRedactedNamesAreWarned(t *testing.T) {
+	c, err := Load(writeConfig(t, "build:\n  name: shop\n  components:\n    - name: db\n    - name: kiosk-paymentterminaldriver\n"), nil, nil)
+	require.NoError(t, err)
+	require.Len(t, c.Build.Warnings, 1)
+	assert.Equal(t, `component "kiosk-paymentterminaldriver" looks like a secret (openai_api_key) to a stock AgentChat server, which shows it as "kio[REDACTED:openai_api_key]": agents cannot name it; rename it`, c.Build.Warnings[0])
+}
