@@ -80,7 +80,7 @@ their dependencies from the config, with the cycle check.`,
 					return fmt.Errorf("http.listen: %w", err)
 				}
 				defer stopBoard()
-				opts.Observe, opts.Handled = board.Observe, board.Handled
+				opts.Observe, opts.Handled, opts.Named = board.Observe, board.Handled, board.Named
 				log.Info().Str("url", url).Msg("serving the board, /api/view, /metrics and /healthz")
 			}
 			b, err := bot.New(opts)

@@ -48,6 +48,8 @@ type Options struct {
 	Observe func(ev *coordinator.Event, said []coordinator.Reply)
 	// Handled is handed to the bot (bot.Options.Handled).
 	Handled func(d time.Duration, events int)
+	// Named is handed to the bot (bot.Options.Named).
+	Named func(id, name string)
 
 	Logger zerolog.Logger // the bot's, the server's and the clients' logs (default: none)
 	// Limit is how long the build may take in real time before the demo
@@ -169,7 +171,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	b, err := bot.New(bot.Options{
 		Config: s.config(srv.URL(), rate, dir, parts), Logger: o.Logger, Identity: botID,
-		Observe: s.observe, Handled: o.Handled, ShutdownGrace: 2 * time.Second,
+		Observe: s.observe, Handled: o.Handled, Named: o.Named, ShutdownGrace: 2 * time.Second,
 	})
 	if err != nil {
 		return nil, err
