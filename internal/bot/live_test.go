@@ -46,6 +46,9 @@ func TestLiveSessionReplaysFromItsRecording(t *testing.T) {
 		coordinator.Component{Name: "db"}, coordinator.Component{Name: "docs"},
 		coordinator.Component{Name: "api", Deps: []string{"db"}})
 	cfg.Roles.Auditors = []string{aud.ID}
+	// Long enough that the working builders, who check in with each step,
+	// never time out on a slow machine; only the silent one does.
+	cfg.Rules.CheckinInterval = time.Second
 	bot := id.AgentID()
 	_, stop := runBot(t, cfg, id)
 
