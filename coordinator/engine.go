@@ -51,6 +51,7 @@ type Engine struct {
 	boardAt      time.Time // when the whole board was last listed (bounds.go)
 
 	senders map[string]string // sender ids heard, with their display names: whom ASSIGN may name
+	suggest *suggest.Index    // the component names, for "did you mean"
 
 	seen seenIDs // message ids already handled
 
@@ -70,6 +71,7 @@ func New(cfg Config) (*Engine, error) {
 		graph:    graph.New(),
 		owned:    make(map[string]int),
 		senders:  make(map[string]string),
+		suggest:  suggest.NewIndex(),
 		overtime: timer{comp: -1, index: -1},
 		seen:     newSeenIDs(seenWindow),
 	}
@@ -109,6 +111,7 @@ func (e *Engine) addComponent(name string) (*component, error) {
 	c := &component{name: name, idx: i, timer: timer{comp: i, index: -1}}
 	e.comps = append(e.comps, c)
 	e.pending.set(i, true)
+	e.suggest.Add(name)
 	return c, nil
 }
 
@@ -342,18 +345,10 @@ func (e *Engine) lookup(sender, name string) (*component, bool) {
 }
 
 func (e *Engine) unknown(name string) string {
-	if s := suggest.Closest(name, e.names()); s != "" {
+	if s := e.suggest.Closest(name); s != "" {
 		return fmt.Sprintf("unknown component %s; did you mean %s?", name, s)
 	}
 	return fmt.Sprintf("unknown component %s; STATUS lists the components", name)
-}
-
-func (e *Engine) names() []string {
-	out := make([]string, len(e.comps))
-	for i, c := range e.comps {
-		out[i] = c.name
-	}
-	return out
 }
 
 func (e *Engine) reject(c *component, agent, format string, args ...any) {
