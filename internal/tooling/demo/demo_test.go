@@ -127,11 +127,12 @@ func TestDemoStoryDoesNotHangOnTheSeed(t *testing.T) {
 	}
 }
 
-// TestDemoRunsLive runs the real demo: an embedded room over WebSockets,
-// the bot with its journal, the cast as real clients, on the wall clock.
-// What the story looks like depends on the machine's load, so only what
-// holds under any load is checked.
-func TestDemoRunsLive(t *testing.T) {
+// TestLiveDemoCompletesAndReplays runs the real demo: an embedded room
+// over WebSockets, the bot with its journal, the cast as real clients, on
+// the wall clock. What the story looks like depends on the machine's load,
+// so only what holds under any load is checked. (Its name keeps it out of
+// -run TestDemo, the quick deterministic tests.)
+func TestLiveDemoCompletesAndReplays(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
 	var onBot *bot.Bot
