@@ -96,6 +96,9 @@ type Health struct {
 	JournalErr string // the last journal failure, "" if none
 	LastEvent  time.Time
 	Queued     int
+	// Commits and Entries count the journal's commits (one write and one
+	// fdatasync each) and the entries they held: how well it batches.
+	Commits, Entries int64
 }
 
 // New opens the journal, recovers the build from it, and prepares the room
@@ -457,6 +460,10 @@ func (b *Bot) flush() error {
 	b.setHealth(func(h *Health) {
 		h.LastEvent = b.node.Engine().Now()
 		h.Queued = b.client.Stats().Queued
+		if b.j != nil && len(rd.Entries) > 0 {
+			h.Commits++
+			h.Entries += int64(len(rd.Entries))
+		}
 	})
 	return nil
 }
