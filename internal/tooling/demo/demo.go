@@ -227,16 +227,25 @@ type show struct {
 	res      *Result
 	complete chan struct{}
 	ended    time.Time
+
+	// identity gives each member its key; nil: a fresh one each run.
+	identity func(name string) *agentchat.Identity
+	// now is the clock that ends an unfinished build; nil: the wall clock.
+	now func() time.Time
 }
 
 // cast makes the simulated agents.
 func (s *show) cast(url string, rate time.Duration, coord string) ([]*sim.Participant, error) {
 	cfg := func(name string, i int) sim.Config {
-		return sim.Config{
+		c := sim.Config{
 			URL: url, Channel: channel, Name: name, Coordinator: coord, Minute: s.o.Minute,
 			RateLimit: rate, Seed: s.o.Seed + uint64(i),
 			Logger: s.o.Logger.With().Str("part", name).Logger(),
 		}
+		if s.identity != nil {
+			c.Identity = s.identity(name)
+		}
+		return c
 	}
 	var parts []*sim.Participant
 	add := func(p *sim.Participant, err error) error {
@@ -368,6 +377,9 @@ func (s *show) result() *Result {
 	end := s.ended
 	if end.IsZero() {
 		end = time.Now()
+		if s.now != nil {
+			end = s.now()
+		}
 	}
 	if start := s.start.Load(); start != 0 {
 		r.Real = end.Sub(time.UnixMilli(start))
