@@ -90,3 +90,8 @@ func TestConfirmOfUnknownRepliesIsIgnored(t *testing.T) {
 	assert.False(t, n.HasReady())
 	assert.Len(t, n.Unconfirmed(), 1)
 }
+
+func TestSnapshotsSpacedByTheBuildsSize(t *testing.T) {
+	assert.Equal(t, DefaultSnapshotEvery, snapshotEvery(7))
+	assert.Equal(t, 1000000, snapshotEvery(100000))
+}
