@@ -134,3 +134,40 @@ func BenchmarkSnapshot100k(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkJournaledLines is the bot's pipeline without the network: heard
+// lines through the engine, committed to the journal (one fdatasync per
+// commit) in batches as the bot takes them from its queue. lines/s is what
+// foreman can sustain with the journal on, per batch size.
+func BenchmarkJournaledLines(b *testing.B) {
+	for _, batch := range []int{1, 10, 100, 1000} {
+		b.Run(fmt.Sprintf("batch-%d", batch), func(b *testing.B) {
+			j, err := Open(b.TempDir(), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.Close()
+			n, err := node.Open(node.Config{Engine: resumeConfig(), Storage: j})
+			if err != nil {
+				b.Fatal(err)
+			}
+			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			n.Step(coordinator.Event{Kind: coordinator.KindStart, At: t0})
+			for i := range 1000 {
+				n.Hear(coordinator.Message{ID: fmt.Sprint("c", i), From: fmt.Sprintf("@b%d", i), At: t0, Content: fmt.Sprintf("CLAIM c%d", i)})
+			}
+			persist(b, j, n)
+			lines := 0
+			for b.Loop() {
+				for k := range batch {
+					lines++
+					c := lines % 1000
+					n.Hear(coordinator.Message{ID: fmt.Sprint(lines), From: fmt.Sprintf("@b%d", c), At: t0.Add(time.Duration(lines) * time.Microsecond),
+						Content: fmt.Sprintf("PROGRESS c%d %d", c, k%100)})
+				}
+				persist(b, j, n)
+			}
+			b.ReportMetric(float64(lines)/b.Elapsed().Seconds(), "lines/s")
+		})
+	}
+}
