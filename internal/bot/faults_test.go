@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -135,4 +137,43 @@ func TestHistoryGapIsSaidInTheRoom(t *testing.T) {
 		assert.False(t, strings.HasPrefix(l, "ACK db"), "said twice: %s", l)
 	}
 	require.NoError(t, stop())
+}
+
+// The log says "queued" when a reply is handed to the room and "said" only
+// when the room has echoed it (with the server down, nothing is "said").
+func TestLogSaysSaidOnlyOnceEchoed(t *testing.T) {
+	r := roomtest.Start(t)
+	b1 := r.Join(t, "b1")
+	id := newID(t)
+	cfg := fastConfig(t, r.URL(), t.TempDir(), coordinator.Component{Name: "db"})
+	var logs lockedBuffer
+	_, stop := runBot(t, cfg, id, func(o *Options) { o.Logger = zerolog.New(&logs).Level(zerolog.DebugLevel) })
+	b1.Await(id.AgentID(), "TASKS db")
+	b1.Say("CLAIM db")
+	b1.Await(id.AgentID(), "ACK db "+b1.ID)
+	// The bot reads its own echo about when b1 hears the ACK, maybe after.
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `"said":"ACK db `) }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, stop())
+	out := logs.String()
+	queued := strings.Index(out, `"line":"ACK db `+b1.ID+`","message":"queued"`)
+	said := strings.Index(out, `"said":"ACK db `+b1.ID+`"`)
+	require.True(t, queued >= 0 && said >= 0, out)
+	assert.Less(t, queued, said, "queued first, said on the echo")
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
