@@ -565,6 +565,12 @@ func (s *session) sendNow() {
 // every message when the room is slow to echo.
 func (s *session) paceFrom(serverTS time.Time) {
 	c := s.c
+	if c.interval == 0 {
+		// No rate limit: nothing to wait for. The server's clock counts
+		// whole milliseconds, so reading it would only add up to one.
+		c.nextSend = time.Time{}
+		return
+	}
 	from, ok := c.skew.local(serverTS)
 	if !ok {
 		from = time.Now()
