@@ -65,6 +65,6 @@ func TestValidateOwlSpec(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("build:\n  name: bookshop\n  spec: "+spec+"\n"), 0o644))
 	code, out, errOut := foreman(t, "validate", path)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "note: components/db.md: \"postgres\" is not a component")
+	assert.Contains(t, out, `components/db.md:20: db depends on "postgres: a reachable server": taken as a note, not a dependency`)
 	assert.Contains(t, out, "mailer    after payments")
 }
