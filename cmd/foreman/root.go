@@ -75,6 +75,7 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.demoCommand(),
 		a.agentCommand(),
 		a.benchCommand(),
+		a.initCommand(),
 	)
 	return root
 }
