@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -120,4 +121,22 @@ func copyDir(t *testing.T, from, to string) {
 		}
 		return os.WriteFile(dst, b, 0o644)
 	}))
+}
+
+func TestPromptPrintsTheGuideAndThisBuild(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, out, errOut := foreman(t, "prompt")
+	require.Equal(t, 0, code, errOut)
+	assert.True(t, strings.HasPrefix(out, "# Working with foreman: a guide for agents\n"))
+	assert.NotContains(t, out, "## This build", "no config, no build to describe")
+
+	code, _, errOut = foreman(t, "init", "--name", "olga")
+	require.Equal(t, 0, code, errOut)
+	bot, err := agentchat.LoadIdentity(".foreman/identity.json")
+	require.NoError(t, err)
+	code, out, errOut = foreman(t, "prompt")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "\n## This build\n\n- The room: channel `#build` on `ws://127.0.0.1:6667`.\n- foreman is `foreman`, sender id `"+bot.AgentID()+"`.")
+	assert.Contains(t, out, "- Check in at least every 10m0s (TIMEOUT after 3 missed); 3 audit attempts per builder")
+	assert.Contains(t, out, "  - `cart`, after `auth`, `catalog`\n")
 }

@@ -76,6 +76,7 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.agentCommand(),
 		a.benchCommand(),
 		a.initCommand(),
+		a.promptCommand(),
 	)
 	return root
 }
