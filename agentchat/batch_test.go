@@ -9,47 +9,93 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func lines(texts ...string) []Line {
-	out := make([]Line, len(texts))
-	for i, t := range texts {
-		out[i] = Line{Seq: uint64(i + 1), Text: t}
+// groups makes lines numbered from 1, each inner list one group; a group
+// whose first line starts with "!" is urgent (the mark is dropped).
+func groups(gs ...[]string) []Line {
+	var out []Line
+	for g, texts := range gs {
+		for i, t := range texts {
+			urgent := i == 0 && strings.HasPrefix(t, "!")
+			out = append(out, Line{Seq: uint64(len(out) + 1), Text: strings.TrimPrefix(t, "!"), Group: uint64(g + 1), Urgent: urgent})
+		}
 	}
 	return out
 }
 
-func TestTakeBatchPutsUrgentLinesFirst(t *testing.T) {
-	b, rest := takeBatch(lines("TASKS a b", "ACK a @x", "ESCALATE a hard-blocker x", "error @y bad", "STATUS a pending"), 1<<20)
-	assert.Nil(t, rest)
+func queue(lines []Line) *sendQueue {
+	q := &sendQueue{}
+	q.push(lines)
+	return q
+}
+
+// Urgency picks which group goes first; it never reorders a group: the OK
+// that caused an escalation stays before it (contract section 5).
+func TestUrgentGroupsGoFirstInTheirOwnOrder(t *testing.T) {
+	q := queue(groups([]string{"TASKS a b", "ACK a @x"}, []string{"!OK UNDEPEND a b", "ESCALATE build cycle x"}, []string{"STATUS a pending"}))
+	b := q.take(1<<20, 0)
+	assert.Equal(t, 0, q.len())
 	assert.Equal(t, []uint64{3, 4, 1, 2, 5}, b.seqs())
-	assert.Equal(t, "ESCALATE a hard-blocker x\nerror @y bad\nTASKS a b\nACK a @x\nSTATUS a pending", b.content)
+	assert.Equal(t, "OK UNDEPEND a b\nESCALATE build cycle x\nTASKS a b\nACK a @x\nSTATUS a pending", b.content)
 }
 
-func TestTakeBatchSplitsOnLineBoundaries(t *testing.T) {
-	queued := lines("aaaa", "bbbb", "cccc", "dddd", "ERROR x")
-	b, rest := takeBatch(queued, 14) // "ERROR x\naaaa" is 12; adding "\nbbbb" makes 17
-	assert.Equal(t, "ERROR x\naaaa", b.content)
+func TestTakeSplitsOnLineBoundaries(t *testing.T) {
+	q := queue(groups([]string{"aaaa", "bbbb"}, []string{"cccc", "dddd"}, []string{"!ERROR build x"}))
+	b := q.take(21, 0) // "ERROR build x" is 13; "\naaaa" makes 19; "\nbbbb" would make 25
+	assert.Equal(t, "ERROR build x\naaaa", b.content)
 	assert.Equal(t, []uint64{5, 1}, b.seqs())
-	require.Len(t, rest, 3)
-	b, rest = takeBatch(rest, 13)
-	assert.Equal(t, "bbbb\ncccc", b.content)
-	b, rest = takeBatch(rest, 14)
-	assert.Equal(t, "dddd", b.content)
-	assert.Nil(t, rest)
+	assert.Equal(t, 3, q.len())
+	b = q.take(16, 0)
+	assert.Equal(t, "bbbb\ncccc\ndddd", b.content, "the rest of a split group, then the next whole group")
+	assert.Nil(t, q.take(16, 0))
 }
 
-func TestTakeBatchCutsALineTooLongForAnyMessage(t *testing.T) {
+func TestTakeCutsALineTooLongForAnyMessage(t *testing.T) {
 	long := strings.Repeat("é", 10) // 20 bytes
-	b, rest := takeBatch(lines(long, "next"), 9)
+	q := queue(groups([]string{long}, []string{"next"}))
+	b := q.take(9, 0)
 	assert.Equal(t, strings.Repeat("é", 4), b.content, "cut at a character boundary")
 	assert.Equal(t, 20, b.cut)
 	assert.Equal(t, []uint64{1}, b.seqs())
-	assert.Len(t, rest, 1)
+	assert.Equal(t, 1, q.len())
 }
 
-func TestTakeBatchEmpty(t *testing.T) {
-	b, rest := takeBatch(nil, 10)
-	assert.Nil(t, b)
-	assert.Nil(t, rest)
+// The room's limit is on the frame, where quotes and backslashes double.
+func TestTakeCountsEscapes(t *testing.T) {
+	quoted := strings.Repeat(`"`, 10)
+	q := queue(groups([]string{quoted, quoted}))
+	b := q.take(30, 0)
+	assert.Equal(t, []uint64{1}, b.seqs(), "two lines of 10 quotes take 42 bytes in a frame")
+	assert.Equal(t, 20, jsonSize(quoted))
+}
+
+func TestRequeuedBatchGoesBackInFront(t *testing.T) {
+	q := queue(groups([]string{"a", "b"}, []string{"!c"}, []string{"d"}))
+	b := q.take(3, 0) // "c\na"
+	q.pushFront(b.lines)
+	again := q.take(1<<20, 0)
+	assert.Equal(t, []uint64{3, 1, 2, 4}, again.seqs())
+}
+
+func TestTakeEmpty(t *testing.T) {
+	assert.Nil(t, (&sendQueue{}).take(10, 0))
+}
+
+func TestStampRoundTrip(t *testing.T) {
+	b := &batch{lines: []Line{{Seq: 12}, {Seq: 13}, {Seq: 14}, {Seq: 18}, {Seq: 3, Resent: true}}}
+	st := stampOf("foreman shop/7f3a9c", b)
+	assert.Equal(t, "[foreman shop/7f3a9c #12-14,18,3 sent again after a restart: may repeat]", st.String())
+	got, rest, ok := ParseStamp("ACK a @b\nTASKS x\n" + st.String())
+	require.True(t, ok)
+	assert.Equal(t, st, got)
+	assert.Equal(t, "ACK a @b\nTASKS x", rest)
+	assert.True(t, got.Contains(13))
+	assert.False(t, got.Contains(15))
+	for _, junk := range []string{"ACK a @b", "[not a stamp]", "[foreman #x]", "[foreman #5-2]", "[ #1]", "[a[b #1]"} {
+		_, _, ok := ParseStamp(junk)
+		assert.False(t, ok, junk)
+	}
+	assert.False(t, ValidTag("a#b"))
+	assert.True(t, ValidTag("foreman shop/7f3a9c"))
 }
 
 func TestRecentForgetsTheOldest(t *testing.T) {

@@ -42,6 +42,13 @@ type Config struct {
 	// it closes the connection (a stock server: 60). 0 takes the stock
 	// value; a negative value means the server has no such limit.
 	FloodLimit int
+	// FirstAttempts is how many times the first connection is tried before
+	// Run gives up and says the server cannot be reached (default 6, about
+	// 16 seconds). Once connected, the client retries for ever.
+	FirstAttempts int
+	// Tag, if set, stamps every message with the numbers of its lines (see
+	// Stamp); SetTag sets it later.
+	Tag string
 
 	Logger zerolog.Logger
 }
@@ -67,6 +74,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxBackoff < c.MinBackoff {
 		c.MaxBackoff = c.MinBackoff
+	}
+	if c.FirstAttempts <= 0 {
+		c.FirstAttempts = 6
 	}
 }
 
@@ -95,9 +105,13 @@ type Client struct {
 	wake   chan struct{}
 
 	mu        sync.Mutex
-	pending   []Line
+	queue     sendQueue
 	inflightN int
 	agentID   string
+	tag       string
+	pings     chan struct{} // asks for a clock reading (Ping)
+	flatOnce  sync.Once
+	flat      chan Event
 
 	started      atomic.Bool
 	messagesSent atomic.Int64
@@ -106,7 +120,9 @@ type Client struct {
 	reconnects   atomic.Int64
 
 	// Owned by Run's goroutine.
-	inflight    *batch // sent, not yet echoed; survives a reconnect
+	inflight    *batch    // sent, not yet echoed; survives a reconnect
+	sentAt      time.Time // when the inflight batch was sent
+	skew        skew      // the server's clock against ours
 	seen        *recent
 	nextSend    time.Time // no MSG before this: one period after the room took the last
 	flood       *rate.Limiter
@@ -149,7 +165,9 @@ func New(cfg Config) *Client {
 		log:    cfg.Logger,
 		events: newEventQueue(),
 		wake:   make(chan struct{}, 1),
+		pings:  make(chan struct{}, 1),
 		seen:   newRecent(4096),
+		tag:    cfg.Tag,
 	}
 	// Periods start when the room has taken the previous MSG (its echo or
 	// its refusal came back), so a busy server cannot see two MSGs closer
@@ -165,9 +183,45 @@ func New(cfg Config) *Client {
 	return c
 }
 
-// Events is the stream of room events. It is closed after Run returns and
-// everything before that has been delivered (or Run's context is done).
-func (c *Client) Events() <-chan Event { return c.events.out }
+// Batches is the stream of room events, each time everything that came in
+// since the last: a consumer that handles them together (the bot commits
+// its journal once per batch) never waits for them one by one. It is
+// closed after Run returns and everything before that has been delivered
+// (or Run's context is done). Use Batches or Events, not both.
+func (c *Client) Batches() <-chan []Event { return c.events.out }
+
+// Events is Batches one event at a time, for consumers that take them so.
+func (c *Client) Events() <-chan Event {
+	c.flatOnce.Do(func() {
+		c.flat = make(chan Event)
+		go func() {
+			defer close(c.flat)
+			for batch := range c.events.out {
+				for _, e := range batch {
+					c.flat <- e
+				}
+			}
+		}()
+	})
+	return c.flat
+}
+
+// SetTag sets the tag stamped on every message from now on ("" for none).
+func (c *Client) SetTag(tag string) {
+	c.mu.Lock()
+	c.tag = tag
+	c.mu.Unlock()
+}
+
+// Ping asks the room for its clock: a Clock event follows once the room has
+// answered, after every message it had sent before. A ping already on its
+// way answers this one too.
+func (c *Client) Ping() {
+	select {
+	case c.pings <- struct{}{}:
+	default:
+	}
+}
 
 // Send queues lines for the room without blocking. Lines are never dropped:
 // they wait through disconnects and refusals until the room has them.
@@ -176,7 +230,7 @@ func (c *Client) Send(lines ...Line) {
 		return
 	}
 	c.mu.Lock()
-	c.pending = append(c.pending, lines...)
+	c.queue.push(lines)
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -195,7 +249,7 @@ func (c *Client) AgentID() string {
 // Stats returns the counters.
 func (c *Client) Stats() Stats {
 	c.mu.Lock()
-	queued := len(c.pending) + c.inflightN
+	queued := c.queue.len() + c.inflightN
 	c.mu.Unlock()
 	return Stats{
 		MessagesSent: c.messagesSent.Load(),
@@ -237,7 +291,15 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		d := c.backoff(attempt)
 		attempt++
-		c.log.Warn().Err(err).Msgf("lost the chat server at %s; trying again in %s", c.cfg.URL, d.Round(time.Millisecond))
+		if !everConnected {
+			if attempt >= c.cfg.FirstAttempts {
+				return &UnreachableError{URL: c.cfg.URL, Attempts: attempt, Err: err}
+			}
+			c.log.Warn().Err(err).Msgf("cannot reach the chat server at %s (attempt %d of %d); trying again in %s",
+				c.cfg.URL, attempt, c.cfg.FirstAttempts, d.Round(time.Millisecond))
+		} else {
+			c.log.Warn().Err(err).Msgf("lost the chat server at %s; trying again in %s", c.cfg.URL, d.Round(time.Millisecond))
+		}
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -269,7 +331,7 @@ func (c *Client) setAgentID(id string) {
 // requeue puts an unconfirmed batch back in front of the queue.
 func (c *Client) requeue(b *batch) {
 	c.mu.Lock()
-	c.pending = append(append([]Line(nil), b.lines...), c.pending...)
+	c.queue.pushFront(b.lines)
 	c.inflightN = 0
 	c.mu.Unlock()
 	c.inflight = nil
@@ -278,21 +340,33 @@ func (c *Client) requeue(b *batch) {
 func (c *Client) queued() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.pending)
+	return c.queue.len()
 }
 
-// take removes the next batch from the queue.
+// stampRoom is what a message keeps free for its stamp: the tag, and the
+// runs of numbers (at most maxRuns of them).
+func stampRoom(tag string) int {
+	if tag == "" {
+		return 0
+	}
+	return len(tag) + len(againNote) + maxRuns*42 + 8
+}
+
+// take removes the next batch from the queue, stamped if a tag is set.
 func (c *Client) take() *batch {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b, rest := takeBatch(c.pending, c.cfg.MaxMessage)
-	c.pending = rest
+	b := c.queue.take(c.cfg.MaxMessage, stampRoom(c.tag))
 	if b == nil {
 		return nil
 	}
 	c.inflightN = len(b.lines)
 	if b.cut > 0 {
 		c.log.Warn().Msgf("a line of %d bytes is longer than a whole message may be (%d bytes); only its start is sent", b.cut, c.cfg.MaxMessage)
+	}
+	if c.tag != "" {
+		b.stamp = stampOf(c.tag, b)
+		b.content += "\n" + b.stamp.String()
 	}
 	return b
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/agentchat/internal/chattest"
@@ -19,11 +20,57 @@ func TestClientSignsInWithItsKey(t *testing.T) {
 	assert.Equal(t, id.AgentID(), r.c.AgentID(), "known before connecting")
 
 	c := next[agentchat.Connected](r)
-	assert.Equal(t, agentchat.Connected{AgentID: id.AgentID(), Name: "foreman"}, c)
+	assert.Equal(t, id.AgentID(), c.AgentID)
+	assert.Equal(t, "foreman", c.Name)
+	assert.True(t, c.Lurk, "the server's advice is passed on")
+	assert.False(t, c.Reconnect)
 	j := next[agentchat.Joined](r)
 	assert.Equal(t, "#build", j.Channel)
 	assert.Contains(t, j.Agents, agentchat.Agent{ID: id.AgentID(), Name: "foreman"})
 	assert.False(t, j.Reconnect)
+}
+
+// A stock server run with LURK_DISABLED=true tells a new key it lurks for an
+// hour, then accepts its messages. The client sends at once: only a
+// refusal makes it wait.
+func TestAdvertisedLurkIsOnlyAdvice(t *testing.T) {
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild()})
+	listener := chattest.Member(t, s, "listener")
+	r := run(t, agentchat.Config{URL: s.URL(), Identity: chattest.NewIdentity(t, "foreman")})
+	c := next[agentchat.Connected](r)
+	require.True(t, c.Lurk)
+	require.True(t, c.LurkUntil.After(time.Now().Add(50*time.Minute)), "an hour from now")
+	r.c.Send(agentchat.Line{Seq: 1, Text: "TASKS api"})
+	r.delivered(1, 1)
+	assert.Equal(t, "TASKS api", listener.Msg()["content"])
+}
+
+// A stock server redacts what looks like a secret in every message, the
+// sender's too. A stamped message is still known for the sender's own.
+func TestRedactedEchoIsKnownByItsStamp(t *testing.T) {
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild()})
+	listener := chattest.Member(t, s, "listener")
+	r := run(t, agentchat.Config{URL: s.URL(), Identity: chattest.NewIdentity(t, "foreman"), Tag: "foreman shop/abc123"})
+	r.ready()
+	r.c.Send(agentchat.Line{Seq: 1, Text: "ACK kiosk-paymentterminaldriver @b1", Group: 1})
+	r.delivered(1, 1)
+	m := listener.Msg()
+	assert.Equal(t, "ACK kio[REDACTED:openai_api_key] @b1\n[foreman shop/abc123 #1]", m["content"])
+}
+
+// A client without a stamp knows its echo in the form the room gives it
+// back: invalid UTF-8 replaced, secrets redacted. Otherwise it would wait
+// for an echo that never comes and never send again.
+func TestRewrittenEchoOfAnUnstampedClient(t *testing.T) {
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild()})
+	listener := chattest.Member(t, s, "listener")
+	r := run(t, agentchat.Config{URL: s.URL(), Identity: chattest.NewIdentity(t, "peer")})
+	r.ready()
+	r.c.Send(agentchat.Line{Seq: 1, Text: "CLAIM \xff\xfe kiosk-paymentterminaldriver"})
+	assert.Equal(t, "CLAIM \uFFFD\uFFFD kio[REDACTED:openai_api_key]", listener.Msg()["content"])
+	r.delivered(1, 1)
+	r.c.Send(agentchat.Line{Seq: 2, Text: "STATUS"})
+	r.delivered(2, 1)
 }
 
 func TestEphemeralClientIsToldItLurks(t *testing.T) {
@@ -148,4 +195,34 @@ func chat(r *running) agentchat.Message {
 			return m
 		}
 	}
+}
+
+// A server that was never reached is not retried for ever: Run says which
+// URL it could not reach.
+func TestFirstConnectionGivesUp(t *testing.T) {
+	dead := chattest.Start(t, server.Config{Channels: chattest.WithBuild()})
+	url := dead.URL()
+	dead.Close()
+	r := run(t, agentchat.Config{URL: url, FirstAttempts: 3})
+	err := r.fatal()
+	var ue *agentchat.UnreachableError
+	require.ErrorAs(t, err, &ue)
+	assert.Equal(t, 3, ue.Attempts)
+	assert.Contains(t, err.Error(), "cannot reach the chat server at "+url)
+}
+
+// Ping reads the room's clock after everything the room sent before it.
+func TestPingReadsTheRoomsClock(t *testing.T) {
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild()})
+	other := chattest.Member(t, s, "other")
+	r := run(t, agentchat.Config{URL: s.URL(), Identity: chattest.NewIdentity(t, "foreman")})
+	r.ready()
+	said := other.Say("CLAIM api")
+	r.c.Ping()
+	var m agentchat.Message
+	for m = next[agentchat.Message](r); m.Notice; m = next[agentchat.Message](r) {
+	}
+	assert.Equal(t, "CLAIM api", m.Content)
+	c := next[agentchat.Clock](r)
+	assert.GreaterOrEqual(t, c.TS.UnixMilli(), int64(said["ts"].(float64)), "no earlier line is still to come")
 }

@@ -35,6 +35,20 @@ func (e *ServerError) Error() string {
 	return fmt.Sprintf("the chat server refused: %s %s", e.Code, e.Message)
 }
 
+// UnreachableError is returned by Run when the first connection could not
+// be made: the URL is wrong, or nothing listens there.
+type UnreachableError struct {
+	URL      string
+	Attempts int
+	Err      error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the chat server at %s (%d attempts; last: %v); check server.url, and that the server runs", e.URL, e.Attempts, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
 // fatal turns an ERROR met while connecting or joining into the error Run
 // returns, worded for the person who has to fix it. It returns nil for
 // errors that reconnecting may cure.

@@ -6,10 +6,11 @@ import (
 )
 
 // eventQueue hands events to the caller without ever blocking the
-// connection: a reader stalled on a slow consumer would stop answering the
-// server's pings and be cut off.
+// connection (a reader stalled on a slow consumer would stop answering the
+// server's pings and be cut off), and hands over everything queued at
+// once: a busy room's events arrive faster than one at a time.
 type eventQueue struct {
-	out    chan Event
+	out    chan []Event
 	mu     sync.Mutex
 	items  []Event
 	signal chan struct{}
@@ -17,7 +18,7 @@ type eventQueue struct {
 }
 
 func newEventQueue() *eventQueue {
-	return &eventQueue{out: make(chan Event), signal: make(chan struct{}, 1)}
+	return &eventQueue{out: make(chan []Event), signal: make(chan struct{}, 1)}
 }
 
 func (q *eventQueue) push(e Event) {
@@ -42,8 +43,9 @@ func (q *eventQueue) poke() {
 	}
 }
 
-// pump delivers events in order until finish, then closes out. When ctx
-// ends nobody is reading any more, so what is left is dropped.
+// pump delivers what is queued, in order, as one batch each time the
+// consumer is ready, until finish; then it closes out. When ctx ends nobody
+// is reading any more, so what is left is dropped.
 func (q *eventQueue) pump(ctx context.Context) {
 	defer close(q.out)
 	for {
@@ -51,14 +53,12 @@ func (q *eventQueue) pump(ctx context.Context) {
 		items, done := q.items, q.done
 		q.items = nil
 		q.mu.Unlock()
-		for _, e := range items {
+		if len(items) > 0 {
 			select {
-			case q.out <- e:
+			case q.out <- items:
 			case <-ctx.Done():
 				return
 			}
-		}
-		if len(items) > 0 {
 			continue
 		}
 		if done {

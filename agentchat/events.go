@@ -3,16 +3,21 @@ package agentchat
 import "time"
 
 // Event is what the client reports from the room: one of Connected, Joined,
-// Message, Delivered, AgentJoined, AgentLeft, ServerError, Disconnected.
+// Message, Delivered, Clock, AgentJoined, AgentLeft, ServerError,
+// Disconnected.
 type Event interface{ event() }
 
 // Connected: the server accepted the identity (WELCOME).
 type Connected struct {
-	AgentID   string
-	Name      string
-	Verified  bool      // vetted by the server's admin, not merely keyed
-	Lurk      bool      // the server lets this identity read but not send
-	LurkUntil time.Time // when sending unlocks; zero if never (ephemeral) or not lurking
+	AgentID  string
+	Name     string
+	Verified bool // vetted by the server's admin, not merely keyed
+	// Lurk is the server's advice that this identity may only read, until
+	// LurkUntil (zero: for ever, or not said). A stock server gives it even
+	// when it does not enforce it, so the client tries to send anyway and
+	// only an ERROR LURK_MODE counts.
+	Lurk      bool
+	LurkUntil time.Time
 	Reconnect bool
 }
 
@@ -32,6 +37,7 @@ type Joined struct {
 	History   []Message
 	Created   bool // the client created the channel (it had no history)
 	Reconnect bool
+	TS        time.Time // the server's clock when it let the client in
 }
 
 // Message is a room message in the client's channel. Notice marks the
@@ -41,12 +47,21 @@ type Message struct {
 	From     string
 	FromName string
 	To       string
-	Content  string
+	Content  string // as the room has it
 	Verified bool
 	TS       time.Time
 	Replay   bool // from the server's history buffer
 	Notice   bool
 	Self     bool // sent by this identity
+	// Stamp is the message's stamp, if it ends with one. Anyone may write
+	// one; only on the client's own messages (Self) does it prove anything.
+	Stamp *Stamp
+}
+
+// Body is the content without the sender's stamp: what a human reads.
+func (m Message) Body() string {
+	_, body, _ := ParseStamp(m.Content)
+	return body
 }
 
 // Delivered: the room echoed one of the client's messages, which carried
@@ -56,6 +71,11 @@ type Delivered struct {
 	MsgID string
 	TS    time.Time
 }
+
+// Clock: the room's time, read after every message the room had sent
+// before it (the answer to Ping). No message stamped earlier is still to
+// come.
+type Clock struct{ TS time.Time }
 
 // AgentJoined: someone joined the channel.
 type AgentJoined struct {
@@ -77,6 +97,7 @@ func (Connected) event()    {}
 func (Joined) event()       {}
 func (Message) event()      {}
 func (Delivered) event()    {}
+func (Clock) event()        {}
 func (AgentJoined) event()  {}
 func (AgentLeft) event()    {}
 func (ServerError) event()  {}

@@ -53,7 +53,7 @@ func msTime(ms int64) time.Time {
 }
 
 func (f *frame) message(self string) Message {
-	return Message{
+	m := Message{
 		ID:       f.MsgID,
 		From:     f.From,
 		FromName: f.FromName,
@@ -65,6 +65,12 @@ func (f *frame) message(self string) Message {
 		Notice:   f.From == serverSender,
 		Self:     self != "" && f.From == self,
 	}
+	if !m.Notice {
+		if st, _, ok := ParseStamp(m.Content); ok {
+			m.Stamp = &st
+		}
+	}
+	return m
 }
 
 // key identifies a message across replays. Notices carry no msg_id, but

@@ -19,14 +19,38 @@ func TestFloodLimiter(t *testing.T) {
 }
 
 // After a refusal the pace halves; after runs of accepted messages it
-// returns to what the configuration asks for.
+// returns to what the configuration asks for, a step at a time: a room
+// that really is stricter should refuse once per run, not every message.
 func TestPaceRecoversAfterARefusal(t *testing.T) {
 	c := New(Config{URL: "ws://127.0.0.1:1", Channel: "#b", RateLimit: time.Second})
 	s := &session{c: c}
 	s.slowDown()
 	assert.Equal(t, 2*c.base, c.interval)
-	for i := 0; i < 40*smoothRun && c.interval > c.base; i++ {
+	for range smoothRun - 1 {
 		s.speedUp()
 	}
+	assert.Equal(t, 2*c.base, c.interval, "no change before a whole run")
+	s.speedUp()
+	assert.Equal(t, c.base+(c.base*3/4), c.interval, "a quarter of the way back after one run")
+	runs := 1
+	for ; runs < 40 && c.interval > c.base; runs++ {
+		for range smoothRun {
+			s.speedUp()
+		}
+	}
 	assert.Equal(t, c.base, c.interval)
+	assert.Greater(t, runs, 3, "several runs to get back")
+}
+
+// The next message waits for a period after the server took the last one,
+// by the server's clock, not for a period after its echo came back.
+func TestPaceFromTheServersClock(t *testing.T) {
+	c := New(Config{URL: "ws://127.0.0.1:1", Channel: "#b", RateLimit: time.Second})
+	s := &session{c: c}
+	sent := time.Now().Add(-1500 * time.Millisecond) // sent 1.5s ago
+	serverTS := sent.Add(100 * time.Millisecond)     // taken 100ms later; the echo came only now
+	c.skew.add(serverTS, sent)
+	s.paceFrom(serverTS)
+	assert.WithinDuration(t, sent.Add(c.interval), c.nextSend, time.Millisecond)
+	assert.True(t, c.nextSend.Before(time.Now()), "the next message may go at once")
 }

@@ -37,6 +37,7 @@ type session struct {
 
 	handshake, quiet, pace, echo alarm
 	saidLurk                     bool
+	pinging, pingAgain           bool // a clock reading is on its way; another was asked for meanwhile
 }
 
 // alarm is a timer that can sit in a select while disarmed.
@@ -97,6 +98,8 @@ func (c *Client) session(ctx context.Context, reconnect bool) (*session, error) 
 			}
 		case <-c.wake:
 			s.maybeSend()
+		case <-c.pings:
+			s.ping()
 		case <-s.pace.c:
 			s.pace.c = nil
 			s.maybeSend()
@@ -197,11 +200,11 @@ func (s *session) welcome(f *frame) error {
 		c.log.Warn().Msgf("the chat server calls foreman %s, not %s as its key implies; using the server's id", f.AgentID, c.cfg.Identity.AgentID())
 	}
 	c.setAgentID(f.AgentID)
-	c.lurkUntil, c.lurkForever = time.Time{}, false
-	if f.Lurk {
-		c.lurkUntil = msTime(f.LurkUntil)
-		c.lurkForever = f.LurkUntil == 0
-	}
+	// WELCOME's lurk fields are advice: a stock server sends them to every
+	// new key even when it lets the key send (LURK_DISABLED). Only an
+	// identity without a key cannot send, ever; a keyed one tries, and
+	// waits only when a MSG is refused with LURK_MODE.
+	c.lurkUntil, c.lurkForever = time.Time{}, f.Lurk && c.cfg.Identity == nil
 	if s.reconnect {
 		c.reconnects.Add(1)
 	}
@@ -211,13 +214,14 @@ func (s *session) welcome(f *frame) error {
 		c.log.Warn().Msg("foreman has no identity key, so the chat server lets it listen but not send; anything it has to say stays queued")
 	case c.lurkForever:
 		c.log.Warn().Msgf("the chat server lets %s listen but not send (%s); anything it has to say stays queued", f.AgentID, f.LurkReason)
-	case f.Lurk:
-		c.log.Warn().Msgf("the chat server treats %s as a new identity: it may send from %s (in %s); until then foreman listens and keeps its replies queued",
-			f.AgentID, c.lurkUntil.Format(time.DateTime), time.Until(c.lurkUntil).Round(time.Second))
+	case f.Lurk && f.LurkUntil != 0:
+		until := msTime(f.LurkUntil)
+		c.log.Info().Msgf("the chat server calls %s a new identity that may send only from %s; foreman tries to send anyway (a server run with LURK_DISABLED lets it) and waits only if the server refuses",
+			f.AgentID, until.Format(time.DateTime))
 	}
 	c.events.push(Connected{
 		AgentID: f.AgentID, Name: f.Name, Verified: f.Verified,
-		Lurk: f.Lurk, LurkUntil: c.lurkUntil, Reconnect: s.reconnect,
+		Lurk: f.Lurk, LurkUntil: msTime(f.LurkUntil), Reconnect: s.reconnect,
 	})
 	s.phase = phaseJoin
 	return s.conn.send(channelFrame{Type: "JOIN", Channel: c.cfg.Channel})
@@ -226,7 +230,7 @@ func (s *session) welcome(f *frame) error {
 func (s *session) onJoined(f *frame) error {
 	c := s.c
 	created := s.phase == phaseCreate
-	s.joined = Joined{Channel: c.cfg.Channel, Agents: f.agents(), Created: created, Reconnect: s.reconnect}
+	s.joined = Joined{Channel: c.cfg.Channel, Agents: f.agents(), Created: created, Reconnect: s.reconnect, TS: msTime(f.TS)}
 	if created {
 		c.log.Info().Msgf("created channel %s", c.cfg.Channel)
 		s.finishHistory()
@@ -258,7 +262,7 @@ func (s *session) finishHistory() {
 	if b := c.inflight; b != nil {
 		found := -1
 		for i := len(s.history) - 1; i >= 0; i-- {
-			if m := s.history[i]; m.Self && !m.Notice && m.Content == b.content {
+			if m := s.history[i]; m.Self && !m.Notice && b.is(m) {
 				found = i
 				break
 			}
@@ -287,6 +291,10 @@ func (s *session) finishHistory() {
 	s.phase = phaseLive
 	s.live = true
 	s.maybeSend()
+	if s.pingAgain {
+		s.pingAgain = false
+		s.ping()
+	}
 }
 
 func (s *session) onLive(f *frame) {
@@ -298,14 +306,17 @@ func (s *session) onLive(f *frame) {
 	case "MSG":
 		m := f.message(s.agentID)
 		if m.Self && !m.Notice && !m.Replay {
-			if b := c.inflight; b != nil {
+			if b := c.inflight; b != nil && b.is(m) {
 				d := s.confirm(b, m)
 				c.events.push(*d)
 				s.maybeSend()
-			} else {
-				c.seen.add(m.key())
-				c.log.Debug().Str("msg_id", m.ID).Msg("the room echoed a message of foreman's that this connection did not send")
+				return
 			}
+			// Not what this connection sent: another program with this
+			// identity is in the room. The caller decides what that means.
+			c.seen.add(m.key())
+			c.log.Warn().Str("msg_id", m.ID).Msg("the room echoed a message from this identity that this connection did not send")
+			c.events.push(m)
 			return
 		}
 		if c.seen.has(m.key()) {
@@ -313,6 +324,13 @@ func (s *session) onLive(f *frame) {
 		}
 		c.seen.add(m.key())
 		c.events.push(m)
+	case "PONG":
+		s.pinging = false
+		c.events.push(Clock{TS: msTime(f.TS)})
+		if s.pingAgain {
+			s.pingAgain = false
+			s.ping()
+		}
 	case "AGENT_JOINED":
 		c.events.push(AgentJoined{Channel: f.Channel, Agent: Agent{ID: f.Agent, Name: f.Name, Verified: f.Verified}})
 	case "AGENT_LEFT":
@@ -331,7 +349,8 @@ func (s *session) confirm(b *batch, m Message) *Delivered {
 	c.seen.add(m.key())
 	c.messagesSent.Add(1)
 	s.speedUp()
-	c.nextSend = time.Now().Add(c.interval)
+	c.skew.add(m.TS, c.sentAt)
+	s.paceFrom(m.TS)
 	c.linesSent.Add(int64(len(b.lines)))
 	return &Delivered{Seqs: b.seqs(), MsgID: m.ID, TS: m.TS}
 }
@@ -366,7 +385,7 @@ func (s *session) onError(f *frame) error {
 		}
 		return s.channelTrouble(code, msg)
 	case phaseLive:
-		return s.liveError(code, msg)
+		return s.liveError(code, msg, msTime(f.TS))
 	}
 	c.log.Warn().Msgf("the chat server reported %s: %s", code, msg)
 	c.events.push(ServerError{Code: code, Message: msg})
@@ -390,13 +409,14 @@ func (s *session) channelTrouble(code, msg string) error {
 	return errors.New(se.Advice)
 }
 
-func (s *session) liveError(code, msg string) error {
+func (s *session) liveError(code, msg string, errTS time.Time) error {
 	c := s.c
 	b := c.inflight
 	if b != nil {
 		s.echo.stop()
-		// A refused MSG still used the room's slot (any error does).
-		c.nextSend = time.Now().Add(c.interval)
+		// A refused MSG still used the room's slot (any error does), at
+		// the time the refusal is stamped with.
+		s.paceFrom(errTS)
 	}
 	switch {
 	case code == CodeRateLimited && b != nil:
@@ -444,7 +464,9 @@ func (s *session) slowDown() {
 	ceiling := max(8*c.cfg.RateLimit, time.Minute)
 	c.interval = min(max(2*c.interval, 10*time.Millisecond), ceiling)
 	c.smooth = 0
-	c.nextSend = time.Now().Add(c.interval)
+	if later := time.Now().Add(c.interval); later.After(c.nextSend) {
+		c.nextSend = later
+	}
 	c.log.Warn().Msgf("the chat server refused a message as too fast (RATE_LIMITED); sending it again, and pacing at one message per %s from now on (server.rate_limit is %s)",
 		c.interval.Round(time.Millisecond), c.cfg.RateLimit)
 }
@@ -529,9 +551,65 @@ func (s *session) sendNow() {
 	if b == nil {
 		return
 	}
-	c.inflight = b
+	c.inflight, c.sentAt = b, time.Now()
 	s.echo.set(c.cfg.EchoTimeout)
 	// A failed send leaves the batch unconfirmed; the next connection finds
 	// it missing from the replay and sends it again.
 	_ = s.conn.send(msgFrame{Type: "MSG", To: c.cfg.Channel, Content: b.content})
+}
+
+// paceFrom sets when the next MSG may go: one period after the server took
+// the last one, by the server's own stamp on its echo or refusal, read on
+// our clock. Waiting for the echo and then a whole period, as a client
+// that cannot read the server's clock must, loses the echo's delay on
+// every message when the room is slow to echo.
+func (s *session) paceFrom(serverTS time.Time) {
+	c := s.c
+	from, ok := c.skew.local(serverTS)
+	if !ok {
+		from = time.Now()
+	}
+	c.nextSend = from.Add(c.interval)
+}
+
+// ping asks the room for its clock, unless an answer is on its way (then
+// one more follows it, for whoever asked meanwhile). It is a frame like
+// any other under the server's flood limit.
+func (s *session) ping() {
+	c := s.c
+	if !s.live { // asked while joining: answered once live
+		s.pingAgain = true
+		return
+	}
+	if s.pinging {
+		s.pingAgain = true
+		return
+	}
+	now := time.Now()
+	if r := c.flood.ReserveN(now, 1); r.DelayFrom(now) > 0 {
+		r.CancelAt(now)
+		s.pingAgain = false
+		go func(d time.Duration) { time.Sleep(d); c.Ping() }(r.DelayFrom(now))
+		return
+	}
+	s.pinging = true
+	_ = s.conn.send(typeFrame{Type: "PING"})
+}
+
+// is reports whether m is the room's copy of b: by its stamp when b was
+// stamped (a room may rewrite content, as a stock server redacts what looks
+// like a secret), else by its content.
+func (b *batch) is(m Message) bool {
+	if b.stamp.Tag != "" {
+		return m.Stamp != nil && m.Stamp.Tag == b.stamp.Tag && len(b.lines) > 0 && m.Stamp.Contains(b.lines[0].Seq)
+	}
+	return m.Content == b.content || m.Content == roomForm(b.content)
+}
+
+// roomForm is content as the room gives it back: JSON has each invalid
+// UTF-8 byte become U+FFFD, and a stock server redacts what looks like a
+// secret.
+func roomForm(content string) string {
+	text, _ := Redact(string([]rune(content)))
+	return text
 }

@@ -52,13 +52,11 @@ func (e *Engine) abort(c *component, reason string) {
 		if rest != "" {
 			text += " " + rest
 		}
-		e.holdFor(c, protocol.HardBlocker, fmt.Sprintf(
-			"%s (from %s, who let %s go); decide, then RESOLVE %s to reopen it or ASSIGN %s @agent",
-			text, agent, c.name, c.name, c.name))
+		e.holdFor(c, protocol.HardBlocker, fmt.Sprintf("%s (from %s, who let %s go)", text, agent, c.name),
+			fmt.Sprintf("decide, then RESOLVE %s to reopen it or ASSIGN %s @agent", c.name, c.name))
 	} else {
-		e.say(protocol.Escalate(c.name, c.hold, fmt.Sprintf(
-			"%s gave up %s while it was held (%s); RESOLVE %s to reopen it, or ASSIGN %s @agent",
-			agent, c.name, reason, c.name, c.name)))
+		e.say(protocol.Escalate(c.name, c.hold, fmt.Sprintf("%s gave up %s while it was held (%s)", agent, c.name, reason),
+			fmt.Sprintf("RESOLVE %s to reopen it, or ASSIGN %s @agent", c.name, c.name)))
 	}
 	e.unblockWaiters(c, false)
 }

@@ -96,9 +96,9 @@ func (e *Engine) auditFailed(c *component, details string) {
 	}
 	e.clearOwner(c)
 	e.holdFor(c, protocol.AuditExhausted, fmt.Sprintf(
-		"%s each failed %d/%d audits (retries %d/%d); last findings: %s; RESOLVE %s to clear the bars, or ASSIGN %s @agent",
+		"%s each failed %d/%d audits (retries %d/%d); last findings: %s",
 		strings.Join(c.barred, ", "), e.rules.AuditAttempts, e.rules.AuditAttempts, len(c.barred), e.rules.MaxBuilders,
-		orNone(c.findings), c.name, c.name))
+		orNone(c.findings)), fmt.Sprintf("RESOLVE %s to clear the bars, or ASSIGN %s @agent", c.name, c.name))
 	e.unblockWaiters(c, false)
 }
 
@@ -114,8 +114,8 @@ func (e *Engine) auditOverdue(c *component) {
 		who = strings.Join(e.cfg.Roles.Auditors, ", ")
 	}
 	e.say(protocol.Escalate(c.name, protocol.AuditOverdue, fmt.Sprintf(
-		"no AUDIT verdict %s after REVIEW of %s by %s; auditors: %s; AUDIT %s PASS|FAIL, or RELEASE %s",
-		short(e.rules.AuditTimeout), c.pr, c.owner, who, c.name, c.name)))
+		"no AUDIT verdict %s after REVIEW of %s by %s; auditors: %s", short(e.rules.AuditTimeout), c.pr, c.owner, who),
+		fmt.Sprintf("AUDIT %s PASS|FAIL, or RELEASE %s", c.name, c.name)))
 }
 
 func orNone(s string) string {

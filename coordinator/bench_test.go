@@ -23,7 +23,7 @@ func benchBuild(b *testing.B, n int) *Engine {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e.Start(t0)
+	e.doStart(t0)
 	return e
 }
 
@@ -54,10 +54,10 @@ func BenchmarkHandle(b *testing.B) {
 			b.StartTimer()
 		}
 		now = now.Add(time.Second)
-		e.Handle(now, agents[i], cmds[i][0])
-		e.Handle(now, agents[i], cmds[i][1])
-		e.Handle(now, agents[i], cmds[i][2])
-		e.Handle(now, "@aud", cmds[i][3])
+		e.doHandle(now, agents[i], cmds[i][0])
+		e.doHandle(now, agents[i], cmds[i][1])
+		e.doHandle(now, agents[i], cmds[i][2])
+		e.doHandle(now, "@aud", cmds[i][3])
 		i++
 	}
 }
@@ -68,7 +68,7 @@ func BenchmarkProgress(b *testing.B) {
 	const n = 100000
 	e := benchBuild(b, n)
 	for i := 0; i < n; i++ {
-		e.Receive(Message{From: fmt.Sprintf("@b%d", i), At: t0, Content: fmt.Sprintf("CLAIM c%d", i)})
+		e.doReceive(Message{From: fmt.Sprintf("@b%d", i), At: t0, Content: fmt.Sprintf("CLAIM c%d", i)})
 	}
 	lines := make([]Message, 1000)
 	for i := range lines {
@@ -81,7 +81,7 @@ func BenchmarkProgress(b *testing.B) {
 		now = now.Add(time.Microsecond) // no deadline passes: the steady state
 		m := lines[i%len(lines)]
 		m.At = now
-		if out := e.Receive(m); out != nil {
+		if out := e.doReceive(m); out != nil {
 			b.Fatal(out)
 		}
 		i++
@@ -108,7 +108,7 @@ func BenchmarkClaimToAck(b *testing.B) {
 		now = now.Add(time.Millisecond)
 		m := msgs[i]
 		m.At = now
-		if out := e.Receive(m); len(out) != 1 {
+		if out := e.doReceive(m); len(out) != 1 {
 			b.Fatal(out)
 		}
 		i++
@@ -157,7 +157,7 @@ func BenchmarkLines(b *testing.B) {
 		now = now.Add(time.Millisecond)
 		m := stream[i]
 		m.At = now
-		e.Receive(m)
+		e.doReceive(m)
 		i++
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lines/s")
@@ -187,10 +187,10 @@ func BenchmarkMemoryPerComponent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e.Start(t0)
+		e.doStart(t0)
 		for i, m := range claims {
 			m.At = t0.Add(time.Duration(i) * time.Microsecond)
-			if out := e.Receive(m); len(out) != 1 {
+			if out := e.doReceive(m); len(out) != 1 {
 				b.Fatalf("claim %d: %q", i, out)
 			}
 		}
@@ -212,7 +212,7 @@ func armedBuild(b *testing.B, n int) *Engine {
 	b.Helper()
 	e := benchBuild(b, n)
 	for i := 0; i < n; i++ {
-		e.Receive(Message{From: fmt.Sprintf("@b%d", i), At: t0.Add(time.Duration(i) * time.Millisecond), Content: fmt.Sprintf("CLAIM c%d", i)})
+		e.doReceive(Message{From: fmt.Sprintf("@b%d", i), At: t0.Add(time.Duration(i) * time.Millisecond), Content: fmt.Sprintf("CLAIM c%d", i)})
 	}
 	return e
 }
@@ -225,7 +225,7 @@ func BenchmarkAdvanceIdle(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		now = now.Add(time.Nanosecond)
-		if out := e.Advance(now); out != nil {
+		if out := e.doAdvance(now); out != nil {
 			b.Fatal(out)
 		}
 	}
@@ -245,7 +245,7 @@ func BenchmarkTimeoutFiring(b *testing.B) {
 			e, fired = armedBuild(b, n), 0
 			b.StartTimer()
 		}
-		if _, out, ok := e.Tick(t0.Add(24 * time.Hour)); !ok || len(out) != 2 {
+		if _, out, ok := e.doTick(t0.Add(24 * time.Hour)); !ok || len(out) != 2 {
 			b.Fatalf("tick: %v %q", ok, out)
 		}
 		fired++

@@ -75,8 +75,8 @@ func (e *Engine) notOwner(agent string, c *component) {
 		owner = "nobody"
 	}
 	e.say(protocol.Escalate(c.name, protocol.ClaimDispute, fmt.Sprintf(
-		"%s sent %d builder lines about %s, which %s owns; ASSIGN %s %s if it should have it, or tell it to stop",
-		agent, disputeLines, c.name, owner, c.name, agent)))
+		"%s sent %d builder lines about %s, which %s owns", agent, disputeLines, c.name, owner),
+		fmt.Sprintf("ASSIGN %s %s if it should have it, or tell it to stop", c.name, agent)))
 }
 
 // checkin restarts c's check-in deadline while it is being built.

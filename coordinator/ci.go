@@ -66,7 +66,6 @@ func (e *Engine) ciFailed(c *component, kind ciFailure, details string) {
 		e.say(protocol.Fix(c.name, c.owner, *n, max, text))
 		return
 	}
-	e.holdFor(c, protocol.CIExhausted, fmt.Sprintf(
-		"%s (%d/%d) on %s by %s; fix CI or the branch, then RESOLVE %s, or RELEASE %s",
-		text, *n, max, c.pr, c.owner, c.name, c.name))
+	e.holdFor(c, protocol.CIExhausted, fmt.Sprintf("%s (%d/%d) on %s by %s", text, *n, max, c.pr, c.owner),
+		fmt.Sprintf("fix CI or the branch, then RESOLVE %s, or RELEASE %s", c.name, c.name))
 }

@@ -18,10 +18,9 @@ type Message struct {
 	Content  string    // one or more lines
 }
 
-// Engine is the coordinator's state machine. Every method that takes an
-// event returns the reply lines it produced, in order; nil when there are
-// none. An Engine is not safe for concurrent use: its shell feeds it events
-// one at a time.
+// Engine is the coordinator's state machine: Step takes each event and
+// returns the replies it produced. The other methods only read. An Engine
+// is not safe for concurrent use: its shell feeds it events one at a time.
 type Engine struct {
 	cfg    Config
 	rules  Rules
@@ -37,11 +36,13 @@ type Engine struct {
 	now      time.Time
 	started  bool
 	startAt  time.Time
-	paused   bool
-	pausedAt time.Time
-	halted   []int  // the cycle that halts the build; nil when running
-	tasksDue bool   // something became claimable in the step being handled
-	pending  bitset // components in state pending, by index: TASKS reads only these
+	instance string    // this run of the build, as the shell named it
+	paused   bool      // by an operator
+	offline  bool      // the shell says replies cannot reach the room
+	frozenAt time.Time // when the current freeze began (freeze.go)
+	halted   []int     // the cycle that halts the build; nil when running
+	tasksDue bool      // something became claimable in the step being handled
+	pending  bitset    // components in state pending, by index: TASKS reads only these
 
 	merged       int
 	complete     bool
@@ -49,10 +50,10 @@ type Engine struct {
 
 	seen seenIDs // message ids already handled
 
-	out []string // replies of the event being handled
+	out []Reply // replies of the event being handled
 }
 
-// New builds an engine for cfg. The build starts with Start.
+// New builds an engine for cfg. The build starts with a KindStart event.
 func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg:      cfg,
@@ -110,14 +111,19 @@ func (e *Engine) setState(c *component, s State) {
 	e.pending.set(c.idx, s == Pending)
 }
 
-// Start starts the build at the given time: TASKS, or the cycle that halts it.
-func (e *Engine) Start(at time.Time) []string {
+// start starts the build at the given time: TASKS, or the cycle that halts
+// it. The ids in seen are messages said before the build began: they are
+// never commands, even when the room replays them later.
+func (e *Engine) start(at time.Time, seen []string, instance string) {
 	if e.started {
-		return nil
+		return
 	}
-	e.begin(at)
+	e.instance = instance
 	e.now = at
 	e.started, e.startAt = true, at
+	for _, id := range seen {
+		e.seen.add(id)
+	}
 	if e.rules.MaxBuildTime > 0 {
 		e.timers.arm(&e.overtime, overtimeTimer, at.Add(e.rules.MaxBuildTime))
 	}
@@ -127,21 +133,17 @@ func (e *Engine) Start(at time.Time) []string {
 		e.announceTasks()
 	}
 	e.flushTasks()
-	return e.end()
 }
 
-// Receive handles a message heard in the room: timers due by its time fire
-// first, then each of its lines is read and handled in order. Messages from
-// the bot itself, room notices, unverified senders (when verification is
-// required) and messages already handled are ignored.
-func (e *Engine) Receive(m Message) []string {
+// receive handles a message heard in the room: timers due by its time fire
+// first, then each of its lines is read and handled in order.
+func (e *Engine) receive(m Message) {
 	if !e.Accepts(m) {
-		return nil
+		return
 	}
 	if m.ID != "" {
 		e.seen.add(m.ID)
 	}
-	e.begin(m.At)
 	e.fireDue(m.At)
 	for line := range protocol.Lines(m.Content) {
 		cmd, err := e.reader.Read(line)
@@ -153,16 +155,17 @@ func (e *Engine) Receive(m Message) []string {
 			e.flushTasks()
 		}
 	}
-	return e.end()
 }
 
-// Accepts reports whether Receive would handle m: the build has started, m
-// is not from the bot itself, not a room notice, not from an unverified
-// sender when verification is required, and not a message already handled.
-// It changes nothing.
+// Accepts reports whether the engine would handle m: the build has started,
+// m was said after it started, m is not from the bot itself, not a room
+// notice, not from an unverified sender when verification is required, and
+// not a message already handled. It changes nothing.
 func (e *Engine) Accepts(m Message) bool {
 	switch {
 	case !e.started, m.From == e.cfg.Self, m.From == roomNotices:
+		return false
+	case m.At.Before(e.startAt): // lines from before the build are never commands
 		return false
 	case e.rules.RequireVerified && !m.Verified:
 		return false
@@ -175,72 +178,53 @@ func (e *Engine) Accepts(m Message) bool {
 // StartedAt is when the build started; false if it has not.
 func (e *Engine) StartedAt() (time.Time, bool) { return e.startAt, e.started }
 
+// Instance names this run of the build (KindStart's Instance).
+func (e *Engine) Instance() string { return e.instance }
+
+// Offline reports whether the engine was told its replies cannot reach the
+// room (KindOffline), and has not been told otherwise since.
+func (e *Engine) Offline() bool { return e.offline }
+
 // roomNotices is the sender id of AgentChat's server notices.
 const roomNotices = "@server"
 
-// Handle handles one command from sender at the given time, after firing the
-// timers due by then. It is Receive without the reading, for callers that
-// already hold commands.
-func (e *Engine) Handle(at time.Time, sender string, cmd protocol.Command) []string {
-	if !e.started {
-		return nil
-	}
-	e.begin(at)
+// handleAt handles one command from sender at the given time, after firing
+// the timers due by then: a message of one line, already read.
+func (e *Engine) handleAt(at time.Time, sender string, cmd protocol.Command) {
 	e.fireDue(at)
 	e.handle(sender, cmd)
 	e.flushTasks()
-	return e.end()
 }
 
-// Advance moves the clock to the given time, firing every timer due by then
-// in deadline order.
-func (e *Engine) Advance(to time.Time) []string {
-	if !e.started {
-		return nil
+// tick fires the timers of the earliest deadline if it is at or before to.
+// Callers that record when each reply was said (transcripts) tick until
+// nothing is due, then hand over the next message.
+func (e *Engine) tick(to time.Time) {
+	if t := e.due(to); t != nil {
+		e.fireInstant(t.at)
 	}
-	e.begin(to)
-	e.fireDue(to)
-	return e.end()
-}
-
-// Tick fires the earliest timer if it is due at or before to, and returns
-// its deadline and what it said; ok is false when nothing is due. Callers
-// that record when each reply was said (transcripts) tick until nothing is
-// due, then hand over the next message.
-func (e *Engine) Tick(to time.Time) (at time.Time, out []string, ok bool) {
-	if !e.started {
-		return time.Time{}, nil, false
-	}
-	e.begin(to)
-	t := e.due(to)
-	if t == nil {
-		return time.Time{}, nil, false
-	}
-	at = t.at
-	e.fireInstant(at)
-	return at, e.end(), true
 }
 
 // NextDeadline is when the next timer fires; false if none is armed or the
-// build is paused.
+// build is frozen (paused, or its replies cannot reach the room).
 func (e *Engine) NextDeadline() (time.Time, bool) {
 	t := e.timers.next()
-	if t == nil || e.paused {
+	if t == nil || e.frozen() {
 		return time.Time{}, false
 	}
 	return t.at, true
 }
 
-// Recover accounts for time the coordinator itself was away (contract
+// recover accounts for time the coordinator itself was away (contract
 // section 5): the time between its last event and at is treated as a pause,
 // so every running deadline moves later by it and no builder times out for
-// the coordinator's absence. Call it after restoring, before handling what
+// the coordinator's absence. It comes after restoring, before handling what
 // was missed.
-func (e *Engine) Recover(at time.Time) {
-	if !e.started || !at.After(e.now) {
+func (e *Engine) recover(at time.Time) {
+	if !at.After(e.now) {
 		return
 	}
-	if !e.paused { // an operator's pause already covers the gap
+	if !e.frozen() { // a pause already covers the gap
 		e.timers.shift(at.Sub(e.now))
 	}
 	e.now = at
@@ -249,18 +233,11 @@ func (e *Engine) Recover(at time.Time) {
 // Now is the engine's clock: the time of the latest event.
 func (e *Engine) Now() time.Time { return e.now }
 
-// begin starts handling an event. The clock moves in fireDue, which fires
-// what is due on the way; it never goes back, so a room timestamp older than
-// the clock is read as now.
-func (e *Engine) begin(time.Time) { e.out = nil }
-
-func (e *Engine) end() []string {
-	out := e.out
-	e.out = nil
-	return out
+// say adds a reply of the event being handled, timed by the engine's clock.
+func (e *Engine) say(r protocol.Reply) {
+	urgent := r.Verb == protocol.ReplyEscalate || r.Verb == protocol.ReplyError && r.Subject == protocol.BuildSubject
+	e.out = append(e.out, Reply{Reply: r, At: e.now, Urgent: urgent})
 }
-
-func (e *Engine) say(line string) { e.out = append(e.out, line) }
 
 // fireDue fires, in deadline order, every timer due at or before to. Each
 // fires at its own deadline, so what it says is timed then.
@@ -286,7 +263,7 @@ func (e *Engine) fireInstant(at time.Time) {
 // due returns the earliest timer if it is due by to and the build runs.
 func (e *Engine) due(to time.Time) *timer {
 	t := e.timers.next()
-	if e.paused || t == nil || t.at.After(to) {
+	if e.frozen() || t == nil || t.at.After(to) {
 		return nil
 	}
 	return t
@@ -363,15 +340,6 @@ func (e *Engine) names() []string {
 
 func (e *Engine) reject(c *component, agent, format string, args ...any) {
 	e.say(protocol.Reject(c.name, agent, fmt.Sprintf(format, args...)))
-}
-
-// base is when a deadline armed now starts counting: during a pause, from
-// the pause's start, so that RESUME's shift gives it its whole length.
-func (e *Engine) base() time.Time {
-	if e.paused {
-		return e.pausedAt
-	}
-	return e.now
 }
 
 func (e *Engine) arm(c *component, kind timerKind, d time.Duration) {

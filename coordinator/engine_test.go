@@ -48,33 +48,33 @@ func TestNewRefusesBadGraphs(t *testing.T) {
 
 func TestNothingHappensBeforeStart(t *testing.T) {
 	e := newEngine(t, nil)
-	assert.Nil(t, e.Receive(msg("@b1", "CLAIM db", 0)))
-	assert.Nil(t, e.Advance(at(time.Hour)))
-	assert.Equal(t, []string{"TASKS db"}, e.Start(t0))
-	assert.Nil(t, e.Start(t0), "starting twice does nothing")
+	assert.Nil(t, e.doReceive(msg("@b1", "CLAIM db", 0)))
+	assert.Nil(t, e.doAdvance(at(time.Hour)))
+	assert.Equal(t, []string{"TASKS db"}, e.doStart(t0))
+	assert.Nil(t, e.doStart(t0), "starting twice does nothing")
 }
 
 func TestIgnoredSenders(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Rules.RequireVerified = true })
-	e.Start(t0)
-	assert.Nil(t, e.Receive(msg("@foreman", "CLAIM db", time.Second)), "its own lines")
-	assert.Nil(t, e.Receive(msg("@server", "CLAIM db", time.Second)), "room notices")
+	e.doStart(t0)
+	assert.Nil(t, e.doReceive(msg("@foreman", "CLAIM db", time.Second)), "its own lines")
+	assert.Nil(t, e.doReceive(msg("@server", "CLAIM db", time.Second)), "room notices")
 	unverified := msg("@b1", "CLAIM db", time.Second)
 	unverified.Verified = false
-	assert.Nil(t, e.Receive(unverified), "unverified senders when verification is required")
-	assert.Equal(t, []string{"ACK db @b1"}, e.Receive(msg("@b1", "CLAIM db", time.Second)))
+	assert.Nil(t, e.doReceive(unverified), "unverified senders when verification is required")
+	assert.Equal(t, []string{"ACK db @b1"}, e.doReceive(msg("@b1", "CLAIM db", time.Second)))
 }
 
 func TestReplayedMessagesAreHandledOnce(t *testing.T) {
 	e := newEngine(t, nil)
-	e.Start(t0)
+	e.doStart(t0)
 	m := msg("@b1", "CLAIM db", time.Second)
 	m.ID = "1700000000000-abc123"
-	assert.Equal(t, []string{"ACK db @b1"}, e.Receive(m))
-	assert.Nil(t, e.Receive(m), "the same message id again, as history replays it")
+	assert.Equal(t, []string{"ACK db @b1"}, e.doReceive(m))
+	assert.Nil(t, e.doReceive(m), "the same message id again, as history replays it")
 	m.ID = "1700000000001-abc124"
 	m.Content = "PROGRESS db 5"
-	assert.Nil(t, e.Receive(m))
+	assert.Nil(t, e.doReceive(m))
 }
 
 func TestSeenWindowForgetsOldest(t *testing.T) {
@@ -89,8 +89,8 @@ func TestSeenWindowForgetsOldest(t *testing.T) {
 
 func TestOneMessageManyLines(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Components = append(c.Components, Component{Name: "web"}) })
-	e.Start(t0)
-	out := e.Receive(msg("@b1", "morning!\nCLAIM db\n> CLAIM web\nPROGRESS db 200\nSTATUS db", time.Second))
+	e.doStart(t0)
+	out := e.doReceive(msg("@b1", "morning!\nCLAIM db\n> CLAIM web\nPROGRESS db 200\nSTATUS db", time.Second))
 	require.Len(t, out, 3)
 	assert.Equal(t, "ACK db @b1", out[0])
 	assert.Contains(t, out[1], "ERROR @b1 PROGRESS:")
@@ -99,31 +99,31 @@ func TestOneMessageManyLines(t *testing.T) {
 
 func TestTimersFireAtTheirDeadlines(t *testing.T) {
 	e := newEngine(t, nil)
-	e.Start(t0)
-	e.Receive(msg("@b1", "CLAIM db", 0))
+	e.doStart(t0)
+	e.doReceive(msg("@b1", "CLAIM db", 0))
 	d, ok := e.NextDeadline()
 	require.True(t, ok)
 	assert.Equal(t, at(30*time.Minute), d, "the check-in deadline comes before overtime")
-	e.Receive(msg("@b1", "PROGRESS db 1", time.Minute))
+	e.doReceive(msg("@b1", "PROGRESS db 1", time.Minute))
 
-	firedAt, out, ok := e.Tick(at(3 * time.Hour))
+	firedAt, out, ok := e.doTick(at(3 * time.Hour))
 	require.True(t, ok)
 	assert.Equal(t, at(31*time.Minute), firedAt, "the check-in deadline: 30m after the last check-in")
 	assert.Equal(t, []string{"TIMEOUT db @b1", "TASKS db"}, out)
 
-	firedAt, out, ok = e.Tick(at(3 * time.Hour))
+	firedAt, out, ok = e.doTick(at(3 * time.Hour))
 	require.True(t, ok)
 	assert.Equal(t, at(2*time.Hour), firedAt)
-	assert.Contains(t, out[0], "ESCALATE shop overtime")
-	_, _, ok = e.Tick(at(3 * time.Hour))
+	assert.Contains(t, out[0], "ESCALATE build overtime")
+	_, _, ok = e.doTick(at(3 * time.Hour))
 	assert.False(t, ok)
 }
 
 func TestClockNeverGoesBack(t *testing.T) {
 	e := newEngine(t, nil)
-	e.Start(t0)
-	e.Receive(msg("@b1", "CLAIM db", 10*time.Minute))
-	e.Receive(msg("@b2", "STATUS", 5*time.Minute)) // an older room timestamp
+	e.doStart(t0)
+	e.doReceive(msg("@b1", "CLAIM db", 10*time.Minute))
+	e.doReceive(msg("@b2", "STATUS", 5*time.Minute)) // an older room timestamp
 	assert.Equal(t, at(10*time.Minute), e.Now())
 }
 
@@ -131,12 +131,12 @@ func TestClockNeverGoesBack(t *testing.T) {
 // section 5): Recover treats it as a pause.
 func TestRecoverExtendsDeadlines(t *testing.T) {
 	e := newEngine(t, nil)
-	e.Start(t0)
-	e.Receive(msg("@b1", "CLAIM db", 0))
-	e.Receive(msg("@b1", "PROGRESS db 10", 20*time.Minute))
+	e.doStart(t0)
+	e.doReceive(msg("@b1", "CLAIM db", 0))
+	e.doReceive(msg("@b1", "PROGRESS db 10", 20*time.Minute))
 	// Down from 20m to 1h20m; the builder kept working and checks in at 1h21m.
-	e.Recover(at(80 * time.Minute))
-	out := e.Receive(msg("@b1", "PROGRESS db 50", 81*time.Minute))
+	e.doRecover(at(80 * time.Minute))
+	out := e.doReceive(msg("@b1", "PROGRESS db 50", 81*time.Minute))
 	assert.Empty(t, out, "no TIMEOUT: the deadline moved by the downtime")
 	d, _ := e.NextDeadline()
 	assert.Equal(t, at(111*time.Minute), d)
@@ -144,19 +144,19 @@ func TestRecoverExtendsDeadlines(t *testing.T) {
 
 func TestRecoverDuringOperatorPause(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Roles.Operators = []string{"@op"} })
-	e.Start(t0)
-	e.Receive(msg("@b1", "CLAIM db", 0))
-	e.Receive(msg("@op", "PAUSE", 10*time.Minute))
-	e.Recover(at(60 * time.Minute)) // the pause already covers the gap
-	assert.Equal(t, []string{"OK RESUME"}, e.Receive(msg("@op", "RESUME", 70*time.Minute)))
+	e.doStart(t0)
+	e.doReceive(msg("@b1", "CLAIM db", 0))
+	e.doReceive(msg("@op", "PAUSE", 10*time.Minute))
+	e.doRecover(at(60 * time.Minute)) // the pause already covers the gap
+	assert.Equal(t, []string{"OK RESUME"}, e.doReceive(msg("@op", "RESUME", 70*time.Minute)))
 	d, _ := e.NextDeadline()
 	assert.Equal(t, at(90*time.Minute), d, "20 minutes were left when the pause began")
 }
 
 func TestHandleTakesTypedCommands(t *testing.T) {
 	e := newEngine(t, nil)
-	e.Start(t0)
-	out := e.Handle(at(time.Second), "@b1", protocol.Command{Verb: protocol.Claim, Component: "db"})
+	e.doStart(t0)
+	out := e.doHandle(at(time.Second), "@b1", protocol.Command{Verb: protocol.Claim, Component: "db"})
 	assert.Equal(t, []string{"ACK db @b1"}, out)
 }
 
@@ -165,10 +165,10 @@ func TestAddReopensACompleteBuild(t *testing.T) {
 		c.Components = []Component{{Name: "db"}}
 		c.Roles.Operators = []string{"@op"}
 	})
-	e.Start(t0)
-	e.Receive(msg("@op", "MERGED db", time.Second))
-	out := e.Receive(msg("@op", "ADD cache db", 2*time.Second))
+	e.doStart(t0)
+	e.doReceive(msg("@op", "MERGED db", time.Second))
+	out := e.doReceive(msg("@op", "ADD cache db", 2*time.Second))
 	assert.Equal(t, []string{"OK ADD cache db", "TASKS cache"}, out)
-	out = e.Receive(msg("@op", "MERGED cache", 3*time.Second))
+	out = e.doReceive(msg("@op", "MERGED cache", 3*time.Second))
 	assert.Equal(t, []string{"OK MERGED cache", "COMPLETE shop"}, out)
 }

@@ -11,13 +11,13 @@ import (
 // holdFor freezes c for a human decision and says why (contract section 4):
 // no timers, no claims, no waiting, until an operator's RESOLVE, RELEASE,
 // ASSIGN or MERGED. c keeps its owner, if it has one.
-func (e *Engine) holdFor(c *component, code protocol.Escalation, text string) {
+func (e *Engine) holdFor(c *component, code protocol.Escalation, what, suggestion string) {
 	e.setState(c, Held)
 	c.hold = code
 	c.overdue = false
 	e.timers.stop(&c.timer)
 	e.stopWaiting(c)
-	e.say(protocol.Escalate(c.name, code, text))
+	e.say(protocol.Escalate(c.name, code, what, suggestion))
 }
 
 // halt stops the build on a dependency cycle: every claim is refused and no
@@ -25,10 +25,9 @@ func (e *Engine) holdFor(c *component, code protocol.Escalation, text string) {
 func (e *Engine) halt(cycle []int) {
 	e.halted = cycle
 	path := e.graph.Format(cycle)
-	e.say(protocol.Error("build", "dependency cycle: "+path))
-	e.say(protocol.Escalate(e.cfg.Build, protocol.Cycle, fmt.Sprintf(
-		"%s; the build is halted; UNDEPEND %s %s (or fix the spec and reload) to go on",
-		path, e.graph.Name(cycle[0]), e.graph.Name(cycle[1]))))
+	e.say(protocol.Error(protocol.BuildSubject, "dependency cycle: "+path))
+	e.say(protocol.Escalate(protocol.BuildSubject, protocol.Cycle, path+"; the build is halted", fmt.Sprintf(
+		"UNDEPEND %s %s (or fix the spec and reload) to go on", e.graph.Name(cycle[0]), e.graph.Name(cycle[1]))))
 }
 
 // recheckCycle runs after the graph lost an edge: a halted build resumes
@@ -65,7 +64,7 @@ func (e *Engine) overtimeFired() {
 	if len(busy) > 0 {
 		text += "; in progress: " + strings.Join(busy, " ")
 	}
-	e.say(protocol.Escalate(e.cfg.Build, protocol.Overtime, text+"; work goes on; STATUS shows what is stuck, PAUSE stops assigning"))
+	e.say(protocol.Escalate(protocol.BuildSubject, protocol.Overtime, text+"; work goes on", "STATUS shows what is stuck, PAUSE stops assigning"))
 }
 
 // short formats a duration without trailing zero units: 10m, 1h30m, 45s.

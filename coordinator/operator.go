@@ -236,7 +236,7 @@ func (e *Engine) pause(agent string, cmd protocol.Command) {
 		return
 	}
 	e.ok(cmd)
-	e.paused, e.pausedAt = true, e.now
+	e.freeze(&e.paused)
 }
 
 // resume restarts assigning and timers; every deadline moves later by the
@@ -247,8 +247,7 @@ func (e *Engine) resume(agent string, cmd protocol.Command) {
 		return
 	}
 	e.ok(cmd)
-	e.timers.shift(e.now.Sub(e.pausedAt))
-	e.paused = false
+	e.thaw(&e.paused)
 }
 
 // removeEdge drops c -> dep, keeping c's count of unmerged dependencies.

@@ -140,10 +140,10 @@ func (w *world) step(c chooser) (string, []string) {
 	w.now += []time.Duration{0, time.Second, time.Minute, 7 * time.Minute, 31 * time.Minute}[c.intn(5)]
 	at := t0.Add(w.now)
 	if c.intn(6) == 0 {
-		return "advance", w.e.Advance(at)
+		return "advance", w.e.doAdvance(at)
 	}
 	sender, text := w.line(c)
-	return sender + " " + text, w.e.Receive(Message{From: sender, Verified: true, At: at, Content: text})
+	return sender + " " + text, w.e.doReceive(Message{From: sender, Verified: true, At: at, Content: text})
 }
 
 // run drives a world through events from c, checking the invariants after
@@ -163,7 +163,7 @@ func run(c chooser, steps int, more func() bool) error {
 	if err != nil {
 		return err
 	}
-	w.e.Start(t0)
+	w.e.doStart(t0)
 	merged := map[string]bool{}
 	for i := 0; i < steps && more(); i++ {
 		barred := w.barredNow()

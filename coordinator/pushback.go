@@ -13,8 +13,8 @@ func (e *Engine) needInfo(c *component, depName string) {
 	di, known := e.graph.Index(depName)
 	if !known {
 		e.holdFor(c, protocol.NeedInfo, fmt.Sprintf(
-			"%s needs %s, which is not a component of the build (the decomposition missed it); ADD %s then RESOLVE %s, or RELEASE %s",
-			agent, depName, depName, c.name, c.name))
+			"%s needs %s, which is not a component of the build (the decomposition missed it)", agent, depName),
+			fmt.Sprintf("ADD %s then RESOLVE %s, or RELEASE %s", depName, c.name, c.name))
 		return
 	}
 	dep := e.comps[di]
@@ -26,9 +26,8 @@ func (e *Engine) needInfo(c *component, depName string) {
 	}
 	if path := e.graph.PathTo(di, c.idx); path != nil {
 		cycle := e.graph.Format(append([]int{c.idx}, path...))
-		e.holdFor(c, protocol.Cycle, fmt.Sprintf(
-			"BLOCKED %s %s would close a dependency cycle: %s; UNDEPEND to break it, then RESOLVE %s",
-			c.name, dep.name, cycle, c.name))
+		e.holdFor(c, protocol.Cycle, fmt.Sprintf("BLOCKED %s %s would close a dependency cycle: %s", c.name, dep.name, cycle),
+			fmt.Sprintf("UNDEPEND to break it, then RESOLVE %s", c.name))
 		return
 	}
 	if c.pushback == nil {
@@ -39,8 +38,9 @@ func (e *Engine) needInfo(c *component, depName string) {
 	}
 	if n := c.pushback[di]; n > e.rules.PushbackRetries {
 		e.holdFor(c, protocol.NeedInfo, fmt.Sprintf(
-			"%s blocked on %s %d times (retries %d/%d) while %s is %s; something may be missing: ADD it, UNDEPEND %s %s, or RESOLVE %s to reset the count",
-			agent, dep.name, n, e.rules.PushbackRetries, e.rules.PushbackRetries, dep.name, dep.state, c.name, dep.name, c.name))
+			"%s blocked on %s %d times (retries %d/%d) while %s is %s; something may be missing",
+			agent, dep.name, n, e.rules.PushbackRetries, e.rules.PushbackRetries, dep.name, dep.state),
+			fmt.Sprintf("ADD it, UNDEPEND %s %s, or RESOLVE %s to reset the count", c.name, dep.name, c.name))
 		return
 	}
 	if e.graph.AddEdge(c.idx, di) {
@@ -71,9 +71,8 @@ func (e *Engine) conflict(c *component, cmd protocol.Command) {
 		if cmd.Text != "" {
 			details = " (" + cmd.Text + ")"
 		}
-		e.holdFor(c, protocol.InterfaceConflict, fmt.Sprintf(
-			"%s and %s disagree on an interface%s; decide which contract stands, then RESOLVE %s (or RELEASE %s)",
-			c.name, other.name, details, c.name, c.name))
+		e.holdFor(c, protocol.InterfaceConflict, fmt.Sprintf("%s and %s disagree on an interface%s", c.name, other.name, details),
+			fmt.Sprintf("decide which contract stands, then RESOLVE %s (or RELEASE %s)", c.name, c.name))
 		return
 	}
 	// Waiting on a component that itself waits on c would deadlock them

@@ -8,7 +8,7 @@ import (
 	"github.com/agentforeman/foreman/protocol"
 )
 
-// Reload applies a reloaded list of components (the config or spec changed
+// reload applies a reloaded list of components (the config or spec changed
 // and the bot got SIGHUP). Components new to the build are appended;
 // dependencies the old list declared and the new one does not are dropped,
 // and new ones added. Edits made in the room (ADD, DEPEND, BLOCKED) stay. A
@@ -16,15 +16,11 @@ import (
 // stays and is reported. A new cycle halts the build; a reload that breaks
 // the cycle resumes it (contract section 5). An invalid list changes
 // nothing.
-func (e *Engine) Reload(at time.Time, comps []Component) []string {
-	if !e.started {
-		return nil
-	}
-	e.begin(at)
+func (e *Engine) reload(at time.Time, comps []Component) {
 	e.fireDue(at)
 	if err := e.checkReload(comps); err != nil {
-		e.say(protocol.Error("build", "reload refused, nothing changed: "+err.Error()))
-		return e.end()
+		e.say(protocol.Error(protocol.BuildSubject, "reload refused, nothing changed: "+err.Error()))
+		return
 	}
 	before := make(map[*component]bool)
 	for _, c := range e.comps {
@@ -62,7 +58,7 @@ func (e *Engine) Reload(at time.Time, comps []Component) []string {
 		}
 	}
 	if missing := missingFrom(e.cfg.Components, comps); len(missing) > 0 {
-		e.say(protocol.Error("build", fmt.Sprintf(
+		e.say(protocol.Error(protocol.BuildSubject, fmt.Sprintf(
 			"reload: %s left the config but stay in the build; MERGED or RELEASE them as fit", strings.Join(missing, ", "))))
 	}
 	e.cfg.Components = comps
@@ -78,7 +74,6 @@ func (e *Engine) Reload(at time.Time, comps []Component) []string {
 		}
 	}
 	e.flushTasks()
-	return e.end()
 }
 
 // checkReload refuses a list with bad or repeated names or unknown

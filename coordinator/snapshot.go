@@ -11,7 +11,7 @@ import (
 )
 
 // SnapshotVersion changes when the snapshot format does.
-const SnapshotVersion = 1
+const SnapshotVersion = 2
 
 // Snapshot is the engine's whole state, in a form that encodes as JSON.
 // Restoring it and going on gives the same replies as never stopping. It
@@ -22,10 +22,12 @@ type Snapshot struct {
 	Version      int                 `json:"version"`
 	Build        string              `json:"build"`
 	Started      bool                `json:"started"`
+	Instance     string              `json:"instance,omitempty"`
 	StartAt      time.Time           `json:"start_at"`
 	Now          time.Time           `json:"now"`
 	Paused       bool                `json:"paused,omitempty"`
-	PausedAt     time.Time           `json:"paused_at,omitempty"`
+	Offline      bool                `json:"offline,omitempty"`
+	FrozenAt     time.Time           `json:"frozen_at,omitzero"`
 	Halted       []string            `json:"halted,omitempty"`
 	Complete     bool                `json:"complete,omitempty"`
 	OvertimeSaid bool                `json:"overtime_said,omitempty"`
@@ -91,8 +93,8 @@ type TrailSnapshot struct {
 // Snapshot exports the engine's state.
 func (e *Engine) Snapshot() *Snapshot {
 	s := &Snapshot{
-		Version: SnapshotVersion, Build: e.cfg.Build, Started: e.started, StartAt: e.startAt,
-		Now: e.now, Paused: e.paused, PausedAt: e.pausedAt, Complete: e.complete,
+		Version: SnapshotVersion, Build: e.cfg.Build, Started: e.started, Instance: e.instance, StartAt: e.startAt,
+		Now: e.now, Paused: e.paused, Offline: e.offline, FrozenAt: e.frozenAt, Complete: e.complete,
 		OvertimeSaid: e.overtimeSaid, Seen: e.seen.ids(), Declared: e.cfg.Components,
 	}
 	for _, n := range e.halted {
@@ -160,8 +162,8 @@ func Restore(cfg Config, s *Snapshot) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.started, e.startAt, e.now = s.Started, s.StartAt, s.Now
-	e.paused, e.pausedAt = s.Paused, s.PausedAt
+	e.started, e.instance, e.startAt, e.now = s.Started, s.Instance, s.StartAt, s.Now
+	e.paused, e.offline, e.frozenAt = s.Paused, s.Offline, s.FrozenAt
 	e.complete, e.overtimeSaid = s.Complete, s.OvertimeSaid
 	e.cfg.Components = s.Declared
 	for _, id := range s.Seen {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/node"
 	"github.com/agentforeman/foreman/transcript"
 )
 
@@ -29,11 +30,11 @@ func TestRestoreThenContinueIsNeverStopping(t *testing.T) {
 			require.NoError(t, err)
 
 			for cut := range tr.Lines {
-				got, err := transcript.ReplayWith(tr, func(i int, e *coordinator.Engine) (*coordinator.Engine, error) {
+				got, err := transcript.ReplayWith(tr, func(i int, n *node.Node) (*node.Node, error) {
 					if i != cut {
-						return e, nil
+						return n, nil
 					}
-					return roundTrip(t, tr.Config(), e), nil
+					return roundTrip(t, tr.Config(), n), nil
 				})
 				require.NoError(t, err)
 				require.Equal(t, want.Said, got.Said, "restored after line %d", tr.Lines[cut].Pos)
@@ -42,10 +43,12 @@ func TestRestoreThenContinueIsNeverStopping(t *testing.T) {
 	}
 }
 
-// roundTrip snapshots e, encodes the snapshot as JSON and restores it.
-func roundTrip(t *testing.T, cfg coordinator.Config, e *coordinator.Engine) *coordinator.Engine {
+// roundTrip snapshots the engine, encodes the snapshot as JSON and restores
+// it, then opens the node again from a storage that holds only the engine's
+// snapshot.
+func roundTrip(t *testing.T, cfg coordinator.Config, n *node.Node) *node.Node {
 	t.Helper()
-	data, err := json.Marshal(e.Snapshot())
+	data, err := json.Marshal(n.Engine().Snapshot())
 	require.NoError(t, err)
 	var snap coordinator.Snapshot
 	require.NoError(t, json.Unmarshal(data, &snap))
@@ -54,7 +57,14 @@ func roundTrip(t *testing.T, cfg coordinator.Config, e *coordinator.Engine) *coo
 	again, err := json.Marshal(restored.Snapshot())
 	require.NoError(t, err)
 	assert.JSONEq(t, string(data), string(again), "a restored engine snapshots the same")
-	return restored
+
+	ns := n.Snapshot()
+	ns.Engine = &snap
+	st := node.NewMemoryStorage()
+	require.NoError(t, st.SaveSnapshot(ns))
+	reopened, err := n.Reopen(st)
+	require.NoError(t, err)
+	return reopened
 }
 
 func TestRestoreRefusesOtherVersions(t *testing.T) {

@@ -23,7 +23,7 @@ func (e *Engine) status(agent, name string) {
 
 // statusLine writes c's view as key=value fields; times are shown relative
 // to now, as ages and time left.
-func (e *Engine) statusLine(c *component) string {
+func (e *Engine) statusLine(c *component) protocol.Reply {
 	v := e.componentView(c)
 	var f []protocol.Field
 	add := func(k, val string) { f = append(f, protocol.Field{Key: k, Value: val}) }
@@ -40,7 +40,7 @@ func (e *Engine) statusLine(c *component) string {
 	}
 	if v.Next != "" {
 		add("next", v.Next)
-		if e.paused {
+		if e.frozen() {
 			add("in", "paused")
 		} else {
 			add("in", short(v.Deadline.Sub(e.now)))

@@ -43,14 +43,15 @@ func FuzzParse(f *testing.F) {
 		assertOneLine(t, Reject(cmd.Component, cmd.Agent, line))
 		assertOneLine(t, Review(cmd.Component, cmd.Agent, cmd.PR))
 		assertOneLine(t, Fix(cmd.Component, cmd.Agent, cmd.Percent, 3, cmd.Text))
-		assertOneLine(t, Escalate(cmd.Component, NeedInfo, line))
+		assertOneLine(t, Escalate(cmd.Component, NeedInfo, line, line))
 		assertOneLine(t, StatusLine(cmd.Component, "building", []Field{{"note", line}}))
 		assertOneLine(t, Tasks(append([]string{cmd.Component}, cmd.Deps...)))
 	})
 }
 
-func assertOneLine(t *testing.T, reply string) {
+func assertOneLine(t *testing.T, r Reply) {
 	t.Helper()
+	reply := r.Text
 	if strings.ContainsAny(reply, "\r\n\u2028\u2029\u0085") {
 		t.Fatalf("reply breaks the line: %q", reply)
 	}

@@ -137,8 +137,12 @@ func (p *parser) checkComponent(w string) string {
 		p.fail(ComponentTooLong, w, "")
 		return ""
 	}
-	if !ValidComponent(w) {
+	if !validName(w) {
 		p.fail(BadComponent, w, "")
+		return ""
+	}
+	if Reserved(w) {
+		p.fail(ReservedName, w, "")
 		return ""
 	}
 	return w
@@ -245,8 +249,32 @@ func (p *parser) end() {
 }
 
 // ValidComponent reports whether name is a component name: a word of
-// [A-Za-z0-9][A-Za-z0-9._/-]* of at most MaxComponent bytes.
-func ValidComponent(name string) bool {
+// [A-Za-z0-9][A-Za-z0-9._/-]* of at most MaxComponent bytes that is not
+// Reserved.
+func ValidComponent(name string) bool { return validName(name) && !Reserved(name) }
+
+// Reserved reports whether name, whatever its case, is a verb (the bot's or
+// anyone's) or "build": a component so named would make lines ambiguous
+// ("ESCALATE build ..." is about the whole build; contract section 3).
+func Reserved(name string) bool {
+	if len(name) > len("UNBLOCKED") {
+		return false // longer than every verb
+	}
+	if strings.EqualFold(name, BuildSubject) {
+		return true
+	}
+	if _, ok := LookupVerb(name); ok {
+		return true
+	}
+	for v := ReplyTasks; v < numReplyVerbs; v++ {
+		if len(name) == len(replyNames[v]) && equalFoldASCII(replyNames[v], name) {
+			return true
+		}
+	}
+	return false
+}
+
+func validName(name string) bool {
 	if name == "" || len(name) > MaxComponent || !isAlnum(name[0]) {
 		return false
 	}
@@ -290,6 +318,7 @@ const (
 	BadConflictKind
 	BadAgent
 	Unprintable
+	ReservedName
 )
 
 // ParseError is a protocol line with wrong arguments. Its message says what
@@ -321,6 +350,8 @@ func (e *ParseError) Error() string {
 		what = fmt.Sprintf("%q is not files or interface", e.Arg)
 	case BadAgent:
 		what = fmt.Sprintf("%q is not a sender id like @a1b2c3", e.Arg)
+	case ReservedName:
+		what = fmt.Sprintf("%q is reserved (a verb, or the word build) and cannot name a component", e.Arg)
 	case Unprintable:
 		what = fmt.Sprintf("%s %q is too long or has control characters", e.Want, e.Arg)
 	default:

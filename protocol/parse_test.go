@@ -157,6 +157,11 @@ func TestReadBadLines(t *testing.T) {
 		{"UNDEPEND api db x", Undepend, ExtraArgument},
 		{"ADD", Add, MissingArgument},
 		{"ADD cache d!", Add, BadComponent},
+		{"CLAIM build", Claim, ReservedName},
+		{"CLAIM Build", Claim, ReservedName},
+		{"ADD claim", Add, ReservedName},
+		{"ADD cache ack", Add, ReservedName},
+		{"BLOCKED api UNBLOCKED", Blocked, ReservedName},
 		{"PAUSE now", Pause, ExtraArgument},
 		{"RESUME please", Resume, ExtraArgument},
 	}
@@ -207,4 +212,20 @@ func BenchmarkReadProgress(b *testing.B) {
 	for b.Loop() {
 		_, _ = bot.Read("PROGRESS api 50 halfway there")
 	}
+}
+
+// No component may be named like a verb or "build": the bot's lines about
+// it could be read as something else (contract section 3).
+func TestReservedNames(t *testing.T) {
+	for _, v := range Verbs() {
+		assert.True(t, Reserved(v.String()), v.String())
+		assert.False(t, ValidComponent(strings.ToLower(v.String())), v.String())
+	}
+	for _, v := range ReplyVerbs() {
+		assert.True(t, Reserved(v.String()), v.String())
+	}
+	assert.True(t, Reserved("build"))
+	assert.False(t, Reserved("builder"))
+	assert.False(t, Reserved("claims"))
+	assert.True(t, ValidComponent("build-tools"))
 }

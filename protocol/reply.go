@@ -9,24 +9,80 @@ import (
 // exactly one line: names are cleaned to one word and free text is cleaned
 // and bounded, so nothing a sender supplies can start a second line.
 
-// Reply verbs, as written.
+// ReplyVerb is the first word of a reply line.
+type ReplyVerb uint8
+
+// The reply verbs, in the order of contract section 3.
 const (
-	ReplyTasks     = "TASKS"
-	ReplyAck       = "ACK"
-	ReplyReject    = "REJECT"
-	ReplyTimeout   = "TIMEOUT"
-	ReplyRetry     = "RETRY"
-	ReplyEscalate  = "ESCALATE"
-	ReplyReview    = "REVIEW"
-	ReplyFix       = "FIX"
-	ReplyWait      = "WAIT"
-	ReplyUnblocked = "UNBLOCKED"
-	ReplyMerged    = "MERGED"
-	ReplyComplete  = "COMPLETE"
-	ReplyStatus    = "STATUS"
-	ReplyOK        = "OK"
-	ReplyError     = "ERROR"
+	NoReply ReplyVerb = iota
+	ReplyTasks
+	ReplyAck
+	ReplyReject
+	ReplyTimeout
+	ReplyRetry
+	ReplyEscalate
+	ReplyReview
+	ReplyFix
+	ReplyWait
+	ReplyUnblocked
+	ReplyMerged
+	ReplyComplete
+	ReplyStatus
+	ReplyOK
+	ReplyError
+	numReplyVerbs
 )
+
+var replyNames = [numReplyVerbs]string{"", "TASKS", "ACK", "REJECT", "TIMEOUT", "RETRY", "ESCALATE",
+	"REVIEW", "FIX", "WAIT", "UNBLOCKED", "MERGED", "COMPLETE", "STATUS", "OK", "ERROR"}
+
+// String returns the verb as written.
+func (v ReplyVerb) String() string {
+	if v >= numReplyVerbs {
+		return "REPLY(?)"
+	}
+	return replyNames[v]
+}
+
+// ReplyVerbs lists every reply verb, in contract order.
+func ReplyVerbs() []ReplyVerb {
+	out := make([]ReplyVerb, 0, numReplyVerbs-1)
+	for v := ReplyTasks; v < numReplyVerbs; v++ {
+		out = append(out, v)
+	}
+	return out
+}
+
+// LookupReplyVerb finds the reply verb a word names, as written (upper
+// case); NoReply if it names none.
+func LookupReplyVerb(word string) ReplyVerb {
+	for v := ReplyTasks; v < numReplyVerbs; v++ {
+		if replyNames[v] == word {
+			return v
+		}
+	}
+	return NoReply
+}
+
+// VerbOf returns the reply verb a line starts with; NoReply if none. It is
+// for those who hear replies in the room (agents, tests), never for the
+// coordinator, which knows what it said.
+func VerbOf(line string) ReplyVerb {
+	word, _, _ := strings.Cut(line, " ")
+	return LookupReplyVerb(word)
+}
+
+// Reply is one line the coordinator says, with what it is about kept apart
+// so that nobody has to read the line again to know.
+type Reply struct {
+	Verb    ReplyVerb
+	Subject string     // the component, "build", or the sender an ERROR answers; "" for TASKS
+	Code    Escalation // ESCALATE only
+	Detail  string     // the free text at the end, as cleaned: a reason, context, findings
+	Text    string     // the whole line
+}
+
+func (r Reply) String() string { return r.Text }
 
 // Escalation is an escalation code (contract section 6).
 type Escalation string
@@ -50,14 +106,28 @@ func Escalations() []Escalation {
 		InterfaceConflict, CIExhausted, ClaimDispute, Cycle, Overtime}
 }
 
-// line joins words into one reply line. The first is the reply verb; names
-// are made one safe word; the last, free text, is cleaned and bounded.
-type line struct{ b strings.Builder }
+// BuildSubject is the subject of build-level ESCALATE and ERROR lines
+// (contract section 3). No component may be named so.
+const BuildSubject = "build"
 
-func newLine(verb string) *line {
-	l := &line{}
+// line joins words into one reply. The first is the reply verb; names are
+// made one safe word; the last, free text, is cleaned and bounded.
+type line struct {
+	r Reply
+	b strings.Builder
+}
+
+func newLine(verb ReplyVerb) *line {
+	l := &line{r: Reply{Verb: verb}}
 	l.b.Grow(64)
-	l.b.WriteString(verb)
+	l.b.WriteString(verb.String())
+	return l
+}
+
+// subject writes the first name, the one the reply is about.
+func (l *line) subject(s string) *line {
+	l.name(s)
+	l.r.Subject = CleanWord(s, MaxName)
 	return l
 }
 
@@ -69,27 +139,33 @@ func (l *line) word(s string, max int) *line {
 	return l
 }
 
-func (l *line) text(s string) *line {
-	if s = strings.TrimSpace(CleanText(s, MaxText)); s != "" {
+func (l *line) text(s string) *line { return l.textMax(s, MaxText) }
+
+func (l *line) textMax(s string, max int) *line {
+	if s = strings.TrimSpace(CleanText(s, max)); s != "" {
 		l.b.WriteByte(' ')
 		l.b.WriteString(s)
+		l.r.Detail = s
 	}
 	return l
 }
 
-func (l *line) String() string { return l.b.String() }
+func (l *line) reply() Reply {
+	l.r.Text = l.b.String()
+	return l.r
+}
 
 // Tasks lists the claimable components, in declaration order. The list can
 // be long (a build of thousands), so the line is sized once, and names that
 // are valid component names, as the engine's always are, are not cleaned.
-func Tasks(components []string) string {
-	size := len(ReplyTasks)
+func Tasks(components []string) Reply {
+	size := len("TASKS")
 	for _, c := range components {
 		size += 1 + len(c)
 	}
 	var b strings.Builder
 	b.Grow(size)
-	b.WriteString(ReplyTasks)
+	b.WriteString("TASKS")
 	for _, c := range components {
 		b.WriteByte(' ')
 		if ValidComponent(c) {
@@ -98,94 +174,103 @@ func Tasks(components []string) string {
 			b.WriteString(CleanWord(c, MaxName))
 		}
 	}
-	return b.String()
+	return Reply{Verb: ReplyTasks, Text: b.String()}
 }
 
 // Ack assigns c to agent; context says what an earlier builder left.
-func Ack(c, agent, context string) string {
-	return newLine(ReplyAck).name(c).name(agent).text(context).String()
+func Ack(c, agent, context string) Reply {
+	return newLine(ReplyAck).subject(c).name(agent).text(context).reply()
 }
 
 // Reject refuses a line; nothing changed.
-func Reject(c, agent, reason string) string {
-	return newLine(ReplyReject).name(c).name(agent).text(reason).String()
+func Reject(c, agent, reason string) Reply {
+	return newLine(ReplyReject).subject(c).name(agent).text(reason).reply()
 }
 
 // Timeout says agent missed its check-ins on c.
-func Timeout(c, agent string) string {
-	return newLine(ReplyTimeout).name(c).name(agent).String()
+func Timeout(c, agent string) Reply {
+	return newLine(ReplyTimeout).subject(c).name(agent).reply()
 }
 
 // Retry says agent used all its audit attempts on c.
-func Retry(c, agent string) string {
-	return newLine(ReplyRetry).name(c).name(agent).String()
+func Retry(c, agent string) Reply {
+	return newLine(ReplyRetry).subject(c).name(agent).reply()
 }
 
-// Escalate asks a human to decide about subject (a component or the build).
-func Escalate(subject string, code Escalation, text string) string {
-	return newLine(ReplyEscalate).name(subject).name(string(code)).text(text).String()
+// Escalate asks a human to decide about subject (a component or "build").
+// what says what happened and may echo what senders wrote; suggestion
+// names the operator command that resolves it (contract section 6). When
+// the two do not fit in the bound, what is cut and the suggestion is kept
+// whole: it is what the human needs to act.
+func Escalate(subject string, code Escalation, what, suggestion string) Reply {
+	l := newLine(ReplyEscalate).subject(subject).name(string(code))
+	l.r.Code = code
+	suggestion = strings.TrimSpace(CleanText(suggestion, MaxText/2))
+	if suggestion == "" {
+		return l.text(what).reply()
+	}
+	room := MaxText - len(suggestion) - len("; ")
+	what = strings.TrimSpace(CleanText(what, room))
+	if what == "" {
+		return l.text(suggestion).reply()
+	}
+	return l.textMax(what+"; "+suggestion, MaxText).reply()
 }
 
 // Review says c awaits audit.
-func Review(c, agent, pr string) string {
-	return newLine(ReplyReview).name(c).name(agent).word(pr, MaxText).String()
+func Review(c, agent, pr string) Reply {
+	return newLine(ReplyReview).subject(c).name(agent).word(pr, MaxText).reply()
 }
 
 // Fix steps c back to its builder with attempt n of max.
-func Fix(c, agent string, n, max int, text string) string {
-	return newLine(ReplyFix).name(c).name(agent).name(strconv.Itoa(n) + "/" + strconv.Itoa(max)).text(text).String()
+func Fix(c, agent string, n, max int, text string) Reply {
+	return newLine(ReplyFix).subject(c).name(agent).name(strconv.Itoa(n) + "/" + strconv.Itoa(max)).text(text).reply()
 }
 
 // Wait accepts pushback: c waits for dep.
-func Wait(c, agent, dep string) string {
-	return newLine(ReplyWait).name(c).name(agent).name(dep).String()
+func Wait(c, agent, dep string) Reply {
+	return newLine(ReplyWait).subject(c).name(agent).name(dep).reply()
 }
 
 // Unblocked says what c waited for is there.
-func Unblocked(c, agent string) string {
-	return newLine(ReplyUnblocked).name(c).name(agent).String()
+func Unblocked(c, agent string) Reply {
+	return newLine(ReplyUnblocked).subject(c).name(agent).reply()
 }
 
 // MergedLine says c is merged.
-func MergedLine(c string) string {
-	return newLine(ReplyMerged).name(c).String()
+func MergedLine(c string) Reply {
+	return newLine(ReplyMerged).subject(c).reply()
 }
 
 // Complete says every component of build is merged.
-func Complete(build string) string {
-	return newLine(ReplyComplete).name(build).String()
+func Complete(build string) Reply {
+	return newLine(ReplyComplete).subject(build).reply()
 }
 
 // Field is one key=value of a STATUS line.
 type Field struct{ Key, Value string }
 
 // StatusLine describes c: its state and why it is there.
-func StatusLine(c, state string, fields []Field) string {
-	l := newLine(ReplyStatus).name(c).name(state)
+func StatusLine(c, state string, fields []Field) Reply {
+	l := newLine(ReplyStatus).subject(c).name(state)
 	for _, f := range fields {
 		l.b.WriteByte(' ')
 		l.b.WriteString(CleanWord(f.Key, MaxName))
 		l.b.WriteByte('=')
 		l.b.WriteString(CleanWord(f.Value, MaxText))
 	}
-	return l.String()
+	return l.reply()
 }
 
 // OK confirms an operator command, as read.
-func OK(cmd Command) string {
-	return newLine(ReplyOK).text(cmd.String()).String()
+func OK(cmd Command) Reply {
+	r := newLine(ReplyOK).text(cmd.String()).reply()
+	r.Subject = cmd.Component
+	return r
 }
 
 // Error answers a malformed line (subject: the sender) or a build-level fault
-// (subject: "build").
-func Error(subject, text string) string {
-	return newLine(ReplyError).name(subject).text(text).String()
-}
-
-// ReplyVerb returns the first word of a reply line.
-func ReplyVerb(line string) string {
-	if i := strings.IndexByte(line, ' '); i >= 0 {
-		return line[:i]
-	}
-	return line
+// (subject: BuildSubject).
+func Error(subject, text string) Reply {
+	return newLine(ReplyError).subject(subject).text(text).reply()
 }

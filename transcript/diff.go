@@ -3,6 +3,7 @@ package transcript
 import (
 	"fmt"
 	"io"
+	"strings"
 )
 
 // ChangeKind says how an expected and an actual line line up.
@@ -162,12 +163,9 @@ func (r *Result) WriteTimeline(w io.Writer) {
 			fmt.Fprintf(w, "%s %s %s %s\n", mark, FormatTime(r.Said[s].At), r.T.Coordinator, r.Said[s].Text)
 		}
 	}
-	for i, l := range r.T.Lines {
-		if l.Said {
-			continue
-		}
-		emit(i)
-		fmt.Fprintf(w, "  %s %s %s\n", FormatTime(l.At), l.Sender, l.Text)
+	for _, pos := range r.T.inputs() {
+		emit(pos)
+		fmt.Fprintf(w, "  %s\n", strings.TrimSpace(r.T.Raw[pos-1]))
 	}
-	emit(len(r.T.Lines) + 1)
+	emit(len(r.T.Raw) + 2)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/node"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -17,8 +18,8 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type Said struct {
 	At    time.Duration
 	Text  string
-	After int  // index in Lines of the last heard line before it; -1 if none
-	Timer bool // said because a timer fired, not in answer to a line
+	After int  // the file line (Pos) of the last input handled before it: a heard line or a timed directive; 0 if none
+	Timer bool // said because a timer fired, not in answer to that input
 }
 
 // Result is the outcome of replaying a transcript.
@@ -40,75 +41,61 @@ func (r *Result) Passed() bool { return r.Failures == 0 }
 func Replay(t *Transcript) (*Result, error) { return ReplayWith(t, nil) }
 
 // Swap is called after each heard line is handled (i is its index in
-// Lines) and returns the engine to go on with: the same one, or, in tests
-// of recovery, one restored from its snapshot.
-type Swap func(i int, e *coordinator.Engine) (*coordinator.Engine, error)
+// Lines) and returns the node to go on with: the same one, or, in tests of
+// recovery, one restored from its snapshot.
+type Swap func(i int, n *node.Node) (*node.Node, error)
 
-// ReplayWith is Replay with a hook after every heard line.
+// ReplayWith is Replay with a hook after every heard line. It drives the
+// engine through a node, as the live bot does: the timers due by a line's
+// time fire first, each at its deadline, then the line.
 func ReplayWith(t *Transcript, swap Swap) (*Result, error) {
-	eng, err := coordinator.New(t.Config())
+	r := &Result{T: t}
+	heard := 0
+	observe := func(ev *coordinator.Event, said []coordinator.Reply) {
+		timer := ev.Kind == coordinator.KindTick
+		for _, l := range said {
+			r.Said = append(r.Said, Said{At: l.At.Sub(Epoch), Text: l.Text, After: heard, Timer: timer})
+		}
+	}
+	n, err := node.Open(node.Config{Engine: t.Config(), SnapshotEvery: -1, Observe: observe})
 	if err != nil {
 		return nil, &Error{File: t.Name, Line: 1, Msg: err.Error()}
 	}
-	r := &Result{T: t}
-	heard := -1
-	record := func(at time.Time, lines []string, timer bool) {
-		for _, l := range lines {
-			r.Said = append(r.Said, Said{At: at.Sub(Epoch), Text: l, After: heard, Timer: timer})
+	// timed applies the recorder's directives that stand before line i:
+	// the timers due by then fire first, then what the directive records.
+	next := 0
+	timed := func(i int) {
+		for ; next < len(t.Timed) && t.Timed[next].Before <= i; next++ {
+			d := t.Timed[next]
+			n.Wake(Epoch.Add(d.From))
+			heard = d.Pos
+			n.Step(coordinator.Event{Kind: d.Kind, At: Epoch.Add(d.At), Components: d.Components,
+				Since: Epoch.Add(d.Since), Until: Epoch.Add(d.Until)})
 		}
 	}
-	tick := func(to time.Duration) {
-		for {
-			at, out, ok := eng.Tick(Epoch.Add(to))
-			if !ok {
-				return
-			}
-			record(at, out, true)
-		}
-	}
-	downtime, reloads := t.Downtime, t.Reloads
-	// timed applies the recorder's timed directives due by to: the
-	// coordinator's downtime, and reloads (at a line's time, before it).
-	timed := func(to time.Duration) {
-		for {
-			switch {
-			case len(downtime) > 0 && downtime[0].To <= to && (len(reloads) == 0 || downtime[0].From <= reloads[0].At):
-				tick(downtime[0].From)
-				eng.Recover(Epoch.Add(downtime[0].To))
-				downtime = downtime[1:]
-			case len(reloads) > 0 && reloads[0].At <= to:
-				tick(reloads[0].At)
-				record(Epoch.Add(reloads[0].At), eng.Reload(Epoch.Add(reloads[0].At), reloads[0].Components), true)
-				reloads = reloads[1:]
-			default:
-				return
-			}
-		}
-	}
-	record(Epoch, eng.Start(Epoch), false)
+	n.Step(coordinator.Event{Kind: coordinator.KindStart, At: Epoch})
 	end := t.End
-	for _, r := range t.Reloads {
-		end = max(end, r.At)
+	for _, d := range t.Timed {
+		end = max(end, d.At)
 	}
 	for i, l := range t.Lines {
 		end = max(end, l.At)
+		timed(i)
 		if l.Said {
 			continue
 		}
-		timed(l.At)
-		tick(l.At)
-		heard = i
-		record(Epoch.Add(l.At), eng.Receive(coordinator.Message{
-			From: l.Sender, Verified: true, At: Epoch.Add(l.At), Content: l.Text,
-		}), false)
+		n.Wake(Epoch.Add(l.At))
+		heard = l.Pos
+		n.Hear(coordinator.Message{From: l.Sender, Verified: true, At: Epoch.Add(l.At), Content: l.Text})
+		n.Ready() // nothing to persist or send in a replay
 		if swap != nil {
-			if eng, err = swap(i, eng); err != nil {
+			if n, err = swap(i, n); err != nil {
 				return nil, err
 			}
 		}
 	}
-	timed(end)
-	tick(end)
+	timed(len(t.Lines))
+	n.Wake(Epoch.Add(end))
 	r.Diff = align(expected(t), r.Said, t.Ignore)
 	for _, c := range r.Diff {
 		if c.Kind != Same {
@@ -135,4 +122,4 @@ func matches(want Line, got Said) bool {
 	return want.At == got.At && (got.Text == want.Text || strings.HasPrefix(got.Text, want.Text+" "))
 }
 
-func verb(line string) string { return protocol.ReplyVerb(line) }
+func verb(line string) string { return protocol.VerbOf(line).String() }

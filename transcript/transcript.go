@@ -37,16 +37,27 @@ type Transcript struct {
 	End         time.Duration   // !end, or 0
 	Lines       []Line          // timed lines in file order
 	Raw         []string        // the file's lines, for rewriting
-	Downtime    []Downtime      // foreman's own recordings: restarts
-	Reloads     []Reload        // foreman's own recordings: SIGHUP reloads
+	Timed       []Timed         // foreman's own recordings: what happened besides lines, in file order
 }
 
-// Reload is an extension directive foreman's recorder writes when the
-// components were reloaded: "!reload HH:MM:SS c1 c2=dep1,dep2 ..." lists the
-// whole new list of components, in order.
-type Reload struct {
+// Timed is one of the directives foreman's recorder writes for what
+// happened to the coordinator besides the lines it heard. Unlike the
+// standard directives they stand where they happened, between lines:
+//
+//	!downtime FROM TO          foreman was away (a restart): a pause
+//	!reload HH:MM:SS c1 c2=dep1,dep2 ...   the components were reloaded (the whole new list)
+//	!offline HH:MM:SS          its replies could not reach the room from then (lurking, cut off)
+//	!online HH:MM:SS           they could again
+//	!gap HH:MM:SS SINCE UNTIL  the room's history had lost lines said between SINCE and UNTIL
+type Timed struct {
+	Kind       coordinator.Kind
 	At         time.Duration
+	From       time.Duration // !downtime: away from
+	Since      time.Duration // !gap
+	Until      time.Duration // !gap
 	Components []coordinator.Component
+	Before     int // the index in Lines of the line it comes before
+	Pos        int
 }
 
 // Line is one timed chat line.
@@ -56,14 +67,6 @@ type Line struct {
 	Text   string
 	Said   bool // the coordinator's line
 	Pos    int  // 1-based line number in the file
-}
-
-// Downtime is an extension directive foreman's recorder writes when the bot
-// restarted mid-session: "!downtime FROM TO" says it was away between the two
-// times, which the engine treats as a pause (contract section 5).
-type Downtime struct {
-	From, To time.Duration
-	Pos      int
 }
 
 // Error is a problem in a transcript, at file:line.
@@ -94,12 +97,21 @@ func Parse(name string, r io.Reader) (*Transcript, error) {
 		case s == "" || strings.HasPrefix(s, "#"):
 			continue
 		case strings.HasPrefix(s, "!"):
+			before := len(t.Timed)
 			pos, err := t.directive(s)
 			if err != nil {
 				return nil, fail("%v", err)
 			}
 			if pos {
 				compPos = append(compPos, n)
+			}
+			if len(t.Timed) > before {
+				d := &t.Timed[before]
+				d.Before, d.Pos = len(t.Lines), n
+				if d.From < last {
+					return nil, fail("%s happens before the previous line's time %s; times must not decrease", strings.Fields(s)[0], FormatTime(last))
+				}
+				last = d.At
 			}
 			continue
 		}
@@ -214,7 +226,7 @@ func (t *Transcript) directive(s string) (component bool, err error) {
 		if err1 != nil || err2 != nil || to < from {
 			return false, fmt.Errorf("!downtime needs two times, the second not before the first")
 		}
-		t.Downtime = append(t.Downtime, Downtime{From: from, To: to})
+		t.Timed = append(t.Timed, Timed{Kind: coordinator.KindRecover, At: to, From: from})
 	case "!reload":
 		if err := need(2, "!reload HH:MM:SS c[=dep,dep]..."); err != nil {
 			return false, err
@@ -223,7 +235,7 @@ func (t *Transcript) directive(s string) (component bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		r := Reload{At: at}
+		r := Timed{Kind: coordinator.KindReload, At: at, From: at}
 		for _, a := range args[1:] {
 			name, deps, _ := strings.Cut(a, "=")
 			c := coordinator.Component{Name: name}
@@ -232,9 +244,33 @@ func (t *Transcript) directive(s string) (component bool, err error) {
 			}
 			r.Components = append(r.Components, c)
 		}
-		t.Reloads = append(t.Reloads, r)
+		t.Timed = append(t.Timed, r)
+	case "!offline", "!online":
+		if err := need(1, name+" HH:MM:SS"); err != nil {
+			return false, err
+		}
+		at, err := ParseTime(args[0])
+		if err != nil {
+			return false, err
+		}
+		kind := coordinator.KindOffline
+		if name == "!online" {
+			kind = coordinator.KindOnline
+		}
+		t.Timed = append(t.Timed, Timed{Kind: kind, At: at, From: at})
+	case "!gap":
+		if err := need(3, "!gap HH:MM:SS SINCE UNTIL"); err != nil {
+			return false, err
+		}
+		var v [3]time.Duration
+		for i := range v {
+			if v[i], err = ParseTime(args[i]); err != nil {
+				return false, err
+			}
+		}
+		t.Timed = append(t.Timed, Timed{Kind: coordinator.KindGap, At: v[0], From: v[0], Since: v[1], Until: v[2]})
 	default:
-		return false, fmt.Errorf("unknown directive %s (known: !build !coordinator !component !role !set !ignore !end, and foreman's own !downtime !reload)", name)
+		return false, fmt.Errorf("unknown directive %s (known: !build !coordinator !component !role !set !ignore !end, and foreman's own !downtime !reload !offline !online !gap)", name)
 	}
 	return false, nil
 }

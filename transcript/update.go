@@ -4,6 +4,25 @@ import (
 	"strings"
 )
 
+// inputs are the file lines (Pos) of what the replay feeds the engine, in
+// order: heard lines and foreman's timed directives.
+func (t *Transcript) inputs() []int {
+	var out []int
+	k := 0
+	for _, l := range t.Lines {
+		for ; k < len(t.Timed) && t.Timed[k].Pos < l.Pos; k++ {
+			out = append(out, t.Timed[k].Pos)
+		}
+		if !l.Said {
+			out = append(out, l.Pos)
+		}
+	}
+	for ; k < len(t.Timed); k++ {
+		out = append(out, t.Timed[k].Pos)
+	}
+	return out
+}
+
 // Update rewrites the transcript's coordinator lines from what the engine
 // said (the datadriven habit: run, look at the diff, accept it). Heard lines,
 // directives, comments and blank lines stay where they were; each said line
@@ -41,21 +60,25 @@ func (r *Result) Update() []byte {
 			}
 		}
 	}
-	next := 0 // index into t.Lines
+	inputs := t.inputs()
+	next, said := 0, 0 // into inputs, and into t.Lines for the coordinator's lines
 	for n, raw := range t.Raw {
-		if next < len(t.Lines) && t.Lines[next].Pos == n+1 {
-			i := next
+		pos := n + 1
+		for said < len(t.Lines) && t.Lines[said].Pos < pos {
+			said++
+		}
+		if said < len(t.Lines) && t.Lines[said].Pos == pos && t.Lines[said].Said {
+			continue // replaced by what the engine said
+		}
+		if next < len(inputs) && inputs[next] == pos {
 			next++
-			if t.Lines[i].Said {
-				continue // replaced by what the engine said
-			}
-			emit(i, false)
+			emit(pos, false)
 			b.WriteString(raw + "\n")
-			emit(i, true)
+			emit(pos, true)
 			continue
 		}
 		b.WriteString(raw + "\n")
 	}
-	emit(len(t.Lines), true)
+	emit(len(t.Raw)+1, true)
 	return []byte(b.String())
 }

@@ -101,6 +101,19 @@ func (tw *Writer) Reload(at time.Duration, comps []coordinator.Component) {
 	tw.printf("!reload %s %s\n", FormatTime(at), strings.Join(parts, " "))
 }
 
+// Offline records that the coordinator's replies could not reach the room
+// from at.
+func (tw *Writer) Offline(at time.Duration) { tw.printf("!offline %s\n", FormatTime(at)) }
+
+// Online records that they could again from at.
+func (tw *Writer) Online(at time.Duration) { tw.printf("!online %s\n", FormatTime(at)) }
+
+// Gap records that, at at, the room's history had lost lines said between
+// since and until.
+func (tw *Writer) Gap(at, since, until time.Duration) {
+	tw.printf("!gap %s %s %s\n", FormatTime(at), FormatTime(since), FormatTime(until))
+}
+
 // Comment records a comment line.
 func (tw *Writer) Comment(text string) {
 	tw.printf("# %s\n", protocol.CleanText(text, 1000))

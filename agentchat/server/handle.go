@@ -240,15 +240,16 @@ func (s *Server) welcome(c *conn, id, name string) {
 		s.st.firstSeen[id] = now
 	}
 	a := &agent{id: id, name: name, verified: s.verified[id]}
-	if s.cfg.Lurk && now.Sub(first) < s.cfg.LurkPeriod {
+	young := now.Sub(first) < s.cfg.LurkPeriod
+	if s.cfg.Lurk && young {
 		a.lurk, a.lurkUntil = true, first.Add(s.cfg.LurkPeriod)
 	}
 	c.agent = a
 	s.byID[id] = c
 	f := fields{"agent_id": id, "name": name, "server": s.cfg.Name, "verified": a.verified, "disclaimer": disclaimer}
-	if a.lurk {
+	if a.lurk || young && !s.cfg.QuietLurk { // advertised even when not enforced, as a stock server does
 		f["lurk"] = true
-		f["lurk_until"] = a.lurkUntil.UnixMilli()
+		f["lurk_until"] = first.Add(s.cfg.LurkPeriod).UnixMilli()
 		f["lurk_reason"] = fmt.Sprintf("New identities must wait %s before sending messages.", s.cfg.LurkPeriod)
 	}
 	c.send(frame("WELCOME", f))
@@ -411,6 +412,9 @@ func (s *Server) msg(c *conn, r raw) {
 	case ch.members[c] == nil:
 		c.send(errorFrame(errNotInvited, "Not a member of "+to))
 		return
+	}
+	if !s.cfg.KeepContent {
+		content, _ = agentchat.Redact(content)
 	}
 	verified := a.verified
 	m := &msgFrame{

@@ -43,6 +43,16 @@ type Config struct {
 	// always lurk.
 	Lurk       bool
 	LurkPeriod time.Duration // default 1h
+	// QuietLurk stops WELCOME advertising lurk when Lurk is off. A stock
+	// server run with LURK_DISABLED=true still tells every key first seen
+	// within LurkPeriod that it lurks (lurk:true, lurk_until) and then lets
+	// it send: clients must treat that as advice, and this server, like
+	// the stock one, tests that they do.
+	QuietLurk bool
+	// KeepContent turns off the rewriting a stock server does to every
+	// message: what looks like a secret becomes [REDACTED:<kind>]
+	// (agentchat.Redact).
+	KeepContent bool
 
 	Verified              []string // agent ids treated as vetted by the admin
 	Allowed               []string // if not empty, only these agent ids may sign in

@@ -34,7 +34,10 @@ func TestKeyedHandshake(t *testing.T) {
 	assert.Equal(t, id.AgentID(), w["agent_id"])
 	assert.Equal(t, "foreman", w["name"])
 	assert.Equal(t, false, w["verified"])
-	assert.NotContains(t, w, "lurk", "lurking is off on the embedded server by default")
+	// Lurking is off by default, but WELCOME advertises it to a new key all
+	// the same, as a stock server run with LURK_DISABLED=true does.
+	assert.Equal(t, true, w["lurk"])
+	assert.InDelta(t, float64(time.Now().Add(time.Hour).UnixMilli()), w["lurk_until"], 5000)
 	assert.NotEmpty(t, w["server"])
 	assert.Equal(t, []string{id.AgentID()}, s.Agents())
 

@@ -53,7 +53,7 @@ func (s *roomShow) line(from, name, text string) { s.lineAt(time.Now(), from, na
 // lineAt shows a line said at a given time: the room's replayed history
 // is old, and shown as old.
 func (s *roomShow) lineAt(at time.Time, from, name, text string) {
-	if s.coord == "" && protocol.ReplyVerb(text) == protocol.ReplyTasks {
+	if s.coord == "" && protocol.VerbOf(text) == protocol.ReplyTasks {
 		s.coord = from
 	}
 	if name == "" {
@@ -186,7 +186,7 @@ func showMessage(show *roomShow, m agentchat.Message) {
 	if m.Notice {
 		return
 	}
-	for l := range protocol.Lines(m.Content) {
+	for l := range protocol.Lines(m.Body()) {
 		show.lineAt(m.TS, m.From, m.FromName, strings.TrimSpace(l))
 	}
 }

@@ -287,7 +287,7 @@ roles:
 
 journal:
   # Every input foreman handles, so that a restart resumes the build.
-  path: .foreman/journal.db
+  path: .foreman/journal
 
 http:
   # The board, /metrics and /healthz; ` + "`foreman status`" + ` reads it.
@@ -310,8 +310,8 @@ func (p *initPlan) report(a *app) {
 	verb := map[bool]string{true: "created", false: "using"}
 	fmt.Fprintf(out, "%s %s: foreman, agent id %s\n", verb[p.createdF], filepath.Join(p.Dir, p.ForemanKey), p.ForemanID)
 	fmt.Fprintf(out, "%s %s: you (%s), agent id %s, the operator\n", verb[p.createdO], p.OperatorKey, p.Operator, p.OperatorID)
-	if _, err := os.Stat(filepath.Join(p.Dir, ".foreman", "journal.db")); err == nil {
-		fmt.Fprintf(out, "note: %s holds an earlier build, which foreman run resumes; delete it to start afresh\n", filepath.Join(p.Dir, ".foreman", "journal.db"))
+	if j := filepath.Join(p.Dir, ".foreman", "journal"); pathExists(j) {
+		fmt.Fprintf(out, "note: %s holds an earlier build, which foreman run resumes; delete it to start afresh\n", j)
 	}
 	arg := ""
 	if p.File != defaultConfig {
@@ -328,4 +328,9 @@ Next, each in a terminal of its own, from here:
 Agents join the same room: foreman agent%[1]s --role builder is a scripted one, and
 foreman prompt prints the guide that teaches an LLM agent the protocol.
 `, arg, p.URL, p.Channel, p.OperatorKey)
+}
+
+func pathExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

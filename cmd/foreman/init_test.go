@@ -43,6 +43,7 @@ func TestInitMakesYouTheOperator(t *testing.T) {
 	assert.Contains(t, out, "\n  foreman serve\n")
 	assert.Contains(t, out, "\n  foreman run\n")
 	assert.Contains(t, out, "\n  foreman agent --role chat --identity .foreman/olga.json\n")
+	assert.NotContains(t, out, "holds an earlier build")
 
 	code, out, errOut = foreman(t, "validate")
 	require.Equal(t, 0, code, errOut)
@@ -52,8 +53,11 @@ func TestInitMakesYouTheOperator(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "foreman.yaml exists: foreman init does not replace a config (--force does")
 
+	assert.Equal(t, filepath.Join(".foreman", "journal"), c.Journal, "the journal is a directory beside the keys")
+	require.NoError(t, os.MkdirAll(c.Journal, 0o700))
 	code, out, errOut = foreman(t, "init", "--name", "olga", "--force", "--channel", "#shop")
 	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "note: .foreman/journal holds an earlier build, which foreman run resumes")
 	assert.Contains(t, out, "using .foreman/identity.json: foreman, agent id "+bot.AgentID(), "a key is never replaced")
 	assert.Contains(t, out, "using .foreman/olga.json: you (olga), agent id "+me.AgentID())
 	c, err = config.Load("foreman.yaml", nil, nil)

@@ -24,6 +24,7 @@ import (
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/bot"
 	"github.com/agentforeman/foreman/internal/web"
+	"github.com/agentforeman/foreman/protocol"
 )
 
 // boardSource is a running bot as the board sees one, set by hand.
@@ -54,7 +55,8 @@ func statusServer(t *testing.T, v coordinator.View) *httptest.Server {
 func statusServerOf(t *testing.T, v coordinator.View) (*httptest.Server, *boardSource) {
 	t.Helper()
 	s := web.New(web.Options{Now: func() time.Time { return statusT0.Add(90 * time.Second) }})
-	s.Observe(statusT0, nil, []string{"ESCALATE web hard-blocker missing_dependency: no schema; RESOLVE web"})
+	s.Observe(&coordinator.Event{Kind: coordinator.KindTick, At: statusT0}, []coordinator.Reply{{At: statusT0,
+		Reply: protocol.Escalate("web", protocol.HardBlocker, "missing_dependency: no schema", "RESOLVE web")}})
 	src := &boardSource{view: v}
 	s.Attach(src)
 	ts := httptest.NewServer(s.Handler())
@@ -190,7 +192,7 @@ build:
       depends_on: [db]
 journal:
   path: %s
-`, room.URL(), filepath.Join(dir, "id.json"), filepath.Join(dir, "journal.db")), 0o600))
+`, room.URL(), filepath.Join(dir, "id.json"), filepath.Join(dir, "journal")), 0o600))
 
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)

@@ -1,12 +1,16 @@
 // Package bot is foreman's live shell: it joins the room, hands every
-// message and every due timer to the engine through the journal, sends the
-// replies, and keeps working through restarts, reconnects and signals.
+// message to the engine through the node, persists what the node hands out
+// before sending a word of it, and keeps working through restarts,
+// reconnects, stalls and signals.
 package bot
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -16,7 +20,23 @@ import (
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/journal"
-	"github.com/agentforeman/foreman/protocol"
+	"github.com/agentforeman/foreman/internal/node"
+)
+
+// Timing of the shell. Deadlines themselves are the engine's, in room time.
+const (
+	// aliveEvery is how often foreman notes it is running, so that a
+	// restart can tell the time it was away from time it merely idled.
+	aliveEvery = 2 * time.Second
+	// minPingGap spaces the clock readings a due deadline asks for: the
+	// room counts them against its frame-flood limit.
+	minPingGap = 200 * time.Millisecond
+	// defaultGrace is how long queued replies may take to go out on
+	// shutdown.
+	defaultGrace = 5 * time.Second
+	// refusalGrace is how long foreman waits for the room to take its word
+	// that it refuses to coordinate.
+	refusalGrace = 3 * time.Second
 )
 
 // Options configure a Bot. Only Config is required.
@@ -30,10 +50,15 @@ type Options struct {
 	Reload        <-chan struct{}
 	ReloadConfig  func() (*config.Config, error) // how to read the config again
 	ShutdownGrace time.Duration                  // how long to wait for queued replies on shutdown (default 5s)
-	SnapshotEvery int                            // events between journal snapshots (default 1000)
-	// Observe, if set, is called in the bot's goroutine with each line
-	// heard and the lines said (for metrics and the board).
-	Observe func(at time.Time, heard *coordinator.Message, said []string)
+	SnapshotEvery int                            // entries between journal snapshots (default node.DefaultSnapshotEvery)
+	// NewBuild starts a build even when the room shows that this identity
+	// coordinates another there (whose journal this one is not).
+	NewBuild bool
+	// Observe, if set, is called in the bot's goroutine with every event the
+	// engine handles and what it said (for metrics and the board).
+	Observe func(ev *coordinator.Event, said []coordinator.Reply)
+	// Named, if set, is told each sender's display name as the room gives it.
+	Named func(id, name string)
 	// Handled, if set, is called after each batch of events is handled,
 	// journaled and sent, with how long that took.
 	Handled func(d time.Duration, events int)
@@ -45,13 +70,19 @@ type Bot struct {
 	cfg    *config.Config
 	log    zerolog.Logger
 	id     *agentchat.Identity
-	j      *journal.Journal
-	core   *core
+	st     node.Storage
+	j      *journal.Journal // nil without a journal
+	node   *node.Node
+	rec    *recorder
 	client *agentchat.Client
 
 	joined    bool
 	restarted bool // the build began before this process: the first join catches up
 	caughtUp  bool
+	offline   bool // the engine knows its replies cannot reach the room
+	tag       string
+	room      roomClock
+	lastPing  time.Time
 
 	health  atomic.Pointer[Health]
 	views   chan chan coordinator.View
@@ -67,11 +98,6 @@ type Health struct {
 	Queued     int
 }
 
-const (
-	aliveEvery = 2 * time.Second
-	batchMax   = 256 // room events handled per journal commit, at most
-)
-
 // New opens the journal, recovers the build from it, and prepares the room
 // connection. Run connects.
 func New(opts Options) (*Bot, error) {
@@ -83,10 +109,7 @@ func New(opts Options) (*Bot, error) {
 		opts.Now = time.Now
 	}
 	if opts.ShutdownGrace <= 0 {
-		opts.ShutdownGrace = 5 * time.Second
-	}
-	if opts.SnapshotEvery <= 0 {
-		opts.SnapshotEvery = 1000
+		opts.ShutdownGrace = defaultGrace
 	}
 	b := &Bot{opts: opts, cfg: cfg, log: opts.Logger, id: opts.Identity, views: make(chan chan coordinator.View),
 		stopped: make(chan struct{})}
@@ -98,44 +121,48 @@ func New(opts Options) (*Bot, error) {
 		}
 		if created {
 			b.log.Info().Str("file", cfg.Server.Identity).Str("agent", id.AgentID()).
-				Msg("created a new identity; on a stock AgentChat server a new key may only listen for its first hour")
+				Msg("created a new identity; a stock AgentChat server may tell a new key it can only listen for its first hour")
 		}
 		b.id = id
 	}
 	if cfg.Journal != "" {
-		j, err := journal.Open(cfg.Journal)
+		j, err := journal.Open(cfg.Journal, journal.Options{Snapshotted: b.snapshotted})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("journal.path: %w", err)
 		}
-		b.j = j
+		b.j, b.st = j, j
+	} else {
+		b.st = node.NewMemoryStorage()
 	}
 	engCfg := cfg.Engine(b.id.AgentID())
-	c, err := openCore(engCfg, b.j, opts.SnapshotEvery)
+	n, err := node.Open(node.Config{Engine: engCfg, Storage: b.st, SnapshotEvery: opts.SnapshotEvery, Observe: b.observe})
 	if err != nil {
-		b.closeJournal()
+		b.st.Close()
 		return nil, err
 	}
-	b.core = c
-	c.observe = opts.Observe
-	b.restarted = c.started()
+	b.node = n
+	b.restarted = n.Started()
+	b.offline = n.Engine().Offline()
 	if b.restarted {
-		at, _ := c.eng.StartedAt()
-		b.log.Info().Str("journal", cfg.Journal).Time("build_started", at).Int("unconfirmed_replies", len(c.pending)).
+		at, _ := n.Engine().StartedAt()
+		b.setTag()
+		b.log.Info().Str("journal", cfg.Journal).Time("build_started", at).Int("unconfirmed_replies", len(n.Unconfirmed())).
 			Msg("resuming the build from the journal")
 	}
 	if cfg.Record != "" {
-		rec, err := openRecorder(cfg.Record, engCfg, func() time.Time { at, _ := c.eng.StartedAt(); return at })
+		rec, err := openRecorder(cfg.Record, engCfg, func() time.Time { at, _ := n.Engine().StartedAt(); return at })
 		if err != nil {
-			b.closeJournal()
+			b.st.Close()
 			return nil, fmt.Errorf("record.path: %w", err)
 		}
-		c.rec = rec
+		b.rec = rec
+		rec.last = n.Engine().Now()
 	}
 	b.client = agentchat.New(agentchat.Config{
 		URL: cfg.Server.URL, Channel: cfg.Server.Channel, Name: cfg.Server.Name, Identity: b.id,
 		RateLimit: roomRate(cfg.Server.RateLimit), MaxMessage: cfg.Server.MaxMessage, CreateChannel: true,
-		FloodLimit: cfg.Server.FloodLimit,
-		Logger:     b.log.With().Str("part", "room").Logger(),
+		FloodLimit: cfg.Server.FloodLimit, Tag: b.tag,
+		Logger: b.log.With().Str("part", "room").Logger(),
 	})
 	return b, nil
 }
@@ -147,6 +174,28 @@ func roomRate(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// setTag names this run of the build on every message foreman sends (the
+// stamp), so that it knows its own messages again however the room
+// rewrites them, and tells another build's from this one's.
+func (b *Bot) setTag() {
+	b.tag = stampTag(b.cfg.Build.Name, b.node.Engine().Instance())
+	if b.client != nil {
+		b.client.SetTag(b.tag)
+	}
+}
+
+// stampTag is "foreman <build>/<instance>", with whatever a stamp cannot
+// hold made plain.
+func stampTag(build, instance string) string {
+	clean := strings.Map(func(r rune) rune {
+		if r < 0x21 || r > 0x7e || r == '[' || r == ']' || r == '#' {
+			return '_'
+		}
+		return r
+	}, build)
+	return "foreman " + clean + "/" + instance
 }
 
 // AgentID is foreman's sender id in the room.
@@ -164,7 +213,7 @@ func (b *Bot) View(ctx context.Context) (coordinator.View, error) {
 	case b.views <- reply:
 		return <-reply, nil
 	case <-b.stopped:
-		return b.core.eng.View(), nil
+		return b.node.Engine().View(), nil
 	case <-ctx.Done():
 		return coordinator.View{}, ctx.Err()
 	}
@@ -188,7 +237,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	timer.Stop()
 	alive := time.NewTicker(aliveEvery)
 	defer alive.Stop()
-	events := b.client.Events()
+	batches := b.client.Batches()
 	b.log.Info().Str("url", b.cfg.Server.URL).Str("channel", b.cfg.Server.Channel).Str("agent", b.AgentID()).
 		Msg("connecting to the room")
 	for {
@@ -198,47 +247,36 @@ func (b *Bot) Run(ctx context.Context) error {
 		handled := 0
 		select {
 		case <-ctx.Done():
-			return b.shutdown(events, runErr, stopClient)
+			return b.shutdown(batches, runErr, stopClient)
 		case err = <-runErr:
 			if err == nil {
 				err = errors.New("the room connection ended")
 			}
 			return err
-		case ev, ok := <-events:
+		case evs, ok := <-batches:
 			if !ok {
 				return <-runErr
 			}
 			began = time.Now()
-			err, handled = b.handle(ev), 1
-		drain: // take what else is waiting, to journal it in one commit
-			for ; handled < batchMax && err == nil; handled++ {
-				select {
-				case ev, ok = <-events:
-					if !ok {
-						break drain
-					}
-					err = b.handle(ev)
-				default:
-					break drain
+			for _, ev := range evs {
+				if err = b.handle(ev); err != nil {
+					break
 				}
 			}
+			handled = len(evs)
 		case <-timer.C:
-			if b.joined {
-				b.core.applyDue(b.now())
-			}
+			// A deadline is due by our clock. The room's decides: a line
+			// that checked in may still be on its way (foreman was
+			// stalled, or the room is slow), so foreman reads the room's
+			// clock, after everything the room sent before it.
+			b.lastPing = time.Now()
+			b.client.Ping()
 		case <-alive.C:
-			if b.joined && b.j != nil {
-				if err := b.j.SaveAlive(b.now()); err != nil {
-					b.journalFailed(err)
-				}
-				if err := b.core.saveOutbox(); err != nil {
-					b.journalFailed(err)
-				}
-			}
+			b.saveAlive()
 		case <-b.opts.Reload:
 			b.reload()
 		case reply := <-b.views:
-			reply <- b.core.eng.View()
+			reply <- b.node.Engine().View()
 			continue
 		}
 		if err == nil {
@@ -253,19 +291,24 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 }
 
-// now is the wall clock at the room's resolution.
-func (b *Bot) now() time.Time { return time.UnixMilli(b.opts.Now().UnixMilli()).UTC() }
-
-// armTimer sets the timer for the engine's next deadline. While foreman is
-// out of the room no timer runs: that time is a pause (contract section 5).
+// armTimer sets the timer for when, by our clock, the room's clock reaches
+// the engine's next deadline. Out of the room no deadline runs: that time
+// is a pause (contract section 5).
 func (b *Bot) armTimer(t *time.Timer) {
 	t.Stop()
 	if !b.joined {
 		return
 	}
-	if d, ok := b.core.eng.NextDeadline(); ok {
-		t.Reset(max(0, d.Sub(b.now())))
+	d, ok := b.node.Engine().NextDeadline()
+	if !ok {
+		return
 	}
+	now := time.Now()
+	at := b.room.localFor(d, now)
+	if next := b.lastPing.Add(minPingGap); at.Before(next) {
+		at = next
+	}
+	t.Reset(max(0, at.Sub(now)))
 }
 
 // handle takes one event from the room.
@@ -279,32 +322,37 @@ func (b *Bot) handle(ev agentchat.Event) error {
 		} else {
 			l.Msg("connected to the room")
 		}
-		if ev.Lurk && !ev.LurkUntil.IsZero() {
-			b.log.Warn().Time("until", ev.LurkUntil).
-				Msg("the server lets this new identity only listen until then; replies wait and go out when it unlocks")
-		}
 	case agentchat.Joined:
+		b.named(ev.Agents...)
 		return b.joinedRoom(ev)
 	case agentchat.Message:
-		if ev.Self || ev.Notice || !b.joined {
-			return nil
-		}
-		b.core.applyDue(ev.TS)
-		b.core.apply(messageEvent(ev))
+		return b.heard(ev)
 	case agentchat.Delivered:
-		b.core.confirm(ev.Seqs, ev.TS)
+		b.room.saw(ev.TS)
+		b.delivered(ev)
+	case agentchat.Clock:
+		b.room.saw(ev.TS)
+		if b.joined {
+			// Every line stamped before this reading has arrived; one
+			// stamped in its very millisecond may still follow it.
+			b.node.Wake(ev.TS.Add(-time.Millisecond))
+		}
 	case agentchat.Disconnected:
 		b.setHealth(func(h *Health) { h.Connected, h.Joined = false, false })
 		b.log.Warn().Err(ev.Err).Msg("lost the room; reconnecting (deadlines stop until foreman is back)")
-		if b.joined {
-			now := b.now()
-			b.core.applyDue(now)
-			b.core.apply(&journal.Event{Kind: journal.Advance, At: now.UnixMilli()})
-		}
+		b.goOffline()
 		b.joined = false
 	case agentchat.ServerError:
-		b.log.Warn().Str("code", ev.Code).Str("server_says", ev.Message).Msg(ev.Advice)
+		if ev.Code == agentchat.CodeLurkMode {
+			b.goOffline()
+		}
+		msg := ev.Advice
+		if msg == "" {
+			msg = "the chat server reported an error"
+		}
+		b.log.Warn().Str("code", ev.Code).Str("server_says", ev.Message).Msg(msg)
 	case agentchat.AgentJoined:
+		b.named(ev.Agent)
 		b.log.Debug().Str("agent", ev.Agent.ID).Str("name", ev.Agent.Name).Msg("joined the room")
 	case agentchat.AgentLeft:
 		b.log.Debug().Str("agent", ev.Agent.ID).Str("name", ev.Agent.Name).Msg("left the room")
@@ -312,114 +360,106 @@ func (b *Bot) handle(ev agentchat.Event) error {
 	return nil
 }
 
-func messageEvent(m agentchat.Message) *journal.Event {
-	return &journal.Event{Kind: journal.Message, At: m.TS.UnixMilli(), ID: m.ID, From: m.From,
-		Verified: m.Verified, Content: m.Content}
-}
-
-// joinedRoom starts the build on the first join, and on a later one (after
-// a restart or a reconnect) treats the time away as a pause and handles what
-// the room said meanwhile, from its replayed history.
-func (b *Bot) joinedRoom(ev agentchat.Joined) error {
-	now := b.now()
-	b.setHealth(func(h *Health) { h.Joined = true })
-	b.log.Info().Str("channel", ev.Channel).Int("agents", len(ev.Agents)).Bool("created", ev.Created).Msg("joined the channel")
-	if !b.core.started() {
-		b.joined = true
-		if n := len(ev.History); n > 0 {
-			b.log.Info().Int("messages", n).Msg("ignoring what the room said before the build started")
-		}
-		b.core.apply(&journal.Event{Kind: journal.Start, At: now.UnixMilli()})
-		b.log.Info().Str("build", b.cfg.Build.Name).Int("components", len(b.cfg.Build.Components)).Msg("started the build")
+// heard handles a message from the room.
+func (b *Bot) heard(m agentchat.Message) error {
+	b.room.saw(m.TS)
+	if m.Self {
+		return b.ownMessage(m)
+	}
+	if m.Notice || !b.joined {
 		return nil
 	}
-	if b.restarted && !b.caughtUp {
-		if err := b.resumeReplies(ev.History); err != nil {
-			return err
-		}
-		if alive, err := b.j.LoadAlive(); err == nil && alive.After(b.core.eng.Now()) && alive.Before(now) {
-			b.core.applyDue(alive)
-			b.core.apply(&journal.Event{Kind: journal.Advance, At: alive.UnixMilli()})
-		}
+	if b.opts.Named != nil && m.FromName != "" {
+		b.opts.Named(m.From, m.FromName)
 	}
-	away := now.Sub(b.core.eng.Now())
-	b.core.apply(&journal.Event{Kind: journal.Recover, At: now.UnixMilli()})
-	b.joined = true
-	missed := b.missed(ev.History)
-	for _, m := range missed {
-		b.core.apply(messageEvent(m))
-	}
-	b.caughtUp = true
-	b.log.Info().Dur("away", away.Round(time.Millisecond)).Int("missed_messages", len(missed)).
-		Msg("back in the room: deadlines moved by the time away; caught up on what was missed")
+	b.node.Hear(message(m))
 	return nil
 }
 
-// resumeReplies, after a restart, drops from the unconfirmed replies those
-// the room's history shows were sent, and queues the rest again.
-func (b *Bot) resumeReplies(history []agentchat.Message) error {
-	found, err := b.core.matchOwnHistory(history)
-	if err != nil {
-		b.journalFailed(err)
-	}
-	pending := b.core.pendingLines()
-	if found > 0 || len(pending) > 0 {
-		b.log.Info().Int("already_in_room", found).Int("sending_again", len(pending)).
-			Msg("replies from before the restart")
-	}
-	b.client.Send(pending...)
-	return nil
+func message(m agentchat.Message) coordinator.Message {
+	return coordinator.Message{ID: m.ID, From: m.From, Verified: m.Verified, At: m.TS, Content: m.Content}
 }
 
-// missed returns the history messages after the last one handled. If that
-// one is no longer in the history (the room keeps only its last few), it
-// returns those not older than it, and warns that some may be lost.
-func (b *Bot) missed(history []agentchat.Message) []agentchat.Message {
-	var msgs []agentchat.Message
-	for _, m := range history {
-		if !m.Self && !m.Notice {
-			msgs = append(msgs, m)
-		}
-	}
-	if b.core.lastMsg == "" {
-		return msgs
-	}
-	for i, m := range msgs {
-		if m.ID == b.core.lastMsg {
-			return msgs[i+1:]
-		}
-	}
-	var out []agentchat.Message
-	for _, m := range msgs {
-		if !m.TS.Before(b.core.lastMsgT) {
-			out = append(out, m)
-		}
-	}
-	if len(out) == len(msgs) && len(msgs) > 0 {
-		b.log.Warn().Int("history", len(history)).
-			Msg("the room's history no longer reaches the last message foreman handled; lines sent before it may be lost")
-	}
-	return out
-}
-
-// flush commits what was applied and sends the replies.
-func (b *Bot) flush() error {
-	lines, err := b.core.commit()
-	if err != nil {
-		b.journalFailed(err)
-		return err
-	}
-	if len(lines) > 0 {
-		b.client.Send(lines...)
-		for _, l := range lines {
+// delivered records that the room has lines, and says so in the log: until
+// then they were only queued.
+func (b *Bot) delivered(d agentchat.Delivered) {
+	for _, s := range d.Seqs {
+		if l, ok := b.node.Line(s); ok {
 			b.logSaid(l.Text)
 		}
 	}
+	b.node.Confirm(d.Seqs, d.MsgID, d.TS)
+	if b.offline {
+		b.goOnline(d.TS)
+	}
+}
+
+// goOffline tells the engine its replies cannot reach the room from the
+// last time the room was heard: deadlines stop.
+func (b *Bot) goOffline() {
+	if b.offline || !b.node.Started() {
+		return
+	}
+	b.offline = true
+	b.node.Step(coordinator.Event{Kind: coordinator.KindOffline, At: b.room.ts})
+}
+
+// goOnline: replies reach the room again from at; deadlines go on.
+func (b *Bot) goOnline(at time.Time) {
+	if !b.offline {
+		return
+	}
+	b.offline = false
+	b.node.Step(coordinator.Event{Kind: coordinator.KindOnline, At: at})
+}
+
+func (b *Bot) named(agents ...agentchat.Agent) {
+	if b.opts.Named == nil {
+		return
+	}
+	for _, a := range agents {
+		if a.Name != "" {
+			b.opts.Named(a.ID, a.Name)
+		}
+	}
+}
+
+// flush persists what the node did and then sends what it said: never the
+// other way round, or a crash in between would lose what the room heard.
+func (b *Bot) flush() error {
+	rd := b.node.Ready()
+	if err := b.st.Append(rd.Entries); err != nil {
+		err = fmt.Errorf("journal: %w", err)
+		b.journalFailed(err)
+		return err
+	}
+	if b.rec != nil {
+		if err := b.rec.flush(); err != nil {
+			b.log.Error().Err(err).Msg("could not write the recording")
+		}
+	}
+	if len(rd.Messages) > 0 {
+		lines := make([]agentchat.Line, len(rd.Messages))
+		for i, l := range rd.Messages {
+			lines[i] = wireLine(l)
+			b.log.Debug().Str("line", l.Text).Msg("queued")
+		}
+		b.client.Send(lines...)
+	}
+	if rd.Snapshot != nil {
+		if err := b.st.SaveSnapshot(rd.Snapshot); err != nil {
+			b.log.Error().Err(err).Msg("could not save a snapshot; the journal still holds everything")
+		}
+	}
 	b.setHealth(func(h *Health) {
-		h.LastEvent = b.core.eng.Now()
+		h.LastEvent = b.node.Engine().Now()
 		h.Queued = b.client.Stats().Queued
 	})
 	return nil
+}
+
+func wireLine(l node.Line) agentchat.Line {
+	return agentchat.Line{Seq: l.Seq, Text: l.Text, Group: l.Group, Urgent: l.Urgent, Resent: l.Resent}
 }
 
 // reload reads the components again and applies them.
@@ -435,26 +475,43 @@ func (b *Bot) reload() {
 		b.log.Error().Err(err).Msg("reload refused: the config has an error; the build goes on unchanged")
 		return
 	}
+	if !b.node.Started() {
+		b.log.Warn().Msg("reload ignored: the build has not started")
+		return
+	}
 	b.log.Info().Int("components", len(cfg.Build.Components)).Msg("reloading the components")
-	b.core.apply(&journal.Event{Kind: journal.Reload, At: b.now().UnixMilli(), Components: cfg.Build.Components})
+	b.node.Wake(b.room.now())
+	b.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: b.room.now(), Components: cfg.Build.Components})
 }
 
-// shutdown stops handling the room, commits the journal, and gives queued
-// replies a grace period to reach the room.
-func (b *Bot) shutdown(events <-chan agentchat.Event, runErr <-chan error, stopClient func()) error {
+func (b *Bot) saveAlive() {
+	if !b.joined {
+		return
+	}
+	if err := b.st.SaveAlive(b.room.now()); err != nil {
+		b.journalFailed(err)
+	}
+}
+
+// shutdown stops handling the room, persists what is left, and gives
+// queued replies a grace period to reach the room.
+func (b *Bot) shutdown(batches <-chan []agentchat.Event, runErr <-chan error, stopClient func()) error {
 	err := b.flush()
 	queued := b.client.Stats().Queued
 	b.log.Info().Int("queued_replies", queued).Msg("shutting down: journal flushed, sending what is queued")
 	deadline := time.After(b.opts.ShutdownGrace)
-	for b.client.Stats().Queued > 0 {
+	for b.client.Stats().Queued > 0 && err == nil {
 		select {
-		case ev, ok := <-events:
+		case evs, ok := <-batches:
 			if !ok {
 				return err
 			}
-			if d, isDelivery := ev.(agentchat.Delivered); isDelivery {
-				b.core.confirm(d.Seqs, d.TS)
+			for _, ev := range evs {
+				if d, isDelivery := ev.(agentchat.Delivered); isDelivery {
+					b.delivered(d)
+				}
 			}
+			err = b.flush()
 		case <-deadline:
 			b.log.Warn().Int("queued_replies", b.client.Stats().Queued).Msg("grace period over; the next start sends what is left")
 			stopClient()
@@ -467,28 +524,35 @@ func (b *Bot) shutdown(events <-chan agentchat.Event, runErr <-chan error, stopC
 	return err
 }
 
+// close saves a last snapshot, so that the next start replays little, and
+// closes the journal and the recording.
 func (b *Bot) close() {
-	if b.core != nil {
-		if err := b.core.saveOutbox(); err != nil {
-			b.log.Error().Err(err).Msg("could not save which replies the room confirmed; the next start checks the room's history")
-		}
-		if err := b.core.snapshot(); err != nil {
-			b.log.Error().Err(err).Msg("could not save the final snapshot; the next start replays the journal instead")
-		}
-		if b.core.rec != nil {
-			if err := b.core.rec.close(); err != nil {
-				b.log.Error().Err(err).Msg("could not finish the recording")
+	if b.node.Started() {
+		if rd := b.node.Ready(); len(rd.Entries) > 0 {
+			if err := b.st.Append(rd.Entries); err != nil {
+				b.log.Error().Err(err).Msg("could not journal the last entries")
 			}
 		}
+		if err := b.st.SaveSnapshot(b.node.Snapshot()); err != nil {
+			b.log.Error().Err(err).Msg("could not save the final snapshot; the next start replays the journal instead")
+		}
 	}
-	b.closeJournal()
+	if b.rec != nil {
+		if err := b.rec.close(); err != nil {
+			b.log.Error().Err(err).Msg("could not finish the recording")
+		}
+	}
+	if err := b.st.Close(); err != nil {
+		b.log.Error().Err(err).Msg("could not close the journal")
+	}
 }
 
-func (b *Bot) closeJournal() {
-	if b.j != nil {
-		b.j.Close()
-		b.j = nil
+func (b *Bot) snapshotted(index uint64, took time.Duration, err error) {
+	if err != nil {
+		b.log.Error().Err(err).Uint64("index", index).Msg("could not save a snapshot; the journal still holds everything")
+		return
 	}
+	b.log.Debug().Uint64("index", index).Dur("took", took).Msg("snapshot saved")
 }
 
 func (b *Bot) journalFailed(err error) {
@@ -502,32 +566,12 @@ func (b *Bot) setHealth(f func(*Health)) {
 	b.health.Store(&h)
 }
 
-// logSaid logs a reply in words.
-func (b *Bot) logSaid(line string) {
-	verb := protocol.ReplyVerb(line)
-	switch verb {
-	case protocol.ReplyEscalate:
-		b.log.Warn().Str("said", line).Msg("a human must decide")
-	case protocol.ReplyError:
-		b.log.Info().Str("said", line).Msg("answered a malformed line")
-	case protocol.ReplyStatus:
-		b.log.Debug().Str("said", line).Msg("status")
-	default:
-		b.log.Info().Str("said", line).Msg(describe[verb])
+// randomInstance names a new run of a build: six hex digits, enough to
+// tell apart the runs of one build name in one room.
+func randomInstance() string {
+	var buf [3]byte
+	if _, err := rand.Read(buf[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
 	}
-}
-
-var describe = map[string]string{
-	protocol.ReplyTasks:     "announced what can be claimed",
-	protocol.ReplyAck:       "assigned a component",
-	protocol.ReplyReject:    "refused a line",
-	protocol.ReplyTimeout:   "a builder missed its check-ins; the component is free again",
-	protocol.ReplyRetry:     "a builder used all its audit attempts; the component goes to another",
-	protocol.ReplyReview:    "sent a component to audit",
-	protocol.ReplyFix:       "sent a component back to its builder",
-	protocol.ReplyWait:      "a component waits on another",
-	protocol.ReplyUnblocked: "a component may go on",
-	protocol.ReplyMerged:    "merged a component",
-	protocol.ReplyComplete:  "the build is complete",
-	protocol.ReplyOK:        "carried out an operator command",
+	return hex.EncodeToString(buf[:])
 }

@@ -26,7 +26,7 @@ func fastConfig(t *testing.T, url, dir string, comps ...coordinator.Component) *
 	c.Build.Components = comps
 	c.Rules.CheckinInterval = 400 * time.Millisecond
 	c.Rules.MaxBuildTime = 0
-	c.Journal = filepath.Join(dir, "journal.db")
+	c.Journal = filepath.Join(dir, "journal")
 	c.Record = filepath.Join(dir, "session.txt")
 	c.HTTP = ""
 	return c

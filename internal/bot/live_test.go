@@ -115,8 +115,14 @@ func TestDowntimeIsNoTimeout(t *testing.T) {
 	require.NoError(t, stop())
 
 	tr := replayRecording(t, cfg.Record)
-	require.Len(t, tr.Downtime, 1, "the recording says where foreman was away")
-	assert.GreaterOrEqual(t, tr.Downtime[0].To-tr.Downtime[0].From, 2*deadline)
+	var away []transcript.Timed
+	for _, d := range tr.Timed {
+		if d.Kind == coordinator.KindRecover {
+			away = append(away, d)
+		}
+	}
+	require.Len(t, away, 1, "the recording says where foreman was away")
+	assert.GreaterOrEqual(t, away[0].At-away[0].From, 2*deadline)
 }
 
 // SIGHUP reloads the components: a new one becomes claimable; a reload with
@@ -147,7 +153,7 @@ func TestReload(t *testing.T) {
 	looped.Build.Components = []coordinator.Component{{Name: "db", Deps: []string{"cache"}}, {Name: "cache", Deps: []string{"db"}}}
 	next <- &looped
 	reload <- struct{}{}
-	b1.Await(bot, "ESCALATE shop cycle db -> cache -> db")
+	b1.Await(bot, "ESCALATE build cycle db -> cache -> db")
 	b1.Say("CLAIM db")
 	b1.Await(bot, "REJECT db "+b1.ID+" build halted")
 

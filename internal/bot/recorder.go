@@ -17,6 +17,7 @@ type recorder struct {
 	f     *os.File
 	w     *transcript.Writer
 	start func() time.Time
+	last  time.Time // the engine's clock after the last event recorded
 }
 
 func openRecorder(path string, cfg coordinator.Config, start func() time.Time) (*recorder, error) {
@@ -41,18 +42,32 @@ func openRecorder(path string, cfg coordinator.Config, start func() time.Time) (
 
 func (r *recorder) since(at time.Time) time.Duration { return at.Sub(r.start()) }
 
-func (r *recorder) heard(at time.Time, sender, content string) {
-	for line := range protocol.Lines(content) {
-		r.w.Heard(r.since(at), sender, line)
+// event records one engine event and what the engine said; now is the
+// engine's clock after it.
+func (r *recorder) event(ev *coordinator.Event, said []coordinator.Reply, now time.Time) {
+	before := r.last
+	r.last = now
+	switch ev.Kind {
+	case coordinator.KindMessage:
+		for line := range protocol.Lines(ev.Msg.Content) {
+			r.w.Heard(r.since(now), ev.Msg.From, line)
+		}
+	case coordinator.KindRecover:
+		if now.After(before) {
+			r.w.Downtime(r.since(before), r.since(now))
+		}
+	case coordinator.KindReload:
+		r.w.Reload(r.since(ev.At), ev.Components)
+	case coordinator.KindOffline:
+		r.w.Offline(r.since(now))
+	case coordinator.KindOnline:
+		r.w.Online(r.since(now))
+	case coordinator.KindGap:
+		r.w.Gap(r.since(now), r.since(ev.Since), r.since(ev.Until))
 	}
-}
-
-func (r *recorder) said(at time.Time, lines []string) { r.w.Said(r.since(at), lines) }
-
-func (r *recorder) downtime(from, to time.Time) { r.w.Downtime(r.since(from), r.since(to)) }
-
-func (r *recorder) reload(at time.Time, comps []coordinator.Component) {
-	r.w.Reload(r.since(at), comps)
+	for _, s := range said {
+		r.w.Said(r.since(s.At), []string{s.Text})
+	}
 }
 
 func (r *recorder) flush() error { return r.w.Flush() }

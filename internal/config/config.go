@@ -47,6 +47,7 @@ type Server struct {
 	RateLimit  time.Duration // the room allows one message per RateLimit; 0: no limit
 	MaxMessage int           // bytes of content per message
 	FloodLimit int           // frames the room accepts per 10s before it disconnects; -1: no limit
+	History    int           // frames of history the room replays on join (a stock server: 20)
 }
 
 // Build is what is built.
@@ -62,6 +63,11 @@ type Log struct {
 	Level  string // trace, debug, info, warn, error
 	Format string // auto (console on a terminal, else JSON), console or json
 }
+
+// MaxMessage is the most content one message may carry: a stock server
+// closes a connection that sends a frame over 2 MiB, and the frame holds the
+// content (escaped; the client counts escapes) and a small envelope.
+const MaxMessage = 2<<20 - 4096
 
 // Error is a configuration error: the key at fault and what is wrong.
 type Error struct {
@@ -86,6 +92,7 @@ func defaults() map[string]any {
 		"server.rate_limit":  "1s",
 		"server.max_message": 1 << 20,
 		"server.flood_limit": 60,
+		"server.history":     20,
 		"build.name":         "build",
 		"build.components":   []any{},
 		"build.spec":         "",
@@ -93,7 +100,7 @@ func defaults() map[string]any {
 		"roles.auditors":     []string{},
 		"roles.ci":           []string{},
 		"roles.merger":       []string{},
-		"journal.path":       ".foreman/journal.db",
+		"journal.path":       ".foreman/journal",
 		"record.path":        "",
 		"http.listen":        "127.0.0.1:9090",
 		"log.level":          "info",
@@ -240,6 +247,12 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 		return nil, err
 	}
 	if c.Server.MaxMessage, err = count(v, "server.max_message", 256); err != nil {
+		return nil, err
+	}
+	if c.Server.MaxMessage > MaxMessage {
+		return nil, errorf("server.max_message", "%d is more than a room takes in one message: a stock server closes the connection on a frame over 2 MiB, so at most %d", c.Server.MaxMessage, MaxMessage)
+	}
+	if c.Server.History, err = count(v, "server.history", 0); err != nil {
 		return nil, err
 	}
 	if c.Build.Name == "" || protocol.CleanWord(c.Build.Name, protocol.MaxName) != c.Build.Name {

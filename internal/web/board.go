@@ -101,10 +101,8 @@ func openEscalations(v coordinator.View, said map[string]Escalation) map[string]
 			out[c.Name] = Escalation{Code: code}
 		}
 	}
-	if e, ok := said[v.Build]; ok && (e.Code == string(protocol.Overtime) && v.Overtime || e.Code == string(protocol.Cycle) && len(v.Halted) > 0) {
-		if _, isComponent := out[v.Build]; !isComponent {
-			out[v.Build] = e
-		}
+	if e, ok := said[protocol.BuildSubject]; ok && (e.Code == string(protocol.Overtime) && v.Overtime || e.Code == string(protocol.Cycle) && len(v.Halted) > 0) {
+		out[protocol.BuildSubject] = e
 	}
 	if len(out) == 0 {
 		return nil

@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentforeman/foreman/protocol"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agentforeman/foreman/coordinator"
 )
 
 func TestAPIView(t *testing.T) {
@@ -23,9 +22,8 @@ func TestAPIView(t *testing.T) {
 	assert.Equal(t, "foreman is starting", b.Problem)
 
 	s.Attach(src)
-	s.Observe(t0, &coordinator.Message{From: "@b3", Content: "ABORT web missing_dependency: no schema"},
-		[]string{"ESCALATE web hard-blocker missing_dependency: no schema; RESOLVE web"})
-	s.Observe(t0, nil, []string{"ESCALATE shop overtime the build is past 2h"})
+	s.Observe(heard(t0, "@b3", "ABORT web missing_dependency: no schema"), said(t0, protocol.Escalate("web", protocol.HardBlocker, "missing_dependency: no schema", "RESOLVE web")))
+	s.Observe(tick(t0), said(t0, protocol.Escalate("shop", protocol.Overtime, "the build is past 2h", "")))
 
 	b = Board{}
 	require.Equal(t, http.StatusOK, getJSON(t, ts.URL+"/api/view", &b))

@@ -259,7 +259,7 @@ func TestBrowserShowsAHaltedBuild(t *testing.T) {
 		{Name: "web", Deps: []string{"api"}},
 		{Name: "docs", Deps: []string{"db"}},
 	}, "operator")
-	lb.expect("ESCALATE shop cycle")
+	lb.expect("ESCALATE build cycle")
 	p := openPage(t, lb.URL)
 	p.waitFor("the build halted", `document.getElementById('build-state').dataset.state === 'halted'`)
 	assert.Contains(t, p.text("#build-state"), "HALTED by a cycle")

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentforeman/foreman/protocol"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agentforeman/foreman/coordinator"
 )
 
 // sseReader reads the board events of one stream.
@@ -71,7 +70,7 @@ func TestEventsDeliverUpdates(t *testing.T) {
 	src := &fakeSource{view: shopView(), health: healthy()}
 	s := New(Options{Refresh: time.Hour}) // only changes may cause events here
 	s.Attach(src)
-	s.Observe(t0, nil, []string{"TASKS db"})
+	s.Observe(tick(t0), said(t0, protocol.Tasks([]string{"db"})))
 	ts := newTestServer(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -84,7 +83,7 @@ func TestEventsDeliverUpdates(t *testing.T) {
 	require.Len(t, first.Log, 1)
 
 	src.set(func(f *fakeSource) { f.view.Components[1].State = "review" })
-	s.Observe(t0.Add(time.Second), &coordinator.Message{From: "@b2", Content: "READY api pr/7"}, []string{"REVIEW api @b2 pr/7"})
+	s.Observe(heard(t0.Add(time.Second), "@b2", "READY api pr/7"), said(t0.Add(time.Second), protocol.Review("api", "@b2", "pr/7")))
 
 	// The change and the log lines may come in one event or, when the
 	// Observe fell between two reads, in two: read until both are seen.

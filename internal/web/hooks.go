@@ -8,33 +8,34 @@ import (
 	"github.com/agentforeman/foreman/protocol"
 )
 
-// Observe is the bot's Options.Observe: each message heard and the lines
-// said in answer. It runs in the bot's goroutine, so it only records and
+// Observe is the bot's Options.Observe: every event the engine handled and
+// what it said. It runs in the bot's goroutine, so it only records and
 // signals, and never waits on anything.
-func (s *Server) Observe(at time.Time, heard *coordinator.Message, said []string) {
+func (s *Server) Observe(ev *coordinator.Event, said []coordinator.Reply) {
 	heardLines := 0
 	s.mu.Lock()
-	if heard != nil {
-		for line := range protocol.Lines(heard.Content) {
+	if ev.Kind == coordinator.KindMessage {
+		for line := range protocol.Lines(ev.Msg.Content) {
 			if line = strings.TrimSpace(line); line != "" {
-				s.log.add(at, heard.From, false, line)
+				s.log.add(ev.At, ev.Msg.From, false, line)
 				heardLines++
 			}
 		}
 	}
-	for _, line := range said {
-		s.log.add(at, "", true, line)
-		if subject, e, ok := parseEscalation(line); ok {
-			e.At = at
-			s.esc[subject] = e
+	for _, r := range said {
+		s.log.add(r.At, "", true, r.Text)
+		if r.Verb == protocol.ReplyEscalate {
+			s.esc[r.Subject] = Escalation{Code: string(r.Code), Text: r.Detail, At: r.At}
 		}
 	}
-	s.signalLocked()
+	if heardLines > 0 || len(said) > 0 {
+		s.signalLocked()
+	}
 	s.mu.Unlock()
 
 	s.metrics.heard.Add(float64(heardLines))
-	for _, line := range said {
-		s.metrics.said(line)
+	for _, r := range said {
+		s.metrics.said(r.Reply)
 	}
 }
 

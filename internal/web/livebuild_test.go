@@ -102,8 +102,8 @@ func startLiveBuild(t *testing.T, comps []coordinator.Component, names ...string
 	lb.board = New(Options{Logger: zerolog.Nop()})
 	b, err := bot.New(bot.Options{
 		Config: cfg, Identity: botID, Logger: zerolog.Nop(), ShutdownGrace: time.Second,
-		Observe: func(at time.Time, heard *coordinator.Message, said []string) {
-			lb.board.Observe(at, heard, said)
+		Observe: func(ev *coordinator.Event, said []coordinator.Reply) {
+			lb.board.Observe(ev, said)
 			lb.heardFromForeman(said)
 		},
 		Handled: lb.board.Handled,
@@ -118,13 +118,15 @@ func startLiveBuild(t *testing.T, comps []coordinator.Component, names ...string
 	return lb
 }
 
-func (lb *liveBuild) heardFromForeman(said []string) {
+func (lb *liveBuild) heardFromForeman(said []coordinator.Reply) {
 	if len(said) == 0 {
 		return
 	}
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
-	lb.said = append(lb.said, said...)
+	for _, r := range said {
+		lb.said = append(lb.said, r.Text)
+	}
 	close(lb.news)
 	lb.news = make(chan struct{})
 }

@@ -27,15 +27,6 @@ type metrics struct {
 	events      prometheus.Counter
 }
 
-// replyVerbs are the verbs foreman says; other first words are counted as
-// "other" so that a bug cannot grow the label set without bound.
-var replyVerbs = []string{
-	protocol.ReplyTasks, protocol.ReplyAck, protocol.ReplyReject, protocol.ReplyTimeout,
-	protocol.ReplyRetry, protocol.ReplyEscalate, protocol.ReplyReview, protocol.ReplyFix,
-	protocol.ReplyWait, protocol.ReplyUnblocked, protocol.ReplyMerged, protocol.ReplyComplete,
-	protocol.ReplyStatus, protocol.ReplyOK, protocol.ReplyError,
-}
-
 func newMetrics(s *Server) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
@@ -70,8 +61,8 @@ func newMetrics(s *Server) *metrics {
 	}
 	// Every label value exists from the start, so a rate over a fresh
 	// process is 0 rather than absent.
-	for _, v := range replyVerbs {
-		m.replies.WithLabelValues(v)
+	for _, v := range protocol.ReplyVerbs() {
+		m.replies.WithLabelValues(v.String())
 	}
 	for _, c := range protocol.Escalations() {
 		m.escalations.WithLabelValues(string(c))
@@ -84,20 +75,9 @@ func newMetrics(s *Server) *metrics {
 }
 
 // said counts one line foreman said.
-func (m *metrics) said(line string) {
-	verb := protocol.ReplyVerb(line)
-	known := false
-	for _, v := range replyVerbs {
-		if v == verb {
-			known = true
-			break
-		}
-	}
-	if !known {
-		verb = "other"
-	}
-	m.replies.WithLabelValues(verb).Inc()
-	switch verb {
+func (m *metrics) said(r protocol.Reply) {
+	m.replies.WithLabelValues(r.Verb.String()).Inc()
+	switch r.Verb {
 	case protocol.ReplyAck:
 		m.claims.Inc()
 	case protocol.ReplyTimeout:
@@ -105,9 +85,7 @@ func (m *metrics) said(line string) {
 	case protocol.ReplyRetry:
 		m.retries.Inc()
 	case protocol.ReplyEscalate:
-		if _, e, ok := parseEscalation(line); ok {
-			m.escalations.WithLabelValues(e.Code).Inc()
-		}
+		m.escalations.WithLabelValues(string(r.Code)).Inc()
 	}
 }
 

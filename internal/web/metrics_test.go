@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/agentchat"
-	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/protocol"
 )
 
 func scrape(t *testing.T, url string) string {
@@ -29,11 +29,11 @@ func TestMetrics(t *testing.T) {
 	s.Attach(src)
 	ts := newTestServer(t, s)
 
-	s.Observe(t0, nil, []string{"TASKS db"})
-	s.Observe(t0, &coordinator.Message{From: "@b1", Content: "CLAIM db\nhello all"}, []string{"ACK db @b1"})
-	s.Observe(t0, nil, []string{"TIMEOUT db @b1", "TASKS db"})
-	s.Observe(t0, nil, []string{"RETRY api @b2", "ESCALATE web hard-blocker missing_dependency: no schema; RESOLVE web",
-		"ESCALATE web hard-blocker again", "ESCALATE shop overtime build over 2h"})
+	s.Observe(tick(t0), said(t0, protocol.Tasks([]string{"db"})))
+	s.Observe(heard(t0, "@b1", "CLAIM db\nhello all"), said(t0, protocol.Ack("db", "@b1", "")))
+	s.Observe(tick(t0), said(t0, protocol.Timeout("db", "@b1"), protocol.Tasks([]string{"db"})))
+	s.Observe(tick(t0), said(t0, protocol.Retry("api", "@b2"), protocol.Escalate("web", protocol.HardBlocker, "missing_dependency: no schema", "RESOLVE web"),
+		protocol.Escalate("web", protocol.HardBlocker, "again", ""), protocol.Escalate("shop", protocol.Overtime, "build over 2h", "")))
 	s.Handled(3*time.Millisecond, 2)
 	s.Handled(40*time.Millisecond, 1)
 

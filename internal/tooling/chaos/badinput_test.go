@@ -28,7 +28,7 @@ func inProcessBot(t *testing.T, room *roomtest.Room, mutate func(*config.Config)
 	c.Server.URL, c.Server.RateLimit = room.URL(), room.Rate()
 	c.Build.Name = "shop"
 	c.Build.Components = []coordinator.Component{{Name: "db"}, {Name: "api", Deps: []string{"db"}}}
-	c.Journal, c.HTTP = t.TempDir()+"/journal.db", ""
+	c.Journal, c.HTTP = t.TempDir()+"/journal", ""
 	mutate(c)
 	id, err := agentchat.NewIdentity("foreman")
 	require.NoError(t, err)
@@ -94,8 +94,8 @@ func TestBadInput(t *testing.T) {
 		attacker.Say("STATUS db")
 		_, said := attacker.Await(me, "STATUS db")
 		for _, l := range said {
-			verb := protocol.ReplyVerb(l)
-			assert.True(t, replyVerbs[verb], "%s: foreman said %.80q", in.name, l)
+			verb := protocol.VerbOf(l)
+			assert.True(t, replyVerbs[verb.String()], "%s: foreman said %.80q", in.name, l)
 			assert.False(t, strings.HasPrefix(l, "ACK db @mallory") || strings.HasPrefix(l, "TIMEOUT db"),
 				"%s: an injected line got through: %.80q", in.name, l)
 			assert.NotContains(t, l, "\u2028")

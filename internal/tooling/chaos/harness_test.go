@@ -77,7 +77,7 @@ log:
 			}
 		}
 		text := fmt.Sprintf(cfg, room.URL(), filepath.Join(dir, "identity.json"), room.Rate(), comps.String(),
-			quoted(auditors), b.rules, filepath.Join(dir, "journal.db"), extra)
+			quoted(auditors), b.rules, filepath.Join(dir, "journal"), extra)
 		require.NoError(t, os.WriteFile(b.config, []byte(text), 0o600))
 	}
 	b.write()

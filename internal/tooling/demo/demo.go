@@ -45,7 +45,7 @@ type Options struct {
 	// OnBot is called once the bot exists, before it joins the room.
 	OnBot func(*bot.Bot)
 	// Observe is handed to the bot (bot.Options.Observe).
-	Observe func(at time.Time, heard *coordinator.Message, said []string)
+	Observe func(ev *coordinator.Event, said []coordinator.Reply)
 	// Handled is handed to the bot (bot.Options.Handled).
 	Handled func(d time.Duration, events int)
 
@@ -57,7 +57,7 @@ type Options struct {
 
 const (
 	channel     = "#build"
-	journalFile = "journal.db"
+	journalFile = "journal"
 )
 
 func (o *Options) defaults() {
@@ -326,10 +326,10 @@ func (s *show) config(url string, rate time.Duration, dir string, parts []*sim.P
 
 // observe notes when the build started (the bot's first call is its start)
 // and passes everything on.
-func (s *show) observe(at time.Time, heard *coordinator.Message, said []string) {
-	s.start.CompareAndSwap(0, at.UnixMilli())
+func (s *show) observe(ev *coordinator.Event, said []coordinator.Reply) {
+	s.start.CompareAndSwap(0, ev.At.UnixMilli())
 	if s.o.Observe != nil {
-		s.o.Observe(at, heard, said)
+		s.o.Observe(ev, said)
 	}
 }
 
@@ -347,13 +347,13 @@ func (s *show) heard(m agentchat.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	at := s.since(m.TS)
-	for _, l := range splitLines(m.Content) {
+	for _, l := range splitLines(m.Body()) {
 		e := Entry{At: at, From: m.From, Member: s.printer.Member(m.From), Line: l}
 		s.res.Room = append(s.res.Room, e)
 		if !s.o.Quiet {
 			s.printer.Print(Clock(at), e.Member, l)
 		}
-		if m.From == s.coordinator && verbOf(l) == "COMPLETE" && s.ended.IsZero() {
+		if m.From == s.coordinator && firstWord(l) == "COMPLETE" && s.ended.IsZero() {
 			s.ended = m.TS
 			close(s.complete)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/bot"
+	"github.com/agentforeman/foreman/protocol"
 	"github.com/agentforeman/foreman/transcript"
 )
 
@@ -40,7 +41,7 @@ func TestDemoTellsTheWholeStory(t *testing.T) {
 	res, err := Run(context.Background(), Options{
 		Minute: testMinute, Seed: 1, Out: &out, Dir: dir,
 		OnBot:   func(b *bot.Bot) { onBot = b },
-		Observe: func(time.Time, *coordinator.Message, []string) { observed++ },
+		Observe: func(*coordinator.Event, []coordinator.Reply) { observed++ },
 	})
 	require.NoError(t, err, out.String())
 	require.True(t, res.Complete, out.String())
@@ -53,25 +54,25 @@ func TestDemoTellsTheWholeStory(t *testing.T) {
 	}
 	at := func(name string) string { return who[name] }
 
-	rejects := res.Said("REJECT")
+	rejects := res.Said(protocol.ReplyReject)
 	assert.True(t, has(rejects, "REJECT db "+at("bea")+" owned by "+at("ada")), "the claim race's loser is refused: %q", rejects)
-	timeouts := res.Said("TIMEOUT")
+	timeouts := res.Said(protocol.ReplyTimeout)
 	assert.Contains(t, timeouts, "TIMEOUT catalog "+at("cal"))
-	acks := res.Said("ACK")
+	acks := res.Said(protocol.ReplyAck)
 	assert.True(t, has(acks, "ACK catalog "+at("ada")+" after TIMEOUT of "+at("cal")), "%q", acks)
-	fixes := res.Said("FIX")
+	fixes := res.Said(protocol.ReplyFix)
 	assert.True(t, has(fixes, "FIX auth "+at("bea")+" 1/2 no tests for token refresh"), "%q", fixes)
-	assert.Contains(t, res.Said("RETRY"), "RETRY cart "+at("dex"))
+	assert.Contains(t, res.Said(protocol.ReplyRetry), "RETRY cart "+at("dex"))
 	assert.True(t, has(acks, "ACK cart "+at("cal")+" after RETRY of "+at("dex")), "%q", acks)
-	assert.Contains(t, res.Said("WAIT"), "WAIT mailer "+at("cal")+" web")
-	assert.Contains(t, res.Said("UNBLOCKED"), "UNBLOCKED mailer "+at("cal"))
-	escalations := res.Said("ESCALATE")
+	assert.Contains(t, res.Said(protocol.ReplyWait), "WAIT mailer "+at("cal")+" web")
+	assert.Contains(t, res.Said(protocol.ReplyUnblocked), "UNBLOCKED mailer "+at("cal"))
+	escalations := res.Said(protocol.ReplyEscalate)
 	require.Len(t, escalations, 1, "the hard blocker is the only escalation")
 	assert.True(t, has(escalations, "ESCALATE payments hard-blocker invalid_specification:"), "%q", escalations)
-	assert.True(t, has(res.Said("OK"), "OK RESOLVE payments"))
+	assert.True(t, has(res.Said(protocol.ReplyOK), "OK RESOLVE payments"))
 	assert.True(t, has(acks, "ACK payments "+at("dex")+" after ABORT by "+at("bea")), "%q", acks)
-	assert.Len(t, res.Said("MERGED"), 7)
-	assert.Equal(t, []string{"COMPLETE bookshop"}, res.Said("COMPLETE"))
+	assert.Len(t, res.Said(protocol.ReplyMerged), 7)
+	assert.Equal(t, []string{"COMPLETE bookshop"}, res.Said(protocol.ReplyComplete))
 
 	assert.Equal(t, 7, res.Merges)
 	assert.Equal(t, 1, res.Retries)

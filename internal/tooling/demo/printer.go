@@ -100,7 +100,7 @@ var roleColor = map[string]string{
 }
 
 // replyColor makes what needs attention stand out and success look like it.
-var replyColor = map[string]string{
+var replyColor = map[protocol.ReplyVerb]string{
 	protocol.ReplyEscalate:  alarm,
 	protocol.ReplyTimeout:   warn,
 	protocol.ReplyRetry:     warn,
@@ -118,9 +118,9 @@ var replyColor = map[string]string{
 }
 
 func lineColor(role, text string) string {
-	verb := strings.ToUpper(protocol.ReplyVerb(text))
+	verb := strings.ToUpper(firstWord(text))
 	if role == RoleCoordinator {
-		return replyColor[verb]
+		return replyColor[protocol.LookupReplyVerb(verb)]
 	}
 	switch verb {
 	case "PROGRESS":

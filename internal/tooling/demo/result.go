@@ -31,10 +31,10 @@ type Result struct {
 }
 
 // Said returns the coordinator's lines with the given reply verb.
-func (r *Result) Said(verb string) []string {
+func (r *Result) Said(verb protocol.ReplyVerb) []string {
 	var out []string
 	for _, e := range r.Room {
-		if e.Role == RoleCoordinator && protocol.ReplyVerb(e.Line) == verb {
+		if e.Role == RoleCoordinator && protocol.VerbOf(e.Line) == verb {
 			out = append(out, e.Line)
 		}
 	}
@@ -45,12 +45,12 @@ func (r *Result) Said(verb string) []string {
 func (r *Result) count() {
 	for _, e := range r.Room {
 		if e.Role != RoleCoordinator {
-			if protocol.ReplyVerb(e.Line) == "CLAIM" {
+			if firstWord(e.Line) == "CLAIM" {
 				r.Claims++
 			}
 			continue
 		}
-		switch protocol.ReplyVerb(e.Line) {
+		switch protocol.VerbOf(e.Line) {
 		case protocol.ReplyReject:
 			r.Rejects++
 		case protocol.ReplyTimeout:

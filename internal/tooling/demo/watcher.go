@@ -63,4 +63,9 @@ func splitLines(content string) []string {
 	return out
 }
 
-func verbOf(line string) string { return protocol.ReplyVerb(line) }
+// firstWord is a line's first word: the demo reads the room as any agent
+// does, from the text.
+func firstWord(line string) string {
+	w, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+	return w
+}

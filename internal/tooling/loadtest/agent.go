@@ -87,15 +87,11 @@ func (a *simAgent) run(ctx context.Context) {
 
 func (a *simAgent) handle(ev agentchat.Event) {
 	switch ev := ev.(type) {
-	case agentchat.Connected:
-		if ev.Lurk {
-			a.setFatal(fmt.Errorf("the server lets new identity %s only listen (lurk mode); run it with lurking off (LURK_DISABLED=true, or foreman serve)", a.id))
-		}
 	case agentchat.Joined:
 		a.joinOnce.Do(func() { close(a.joined) })
 	case agentchat.Message:
 		if ev.From == a.bot && !ev.Replay {
-			a.read(ev.Content, ev.TS)
+			a.read(ev.Body(), ev.TS)
 		}
 	case agentchat.Delivered:
 		// The claim's own round trip through the room, with no bot in it:
@@ -105,6 +101,10 @@ func (a *simAgent) handle(ev agentchat.Event) {
 			close(a.echoed)
 		})
 	case agentchat.ServerError:
+		// WELCOME's lurk fields are only advice; a refused message is not.
+		if ev.Code == agentchat.CodeLurkMode {
+			a.setFatal(fmt.Errorf("the server lets new identity %s only listen (lurk mode); run it with lurking off (LURK_DISABLED=true, or foreman serve)", a.id))
+		}
 		if ev.Code == agentchat.CodeRateLimited {
 			a.rateLimited.Add(1)
 		}

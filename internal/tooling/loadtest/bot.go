@@ -51,7 +51,7 @@ func writeBotConfig(s botSpec) (config string, err error) {
 	}
 	journal := ""
 	if s.journal {
-		journal = filepath.Join(s.dir, "journal.db")
+		journal = filepath.Join(s.dir, "journal")
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "server:\n  url: %q\n  channel: %q\n  identity: %q\n  name: foreman\n  rate_limit: %s\n  flood_limit: %d\n",

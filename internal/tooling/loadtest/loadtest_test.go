@@ -171,7 +171,7 @@ func TestBotConfigLoads(t *testing.T) {
 	assert.Equal(t, "#bench", c.Server.Channel)
 	assert.Equal(t, time.Second, c.Server.RateLimit)
 	assert.Equal(t, -1, c.Server.FloodLimit)
-	assert.Equal(t, filepath.Join(dir, "journal.db"), c.Journal)
+	assert.Equal(t, filepath.Join(dir, "journal"), c.Journal)
 	assert.Equal(t, "127.0.0.1:0", c.HTTP)
 	assert.Equal(t, 1, c.Rules.MaxClaimsPerAgent)
 	require.Len(t, c.Build.Components, 12)

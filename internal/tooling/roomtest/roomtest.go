@@ -103,7 +103,7 @@ func (r *Room) Join(t testing.TB, name string) *Peer {
 				}
 				msgs++
 				now := time.Now()
-				for _, l := range strings.Split(ev.Content, "\n") {
+				for _, l := range strings.Split(ev.Body(), "\n") {
 					p.lines <- Said{From: ev.From, Text: l, Msg: msgs, At: now}
 				}
 			}

@@ -183,12 +183,12 @@ func (p *Participant) catchUp(history []agentchat.Message) {
 		if m.Notice || m.Self {
 			continue
 		}
-		for l := range protocol.Lines(m.Content) {
+		for l := range protocol.Lines(m.Body()) {
 			l = strings.TrimSpace(l)
 			if p.cfg.Show != nil {
 				p.cfg.Show(m.From, m.FromName, l)
 			}
-			if p.coord == "" && protocol.ReplyVerb(l) == protocol.ReplyTasks {
+			if p.coord == "" && protocol.VerbOf(l) == protocol.ReplyTasks {
 				p.coord = m.From
 			}
 			if r, ok := parseReply(l); ok && c != nil && m.From == p.coord {
@@ -202,12 +202,12 @@ func (p *Participant) message(m agentchat.Message) {
 	if m.Notice || !p.isIn {
 		return
 	}
-	for l := range protocol.Lines(m.Content) {
+	for l := range protocol.Lines(m.Body()) {
 		l = strings.TrimSpace(l)
 		if p.cfg.Show != nil {
 			p.cfg.Show(m.From, m.FromName, l)
 		}
-		if p.coord == "" && protocol.ReplyVerb(l) == protocol.ReplyTasks {
+		if p.coord == "" && protocol.VerbOf(l) == protocol.ReplyTasks {
 			p.coord = m.From
 		}
 		if m.From != p.coord {

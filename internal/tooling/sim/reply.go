@@ -10,7 +10,7 @@ import (
 // Only the shape of the contract's section 3 is assumed: verb, subject, and
 // for most verbs the agent the line is about.
 type reply struct {
-	Verb  string
+	Verb  protocol.ReplyVerb
 	C     string   // the component (or build, for COMPLETE and build escalations)
 	Agent string   // the agent named, for ACK, REJECT, TIMEOUT, RETRY, REVIEW, FIX, WAIT, UNBLOCKED
 	Code  string   // ESCALATE: the escalation code
@@ -19,7 +19,7 @@ type reply struct {
 }
 
 // agentVerbs are the replies whose third word is an agent id.
-var agentVerbs = map[string]bool{
+var agentVerbs = map[protocol.ReplyVerb]bool{
 	protocol.ReplyAck: true, protocol.ReplyReject: true, protocol.ReplyTimeout: true,
 	protocol.ReplyRetry: true, protocol.ReplyReview: true, protocol.ReplyFix: true,
 	protocol.ReplyWait: true, protocol.ReplyUnblocked: true,
@@ -27,10 +27,11 @@ var agentVerbs = map[string]bool{
 
 // parseReply reads a coordinator line; false for an empty line.
 func parseReply(line string) (reply, bool) {
-	verb, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
-	if verb == "" {
+	word0, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+	if word0 == "" {
 		return reply{}, false
 	}
+	verb := protocol.LookupReplyVerb(word0)
 	r := reply{Verb: verb}
 	if verb == protocol.ReplyTasks {
 		r.List = strings.Fields(rest)

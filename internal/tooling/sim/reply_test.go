@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/agentforeman/foreman/protocol"
 )
 
 func TestParseReply(t *testing.T) {
@@ -11,14 +13,14 @@ func TestParseReply(t *testing.T) {
 		line string
 		want reply
 	}{
-		{"TASKS db auth", reply{Verb: "TASKS", List: []string{"db", "auth"}}},
-		{"ACK api @b2 after TIMEOUT of @b1: progress 40%", reply{Verb: "ACK", C: "api", Agent: "@b2", Rest: "after TIMEOUT of @b1: progress 40%"}},
-		{"REJECT db @b2 owned by @b1; CLAIM another component from TASKS", reply{Verb: "REJECT", C: "db", Agent: "@b2", Rest: "owned by @b1; CLAIM another component from TASKS"}},
-		{"FIX api @b1 1/2 no tests", reply{Verb: "FIX", C: "api", Agent: "@b1", Rest: "1/2 no tests"}},
-		{"WAIT api @b1 db", reply{Verb: "WAIT", C: "api", Agent: "@b1", Rest: "db"}},
-		{"ESCALATE api hard-blocker invalid_specification: two keys", reply{Verb: "ESCALATE", C: "api", Code: "hard-blocker", Rest: "invalid_specification: two keys"}},
-		{"MERGED db", reply{Verb: "MERGED", C: "db"}},
-		{"COMPLETE shop", reply{Verb: "COMPLETE", C: "shop"}},
+		{"TASKS db auth", reply{Verb: protocol.ReplyTasks, List: []string{"db", "auth"}}},
+		{"ACK api @b2 after TIMEOUT of @b1: progress 40%", reply{Verb: protocol.ReplyAck, C: "api", Agent: "@b2", Rest: "after TIMEOUT of @b1: progress 40%"}},
+		{"REJECT db @b2 owned by @b1; CLAIM another component from TASKS", reply{Verb: protocol.ReplyReject, C: "db", Agent: "@b2", Rest: "owned by @b1; CLAIM another component from TASKS"}},
+		{"FIX api @b1 1/2 no tests", reply{Verb: protocol.ReplyFix, C: "api", Agent: "@b1", Rest: "1/2 no tests"}},
+		{"WAIT api @b1 db", reply{Verb: protocol.ReplyWait, C: "api", Agent: "@b1", Rest: "db"}},
+		{"ESCALATE api hard-blocker invalid_specification: two keys", reply{Verb: protocol.ReplyEscalate, C: "api", Code: "hard-blocker", Rest: "invalid_specification: two keys"}},
+		{"MERGED db", reply{Verb: protocol.ReplyMerged, C: "db"}},
+		{"COMPLETE shop", reply{Verb: protocol.ReplyComplete, C: "shop"}},
 	} {
 		got, ok := parseReply(tc.line)
 		assert.True(t, ok)

@@ -182,8 +182,9 @@
         const e = esc[c.name];
         items.push([c.name + (c.state === 'held' ? ' (held)' : ''), c.escalation, e && e.text]);
       }
-      if (esc[v.build] && !v.components.some((c) => c.name === v.build)) {
-        items.push(['build ' + v.build, esc[v.build].code, esc[v.build].text]);
+      // Build-level escalations have the subject "build", never a component's name.
+      if (esc.build) {
+        items.push(['build ' + v.build, esc.build.code, esc.build.text]);
       } else if (v.halted && v.halted.length) {
         items.push(['build ' + v.build, 'cycle', v.halted.join(' → ')]);
       }

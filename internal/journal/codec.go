@@ -1,0 +1,77 @@
+package journal
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/node"
+)
+
+// record is an entry as stored: JSON with short keys and times in Unix
+// milliseconds, the room's own resolution. It is the one place the log's
+// format is written down.
+type record struct {
+	I       uint64                  `json:"i"`
+	K       coordinator.Kind        `json:"k,omitempty"`
+	T       int64                   `json:"t,omitempty"`
+	ID      string                  `json:"id,omitempty"`
+	From    string                  `json:"f,omitempty"`
+	V       bool                    `json:"v,omitempty"`
+	C       string                  `json:"c,omitempty"`
+	Comps   []coordinator.Component `json:"comps,omitempty"`
+	Seen    []string                `json:"seen,omitempty"`
+	Inst    string                  `json:"inst,omitempty"`
+	Since   int64                   `json:"s,omitempty"`
+	Until   int64                   `json:"u,omitempty"`
+	Confirm *node.Confirm           `json:"conf,omitempty"`
+}
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+func encodeEntry(e node.Entry) ([]byte, error) {
+	r := record{I: e.Index, Confirm: e.Confirm}
+	if ev := e.Event; ev != nil {
+		r.K, r.T = ev.Kind, ms(ev.At)
+		r.ID, r.From, r.V, r.C = ev.Msg.ID, ev.Msg.From, ev.Msg.Verified, ev.Msg.Content
+		r.Comps, r.Seen, r.Inst = ev.Components, ev.Seen, ev.Instance
+		r.Since, r.Until = ms(ev.Since), ms(ev.Until)
+	}
+	return json.Marshal(r)
+}
+
+func decodeEntry(data []byte) (node.Entry, error) {
+	var r record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return node.Entry{}, err
+	}
+	e := node.Entry{Index: r.I, Confirm: r.Confirm}
+	if r.K != 0 {
+		if !r.K.Valid() {
+			return e, errors.New("an event of an unknown kind")
+		}
+		at := fromMS(r.T)
+		e.Event = &coordinator.Event{Kind: r.K, At: at, Components: r.Comps, Seen: r.Seen, Instance: r.Inst,
+			Since: fromMS(r.Since), Until: fromMS(r.Until)}
+		if r.K == coordinator.KindMessage {
+			e.Event.Msg = coordinator.Message{ID: r.ID, From: r.From, Verified: r.V, At: at, Content: r.C}
+		}
+	}
+	if (e.Event == nil) == (e.Confirm == nil) {
+		return e, errors.New("a record that is neither an event nor a confirmation")
+	}
+	return e, nil
+}
