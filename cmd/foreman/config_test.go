@@ -129,3 +129,16 @@ func TestValidateFindsTheConfigAndWarns(t *testing.T) {
 }
 
 const minimalBuild = "build:\n  components:\n    - name: db\n    - name: api\n      depends_on: [db]\n"
+
+// A wrong server.url ends foreman run after a few attempts, however long
+// they take, with the URL in its last line and a failing status.
+func TestRunSaysWhenItCannotReachTheRoom(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeFile(t, ".", "foreman.yaml", minimalBuild+"server:\n  url: ws://127.0.0.1:1\nhttp:\n  listen: \"\"\n")
+	var stdout, stderr syncBuffer // the bot logs from more than one goroutine
+	code := run([]string{"run"}, &stdout, &stderr)
+	errOut := stderr.String()
+	assert.Equal(t, 1, code)
+	assert.True(t, strings.HasSuffix(errOut, "check server.url, and that the server runs\n"), errOut)
+	assert.Contains(t, errOut, "\nforeman: cannot reach the chat server at ws://127.0.0.1:1 (6 attempts")
+}
