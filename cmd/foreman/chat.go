@@ -182,9 +182,14 @@ func chat(ctx context.Context, stdin io.Reader, notes io.Writer, cfg agentchat.C
 
 // showMessage shows a room message at the time the room says it was sent,
 // the agent's own earlier ones included; server notices are not shown.
+// foreman's stamp names the coordinator when its first TASKS is no longer
+// in the room's history.
 func showMessage(show *roomShow, m agentchat.Message) {
 	if m.Notice {
 		return
+	}
+	if show.coord == "" && m.Stamp != nil && strings.HasPrefix(m.Stamp.Tag, "foreman ") {
+		show.coord = m.From
 	}
 	for l := range protocol.Lines(m.Body()) {
 		show.lineAt(m.TS, m.From, m.FromName, strings.TrimSpace(l))

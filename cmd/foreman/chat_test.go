@@ -49,6 +49,12 @@ func TestChatShowsHistoryAtItsOwnTime(t *testing.T) {
 	showMessage(show, agentchat.Message{From: "@server", Content: "b1 joined", Notice: true})
 	assert.Equal(t, "Jan 02 03:04:05  foreman  coordinator TASKS api\nJan 02 03:04:05  foreman  coordinator ACK api @b1\n", out.String())
 
+	out.Reset()
+	show = newRoomShow(&out, false, "")
+	stamp := agentchat.Stamp{Tag: "foreman shop/7f3a9c", Seqs: []agentchat.SeqRange{{From: 12, To: 12}}}
+	showMessage(show, agentchat.Message{From: "@f", FromName: "foreman", Content: "STATUS db pending\n" + stamp.String(), Stamp: &stamp, TS: said})
+	assert.Equal(t, "Jan 02 03:04:05  foreman  coordinator STATUS db pending\n", out.String(), "the stamp is not shown, and names the coordinator")
+
 	now := time.Now()
 	assert.Equal(t, now.Add(-time.Second).Format(time.TimeOnly), clock(now.Add(-time.Second), now), "today's lines show the time of day")
 	assert.Equal(t, now.Format(time.TimeOnly), clock(time.Time{}, now))
