@@ -131,7 +131,8 @@ func TestValidateFindsTheConfigAndWarns(t *testing.T) {
 const minimalBuild = "build:\n  components:\n    - name: db\n    - name: api\n      depends_on: [db]\n"
 
 // A wrong server.url ends foreman run after a few attempts, however long
-// they take, with the URL in its last line and a failing status.
+// they take, with the URL in its last line and a failing status; the
+// missing operator is logged first.
 func TestRunSaysWhenItCannotReachTheRoom(t *testing.T) {
 	t.Chdir(t.TempDir())
 	writeFile(t, ".", "foreman.yaml", minimalBuild+"server:\n  url: ws://127.0.0.1:1\nhttp:\n  listen: \"\"\n")
@@ -141,4 +142,5 @@ func TestRunSaysWhenItCannotReachTheRoom(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.True(t, strings.HasSuffix(errOut, "check server.url, and that the server runs\n"), errOut)
 	assert.Contains(t, errOut, "\nforeman: cannot reach the chat server at ws://127.0.0.1:1 (6 attempts")
+	assert.Contains(t, errOut, "no operator configured (roles.operators is empty)", "logged before joining, as validate warns")
 }
