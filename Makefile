@@ -31,7 +31,7 @@ lint:
 # The engine, grammar, replay and recovery benchmarks (docs/PERFORMANCE.md),
 # then the engine's throughput again on one core.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./coordinator/graph
+	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./coordinator/graph ./internal/web
 	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' -benchmem -cpu 1 ./coordinator
 
 # Short fuzzing runs of the grammar and the engine; FUZZTIME=10m for long ones.

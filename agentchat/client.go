@@ -12,8 +12,23 @@ import (
 	"golang.org/x/time/rate"
 )
 
+// The transport's defaults, for the Config fields of the same names. The
+// timeouts follow a stock server: it pings every 30 s and cuts a connection
+// silent for 70 s, and takes one MSG a second.
+const (
+	DefaultRateLimit     = time.Second
+	DefaultMaxMessage    = 1 << 20
+	DefaultMinBackoff    = 250 * time.Millisecond
+	DefaultMaxBackoff    = 30 * time.Second
+	DefaultReadTimeout   = 75 * time.Second
+	DefaultWriteTimeout  = 10 * time.Second
+	DefaultHistoryWait   = 2 * time.Second
+	DefaultEchoTimeout   = 30 * time.Second
+	DefaultFirstAttempts = 6
+)
+
 // Config says where the room is and how to behave in it. Zero fields take
-// the defaults given.
+// the defaults above.
 type Config struct {
 	URL      string
 	Channel  string
@@ -60,23 +75,23 @@ func (c *Config) defaults() {
 	if c.Name == "" {
 		c.Name = "foreman"
 	}
-	if c.RateLimit == 0 {
-		c.RateLimit = time.Second
+	if c.RateLimit == 0 { // negative: the room has no limit
+		c.RateLimit = DefaultRateLimit
 	}
-	setDefault(&c.MinBackoff, 250*time.Millisecond)
-	setDefault(&c.MaxBackoff, 30*time.Second)
-	setDefault(&c.ReadTimeout, 75*time.Second)
-	setDefault(&c.WriteTimeout, 10*time.Second)
-	setDefault(&c.HistoryWait, 2*time.Second)
-	setDefault(&c.EchoTimeout, 30*time.Second)
+	setDefault(&c.MinBackoff, DefaultMinBackoff)
+	setDefault(&c.MaxBackoff, DefaultMaxBackoff)
+	setDefault(&c.ReadTimeout, DefaultReadTimeout)
+	setDefault(&c.WriteTimeout, DefaultWriteTimeout)
+	setDefault(&c.HistoryWait, DefaultHistoryWait)
+	setDefault(&c.EchoTimeout, DefaultEchoTimeout)
 	if c.MaxMessage <= 0 {
-		c.MaxMessage = 1 << 20
+		c.MaxMessage = DefaultMaxMessage
 	}
 	if c.MaxBackoff < c.MinBackoff {
 		c.MaxBackoff = c.MinBackoff
 	}
 	if c.FirstAttempts <= 0 {
-		c.FirstAttempts = 6
+		c.FirstAttempts = DefaultFirstAttempts
 	}
 }
 

@@ -50,6 +50,15 @@ func NewIdentity(name string) (*Identity, error) {
 	return &Identity{Name: name, Created: time.Now().UTC().Truncate(time.Second), pub: pub, priv: priv}, nil
 }
 
+// IdentityFromSeed derives a key pair from a 32-byte seed: the same seed
+// always gives the same agent id. It is for simulations that must repeat
+// exactly; a real agent's key comes from NewIdentity.
+func IdentityFromSeed(name string, seed [ed25519.SeedSize]byte) *Identity {
+	priv := ed25519.NewKeyFromSeed(seed[:])
+	return &Identity{Name: name, Created: time.Now().UTC().Truncate(time.Second),
+		pub: priv.Public().(ed25519.PublicKey), priv: priv}
+}
+
 // LoadIdentity reads an identity file written by foreman or by AgentChat's
 // own clients.
 func LoadIdentity(path string) (*Identity, error) {

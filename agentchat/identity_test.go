@@ -47,6 +47,18 @@ func TestIdentityRoundTrip(t *testing.T) {
 	assert.Equal(t, id.Created, again.Created)
 }
 
+func TestIdentityFromSeedRepeats(t *testing.T) {
+	a := IdentityFromSeed("sim", [32]byte{1})
+	b := IdentityFromSeed("sim", [32]byte{1})
+	c := IdentityFromSeed("sim", [32]byte{2})
+	assert.Equal(t, a.AgentID(), b.AgentID())
+	assert.NotEqual(t, a.AgentID(), c.AgentID())
+	assert.Equal(t, "sim", a.Name)
+	sig, err := base64.StdEncoding.DecodeString(a.SignChallenge("n", "c", 1))
+	require.NoError(t, err)
+	assert.True(t, ed25519.Verify(a.PublicKey(), []byte(AuthMessage("n", "c", "1")), sig), "the key signs like any other")
+}
+
 func TestIdentityReadsOldFieldNames(t *testing.T) {
 	pub, priv, err := ed25519.GenerateKey(nil)
 	require.NoError(t, err)

@@ -43,6 +43,7 @@ type Event struct {
 	At         time.Time
 	Msg        Message     // KindMessage; Msg.At is At
 	Components []Component // KindReload: the whole new list
+	Roles      *Roles      // KindReload: the roles as now configured; nil leaves them
 	Seen       []string    // KindStart: ids of messages said before the build began, which are never commands
 	Instance   string      // KindStart: names this run of the build apart from others of the same name
 	Since      time.Time   // KindGap: the last line the coordinator is sure to have heard
@@ -91,7 +92,7 @@ func (e *Engine) Step(ev Event) []Reply {
 	case KindRecover:
 		e.recover(ev.At)
 	case KindReload:
-		e.reload(ev.At, ev.Components)
+		e.reload(ev.At, ev.Components, ev.Roles)
 	case KindOffline:
 		e.goOffline(ev.At)
 	case KindOnline:

@@ -64,6 +64,10 @@ func (e *Engine) assignCommand(agent string, c *component, cmd protocol.Command)
 		e.reject(c, agent, "already merged; nothing to assign")
 		return
 	}
+	if !e.knows(cmd.Agent) {
+		e.reject(c, agent, "%s", e.unknownAgent(cmd.Agent))
+		return
+	}
 	e.ok(cmd)
 	e.assign(c, cmd.Agent)
 }

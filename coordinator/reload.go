@@ -16,11 +16,14 @@ import (
 // stays and is reported. A new cycle halts the build; a reload that breaks
 // the cycle resumes it (contract section 5). An invalid list changes
 // nothing.
-func (e *Engine) reload(at time.Time, comps []Component) {
+func (e *Engine) reload(at time.Time, comps []Component, rs *Roles) {
 	e.fireDue(at)
 	if err := e.checkReload(comps); err != nil {
 		e.say(protocol.Error(protocol.BuildSubject, "reload refused, nothing changed: "+err.Error()))
 		return
+	}
+	if rs != nil {
+		e.cfg.Roles, e.roles = *rs, newRoles(*rs)
 	}
 	before := make(map[*component]bool)
 	for _, c := range e.comps {

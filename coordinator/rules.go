@@ -53,8 +53,20 @@ func DefaultRules() Rules {
 	}
 }
 
-// rule ties a key to its field: one table serves Set, Get and the list of
-// keys, so a new rule is added in one place.
+// Bounds of every rule. A value past them passes a type check and still
+// breaks the run (missed_checkins: 20000000 overflowed the deadline and the
+// bot spun), so they are checked where rules are set and where an engine
+// is built.
+const (
+	// MaxDuration bounds every duration, and a check-in deadline
+	// (checkin_interval x missed_checkins): a year.
+	MaxDuration = 365 * 24 * time.Hour
+	// MaxCount bounds every count.
+	MaxCount = 1000
+)
+
+// rule ties a key to its field: one table serves Set, Get, Check and the
+// list of keys, so a new rule is added in one place.
 type rule struct {
 	key string
 	ptr func(*Rules) any // *time.Duration, *int, *bool or *MergeMode
@@ -78,6 +90,48 @@ var rules = []rule{
 	{"require_verified", func(r *Rules) any { return &r.RequireVerified }, 0},
 }
 
+// check reports whether rl's value in r is within its bounds; the error
+// names the key.
+func (rl rule) check(r *Rules) error {
+	switch p := rl.ptr(r).(type) {
+	case *time.Duration:
+		d := *p
+		switch {
+		case d < 0:
+			return fmt.Errorf("%s: %s is negative (0 turns it off)", rl.key, d)
+		case d == 0 && rl.key != "max_build_time":
+			return fmt.Errorf("%s: must be a positive duration like 10m or 1h30m", rl.key)
+		case d > MaxDuration:
+			return fmt.Errorf("%s: %s is over the most allowed, %s (a year)", rl.key, d, MaxDuration)
+		case d%time.Millisecond != 0:
+			return fmt.Errorf("%s: %s is not a whole number of milliseconds, as the room's clock counts", rl.key, d)
+		}
+	case *int:
+		switch n := *p; {
+		case n < rl.min:
+			return fmt.Errorf("%s: %d is below the least allowed, %d", rl.key, n, rl.min)
+		case n > MaxCount:
+			return fmt.Errorf("%s: %d is over the most allowed, %d", rl.key, n, MaxCount)
+		}
+	}
+	return nil
+}
+
+// Check reports the first rule out of its bounds, naming its key: every
+// rule alone, then the check-in deadline they make together.
+func (r Rules) Check() error {
+	for _, rl := range rules {
+		if err := rl.check(&r); err != nil {
+			return err
+		}
+	}
+	if d := r.CheckinInterval * time.Duration(r.MissedCheckins); d > MaxDuration {
+		return fmt.Errorf("missed_checkins: %d x checkin_interval %s is a deadline of %s, over the most allowed, %s (a year)",
+			r.MissedCheckins, r.CheckinInterval, d, MaxDuration)
+	}
+	return nil
+}
+
 // RuleKeys lists the rule keys in contract order.
 func RuleKeys() []string {
 	keys := make([]string, len(rules))
@@ -99,11 +153,13 @@ func (r *Rules) Set(key, value string) error {
 		switch p := rl.ptr(r).(type) {
 		case *time.Duration:
 			d, err := time.ParseDuration(value)
-			if err != nil || d <= 0 && key != "max_build_time" {
-				return fmt.Errorf("%s: %q is not a positive duration like 10m or 1h30m", key, value)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a duration like 10m or 1h30m", key, value)
 			}
-			if d < 0 {
-				return fmt.Errorf("%s: %q is negative (0 turns it off)", key, value)
+			next := *r
+			*rl.ptr(&next).(*time.Duration) = d
+			if err := rl.check(&next); err != nil {
+				return err
 			}
 			*p = d
 		case *int:
@@ -111,8 +167,10 @@ func (r *Rules) Set(key, value string) error {
 			if err != nil {
 				return fmt.Errorf("%s: %q is not a whole number", key, value)
 			}
-			if n < rl.min {
-				return fmt.Errorf("%s: %d is below the least allowed, %d", key, n, rl.min)
+			next := *r
+			*rl.ptr(&next).(*int) = n
+			if err := rl.check(&next); err != nil {
+				return err
 			}
 			*p = n
 		case *bool:

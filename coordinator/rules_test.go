@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -47,4 +48,35 @@ func TestRulesSetErrorsNameTheKey(t *testing.T) {
 		assert.Contains(t, err.Error(), key)
 	}
 	assert.Equal(t, DefaultRules(), r, "a refused value changes nothing")
+}
+
+// Values that pass a type check but would break the run are refused where
+// they are set and where an engine is built, naming the key.
+func TestRulesBounds(t *testing.T) {
+	for key, value := range map[string]string{
+		"missed_checkins":      "20000000",
+		"checkin_interval":     "9000h",
+		"audit_timeout":        "1500us",
+		"max_claims_per_agent": "1001",
+		"ci_timeout":           "0s",
+	} {
+		r := DefaultRules()
+		err := r.Set(key, value)
+		require.Error(t, err, key)
+		assert.True(t, strings.HasPrefix(err.Error(), key+": "), err.Error())
+		assert.Equal(t, DefaultRules(), r, "a refused value changes nothing")
+	}
+
+	r := DefaultRules()
+	require.NoError(t, r.Set("checkin_interval", "24h"))
+	require.NoError(t, r.Set("missed_checkins", "400"))
+	assert.EqualError(t, r.Check(), "missed_checkins: 400 x checkin_interval 24h0m0s is a deadline of 9600h0m0s, over the most allowed, 8760h0m0s (a year)")
+	_, err := New(Config{Build: "b", Rules: r})
+	assert.ErrorContains(t, err, "rules.missed_checkins: ")
+
+	r = DefaultRules()
+	r.MissedCheckins = 20000000
+	_, err = New(Config{Build: "b", Rules: r})
+	assert.EqualError(t, err, "rules.missed_checkins: 20000000 is over the most allowed, 1000")
+	assert.NoError(t, DefaultRules().Check())
 }

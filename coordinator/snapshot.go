@@ -31,6 +31,9 @@ type Snapshot struct {
 	Halted       []string            `json:"halted,omitempty"`
 	Complete     bool                `json:"complete,omitempty"`
 	OvertimeSaid bool                `json:"overtime_said,omitempty"`
+	BoardAt      time.Time           `json:"board_at,omitzero"`
+	Roles        *Roles              `json:"roles,omitempty"`   // as last reloaded; nil: as configured
+	Senders      map[string]string   `json:"senders,omitempty"` // sender ids heard, with their display names
 	Overtime     *time.Time          `json:"overtime,omitempty"`
 	Seen         []string            `json:"seen,omitempty"`
 	Declared     []Component         `json:"declared,omitempty"` // the components as last configured, for Reload
@@ -95,7 +98,7 @@ func (e *Engine) Snapshot() *Snapshot {
 	s := &Snapshot{
 		Version: SnapshotVersion, Build: e.cfg.Build, Started: e.started, Instance: e.instance, StartAt: e.startAt,
 		Now: e.now, Paused: e.paused, Offline: e.offline, FrozenAt: e.frozenAt, Complete: e.complete,
-		OvertimeSaid: e.overtimeSaid, Seen: e.seen.ids(), Declared: e.cfg.Components,
+		OvertimeSaid: e.overtimeSaid, BoardAt: e.boardAt, Roles: &e.cfg.Roles, Senders: maps.Clone(e.senders), Seen: e.seen.ids(), Declared: e.cfg.Components,
 	}
 	for _, n := range e.halted {
 		s.Halted = append(s.Halted, e.graph.Name(n))
@@ -164,7 +167,13 @@ func Restore(cfg Config, s *Snapshot) (*Engine, error) {
 	}
 	e.started, e.instance, e.startAt, e.now = s.Started, s.Instance, s.StartAt, s.Now
 	e.paused, e.offline, e.frozenAt = s.Paused, s.Offline, s.FrozenAt
-	e.complete, e.overtimeSaid = s.Complete, s.OvertimeSaid
+	e.complete, e.overtimeSaid, e.boardAt = s.Complete, s.OvertimeSaid, s.BoardAt
+	if s.Roles != nil {
+		e.cfg.Roles, e.roles = *s.Roles, newRoles(*s.Roles)
+	}
+	for id, name := range s.Senders {
+		e.senders[id] = name
+	}
 	e.cfg.Components = s.Declared
 	for _, id := range s.Seen {
 		e.seen.add(id)

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentforeman/foreman/protocol"
 )
@@ -14,6 +15,9 @@ func (e *Engine) status(agent, name string) {
 		if c, ok := e.lookup(agent, name); ok {
 			e.say(e.statusLine(c))
 		}
+		return
+	}
+	if !e.boardAllowed(agent) {
 		return
 	}
 	for _, c := range e.comps {
@@ -29,10 +33,10 @@ func (e *Engine) statusLine(c *component) protocol.Reply {
 	add := func(k, val string) { f = append(f, protocol.Field{Key: k, Value: val}) }
 	if v.Owner != "" {
 		add("owner", v.Owner)
-		add("since", short(e.now.Sub(v.Since)))
+		add("since", seconds(e.now.Sub(v.Since), false))
 		if v.HasProgress {
 			add("progress", strconv.Itoa(v.Progress)+"%")
-			add("progress_age", short(e.now.Sub(v.ProgressAt)))
+			add("progress_age", seconds(e.now.Sub(v.ProgressAt), false))
 		}
 		if v.PR != "" {
 			add("pr", v.PR)
@@ -43,7 +47,7 @@ func (e *Engine) statusLine(c *component) protocol.Reply {
 		if e.frozen() {
 			add("in", "paused")
 		} else {
-			add("in", short(v.Deadline.Sub(e.now)))
+			add("in", seconds(v.Deadline.Sub(e.now), true))
 		}
 	}
 	for _, kv := range [][2]string{{"audits", v.Audits}, {"ci", v.CI}, {"conflicts", v.Conflicts},
@@ -66,4 +70,14 @@ func (e *Engine) statusLine(c *component) protocol.Reply {
 		add("paused", "yes")
 	}
 	return protocol.StatusLine(c.name, v.State, f)
+}
+
+// seconds formats an age or a time left in whole seconds, as people read a
+// board: an age rounded, a time left rounded up, so it never reads 0s
+// before the deadline has passed.
+func seconds(d time.Duration, up bool) string {
+	if up && d%time.Second != 0 {
+		d = d.Truncate(time.Second) + time.Second
+	}
+	return short(d.Round(time.Second))
 }

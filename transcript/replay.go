@@ -69,7 +69,7 @@ func ReplayWith(t *Transcript, swap Swap) (*Result, error) {
 			d := t.Timed[next]
 			n.Wake(Epoch.Add(d.From))
 			heard = d.Pos
-			n.Step(coordinator.Event{Kind: d.Kind, At: Epoch.Add(d.At), Components: d.Components,
+			n.Step(coordinator.Event{Kind: d.Kind, At: Epoch.Add(d.At), Components: d.Components, Roles: d.Roles,
 				Since: Epoch.Add(d.Since), Until: Epoch.Add(d.Until)})
 		}
 	}

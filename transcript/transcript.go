@@ -45,7 +45,9 @@ type Transcript struct {
 // standard directives they stand where they happened, between lines:
 //
 //	!downtime FROM TO          foreman was away (a restart): a pause
-//	!reload HH:MM:SS c1 c2=dep1,dep2 ...   the components were reloaded (the whole new list)
+//	!reload HH:MM:SS c1 c2=dep1,dep2 ... [role:operator=@a,@b ...]
+//	                                       the components (the whole new list) and, if
+//	                                       any role: word is given, the roles were reloaded
 //	!offline HH:MM:SS          its replies could not reach the room from then (lurking, cut off)
 //	!online HH:MM:SS           they could again
 //	!gap HH:MM:SS SINCE UNTIL  the room's history had lost lines said between SINCE and UNTIL
@@ -56,7 +58,8 @@ type Timed struct {
 	Since      time.Duration // !gap
 	Until      time.Duration // !gap
 	Components []coordinator.Component
-	Before     int // the index in Lines of the line it comes before
+	Roles      *coordinator.Roles // !reload with role:KIND=@a,@b words: the roles as reloaded
+	Before     int                // the index in Lines of the line it comes before
 	Pos        int
 }
 
@@ -174,20 +177,9 @@ func (t *Transcript) directive(s string) (component bool, err error) {
 		if err := need(2, "!role operator|auditor|ci|merger <@id>..."); err != nil {
 			return false, err
 		}
-		var dst *[]string
-		switch args[0] {
-		case "operator":
-			dst = &t.Roles.Operators
-		case "auditor":
-			dst = &t.Roles.Auditors
-		case "ci":
-			dst = &t.Roles.CI
-		case "merger":
-			dst = &t.Roles.Merger
-		default:
-			return false, fmt.Errorf("unknown role %q (operator, auditor, ci or merger)", args[0])
+		if err := addRole(&t.Roles, args[0], strings.Join(args[1:], ",")); err != nil {
+			return false, err
 		}
-		*dst = append(*dst, args[1:]...)
 	case "!set":
 		if err := need(1, "!set <key>=<value>..."); err != nil {
 			return false, err
@@ -237,6 +229,15 @@ func (t *Transcript) directive(s string) (component bool, err error) {
 		}
 		r := Timed{Kind: coordinator.KindReload, At: at, From: at}
 		for _, a := range args[1:] {
+			if kind, ids, ok := strings.Cut(a, "="); ok && strings.HasPrefix(kind, "role:") {
+				if r.Roles == nil {
+					r.Roles = &coordinator.Roles{}
+				}
+				if err := addRole(r.Roles, strings.TrimPrefix(kind, "role:"), ids); err != nil {
+					return false, err
+				}
+				continue
+			}
 			name, deps, _ := strings.Cut(a, "=")
 			c := coordinator.Component{Name: name}
 			if deps != "" {
@@ -359,4 +360,27 @@ func FormatTime(d time.Duration) string {
 		s += fmt.Sprintf(".%03d", ms%1000)
 	}
 	return s
+}
+
+// addRole adds the comma-separated ids to the role named kind.
+func addRole(r *coordinator.Roles, kind, ids string) error {
+	var dst *[]string
+	switch kind {
+	case "operator":
+		dst = &r.Operators
+	case "auditor":
+		dst = &r.Auditors
+	case "ci":
+		dst = &r.CI
+	case "merger":
+		dst = &r.Merger
+	default:
+		return fmt.Errorf("unknown role %q (operator, auditor, ci or merger)", kind)
+	}
+	for _, id := range strings.Split(ids, ",") {
+		if id != "" {
+			*dst = append(*dst, id)
+		}
+	}
+	return nil
 }

@@ -88,8 +88,9 @@ func (tw *Writer) Downtime(from, to time.Duration) {
 	tw.printf("!downtime %s %s\n", FormatTime(from), FormatTime(to))
 }
 
-// Reload records that the components were reloaded at at.
-func (tw *Writer) Reload(at time.Duration, comps []coordinator.Component) {
+// Reload records that the components, and the roles if not nil, were
+// reloaded at at.
+func (tw *Writer) Reload(at time.Duration, comps []coordinator.Component, roles *coordinator.Roles) {
 	var parts []string
 	for _, c := range comps {
 		p := c.Name
@@ -97,6 +98,14 @@ func (tw *Writer) Reload(at time.Duration, comps []coordinator.Component) {
 			p += "=" + strings.Join(c.Deps, ",")
 		}
 		parts = append(parts, p)
+	}
+	if roles != nil {
+		for _, r := range []struct {
+			kind string
+			ids  []string
+		}{{"operator", roles.Operators}, {"auditor", roles.Auditors}, {"ci", roles.CI}, {"merger", roles.Merger}} {
+			parts = append(parts, "role:"+r.kind+"="+strings.Join(r.ids, ","))
+		}
 	}
 	tw.printf("!reload %s %s\n", FormatTime(at), strings.Join(parts, " "))
 }

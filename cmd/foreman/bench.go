@@ -93,6 +93,7 @@ The two scenarios of the goals:
 	f := cmd.Flags()
 	f.IntVar(&o.Agents, "agents", 1000, "simulated agents, one claim each")
 	f.StringVar(&o.URL, "url", "", "chat server on this machine (ws://127.0.0.1:PORT); default: start the embedded one")
+	f.StringVar(&o.Keys, "keys", "", "keep the agents' and foreman's keys here and reuse them (a stock server lets a key send once it is an hour old)")
 	f.DurationVar(&o.RateLimit, "rate-limit", 0, "the room's rate limit, one message per this per connection (0: none; with --url default 1s)")
 	f.IntVar(&o.FloodLimit, "flood-limit", 0, "the room's frames per 10s per connection (-1: none; 0: none without a rate limit, else the stock 60)")
 	f.DurationVar(&o.Spread, "spread", 10*time.Second, "send the claims at random moments over this long")

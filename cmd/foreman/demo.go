@@ -69,7 +69,8 @@ browser; it stays up after the build, with the final board, until Ctrl-C.`,
 					return fmt.Errorf("--http: %w", err)
 				}
 				defer stopBoard()
-				o.Observe, o.Handled, o.OnBot = board.Observe, board.Handled, func(b *bot.Bot) { board.Attach(b) }
+				o.Observe, o.Handled, o.Named = board.Observe, board.Handled, board.Named
+				o.OnBot = func(b *bot.Bot) { board.Attach(b) }
 				boardURL = url
 				fmt.Fprintln(a.stdout, "board:", url)
 			}

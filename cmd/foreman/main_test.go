@@ -51,6 +51,14 @@ build:
 	assert.Contains(t, out, "dependency cycle: a -> b -> c -> a")
 }
 
+func TestValidateWarnsOfRedactedNames(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kiosk.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("build:\n  name: kiosk\n  components:\n    - name: kiosk-paymentterminaldriver\n"), 0o644))
+	code, out, errOut := foreman(t, "validate", path)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `warning: component "kiosk-paymentterminaldriver" looks like a secret`)
+}
+
 func TestValidateBadKey(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(path, []byte("build:\n  components:\n    - name: a\nrules:\n  audit_atempts: 2\n"), 0o644))

@@ -67,8 +67,9 @@ their dependencies from the config, with the cycle check.`,
 					}
 				}
 			}()
+			newBuild, _ := cmd.Flags().GetBool("new-build")
 			opts := bot.Options{
-				Config: c, Logger: log, Reload: reload,
+				Config: c, Logger: log, Reload: reload, NewBuild: newBuild,
 				ReloadConfig: func() (*config.Config, error) { return a.loadConfig(cmd, file, runFlagKeys) },
 			}
 			// The board starts before the bot, so a taken port fails at once,
@@ -82,7 +83,7 @@ their dependencies from the config, with the cycle check.`,
 					return fmt.Errorf("http.listen: %w", err)
 				}
 				defer stopBoard()
-				opts.Observe, opts.Handled = board.Observe, board.Handled
+				opts.Observe, opts.Handled, opts.Named = board.Observe, board.Handled, board.Named
 				log.Info().Str("url", url).Msg("serving the board, /api/view, /metrics and /healthz")
 			}
 			b, err := bot.New(opts)
@@ -103,5 +104,6 @@ their dependencies from the config, with the cycle check.`,
 	f.String("journal", "", "journal file; \"\" for none (journal.path)")
 	f.String("record", "", "record the session as a transcript to this file (record.path)")
 	f.String("http", "", "listen address for the board, /metrics and /healthz (http.listen)")
+	f.Bool("new-build", false, "start a new build even though the room shows this identity's earlier one (its journal is gone)")
 	return cmd
 }

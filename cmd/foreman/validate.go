@@ -47,6 +47,9 @@ func (a *app) printBuildOrder(c *config.Config) error {
 	for _, n := range c.Build.Notes {
 		fmt.Fprintln(out, "note:", n)
 	}
+	for _, w := range c.Build.Warnings {
+		fmt.Fprintln(out, "warning:", w)
+	}
 	g := config.Graph(c.Build.Components)
 	order, cycle := g.Order()
 	if cycle != nil {

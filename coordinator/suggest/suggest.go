@@ -36,8 +36,13 @@ func distance(a, b string, limit int) int {
 	if d := len(a) - len(b); d > limit || -d > limit {
 		return limit + 1
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+	// Names are at most 64 bytes: rows on the stack, no allocation.
+	var rows [2][66]int
+	prev, cur := rows[0][:], rows[1][:]
+	if len(b)+1 > len(prev) {
+		prev, cur = make([]int, len(b)+1), make([]int, len(b)+1)
+	}
+	prev, cur = prev[:len(b)+1], cur[:len(b)+1]
 	for j := range prev {
 		prev[j] = j
 	}

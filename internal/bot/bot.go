@@ -96,6 +96,9 @@ type Health struct {
 	JournalErr string // the last journal failure, "" if none
 	LastEvent  time.Time
 	Queued     int
+	// Commits and Entries count the journal's commits (one write and one
+	// fdatasync each) and the entries they held: how well it batches.
+	Commits, Entries int64
 }
 
 // New opens the journal, recovers the build from it, and prepares the room
@@ -228,6 +231,9 @@ func (b *Bot) RoomStats() agentchat.Stats { return b.client.Stats() }
 func (b *Bot) Run(ctx context.Context) error {
 	defer close(b.stopped)
 	defer b.close()
+	for _, w := range config.Redacted(b.cfg.Build.Name, b.cfg.Build.Components) {
+		b.log.Warn().Msg(w)
+	}
 	clientCtx, stopClient := context.WithCancel(context.Background())
 	defer stopClient()
 	runErr := make(chan error, 1)
@@ -377,7 +383,7 @@ func (b *Bot) heard(m agentchat.Message) error {
 }
 
 func message(m agentchat.Message) coordinator.Message {
-	return coordinator.Message{ID: m.ID, From: m.From, Verified: m.Verified, At: m.TS, Content: m.Content}
+	return coordinator.Message{ID: m.ID, From: m.From, Name: m.FromName, Verified: m.Verified, At: m.TS, Content: m.Content}
 }
 
 // delivered records that the room has lines, and says so in the log: until
@@ -454,6 +460,10 @@ func (b *Bot) flush() error {
 	b.setHealth(func(h *Health) {
 		h.LastEvent = b.node.Engine().Now()
 		h.Queued = b.client.Stats().Queued
+		if b.j != nil && len(rd.Entries) > 0 {
+			h.Commits++
+			h.Entries += int64(len(rd.Entries))
+		}
 	})
 	return nil
 }
@@ -479,9 +489,11 @@ func (b *Bot) reload() {
 		b.log.Warn().Msg("reload ignored: the build has not started")
 		return
 	}
-	b.log.Info().Int("components", len(cfg.Build.Components)).Msg("reloading the components")
+	b.log.Info().Int("components", len(cfg.Build.Components)).Int("operators", len(cfg.Roles.Operators)).
+		Msg("reloading the components and the roles")
 	b.node.Wake(b.room.now())
-	b.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: b.room.now(), Components: cfg.Build.Components})
+	roles := cfg.Roles
+	b.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: b.room.now(), Components: cfg.Build.Components, Roles: &roles})
 }
 
 func (b *Bot) saveAlive() {

@@ -14,7 +14,10 @@ import (
 
 // RefusedError is foreman refusing to coordinate: the room shows something
 // its journal cannot account for, and going on would mean guessing.
-type RefusedError struct{ Why string }
+type RefusedError struct {
+	Why  string // the whole story, for the log and the exit
+	Room string // what the room is told: short enough for one reply, ending in what to do
+}
 
 func (e *RefusedError) Error() string { return e.Why }
 
@@ -69,7 +72,8 @@ func (b *Bot) startBuild(at time.Time, history []agentchat.Message) error {
 			if m.Self && m.Stamp != nil && strings.HasPrefix(m.Stamp.Tag, "foreman ") {
 				return b.refuse(&RefusedError{Why: fmt.Sprintf(
 					"this room shows %q, a build coordinated by this identity (%s), but %s has no record of it: its journal was deleted, emptied or moved, or another foreman uses this identity; restore the journal, or start over with --new-build",
-					m.Stamp.Tag, b.AgentID(), b.journalName())})
+					m.Stamp.Tag, b.AgentID(), b.journalName()),
+					Room: fmt.Sprintf("its journal has no record of %q, which this identity coordinates here; restore the journal, or start over with foreman run --new-build", m.Stamp.Tag)})
 			}
 		}
 	}
@@ -117,13 +121,15 @@ func (b *Bot) checkOwn(m agentchat.Message) error {
 	if m.Stamp.Tag != b.tag {
 		return &RefusedError{Why: fmt.Sprintf(
 			"another foreman with this identity (%s) coordinates %q in this room, while this one coordinates %q with %s; stop one of them, or give each its own identity",
-			b.AgentID(), m.Stamp.Tag, b.tag, b.journalName())}
+			b.AgentID(), m.Stamp.Tag, b.tag, b.journalName()),
+			Room: fmt.Sprintf("another foreman with this identity coordinates %q here (this one: %q); stop one of them, or give each its own identity", m.Stamp.Tag, b.tag)}
 	}
 	for _, r := range m.Stamp.Seqs {
 		if r.To > b.node.Produced() {
 			return &RefusedError{Why: fmt.Sprintf(
 				"the room shows reply #%d of this build, but %s ends at reply #%d: the journal lost what foreman did (restored from an old copy, or cut short); restore the latest journal, or start over with --new-build",
-				r.To, b.journalName(), b.node.Produced())}
+				r.To, b.journalName(), b.node.Produced()),
+				Room: fmt.Sprintf("the room shows reply #%d of %q, but its journal ends at #%d; restore the latest journal, or start over with foreman run --new-build", r.To, b.tag, b.node.Produced())}
 		}
 	}
 	return nil
@@ -145,7 +151,7 @@ func (b *Bot) refuse(err error) error {
 		return err
 	}
 	b.log.Error().Msg(re.Why)
-	b.client.Send(agentchat.Line{Text: protocol.Error(protocol.BuildSubject, "foreman will not coordinate here: "+re.Why).Text, Urgent: true})
+	b.client.Send(agentchat.Line{Text: protocol.Error(protocol.BuildSubject, "foreman will not coordinate here: "+re.Room).Text, Urgent: true})
 	deadline := time.Now().Add(refusalGrace)
 	for b.client.Stats().Queued > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)

@@ -46,6 +46,9 @@ func TestLiveSessionReplaysFromItsRecording(t *testing.T) {
 		coordinator.Component{Name: "db"}, coordinator.Component{Name: "docs"},
 		coordinator.Component{Name: "api", Deps: []string{"db"}})
 	cfg.Roles.Auditors = []string{aud.ID}
+	// Long enough that the working builders, who check in with each step,
+	// never time out on a slow machine; only the silent one does.
+	cfg.Rules.CheckinInterval = time.Second
 	bot := id.AgentID()
 	_, stop := runBot(t, cfg, id)
 
@@ -161,7 +164,19 @@ func TestReload(t *testing.T) {
 	reload <- struct{}{}
 	b1.Await(bot, "TASKS db cache")
 
-	empty := *cfg
+	// The roles reload too: b1 becomes an operator.
+	b1.Say("PAUSE")
+	b1.Await(bot, "ERROR "+b1.ID+" only operators may PAUSE")
+	promoted := grown
+	promoted.Roles.Operators = []string{b1.ID}
+	next <- &promoted
+	reload <- struct{}{}
+	b1.Say("STATUS cache") // after the reload: a line said before it may be handled before it
+	b1.Await(bot, "STATUS cache")
+	b1.Say("PAUSE\nRESUME")
+	b1.Await(bot, "OK RESUME")
+
+	empty := promoted
 	empty.Build.Components = nil
 	next <- &empty
 	reload <- struct{}{}

@@ -57,7 +57,7 @@ func (r *recorder) event(ev *coordinator.Event, said []coordinator.Reply, now ti
 			r.w.Downtime(r.since(before), r.since(now))
 		}
 	case coordinator.KindReload:
-		r.w.Reload(r.since(ev.At), ev.Components)
+		r.w.Reload(r.since(ev.At), ev.Components, ev.Roles)
 	case coordinator.KindOffline:
 		r.w.Offline(r.since(now))
 	case coordinator.KindOnline:

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/coordinator/graph"
 	"github.com/agentforeman/foreman/coordinator/suggest"
@@ -56,6 +57,7 @@ type Build struct {
 	Components []coordinator.Component
 	Spec       string   // owl spec directory the components came from, if any
 	Notes      []string // what reading the spec skipped, for validate to show
+	Warnings   []string // what will not work in a stock room (Redacted), for validate and run to say
 }
 
 // Log says how foreman logs.
@@ -255,6 +257,14 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 	if c.Server.History, err = count(v, "server.history", 0); err != nil {
 		return nil, err
 	}
+	if err := atMost(c.Server.RateLimit, time.Minute, "server.rate_limit"); err != nil {
+		return nil, err
+	}
+	for key, n := range map[string]int{"server.flood_limit": c.Server.FloodLimit, "server.history": c.Server.History} {
+		if err := atMost(n, 1_000_000, key); err != nil {
+			return nil, err
+		}
+	}
 	if c.Build.Name == "" || protocol.CleanWord(c.Build.Name, protocol.MaxName) != c.Build.Name {
 		return nil, errorf("build.name", "%q is not one word", c.Build.Name)
 	}
@@ -262,6 +272,13 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 		if err := c.Rules.Set(k, v.GetString("rules."+k)); err != nil {
 			return nil, errorf("rules."+k, "%s", strings.TrimPrefix(err.Error(), k+": "))
 		}
+	}
+	if err := c.Rules.Check(); err != nil {
+		// "key: why": named as the key, or the variable that set it.
+		if k, msg, ok := strings.Cut(err.Error(), ": "); ok && slices.Contains(coordinator.RuleKeys(), k) {
+			return nil, errorf("rules."+k, "%s", msg)
+		}
+		return nil, fmt.Errorf("rules.%w", err)
 	}
 	roles := []struct {
 		key string
@@ -294,7 +311,27 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 	if err := decodeBuild(v, c, src); err != nil {
 		return nil, err
 	}
+	c.Build.Warnings = Redacted(c.Build.Name, c.Build.Components)
 	return c, nil
+}
+
+// Redacted warns of names a stock AgentChat server rewrites: it redacts
+// what looks like a secret in every message, so a component named like an
+// API key comes back as "kio[REDACTED:openai_api_key]" and no agent can
+// claim it by name.
+func Redacted(build string, comps []coordinator.Component) []string {
+	var out []string
+	warn := func(what, name string) {
+		if r, kinds := agentchat.Redact(name); len(kinds) > 0 {
+			out = append(out, fmt.Sprintf("%s %q looks like a secret (%s) to a stock AgentChat server, which shows it as %q: agents cannot name it; rename it",
+				what, name, strings.Join(kinds, ", "), r))
+		}
+	}
+	warn("build", build)
+	for _, c := range comps {
+		warn("component", c.Name)
+	}
+	return out
 }
 
 func decodeBuild(v *viper.Viper, c *Config, src sources) error {
@@ -453,6 +490,14 @@ func duration(v *viper.Viper, key string, positive bool) (time.Duration, error) 
 		return 0, errorf(key, "%q is not a positive duration like 1s or 500ms", s)
 	}
 	return d, nil
+}
+
+// atMost refuses a value past the bound a run can live with.
+func atMost[T int | time.Duration](v, most T, key string) error {
+	if v > most {
+		return errorf(key, "%v is over the most allowed, %v", v, most)
+	}
+	return nil
 }
 
 func count(v *viper.Viper, key string, least int) (int, error) {

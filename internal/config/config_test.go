@@ -59,24 +59,29 @@ func TestDefaults(t *testing.T) {
 
 func TestErrorsNameTheKey(t *testing.T) {
 	cases := map[string]struct{ yaml, key string }{
-		"unknown key":        {minimal + "rules:\n  chekin_interval: 5m\n", "rules.chekin_interval: unknown key (did you mean rules.checkin_interval?)"},
-		"unknown section":    {minimal + "servr:\n  url: ws://x\n", "servr.url: unknown key"},
-		"bad duration":       {minimal + "rules:\n  checkin_interval: 10 minutes\n", "rules.checkin_interval:"},
-		"negative count":     {minimal + "rules:\n  missed_checkins: -1\n", "rules.missed_checkins:"},
-		"bad bool":           {minimal + "rules:\n  ci_gating: sometimes\n", "rules.ci_gating:"},
-		"bad merge":          {minimal + "rules:\n  merge: squash\n", "rules.merge:"},
-		"unknown dependency": {"build:\n  components:\n    - name: api\n      depends_on: [dbb]\n    - name: db\n", `build.components[0].depends_on: "dbb" is not a component (did you mean db?)`},
-		"duplicate":          {"build:\n  components:\n    - name: api\n    - name: api\n", `build.components[1].name: "api" is declared twice`},
-		"bad name":           {"build:\n  components:\n    - name: \"a b\"\n", "build.components[0].name:"},
-		"emphasis name":      {"build:\n  components:\n    - name: a__b\n", "build.components[0].name:"},
-		"component key":      {"build:\n  components:\n    - name: a\n      needs: [b]\n", "build.components[0].needs: unknown key"},
-		"bad url":            {minimal + "server:\n  url: http://x\n", "server.url:"},
-		"bad channel":        {minimal + "server:\n  channel: build\n", "server.channel:"},
-		"bad rate":           {minimal + "server:\n  rate_limit: -1s\n", "server.rate_limit:"},
-		"bad flood":          {minimal + "server:\n  flood_limit: -2\n", "server.flood_limit:"},
-		"bad role":           {minimal + "roles:\n  operators: [alice]\n", "roles.operators:"},
-		"bad level":          {minimal + "log:\n  level: loud\n", "log.level:"},
-		"both sources":       {minimal + "  spec: x\n", "build.spec:"},
+		"unknown key":          {minimal + "rules:\n  chekin_interval: 5m\n", "rules.chekin_interval: unknown key (did you mean rules.checkin_interval?)"},
+		"unknown section":      {minimal + "servr:\n  url: ws://x\n", "servr.url: unknown key"},
+		"bad duration":         {minimal + "rules:\n  checkin_interval: 10 minutes\n", "rules.checkin_interval:"},
+		"negative count":       {minimal + "rules:\n  missed_checkins: -1\n", "rules.missed_checkins:"},
+		"bad bool":             {minimal + "rules:\n  ci_gating: sometimes\n", "rules.ci_gating:"},
+		"bad merge":            {minimal + "rules:\n  merge: squash\n", "rules.merge:"},
+		"unknown dependency":   {"build:\n  components:\n    - name: api\n      depends_on: [dbb]\n    - name: db\n", `build.components[0].depends_on: "dbb" is not a component (did you mean db?)`},
+		"duplicate":            {"build:\n  components:\n    - name: api\n    - name: api\n", `build.components[1].name: "api" is declared twice`},
+		"bad name":             {"build:\n  components:\n    - name: \"a b\"\n", "build.components[0].name:"},
+		"emphasis name":        {"build:\n  components:\n    - name: a__b\n", "build.components[0].name:"},
+		"component key":        {"build:\n  components:\n    - name: a\n      needs: [b]\n", "build.components[0].needs: unknown key"},
+		"bad url":              {minimal + "server:\n  url: http://x\n", "server.url:"},
+		"bad channel":          {minimal + "server:\n  channel: build\n", "server.channel:"},
+		"bad rate":             {minimal + "server:\n  rate_limit: -1s\n", "server.rate_limit:"},
+		"bad flood":            {minimal + "server:\n  flood_limit: -2\n", "server.flood_limit:"},
+		"bad role":             {minimal + "roles:\n  operators: [alice]\n", "roles.operators:"},
+		"bad level":            {minimal + "log:\n  level: loud\n", "log.level:"},
+		"both sources":         {minimal + "  spec: x\n", "build.spec:"},
+		"overflowing deadline": {minimal + "rules:\n  missed_checkins: 20000000\n", "rules.missed_checkins: 20000000 is over the most allowed, 1000"},
+		"deadline over a year": {minimal + "rules:\n  checkin_interval: 720h\n  missed_checkins: 13\n", "rules.missed_checkins: 13 x checkin_interval"},
+		"huge message":         {minimal + "server:\n  max_message: 99999999999\n", "server.max_message: 99999999999 is more than a room takes"},
+		"slow rate":            {minimal + "server:\n  rate_limit: 2h\n", "server.rate_limit: 2h0m0s is over the most allowed, 1m0s"},
+		"huge history":         {minimal + "server:\n  history: 9999999\n", "server.history: 9999999 is over the most allowed"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -207,4 +212,12 @@ func TestOwlSpecLayoutsTogether(t *testing.T) {
 
 	_, _, err = ReadOwlSpec(t.TempDir())
 	assert.ErrorContains(t, err, "has no components: neither components/NAME.md files nor a components.md")
+}
+
+// A name a stock server would redact cannot be claimed: say so.
+func TestRedactedNamesAreWarned(t *testing.T) {
+	c, err := Load(writeConfig(t, "build:\n  name: shop\n  components:\n    - name: db\n    - name: kiosk-paymentterminaldriver\n"), nil, nil)
+	require.NoError(t, err)
+	require.Len(t, c.Build.Warnings, 1)
+	assert.Equal(t, `component "kiosk-paymentterminaldriver" looks like a secret (openai_api_key) to a stock AgentChat server, which shows it as "kio[REDACTED:openai_api_key]": agents cannot name it; rename it`, c.Build.Warnings[0])
 }

@@ -18,9 +18,11 @@ type record struct {
 	T       int64                   `json:"t,omitempty"`
 	ID      string                  `json:"id,omitempty"`
 	From    string                  `json:"f,omitempty"`
+	Name    string                  `json:"n,omitempty"`
 	V       bool                    `json:"v,omitempty"`
 	C       string                  `json:"c,omitempty"`
 	Comps   []coordinator.Component `json:"comps,omitempty"`
+	Roles   *coordinator.Roles      `json:"roles,omitempty"`
 	Seen    []string                `json:"seen,omitempty"`
 	Inst    string                  `json:"inst,omitempty"`
 	Since   int64                   `json:"s,omitempty"`
@@ -46,8 +48,8 @@ func encodeEntry(e node.Entry) ([]byte, error) {
 	r := record{I: e.Index, Confirm: e.Confirm}
 	if ev := e.Event; ev != nil {
 		r.K, r.T = ev.Kind, ms(ev.At)
-		r.ID, r.From, r.V, r.C = ev.Msg.ID, ev.Msg.From, ev.Msg.Verified, ev.Msg.Content
-		r.Comps, r.Seen, r.Inst = ev.Components, ev.Seen, ev.Instance
+		r.ID, r.From, r.Name, r.V, r.C = ev.Msg.ID, ev.Msg.From, ev.Msg.Name, ev.Msg.Verified, ev.Msg.Content
+		r.Comps, r.Roles, r.Seen, r.Inst = ev.Components, ev.Roles, ev.Seen, ev.Instance
 		r.Since, r.Until = ms(ev.Since), ms(ev.Until)
 	}
 	return json.Marshal(r)
@@ -64,10 +66,10 @@ func decodeEntry(data []byte) (node.Entry, error) {
 			return e, errors.New("an event of an unknown kind")
 		}
 		at := fromMS(r.T)
-		e.Event = &coordinator.Event{Kind: r.K, At: at, Components: r.Comps, Seen: r.Seen, Instance: r.Inst,
+		e.Event = &coordinator.Event{Kind: r.K, At: at, Components: r.Comps, Roles: r.Roles, Seen: r.Seen, Instance: r.Inst,
 			Since: fromMS(r.Since), Until: fromMS(r.Until)}
 		if r.K == coordinator.KindMessage {
-			e.Event.Msg = coordinator.Message{ID: r.ID, From: r.From, Verified: r.V, At: at, Content: r.C}
+			e.Event.Msg = coordinator.Message{ID: r.ID, From: r.From, Name: r.Name, Verified: r.V, At: at, Content: r.C}
 		}
 	}
 	if (e.Event == nil) == (e.Confirm == nil) {

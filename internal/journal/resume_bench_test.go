@@ -92,3 +92,82 @@ func BenchmarkResume(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSnapshot100k is what a snapshot of a build of 100,000 busy
+// components costs: taking it, in the bot's loop (the engine's state copied
+// out), and writing it, in the background (encoded, written, synced).
+func BenchmarkSnapshot100k(b *testing.B) {
+	comps := make([]coordinator.Component, 100000)
+	for i := range comps {
+		comps[i] = coordinator.Component{Name: fmt.Sprintf("c%d", i)}
+	}
+	cfg := coordinator.Config{Build: "big", Self: "@foreman", Components: comps, Rules: coordinator.DefaultRules()}
+	n, err := node.Open(node.Config{Engine: cfg, SnapshotEvery: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n.Step(coordinator.Event{Kind: coordinator.KindStart, At: t0})
+	for i := range comps {
+		n.Hear(coordinator.Message{ID: fmt.Sprint(i), From: fmt.Sprintf("@b%d", i), At: t0.Add(time.Millisecond),
+			Content: fmt.Sprintf("CLAIM c%d\nPROGRESS c%d 40 halfway", i, i)})
+	}
+	n.Ready()
+	n.ConfirmRanges([]node.Range{{From: 1, To: n.Produced()}}, "echo", t0.Add(time.Second)) // the room has every reply
+	n.Ready()
+	b.Run("take-in-the-loop", func(b *testing.B) {
+		for b.Loop() {
+			n.Snapshot()
+		}
+	})
+	b.Run("write-in-the-background", func(b *testing.B) {
+		j, err := Open(b.TempDir(), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer j.Close()
+		s := n.Snapshot()
+		for b.Loop() {
+			if err := j.writeSnapshot(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkJournaledLines is the bot's pipeline without the network: heard
+// lines through the engine, committed to the journal (one fdatasync per
+// commit) in batches as the bot takes them from its queue. lines/s is what
+// foreman can sustain with the journal on, per batch size.
+func BenchmarkJournaledLines(b *testing.B) {
+	for _, batch := range []int{1, 10, 100, 1000} {
+		b.Run(fmt.Sprintf("batch-%d", batch), func(b *testing.B) {
+			j, err := Open(b.TempDir(), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.Close()
+			n, err := node.Open(node.Config{Engine: resumeConfig(), Storage: j})
+			if err != nil {
+				b.Fatal(err)
+			}
+			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			n.Step(coordinator.Event{Kind: coordinator.KindStart, At: t0})
+			for i := range 1000 {
+				n.Hear(coordinator.Message{ID: fmt.Sprint("c", i), From: fmt.Sprintf("@b%d", i), At: t0, Content: fmt.Sprintf("CLAIM c%d", i)})
+			}
+			persist(b, j, n)
+			lines := 0
+			for b.Loop() {
+				for k := range batch {
+					lines++
+					c := lines % 1000
+					n.Hear(coordinator.Message{ID: fmt.Sprint(lines), From: fmt.Sprintf("@b%d", c), At: t0.Add(time.Duration(lines) * time.Microsecond),
+						Content: fmt.Sprintf("PROGRESS c%d %d", c, k%100)})
+				}
+				persist(b, j, n)
+			}
+			b.ReportMetric(float64(lines)/b.Elapsed().Seconds(), "lines/s")
+		})
+	}
+}

@@ -13,7 +13,7 @@ import (
 	"github.com/agentforeman/foreman/coordinator"
 )
 
-// DefaultSnapshotEvery is how many entries go by between snapshots: enough
+// DefaultSnapshotEvery is the least number of entries between snapshots: enough
 // that snapshots cost little, few enough that recovery replays little.
 const DefaultSnapshotEvery = 1000
 
@@ -21,7 +21,7 @@ const DefaultSnapshotEvery = 1000
 type Config struct {
 	Engine        coordinator.Config
 	Storage       Storage // nil: a MemoryStorage
-	SnapshotEvery int     // entries between snapshots; 0: DefaultSnapshotEvery; negative: never
+	SnapshotEvery int     // entries between snapshots; 0: snapshotEvery's choice; negative: never
 	// Observe, if set, sees every event the engine handles once the node is
 	// open, with what the engine said (for recordings, metrics, the board).
 	Observe func(ev *coordinator.Event, said []coordinator.Reply)
@@ -62,7 +62,7 @@ func Open(cfg Config) (*Node, error) {
 		cfg.Storage = NewMemoryStorage()
 	}
 	if cfg.SnapshotEvery == 0 {
-		cfg.SnapshotEvery = DefaultSnapshotEvery
+		cfg.SnapshotEvery = snapshotEvery(len(cfg.Engine.Components))
 	}
 	n := &Node{cfg: cfg, st: cfg.Storage, box: newOutbox()}
 	snap, err := n.st.Snapshot()
@@ -270,4 +270,13 @@ func (n *Node) Reopen(st Storage) (*Node, error) {
 	cfg := n.cfg
 	cfg.Storage = st
 	return Open(cfg)
+}
+
+// snapshotEvery spaces snapshots by the build's size. Taking one copies the
+// state of every component in the loop (about 2 µs each: 190 ms at 100,000,
+// BenchmarkSnapshot100k), while an entry costs the engine a microsecond or
+// two; one every ten entries per component keeps snapshots to a small share
+// of the work, and recovery replays at most that many entries.
+func snapshotEvery(components int) int {
+	return max(DefaultSnapshotEvery, 10*components)
 }

@@ -11,19 +11,25 @@ import (
 )
 
 // Board is everything the board shows: /api/view's body and each event of
-// the live stream.
+// the live stream. A stream sends the whole board first; after that an
+// event may be an update (Update set), which carries the view without its
+// components, only the components that changed since the viewer's last
+// event (Changed), and no layout: the graph is the same.
 type Board struct {
-	Now         time.Time             `json:"now"` // the server's clock: count deadlines down from here
-	View        *coordinator.View     `json:"view,omitempty"`
-	Problem     string                `json:"problem,omitempty"` // why there is no view, or why it is stale
-	Stale       bool                  `json:"stale,omitempty"`   // View is the last one the bot gave: it has stopped answering
-	Health      HealthReport          `json:"health"`
-	Room        RoomStats             `json:"room"`
-	Layout      *Layout               `json:"layout,omitempty"`
-	Escalations map[string]Escalation `json:"escalations,omitempty"` // the open ones, by component (or the build's name)
-	Log         []Entry               `json:"log"`
-	LogSeq      uint64                `json:"log_seq"` // the latest line's seq
-	Full        bool                  `json:"full"`    // Log holds every line kept, not only those after the client's last
+	Now         time.Time                   `json:"now"` // the server's clock: count deadlines down from here
+	View        *coordinator.View           `json:"view,omitempty"`
+	Problem     string                      `json:"problem,omitempty"` // why there is no view, or why it is stale
+	Stale       bool                        `json:"stale,omitempty"`   // View is the last one the bot gave: it has stopped answering
+	Health      HealthReport                `json:"health"`
+	Room        RoomStats                   `json:"room"`
+	Layout      *Layout                     `json:"layout,omitempty"`
+	Escalations map[string]Escalation       `json:"escalations,omitempty"` // the open ones, by component (or "build")
+	Log         []Entry                     `json:"log"`
+	LogSeq      uint64                      `json:"log_seq"`         // the latest line's seq
+	Full        bool                        `json:"full"`            // Log holds every line kept, not only those after the client's last
+	Names       map[string]string           `json:"names,omitempty"` // display names by sender id; in a stream, only those new since the viewer's last event
+	Update      bool                        `json:"update,omitempty"`
+	Changed     []coordinator.ComponentView `json:"changed,omitempty"` // in an update: the components whose view changed, in view order
 }
 
 // RoomStats are the room connection's counters.
@@ -35,53 +41,33 @@ type RoomStats struct {
 	Queued       int   `json:"queued"`
 }
 
+func roomStats(src Source) RoomStats {
+	if src == nil {
+		return RoomStats{}
+	}
+	st := src.RoomStats()
+	return RoomStats{MessagesSent: st.MessagesSent, LinesSent: st.LinesSent, Resent: st.Resent,
+		Reconnects: st.Reconnects, Queued: st.Queued}
+}
+
 // viewTimeout bounds the wait for the bot's View: a stopped bot never
 // answers, and the board should then say so.
 const viewTimeout = 2 * time.Second
 
-// board gathers the board, with the log lines after since (all of them when
-// since is 0).
-func (s *Server) board(ctx context.Context, since uint64) Board {
-	b := Board{Now: s.opts.Now().UTC(), Log: []Entry{}, Full: since == 0}
+// wholeBoard is the board with a view asked for now (so that /api/view
+// never shows a copy that went stale), and every log line kept.
+func (s *Server) wholeBoard(ctx context.Context) Board {
+	sn := s.snapshotFor(ctx, want{gen: s.generation(), asked: time.Now()})
+	b := Board{Now: s.opts.Now().UTC(), View: sn.view, Problem: sn.problem, Stale: sn.stale,
+		Layout: sn.layout, Escalations: sn.escalations, Full: true}
 	src := s.source()
 	b.Health = healthOf(src, b.Now)
-	var esc map[string]Escalation
+	b.Room = roomStats(src)
 	s.mu.Lock()
-	b.Log = append(b.Log, s.log.since(since)...)
+	b.Log = append([]Entry{}, s.log.since(0)...)
 	b.LogSeq = s.log.seq
-	if len(s.esc) > 0 {
-		esc = make(map[string]Escalation, len(s.esc))
-		for k, v := range s.esc {
-			esc[k] = v
-		}
-	}
+	b.Names, _ = s.names.since(0)
 	s.mu.Unlock()
-	if src == nil {
-		b.Problem = "foreman is starting"
-		return b
-	}
-	st := src.RoomStats()
-	b.Room = RoomStats{MessagesSent: st.MessagesSent, LinesSent: st.LinesSent, Resent: st.Resent,
-		Reconnects: st.Reconnects, Queued: st.Queued}
-	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
-	defer cancel()
-	v, err := src.View(ctx)
-	if err != nil {
-		b.Problem = "the bot did not answer: " + err.Error()
-		// A stopped bot's last board is still worth showing (the end of
-		// a demo, a crash): marked stale, never passed off as current.
-		last := s.lastView.Load()
-		if last == nil {
-			return b
-		}
-		v, b.Stale = *last, true
-		b.Problem = "foreman is not answering (stopped?); this is the last board it gave"
-	} else {
-		s.keepView(v)
-	}
-	b.View = &v
-	b.Layout = arrange(v.Components)
-	b.Escalations = openEscalations(v, esc)
 	return b
 }
 
@@ -111,7 +97,7 @@ func openEscalations(v coordinator.View, said map[string]Escalation) map[string]
 }
 
 func (s *Server) serveView(w http.ResponseWriter, r *http.Request) {
-	b := s.board(r.Context(), 0)
+	b := s.wholeBoard(r.Context())
 	code := http.StatusOK
 	if b.View == nil || b.Stale {
 		code = http.StatusServiceUnavailable

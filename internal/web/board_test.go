@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentforeman/foreman/protocol"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/protocol"
 )
 
 func TestAPIView(t *testing.T) {
@@ -23,7 +25,7 @@ func TestAPIView(t *testing.T) {
 
 	s.Attach(src)
 	s.Observe(heard(t0, "@b3", "ABORT web missing_dependency: no schema"), said(t0, protocol.Escalate("web", protocol.HardBlocker, "missing_dependency: no schema", "RESOLVE web")))
-	s.Observe(tick(t0), said(t0, protocol.Escalate("shop", protocol.Overtime, "the build is past 2h", "")))
+	s.Observe(tick(t0), said(t0, protocol.Escalate(protocol.BuildSubject, protocol.Overtime, "the build is past 2h", "")))
 
 	b = Board{}
 	require.Equal(t, http.StatusOK, getJSON(t, ts.URL+"/api/view", &b))
@@ -53,6 +55,28 @@ func TestAPIView(t *testing.T) {
 	b = Board{}
 	require.Equal(t, http.StatusOK, getJSON(t, ts.URL+"/api/view", &b))
 	assert.Empty(t, b.Escalations)
+}
+
+// TestBuildEscalationIsOpenUnderBuild: a build-level ESCALATE has the
+// subject "build", never the build's name, and is open while the view
+// says the build is still so.
+func TestBuildEscalationIsOpenUnderBuild(t *testing.T) {
+	src := &fakeSource{view: shopView(), health: healthy()}
+	src.view.Overtime = true
+	s := New(Options{})
+	s.Attach(src)
+	s.Observe(tick(t0), said(t0, protocol.Escalate(protocol.BuildSubject, protocol.Overtime, "the build is past 2h", "STATUS")))
+	ts := newTestServer(t, s)
+
+	var b Board
+	require.Equal(t, http.StatusOK, getJSON(t, ts.URL+"/api/view", &b))
+	assert.Equal(t, Escalation{Code: "overtime", Text: "the build is past 2h; STATUS", At: t0}, b.Escalations[protocol.BuildSubject])
+	assert.NotContains(t, b.Escalations, "shop", "not under the build's name")
+
+	src.set(func(f *fakeSource) { f.view.Overtime = false })
+	b = Board{}
+	require.Equal(t, http.StatusOK, getJSON(t, ts.URL+"/api/view", &b))
+	assert.NotContains(t, b.Escalations, protocol.BuildSubject, "no longer open")
 }
 
 func TestAPIViewWhenTheBotDoesNotAnswer(t *testing.T) {
@@ -94,6 +118,22 @@ func TestRoomLogKeepsTheLatest(t *testing.T) {
 
 	l.add(t0, "@a", false, strings.Repeat("y", 2000)+"\x1b[2J")
 	assert.LessOrEqual(t, len(l.since(5)[0].Text), maxEntryText, "one long line is cut")
+}
+
+// TestRoomLogLeavesOutStamps: the stamp that ends a stamping sender's
+// message is not a line of the room's.
+func TestRoomLogLeavesOutStamps(t *testing.T) {
+	s := New(Options{})
+	stamp := agentchat.Stamp{Tag: "foreman shop/7f3a9c", Seqs: []agentchat.SeqRange{{From: 12, To: 14}}}
+	s.Observe(heard(t0, "@other", "STATUS\nhello\n"+stamp.String()), nil)
+	s.Observe(heard(t0, "@b1", "PROGRESS db 10 [not a stamp]"), nil)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var texts []string
+	for _, e := range s.log.since(0) {
+		texts = append(texts, e.Text)
+	}
+	assert.Equal(t, []string{"STATUS", "hello", "PROGRESS db 10 [not a stamp]"}, texts)
 }
 
 func TestPageAndAssets(t *testing.T) {

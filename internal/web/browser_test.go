@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,6 +39,10 @@ func chromium() string {
 	}
 	return ""
 }
+
+// windowWidth is the width of the window the board must fit: a laptop's
+// browser, not maximised (issue 12).
+const windowWidth = 1400
 
 // page is the board in a headless Chromium.
 type page struct {
@@ -84,7 +89,7 @@ func openPage(t *testing.T, url string) *page {
 		chromedp.Flag("disable-default-apps", true),
 		chromedp.Flag("force-color-profile", "srgb"),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1440, 960),
+		chromedp.WindowSize(windowWidth, 900),
 	)
 	t.Cleanup(cancelAlloc)
 	bctx, cancelBrowser := chromedp.NewContext(alloc)
@@ -107,6 +112,7 @@ func openPage(t *testing.T, url string) *page {
 		}
 	}()
 	p.do(chromedp.Navigate(url))
+	require.Equal(t, fmt.Sprint(windowWidth), p.eval(`String(window.innerWidth)`), "the page is as wide as the window")
 	return p
 }
 
@@ -117,14 +123,18 @@ func (p *page) do(actions ...chromedp.Action[chromedp.Void]) {
 	require.NoError(p.t, chromedp.Do(ctx, actions...))
 }
 
-// waitFor polls a JavaScript condition in the page until it holds.
+// waitFor polls a JavaScript condition in the page until it holds. When
+// it never does, the test fails with what the page says and a screenshot
+// of it, failed.png.
 func (p *page) waitFor(what, js string) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, liveTimeout+5*time.Second)
 	defer cancel()
 	_, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(liveTimeout), chromedp.WithPollingInterval(50*time.Millisecond)))
 	if err != nil {
-		p.t.Fatalf("the page never showed %s (%v); the page says:\n%s", what, err, p.text("body"))
+		p.t.Errorf("the page never showed %s (%v); the page says:\n%s", what, err, p.text("body"))
+		p.screenshot("failed.png")
+		p.t.FailNow()
 	}
 }
 
@@ -157,13 +167,15 @@ func (p *page) waitState(name, state string) {
 	p.waitFor(name+" "+state, fmt.Sprintf("%s?.dataset.state === %q", node(name), state))
 }
 
-// screenshot saves the whole page as a PNG with the test's artifacts (kept
-// with go test -artifacts), and in $FOREMANTEST_SCREENSHOT_DIR when set.
+// screenshot saves what the window shows as a PNG with the test's
+// artifacts (kept with go test -artifacts), and in
+// $FOREMANTEST_SCREENSHOT_DIR when set. The window, not the whole page:
+// what is cut off should look cut off.
 func (p *page) screenshot(name string) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, liveTimeout)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	require.NoError(p.t, err)
 	require.True(p.t, strings.HasPrefix(string(png), "\x89PNG"), "a PNG")
 	dirs := []string{p.t.ArtifactDir()}
@@ -177,6 +189,37 @@ func (p *page) screenshot(name string) {
 		p.t.Logf("screenshot: %s", path)
 	}
 }
+
+// cutOff lists the cards not wholly in view: outside the graph's panel
+// (which would need scrolling to see) or outside the window.
+const cutOff = `JSON.stringify([...document.querySelectorAll('#nodes li')].filter((li) => {
+  const g = document.getElementById('graph').getBoundingClientRect();
+  const r = li.getBoundingClientRect();
+  return r.left < g.left || r.right > g.right || r.top < g.top || r.bottom > g.bottom ||
+    r.right > window.innerWidth || r.bottom > window.innerHeight;
+}).map((li) => li.dataset.name))`
+
+// requireAllCardsInView checks that the graph fits its panel.
+func (p *page) requireAllCardsInView() {
+	p.t.Helper()
+	p.waitFor("a card laid out", `document.querySelectorAll('#nodes li').length > 0`)
+	assert.Equal(p.t, "[]", p.eval(cutOff), "cards cut off at %dpx (zoom %s)", windowWidth, p.eval(`document.getElementById('canvas').style.zoom`))
+}
+
+// newestInView says whether the room log's newest line is wholly in view:
+// inside the log's box and the window.
+const newestInView = `(() => {
+  const log = document.getElementById('log');
+  const last = log.lastElementChild;
+  if (!last) return false;
+  const box = log.getBoundingClientRect();
+  const r = last.getBoundingClientRect();
+  return r.top >= box.top && r.bottom <= box.bottom + 1 && r.bottom <= window.innerHeight;
+})()`
+
+// contractTime matches a time since the build started, as foreman demo
+// writes it: mm:ss, or h:mm:ss from the first hour on.
+const contractTime = `^(\d+:)?\d\d:\d\d$`
 
 // TestBrowserShowsTheBuild loads the board in a real headless Chromium
 // while a scripted team builds, and checks that the page follows: db goes
@@ -203,6 +246,25 @@ func TestBrowserShowsTheBuild(t *testing.T) {
 
 	lb.actOne(func(state string) {
 		switch state {
+		case "building":
+			p.waitState("db", state)
+			// Names, not ids; the id on hover.
+			assert.Equal(t, "owner b1", p.text(`#nodes li[data-name="db"] .owner`))
+			assert.Equal(t, "b1 · "+lb.id("b1"), p.eval(`document.querySelector('#nodes li[data-name="db"] .owner .id').title`))
+			p.waitFor("ACK in the room log", `[...document.querySelectorAll('#log li.said .text')].some(e => e.textContent === 'ACK db @b1')`)
+			claim := `[...document.querySelectorAll('#log li.heard')].find(li => li.querySelector('.text').textContent === 'CLAIM db').querySelector('.who')`
+			assert.Equal(t, "b1", p.eval(claim+`.textContent`))
+			assert.Equal(t, "b1 · "+lb.id("b1"), p.eval(claim+`.title`))
+			assert.Equal(t, "b1 · "+lb.id("b1"), p.eval(`[...document.querySelectorAll('#log li.said .text')].find(e => e.textContent === 'ACK db @b1').querySelector('.id').title`))
+			// Contract time, since the build started.
+			assert.Equal(t, "00:00", p.eval(`document.querySelector('#log time').textContent`), "TASKS, at the start")
+			var times []string
+			require.NoError(t, json.Unmarshal([]byte(p.eval(`JSON.stringify([...document.querySelectorAll('#log time')].map(t => t.textContent))`)), &times))
+			for _, tm := range times {
+				assert.Regexp(t, contractTime, tm)
+			}
+			assert.Regexp(t, contractTime, p.text("#elapsed"))
+			assert.Contains(t, p.eval(`document.querySelector('#log time').title`), "local time")
 		case "progress":
 			p.waitFor("db at 60%", node("db")+`?.dataset.progress === "60"`)
 			assert.Contains(t, p.text(`#nodes li[data-name="db"]`), "60%")
@@ -228,7 +290,22 @@ func TestBrowserShowsTheBuild(t *testing.T) {
 	assert.Contains(t, held, "hard-blocker")
 	assert.Equal(t, "1 of 6", p.text("#merged"))
 	assert.Contains(t, p.text("#next-deadline"), "in ", "the next deadline counts down")
+	assert.Contains(t, attention, "(from @b2, who let catalog go)", "ids in text by name")
+	p.requireAllCardsInView()
+	p.waitFor("the newest log line in view", newestInView)
 	p.screenshot("board-mid-build.png")
+
+	// Enough lines that the log scrolls; the reader scrolls up to read,
+	// and new lines must not pull the log from under them.
+	var chat []string
+	for i := range 40 {
+		chat = append(chat, fmt.Sprintf("note %d: the API reference grows", i+1))
+	}
+	lb.say("b3", chat...)
+	p.waitFor("the chat in the room log", `[...document.querySelectorAll('#log .text')].some(e => e.textContent === 'note 40: the API reference grows')`)
+	p.waitFor("the newest log line in view", newestInView)
+	p.eval(`String(document.getElementById('log').scrollTop = 0)`)
+	p.waitFor("the log left to the reader", `document.getElementById('log').dataset.follow === 'no'`)
 
 	lb.actThree()
 	p.waitFor("COMPLETE", `document.getElementById('build-state').textContent === 'COMPLETE'`)
@@ -238,6 +315,13 @@ func TestBrowserShowsTheBuild(t *testing.T) {
 	p.waitFor("the attention panel gone", `document.getElementById('attention').hidden`)
 	assert.Equal(t, "6 of 6", p.text("#merged"))
 	p.waitFor("COMPLETE in the room log", `[...document.querySelectorAll('#log li.said .text')].some(e => e.textContent === 'COMPLETE shop')`)
+	assert.Equal(t, "0", p.eval(`String(document.getElementById('log').scrollTop)`), "the log stayed where the reader left it")
+	p.waitFor("the way to the newest lines", `!document.getElementById('log-newest').hidden`)
+	p.screenshot("board-complete-scrolled-up.png")
+	p.do(chromedp.Click("#log-newest"))
+	p.waitFor("the newest log line in view", newestInView)
+	p.waitFor("the log following again", `document.getElementById('log').dataset.follow === 'yes'`)
+	p.requireAllCardsInView()
 	p.screenshot("board-complete.png")
 
 	p.mu.Lock()
@@ -266,6 +350,7 @@ func TestBrowserShowsAHaltedBuild(t *testing.T) {
 	p.waitFor("the attention panel", `!document.getElementById('attention').hidden`)
 	assert.Contains(t, p.text("#attention"), "build shop — cycle")
 	assert.Equal(t, "1", p.eval(`String(document.querySelectorAll('#edge-paths path.back').length)`))
+	p.requireAllCardsInView()
 	p.screenshot("board-halted.png")
 
 	lb.say("operator", "UNDEPEND api web")

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -53,17 +54,23 @@ func TestBrowserFollowsTheDemo(t *testing.T) {
 	p.waitFor("the board waiting for foreman", `document.getElementById('problem').textContent === 'foreman is starting'`)
 	p.eval(`String(` + recordStates + `)`)
 
-	played := make(chan error, 1)
+	type result struct {
+		res *demo.Result
+		err error
+	}
+	played := make(chan result, 1)
 	go func() {
-		_, err := demo.Run(ctx, demo.Options{
+		res, err := demo.Run(ctx, demo.Options{
 			Minute: 50 * time.Millisecond, Seed: 1,
 			Observe: board.Observe, OnBot: func(b *bot.Bot) { board.Attach(b) },
 		})
-		played <- err
+		played <- result{res, err}
 	}()
+	var res *demo.Result
 	select {
-	case err := <-played:
-		require.NoError(t, err, "the demo")
+	case r := <-played:
+		require.NoError(t, r.err, "the demo")
+		res = r.res
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the demo did not end within 2 minutes")
 	}
@@ -81,6 +88,25 @@ func TestBrowserFollowsTheDemo(t *testing.T) {
 		t.Logf("the demo's bot stopped before the board read its final view; the page says: %s", p.text("#problem"))
 		assert.Contains(t, p.text("#problem"), "last board")
 	}
+
+	// The demo does not tell the board its members' names: told now, the
+	// page puts them in place of the ids it shows already.
+	assert.NotEqual(t, "0", p.eval(`String(document.querySelectorAll('#log .id:not(.named)').length)`), "ids before names")
+	members := map[string]bool{}
+	for _, e := range res.Room {
+		board.Named(e.From, e.Name)
+		members[e.From] = true
+	}
+	ids, err := json.Marshal(slices.Sorted(maps.Keys(members)))
+	require.NoError(t, err)
+	// Every member's id, that is: "@agent" in a suggestion is no one's.
+	p.waitFor("names in place of ids", `document.querySelectorAll('#log .id.named').length > 0 &&
+		![...document.querySelectorAll('#log .id:not(.named), #nodes .id:not(.named)')].some((e) => `+string(ids)+`.includes(e.dataset.id))`)
+	assert.Contains(t, p.text(`#nodes li[data-name="db"] .owner`), "built by ")
+	assert.NotContains(t, p.text(`#nodes li[data-name="db"] .owner`), "@", "a name, not the id")
+	p.requireAllCardsInView()
+	p.waitFor("the newest log line in view", newestInView)
+	assert.Regexp(t, contractTime, p.text("#elapsed"))
 	p.screenshot("board-demo-complete.png")
 
 	var seen map[string][]string

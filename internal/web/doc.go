@@ -4,15 +4,18 @@
 // graph and the room's recent lines, updated over Server-Sent Events.
 //
 // The server learns what happens in two ways. The bot calls its hooks
-// (Observe, Handled) from the bot's own goroutine, so they only record and
-// never wait. Everything else (the View, health, the room's counters) is
-// asked of the Source when a page, a scrape or a stream needs it, so the
-// board never shows a copy that went stale.
+// (Observe, Handled, Named) from the bot's own goroutine, so they only
+// record and never wait. Everything else (the View, health, the room's
+// counters) is asked of the Source when a page, a scrape or a stream needs
+// it, so the board never shows a copy that went stale. A View is asked for
+// once per change however many watch (a snapshot, shared), the graph is
+// laid out again only when it changed, and live viewers are sent only the
+// components that changed.
 //
 // Wiring:
 //
 //	board := web.New(web.Options{Logger: log})
-//	b, _ := bot.New(bot.Options{..., Observe: board.Observe, Handled: board.Handled})
+//	b, _ := bot.New(bot.Options{..., Observe: board.Observe, Handled: board.Handled, Named: board.Named})
 //	board.Attach(b)
 //	go board.Serve(ctx, ln)
 //	b.Run(ctx)

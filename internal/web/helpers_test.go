@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,11 +26,16 @@ type fakeSource struct {
 	viewErr error
 	health  bot.Health
 	stats   agentchat.Stats
+	views   atomic.Int64 // View calls
 }
 
 func (f *fakeSource) View(ctx context.Context) (coordinator.View, error) {
+	f.views.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return coordinator.View{}, err
+	}
 	if f.viewErr != nil {
 		return coordinator.View{}, f.viewErr
 	}

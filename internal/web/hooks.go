@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/protocol"
 )
@@ -15,7 +16,10 @@ func (s *Server) Observe(ev *coordinator.Event, said []coordinator.Reply) {
 	heardLines := 0
 	s.mu.Lock()
 	if ev.Kind == coordinator.KindMessage {
-		for line := range protocol.Lines(ev.Msg.Content) {
+		// A stamping sender (another foreman, say) ends its message with a
+		// stamp: bookkeeping for the sender, not a line anyone said.
+		_, body, _ := agentchat.ParseStamp(ev.Msg.Content)
+		for line := range protocol.Lines(body) {
 			if line = strings.TrimSpace(line); line != "" {
 				s.log.add(ev.At, ev.Msg.From, false, line)
 				heardLines++
@@ -29,7 +33,7 @@ func (s *Server) Observe(ev *coordinator.Event, said []coordinator.Reply) {
 		}
 	}
 	if heardLines > 0 || len(said) > 0 {
-		s.signalLocked()
+		s.signalLocked(true)
 	}
 	s.mu.Unlock()
 
@@ -48,11 +52,17 @@ func (s *Server) Handled(d time.Duration, events int) {
 // notify tells live boards to fetch the view again.
 func (s *Server) notify() {
 	s.mu.Lock()
-	s.signalLocked()
+	s.signalLocked(true)
 	s.mu.Unlock()
 }
 
-func (s *Server) signalLocked() {
+// signalLocked wakes live boards. viewChanged says the bot's view may have
+// changed, so that a board must ask for it again rather than use the
+// snapshot it has.
+func (s *Server) signalLocked(viewChanged bool) {
+	if viewChanged {
+		s.gen++
+	}
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
@@ -62,4 +72,11 @@ func (s *Server) watch() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.changed
+}
+
+// generation counts the changes to the view signalled so far.
+func (s *Server) generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
 }

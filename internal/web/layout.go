@@ -1,8 +1,8 @@
 package web
 
 import (
+	"cmp"
 	"slices"
-	"sort"
 
 	"github.com/agentforeman/foreman/coordinator"
 )
@@ -189,6 +189,7 @@ func order(grid [][]int, slots []slot) {
 	for _, column := range grid {
 		setPos(column)
 	}
+	key := make([]float64, len(slots)) // by slot: where it should go in its column
 	best, bestCross := cloneGrid(grid), crossings(grid, slots, pos)
 	for sweep := 0; sweep < orderingSweeps && bestCross > 0; sweep++ {
 		right := sweep%2 == 0
@@ -198,7 +199,6 @@ func order(grid [][]int, slots []slot) {
 				c = len(grid) - 1 - k
 			}
 			column := grid[c]
-			key := make(map[int]float64, len(column))
 			for _, s := range column {
 				near := slots[s].preds
 				if !right {
@@ -213,7 +213,7 @@ func order(grid [][]int, slots []slot) {
 					key[s] = sum / float64(len(near))
 				}
 			}
-			sort.SliceStable(column, func(a, b int) bool { return key[column[a]] < key[column[b]] })
+			slices.SortStableFunc(column, func(a, b int) int { return cmp.Compare(key[a], key[b]) })
 			setPos(column)
 		}
 		if x := crossings(grid, slots, pos); x < bestCross {
@@ -226,21 +226,46 @@ func order(grid [][]int, slots []slot) {
 }
 
 // crossings counts pairs of edges between neighbouring columns that cross.
+// Two edges cross when their ends are in opposite orders in the two
+// columns: sorted by the left end (then the right), they are the
+// inversions among the right ends, which a Fenwick tree over the right
+// column's positions counts in O(e log n) rather than comparing every
+// pair, which a wide build cannot afford.
 func crossings(grid [][]int, slots []slot, pos []float64) int {
 	n := 0
-	for _, column := range grid {
-		type seg struct{ a, b float64 }
-		var segs []seg
+	type seg struct{ a, b int }
+	var segs []seg
+	var tree []int
+	for c, column := range grid {
+		if c+1 == len(grid) {
+			break
+		}
+		segs = segs[:0]
 		for _, s := range column {
 			for _, t := range slots[s].succs {
-				segs = append(segs, seg{pos[s], pos[t]})
+				segs = append(segs, seg{int(pos[s]), int(pos[t])})
 			}
 		}
-		for i := range segs {
-			for j := i + 1; j < len(segs); j++ {
-				if (segs[i].a-segs[j].a)*(segs[i].b-segs[j].b) < 0 {
-					n++
-				}
+		slices.SortFunc(segs, func(x, y seg) int {
+			if x.a != y.a {
+				return x.a - y.a
+			}
+			return x.b - y.b
+		})
+		// A Fenwick tree over the right column's positions, 1-based:
+		// how many of the edges seen so far end at each.
+		tree = slices.Grow(tree[:0], len(grid[c+1])+1)[:len(grid[c+1])+1]
+		clear(tree)
+		for k, sg := range segs {
+			notAbove := 0 // earlier edges ending at or before sg.b
+			for i := sg.b + 1; i > 0; i -= i & -i {
+				notAbove += tree[i]
+			}
+			// Every earlier edge starts at or before sg.a, and those that
+			// start with it end at or before sg.b (the sort): the rest cross.
+			n += k - notAbove
+			for i := sg.b + 1; i < len(tree); i += i & -i {
+				tree[i]++
 			}
 		}
 	}

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -99,4 +101,77 @@ func TestLayoutOfAWideBuild(t *testing.T) {
 	l := arrange(comps(spec...))
 	assert.Len(t, l.Nodes, 40)
 	assert.Equal(t, 5, l.Columns)
+}
+
+// crossingsByPairs is crossings the obvious way, every pair compared: the
+// reference for the fast count.
+func crossingsByPairs(grid [][]int, slots []slot, pos []float64) int {
+	n := 0
+	for _, column := range grid {
+		type seg struct{ a, b float64 }
+		var segs []seg
+		for _, s := range column {
+			for _, t := range slots[s].succs {
+				segs = append(segs, seg{pos[s], pos[t]})
+			}
+		}
+		for i := range segs {
+			for j := i + 1; j < len(segs); j++ {
+				if (segs[i].a-segs[j].a)*(segs[i].b-segs[j].b) < 0 {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+func TestCrossingsCountsEveryPair(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		columns := 2 + rng.IntN(4)
+		grid := make([][]int, columns)
+		var slots []slot
+		for c := range grid {
+			for range 1 + rng.IntN(8) {
+				slots = append(slots, slot{node: len(slots)})
+				grid[c] = append(grid[c], len(slots)-1)
+			}
+		}
+		for c := 0; c+1 < columns; c++ {
+			for range rng.IntN(20) {
+				a := grid[c][rng.IntN(len(grid[c]))]
+				b := grid[c+1][rng.IntN(len(grid[c+1]))]
+				slots[a].succs = append(slots[a].succs, b) // repeats too: parallel edges never cross
+				slots[b].preds = append(slots[b].preds, a)
+			}
+		}
+		for c := range grid {
+			rng.Shuffle(len(grid[c]), func(i, j int) { grid[c][i], grid[c][j] = grid[c][j], grid[c][i] })
+		}
+		pos := make([]float64, len(slots))
+		for _, column := range grid {
+			for p, s := range column {
+				pos[s] = float64(p)
+			}
+		}
+		require.Equal(t, crossingsByPairs(grid, slots, pos), crossings(grid, slots, pos), "trial %d", trial)
+	}
+}
+
+// BenchmarkLayout lays out the build of BenchmarkBoardUpdate, which the
+// board does once per change of the graph.
+func BenchmarkLayout(b *testing.B) {
+	for _, shape := range []struct {
+		name string
+		flat bool
+	}{{"flat", true}, {"layered", false}} {
+		b.Run(shape.name, func(b *testing.B) {
+			v, _ := benchSource(b, 10000, shape.flat).View(context.Background())
+			b.ReportAllocs()
+			for b.Loop() {
+				arrange(v.Components)
+			}
+		})
+	}
 }

@@ -107,6 +107,7 @@ func startLiveBuild(t *testing.T, comps []coordinator.Component, names ...string
 			lb.heardFromForeman(said)
 		},
 		Handled: lb.board.Handled,
+		Named:   lb.board.Named, // the members' names, as the room tells the bot
 	})
 	require.NoError(t, err)
 	lb.board.Attach(b)

@@ -106,6 +106,8 @@ var (
 	descConnected  = prometheus.NewDesc("foreman_room_connected", "1 while foreman is connected to the room and has joined its channel.", nil, nil)
 	descJournalOK  = prometheus.NewDesc("foreman_journal_ok", "1 while the journal takes writes.", nil, nil)
 	descLastEvent  = prometheus.NewDesc("foreman_last_event_timestamp_seconds", "The engine's clock at its latest event, in Unix seconds.", nil, nil)
+	descCommits    = prometheus.NewDesc("foreman_journal_commits_total", "Journal commits: one write and one fdatasync each.", nil, nil)
+	descEntries    = prometheus.NewDesc("foreman_journal_entries_total", "Entries (events and confirmations) the journal's commits held.", nil, nil)
 )
 
 // sourceCollector reads the states at scrape time.
@@ -113,7 +115,8 @@ type sourceCollector struct{ s *Server }
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descComponents, descComplete, descPaused, descHalted, descQueue,
-		descSent, descLinesSent, descResent, descReconnects, descConnected, descJournalOK, descLastEvent} {
+		descSent, descLinesSent, descResent, descReconnects, descConnected, descJournalOK, descLastEvent,
+		descCommits, descEntries} {
 		ch <- d
 	}
 }
@@ -138,6 +141,8 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descReconnects, st.Reconnects)
 	gauge(descConnected, b2f(h.Connected && h.Joined))
 	gauge(descJournalOK, b2f(h.JournalErr == ""))
+	counter(descCommits, h.Commits)
+	counter(descEntries, h.Entries)
 	if !h.LastEvent.IsZero() {
 		gauge(descLastEvent, float64(h.LastEvent.UnixMilli())/1000)
 	}

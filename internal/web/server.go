@@ -31,10 +31,15 @@ type Server struct {
 	metrics  *metrics
 	handler  http.Handler
 
+	snap   atomic.Pointer[snapshot] // the latest; see snapshotFor
+	takeMu sync.Mutex               // one snapshot is taken at a time
+
 	mu      sync.Mutex
 	log     *roomLog
 	esc     map[string]Escalation // by subject
-	changed chan struct{}         // closed, and replaced, whenever something was heard or said
+	names   nameBook
+	changed chan struct{} // closed, and replaced, whenever something was heard, said or named
+	gen     uint64        // changes to the view signalled so far
 }
 
 // sourceRef lets an interface value sit behind an atomic pointer.
@@ -145,15 +150,14 @@ func URL(addr net.Addr) string {
 // its final board behind rather than whichever one was last asked for.
 // It fetches at once, not after a pause: the bot may stop right after its
 // last line.
+//
+// What it takes is the snapshot live boards use, so a viewer woken by the
+// same change finds it taken already.
 func (s *Server) follow(ctx context.Context) {
 	for {
 		changed := s.watch() // taken first: a change during the fetch is not missed
-		if src := s.source(); src != nil {
-			vctx, cancel := context.WithTimeout(ctx, viewTimeout)
-			if v, err := src.View(vctx); err == nil {
-				s.keepView(v)
-			}
-			cancel()
+		if s.source() != nil {
+			s.snapshotFor(ctx, want{gen: s.generation()})
 		}
 		// A view is built in the bot's goroutine and costs a walk of every
 		// component: under load, refresh at most followEvery, not per event.

@@ -91,6 +91,9 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, in := range inputs {
 		attacker.Say(in.text)
+		// Its own message: batched into the input, it would be past the
+		// lines of a message foreman reads.
+		require.Eventually(t, func() bool { return attacker.Queued() == 0 }, 10*time.Second, 5*time.Millisecond)
 		attacker.Say("STATUS db")
 		_, said := attacker.Await(me, "STATUS db")
 		for _, l := range said {

@@ -17,9 +17,10 @@ import (
 )
 
 // TestFlood has one agent flood a room paced like a stock server (one
-// message a second per sender) with over 1,000 malformed lines a second,
-// each of which foreman answers. Meanwhile honest builders claim
-// components. Every honest ACK must go out in the first message foreman
+// message a second per sender) with messages of 1,100 lines foreman must
+// refuse and of 20,000 malformed lines: foreman reads at most
+// coordinator.MaxCommands lines of each and answers each with at most one
+// ERROR. Meanwhile honest builders claim components. Every honest ACK must go out in the first message foreman
 // sends after hearing the claim, or the second if one was already on its
 // way: the flood delays nobody by more than one pacing period.
 func TestFlood(t *testing.T) {
@@ -47,15 +48,16 @@ func TestFlood(t *testing.T) {
 	require.Eventually(t, func() bool { return heard.has(bot.id, "TASKS") }, 20*time.Second, 50*time.Millisecond)
 
 	stop := make(chan struct{})
-	flooded := 0
+	flooded, floods := 0, 0
 	var floodDone sync.WaitGroup
 	floodDone.Add(1)
-	go func() { // 1,100 lines a message, a message a second: over 1,000 lines a second
+	go func() { // a message a second of 1,100 or 20,000 lines
 		defer floodDone.Done()
-		lines := make([]string, 1100)
-		for i := range lines {
-			lines[i] = fmt.Sprintf("PROGRESS h0 %d flood", 1000+i)
+		refused := make([]string, 1100)
+		for i := range refused {
+			refused[i] = fmt.Sprintf("PROGRESS h0 %d flood", 1000+i)
 		}
+		malformed := strings.Repeat("CLAIM !\n", 20000)
 		for {
 			select {
 			case <-stop:
@@ -63,8 +65,14 @@ func TestFlood(t *testing.T) {
 			default:
 			}
 			if flooder.Queued() == 0 {
-				flooder.SayLines(lines)
-				flooded += len(lines)
+				if floods%2 == 0 {
+					flooder.SayLines(refused)
+					flooded += len(refused)
+				} else {
+					flooder.Say(malformed)
+					flooded += 20000
+				}
+				floods++
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -97,15 +105,20 @@ func TestFlood(t *testing.T) {
 		assert.LessOrEqual(t, between, 2, "ACK h%d went out in foreman's message number %d after the claim", i, between)
 		delays = append(delays, ack.At.Sub(claim.At))
 	}
-	errors := 0
+	errors, answers := 0, 0
 	for _, l := range lines {
 		if l.From == bot.id && strings.HasPrefix(l.Text, "ERROR "+flooder.ID) {
 			errors++
 		}
+		if l.From == bot.id && strings.Contains(l.Text, " "+flooder.ID) {
+			answers++
+		}
 	}
+	assert.LessOrEqual(t, errors, floods, "at most one ERROR per flood message")
+	assert.LessOrEqual(t, answers, floods*(coordinator.MaxCommands+1), "at most MaxCommands lines read per message")
 	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
-	t.Logf("flood: %d lines sent, %d answered with ERROR; %d honest claims, CLAIM-to-ACK %v (max %v)",
-		flooded, errors, claims, delays, delays[len(delays)-1])
+	t.Logf("flood: %d lines sent in %d messages, %d replies to the flooder (%d ERROR); %d honest claims, CLAIM-to-ACK %v (max %v)",
+		flooded, floods, answers, errors, claims, delays, delays[len(delays)-1])
 }
 
 // roomLog is what an observer heard, safe to read while it listens.

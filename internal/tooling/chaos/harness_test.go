@@ -182,11 +182,14 @@ func tail(s string, n int) string {
 type observer struct {
 	mu    sync.Mutex
 	lines []string
+	twice []string // lines said again in a message not stamped "may repeat"
+	count map[string]int
+	again int           // lines in messages stamped "may repeat"
 	seen  chan struct{} // pinged on every line
 }
 
 func observe(p *roomtest.Peer, bot string) *observer {
-	o := &observer{seen: make(chan struct{}, 1)}
+	o := &observer{seen: make(chan struct{}, 1), count: map[string]int{}}
 	go func() {
 		for l := range p.Lines() {
 			if l.From != bot {
@@ -194,6 +197,13 @@ func observe(p *roomtest.Peer, bot string) *observer {
 			}
 			o.mu.Lock()
 			o.lines = append(o.lines, l.Text)
+			o.count[l.Text]++
+			if o.count[l.Text] > 1 && !l.Again && !strings.HasPrefix(l.Text, "TASKS") {
+				o.twice = append(o.twice, l.Text)
+			}
+			if l.Again {
+				o.again++
+			}
 			o.mu.Unlock()
 			select {
 			case o.seen <- struct{}{}:
@@ -202,6 +212,21 @@ func observe(p *roomtest.Peer, bot string) *observer {
 		}
 	}()
 	return o
+}
+
+// saidTwice is every line the room heard again without the stamp that
+// warns it may repeat (TASKS, a list of what is claimable, may repeat).
+func (o *observer) saidTwice() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.twice...)
+}
+
+// marked counts the lines sent again with the "may repeat" stamp.
+func (o *observer) marked() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.again
 }
 
 func (o *observer) said() []string {
@@ -252,10 +277,20 @@ func builder(p *roomtest.Peer, bot, comp string) {
 				think()
 				p.Say("PROGRESS " + comp + " 50")
 				think()
-				p.Say("READY " + comp + " pr/" + comp)
+				p.Say("READY " + comp + " " + prOf(comp))
 			}
 		}
 	}()
+}
+
+// prOf is the branch a builder names in READY. The one for payments looks
+// like an API key, so the room (as a stock server does) rewrites foreman's
+// REVIEW line: foreman must know its own messages by their stamps.
+func prOf(comp string) string {
+	if comp == "payments" {
+		return "sk-payments0123456789abcdefgh"
+	}
+	return "pr/" + comp
 }
 
 // auditor passes every review.

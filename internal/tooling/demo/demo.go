@@ -48,6 +48,8 @@ type Options struct {
 	Observe func(ev *coordinator.Event, said []coordinator.Reply)
 	// Handled is handed to the bot (bot.Options.Handled).
 	Handled func(d time.Duration, events int)
+	// Named is handed to the bot (bot.Options.Named).
+	Named func(id, name string)
 
 	Logger zerolog.Logger // the bot's, the server's and the clients' logs (default: none)
 	// Limit is how long the build may take in real time before the demo
@@ -169,7 +171,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	b, err := bot.New(bot.Options{
 		Config: s.config(srv.URL(), rate, dir, parts), Logger: o.Logger, Identity: botID,
-		Observe: s.observe, Handled: o.Handled, ShutdownGrace: 2 * time.Second,
+		Observe: s.observe, Handled: o.Handled, Named: o.Named, ShutdownGrace: 2 * time.Second,
 	})
 	if err != nil {
 		return nil, err
@@ -225,16 +227,25 @@ type show struct {
 	res      *Result
 	complete chan struct{}
 	ended    time.Time
+
+	// identity gives each member its key; nil: a fresh one each run.
+	identity func(name string) *agentchat.Identity
+	// now is the clock that ends an unfinished build; nil: the wall clock.
+	now func() time.Time
 }
 
 // cast makes the simulated agents.
 func (s *show) cast(url string, rate time.Duration, coord string) ([]*sim.Participant, error) {
 	cfg := func(name string, i int) sim.Config {
-		return sim.Config{
+		c := sim.Config{
 			URL: url, Channel: channel, Name: name, Coordinator: coord, Minute: s.o.Minute,
 			RateLimit: rate, Seed: s.o.Seed + uint64(i),
 			Logger: s.o.Logger.With().Str("part", name).Logger(),
 		}
+		if s.identity != nil {
+			c.Identity = s.identity(name)
+		}
+		return c
 	}
 	var parts []*sim.Participant
 	add := func(p *sim.Participant, err error) error {
@@ -368,6 +379,9 @@ func (s *show) result() *Result {
 	end := s.ended
 	if end.IsZero() {
 		end = time.Now()
+		if s.now != nil {
+			end = s.now()
+		}
 	}
 	if start := s.start.Load(); start != 0 {
 		r.Real = end.Sub(time.UnixMilli(start))

@@ -6,4 +6,8 @@
 // story: a claim race, a builder that goes silent, failed audits, a RETRY, a
 // dependency that makes another component wait, and a hard blocker a human
 // settles, until COMPLETE. The room is printed as a chat log as it happens.
+//
+// Simulate plays the same cast and engine on a virtual clock instead (a
+// sim.Stage): the same story, in milliseconds, every time, which is what the
+// tests hold the story to; a live room's story can change with the load.
 package demo

@@ -89,4 +89,8 @@ func TestSummary(t *testing.T) {
 	out.Reset()
 	r.WriteSummary(&out, false)
 	assert.Contains(t, out.String(), "bookshop not complete: 2 of 7 components merged after 02:36 contract time")
+	r.Virtual = true
+	out.Reset()
+	r.WriteSummary(&out, false)
+	assert.Contains(t, out.String(), "after 02:36 contract time (on a virtual clock)\n", "no real time to tell")
 }

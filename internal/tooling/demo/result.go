@@ -26,6 +26,7 @@ type Result struct {
 	Minute     time.Duration
 	Room       []Entry // every line the watcher heard, in the room's order
 	Dir        string  // where the journal and recording were kept; "" if removed
+	Virtual    bool    // played on a virtual clock (Simulate): Real is virtual time too
 
 	Claims, Rejects, Timeouts, Retries, Fixes, Escalations, Merges int
 }
@@ -79,8 +80,12 @@ func (r *Result) WriteSummary(w io.Writer, color bool) {
 	if !r.Complete {
 		head = c(warn, fmt.Sprintf("%s not complete: %d of %d components merged", r.Build, r.Merges, r.Components)) + " after"
 	}
-	fmt.Fprintf(w, "\n%s %s contract time (%s real; one contract minute = %s)\n",
-		head, Clock(r.Contract), r.Real.Round(100*time.Millisecond), r.Minute)
+	if r.Virtual {
+		fmt.Fprintf(w, "\n%s %s contract time (on a virtual clock)\n", head, Clock(r.Contract))
+	} else {
+		fmt.Fprintf(w, "\n%s %s contract time (%s real; one contract minute = %s)\n",
+			head, Clock(r.Contract), r.Real.Round(100*time.Millisecond), r.Minute)
+	}
 	fmt.Fprintf(w, "claims %d, rejects %d, timeouts %d, retries %d, fixes %d, escalations %d, merges %d\n",
 		r.Claims, r.Rejects, r.Timeouts, r.Retries, r.Fixes, r.Escalations, r.Merges)
 	if r.Dir != "" {

@@ -38,10 +38,16 @@ func rules(ci bool) coordinator.Rules {
 
 // scaled stretches every duration of r to real time.
 func scaled(r coordinator.Rules, minute time.Duration) coordinator.Rules {
-	r.CheckinInterval = sim.Scale(r.CheckinInterval, minute)
-	r.AuditTimeout = sim.Scale(r.AuditTimeout, minute)
-	r.CITimeout = sim.Scale(r.CITimeout, minute)
-	r.MaxBuildTime = sim.Scale(r.MaxBuildTime, minute)
+	// Rules count whole milliseconds, as the room's clock does.
+	ms := func(d time.Duration) time.Duration {
+		return max(sim.Scale(d, minute).Round(time.Millisecond), time.Millisecond)
+	}
+	r.CheckinInterval = ms(r.CheckinInterval)
+	r.AuditTimeout = ms(r.AuditTimeout)
+	r.CITimeout = ms(r.CITimeout)
+	if r.MaxBuildTime > 0 {
+		r.MaxBuildTime = ms(r.MaxBuildTime)
+	}
 	return r
 }
 

@@ -51,11 +51,7 @@ type simAgent struct {
 	fatal        error
 }
 
-func newSimAgent(i int, comp, bot string, cfg agentchat.Config) (*simAgent, error) {
-	id, err := agentchat.NewIdentity(fmt.Sprintf("agent-%04d", i))
-	if err != nil {
-		return nil, err
-	}
+func newSimAgent(id *agentchat.Identity, comp, bot string, cfg agentchat.Config) (*simAgent, error) {
 	cfg.Identity = id
 	cfg.Logger = zerolog.Nop()
 	return &simAgent{

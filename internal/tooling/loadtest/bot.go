@@ -82,7 +82,8 @@ func startBot(ctx context.Context, s botSpec) (*botProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(s.binary, "run", config)
+	// Each run is a new build, even in a room with an earlier run's.
+	p.cmd = exec.Command(s.binary, "run", "--new-build", config)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.Env = childEnv()
 	if err := p.cmd.Start(); err != nil {

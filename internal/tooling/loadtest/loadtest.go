@@ -58,8 +58,25 @@ type Options struct {
 	Seed    uint64        // for the spread; 0 picks one
 	// Dir keeps the bot's config, log and journal; "" uses a temporary
 	// directory, removed after a run where every ACK arrived.
-	Dir      string
+	Dir string
+	// Keys, if set, is a directory of fixed keys (foreman.json and
+	// agent-NNNN.json), made on the first run and reused after: a stock
+	// server lets a key send only once it is an hour old (unless started
+	// with LURK_DISABLED=true), so a run against one needs keys it has seen.
+	Keys     string
 	Progress io.Writer // a line per phase; nil: silent
+}
+
+// identity is the key named name: a new one, or the one kept in o.Keys.
+func (o *Options) identity(name string) (*agentchat.Identity, error) {
+	if o.Keys == "" {
+		return agentchat.NewIdentity(name)
+	}
+	if err := os.MkdirAll(o.Keys, 0o700); err != nil {
+		return nil, err
+	}
+	id, _, err := agentchat.LoadOrCreateIdentity(filepath.Join(o.Keys, name+".json"), name)
+	return id, err
 }
 
 func (o *Options) defaults() error {
@@ -192,15 +209,22 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 		r.Scenario.Server = roomURL
 	}
 
-	botID, err := agentchat.NewIdentity("foreman")
+	botID, err := o.identity("foreman")
 	if err != nil {
 		return nil, err
 	}
 	comps := componentNames(o.Agents)
 	agents := make([]*simAgent, o.Agents)
-	clientCfg := agentchat.Config{URL: roomURL, Channel: o.Channel, RateLimit: clientRate(o.RateLimit), FloodLimit: o.FloodLimit}
+	// The agents join before the bot, so on a server without the channel
+	// they create it where their keys may (a stock server: verified keys).
+	clientCfg := agentchat.Config{URL: roomURL, Channel: o.Channel, RateLimit: clientRate(o.RateLimit), FloodLimit: o.FloodLimit,
+		CreateChannel: true}
 	for i := range agents {
-		if agents[i], err = newSimAgent(i+1, comps[i], botID.AgentID(), clientCfg); err != nil {
+		id, err := o.identity(fmt.Sprintf("agent-%04d", i+1))
+		if err != nil {
+			return nil, err
+		}
+		if agents[i], err = newSimAgent(id, comps[i], botID.AgentID(), clientCfg); err != nil {
 			return nil, err
 		}
 	}
@@ -336,6 +360,9 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 		progress("foreman run ended with %v", err)
 	}
 	r.Bot = botStats(m0, m1, merr)
+	if r.ClaimsSeconds > 0 {
+		r.Bot.CommitsPerSecond = float64(r.Bot.ClaimsCommits) / r.ClaimsSeconds
+	}
 	if measured {
 		r.Bot.Measured = true
 		r.Bot.CPUSeconds = pEnd.CPU.Seconds()
@@ -586,6 +613,13 @@ func botStats(m0, m1 metrics, err error) BotStats {
 	b.Batches = int64(m1.get("foreman_event_handling_seconds_count"))
 	if b.Batches > 0 {
 		b.HandlingMeanMicros = m1.get("foreman_event_handling_seconds_sum") / float64(b.Batches) * 1e6
+	}
+	delta := func(series string) int64 { return int64(m1.get(series) - m0.get(series)) }
+	b.ClaimsCommits = delta("foreman_journal_commits_total")
+	b.ClaimsEntries = delta("foreman_journal_entries_total")
+	b.ClaimsLinesHeard = delta("foreman_lines_heard_total")
+	if b.ClaimsCommits > 0 {
+		b.LinesPerCommit = float64(b.ClaimsLinesHeard) / float64(b.ClaimsCommits)
 	}
 	return b
 }

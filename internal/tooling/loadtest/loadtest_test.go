@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/agentchat/server"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
@@ -250,4 +251,31 @@ func TestPercentiles(t *testing.T) {
 	assert.Equal(t, Latency{Count: 100, P50: 50_000, P90: 90_000, P99: 99_000, Max: 100_000, Mean: 50_500}, l)
 	assert.Equal(t, Latency{Count: 1, P50: 7, P90: 7, P99: 7, Max: 7, Mean: 7}, latencyOf([]time.Duration{7 * time.Microsecond}))
 	assert.Equal(t, Latency{}, latencyOf(nil))
+}
+
+// Against a server of its own (--url) without the build's channel, with
+// fixed keys (--keys): the agents create the channel where their keys may,
+// and a second run signs in with the same keys.
+func TestURLWithFixedKeysCreatesTheChannel(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Listen, cfg.RateLimit, cfg.AllowUnverifiedCreate = "127.0.0.1:0", 0, true
+	srv, err := server.Start(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	keys := t.TempDir()
+	var ids []string
+	for range 2 {
+		r, err := Run(context.Background(), Options{
+			Agents: 5, URL: srv.URL(), Keys: keys, Spread: 200 * time.Millisecond, Binary: foremanBin, Seed: 1, Settle: -1,
+		})
+		require.NoError(t, err)
+		assert.True(t, r.OK(), "every ACK arrives: %+v", r.AgentErrors)
+		bot, err := agentchat.LoadIdentity(filepath.Join(keys, "foreman.json"))
+		require.NoError(t, err)
+		ids = append(ids, bot.AgentID())
+	}
+	assert.Equal(t, ids[0], ids[1], "the second run reuses foreman's key")
+	entries, err := os.ReadDir(keys)
+	require.NoError(t, err)
+	assert.Len(t, entries, 6, "foreman's key and the five agents'")
 }

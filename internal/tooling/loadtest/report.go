@@ -106,7 +106,15 @@ type BotStats struct {
 	// client), from its histogram: its own share of the latency, without
 	// the room's.
 	ClaimsHandling []Bucket `json:"claims_handling,omitempty"`
-	MetricsError   string   `json:"metrics_error,omitempty"`
+	// The journal during the claims: commits (one write and one fdatasync
+	// each), the entries and the heard lines they held. Lines per commit
+	// well above 1 is the journal batching under load.
+	ClaimsCommits    int64   `json:"claims_journal_commits"`
+	ClaimsEntries    int64   `json:"claims_journal_entries"`
+	ClaimsLinesHeard int64   `json:"claims_lines_heard"`
+	CommitsPerSecond float64 `json:"claims_commits_per_second"`
+	LinesPerCommit   float64 `json:"claims_lines_per_commit"`
+	MetricsError     string  `json:"metrics_error,omitempty"`
 }
 
 // HarnessStats is this process: the agents and, by default, the server.
@@ -216,6 +224,10 @@ func (r *Report) WriteText(w io.Writer) {
 	} else {
 		row("bot messages", "%d sent, %d during the claims; %d lines; %d events handled in %d batches (mean %s a batch)",
 			b.MessagesSent, b.ClaimsMessagesSent, b.LinesSent, b.EventsHandled, b.Batches, us(int64(b.HandlingMeanMicros)))
+		if b.ClaimsCommits > 0 {
+			row("journal", "%d commits during the claims (%.0f a second), %.1f heard lines and %.1f entries a commit",
+				b.ClaimsCommits, b.CommitsPerSecond, b.LinesPerCommit, float64(b.ClaimsEntries)/float64(b.ClaimsCommits))
+		}
 	}
 	if len(b.ClaimsHandling) > 0 {
 		var parts []string

@@ -34,11 +34,21 @@ func Start(t testing.TB) *Room { return StartRate(t, Pace) }
 // stock server: one a second).
 func StartRate(t testing.TB, rate time.Duration) *Room {
 	t.Helper()
+	return StartWith(t, func(c *server.Config) { c.RateLimit = rate })
+}
+
+// StartWith starts a room paced at Pace with a history of 5,000 frames,
+// as changed by mutate: a test of what a stock room forgets sets
+// BufferSize back to the stock 20.
+func StartWith(t testing.TB, mutate func(*server.Config)) *Room {
+	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Channels = []string{"#build"}
-	cfg.RateLimit = rate
+	cfg.RateLimit = Pace
 	cfg.BufferSize = 5000
+	mutate(&cfg)
+	rate := cfg.RateLimit
 	srv, err := server.Start(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
@@ -73,6 +83,9 @@ type Said struct {
 	Text string
 	Msg  int // which message it came in, counting every message the peer heard
 	At   time.Time
+	// Again: the sender's stamp says the message is sent again after a
+	// restart and may repeat what the room already has.
+	Again bool
 }
 
 // Join connects a new peer with a fresh key and waits until it is in #build.
@@ -103,8 +116,9 @@ func (r *Room) Join(t testing.TB, name string) *Peer {
 				}
 				msgs++
 				now := time.Now()
+				again := ev.Stamp != nil && ev.Stamp.Again
 				for _, l := range strings.Split(ev.Body(), "\n") {
-					p.lines <- Said{From: ev.From, Text: l, Msg: msgs, At: now}
+					p.lines <- Said{From: ev.From, Text: l, Msg: msgs, At: now, Again: again}
 				}
 			}
 		}

@@ -11,4 +11,8 @@
 // seconds. Randomness (reaction jitter) comes from a seeded source, so a given
 // seed tells the same story whenever the room's own latency stays small
 // compared with a contract minute.
+//
+// The same participants also play on a Stage: a room on a virtual clock,
+// with no network, no goroutines and no sleeping, where a given seed tells
+// the same story every time, however loaded the machine.
 package sim

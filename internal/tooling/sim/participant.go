@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"math/rand/v2"
 	"strings"
@@ -56,6 +57,7 @@ type Participant struct {
 	client *agentchat.Client
 	b      behaviour
 	rnd    *rand.Rand
+	stage  *Stage // nil: a live room, through client
 
 	coord   string
 	seq     uint64
@@ -134,8 +136,12 @@ func (p *Participant) Coordinator() string { return p.coord }
 func (p *Participant) Stats() agentchat.Stats { return p.client.Stats() }
 
 // Run connects and plays the script until ctx is done. It returns an error
-// only when the room refuses the participant for good.
+// only when the room refuses the participant for good, or when it plays on
+// a Stage instead.
 func (p *Participant) Run(ctx context.Context) error {
+	if p.stage != nil {
+		return errors.New("a participant on a stage is not run")
+	}
 	defer close(p.done)
 	runErr := make(chan error, 1)
 	go func() { runErr <- p.client.Run(ctx) }()
@@ -228,12 +234,21 @@ func (p *Participant) say(l string) {
 	if p.cfg.Show != nil {
 		p.cfg.Show(p.ID(), p.cfg.Name, l)
 	}
+	if p.stage != nil {
+		p.stage.Say(p.ID(), l)
+		return
+	}
 	p.seq++
 	p.client.Send(agentchat.Line{Seq: p.seq, Text: l})
 }
 
 func (p *Participant) after(d time.Duration, f func()) {
-	time.AfterFunc(Scale(d, p.cfg.Minute), func() {
+	d = Scale(d, p.cfg.Minute)
+	if p.stage != nil {
+		p.stage.After(d, f)
+		return
+	}
+	time.AfterFunc(d, func() {
 		select {
 		case p.actions <- f:
 		case <-p.done:

@@ -1,26 +1,38 @@
 // foreman's live board. The server sends the whole board as JSON over
-// Server-Sent Events (/events) and places the components on a grid
-// (layout); this script only draws. Everything from the room is put on the
-// page as text (textContent), never as markup.
+// Server-Sent Events (/events), then updates that carry only the
+// components that changed, and places the components on a grid (layout);
+// this script only draws. Everything from the room is put on the page as
+// text (textContent), never as markup.
 'use strict';
 
 (function () {
   const $ = (id) => document.getElementById(id);
   const rootStyle = getComputedStyle(document.documentElement);
   const cssPx = (name, fallback) => parseFloat(rootStyle.getPropertyValue(name)) || fallback;
-  const CARD_W = cssPx('--card-w', 200);
+  const CARD_W = cssPx('--card-w', 168);
   const CARD_H = cssPx('--card-h', 138);
-  const GAP_X = 56;
+  const GAP_X = 44;
   const MIN_ZOOM = 0.7; // below this the text gets too small to read: scroll instead
   const GAP_Y = 18;
   const PAD = 16;
   const LOG_MAX = 300;
   const SOON_MS = 60 * 1000;
+  // A sender id as the room writes it, inside a line: @ then a word.
+  const ID = /@[A-Za-z0-9][A-Za-z0-9._-]*/g;
+  // Wide windows show the graph and the log side by side, each filling the
+  // height left; narrow ones stack them and the page scrolls (board.css).
+  const sideBySide = window.matchMedia('(min-width: 901px)');
 
   let board = null;
   let skew = 0; // the server's clock minus ours, in ms: deadlines are on the server's clock
   let logSeq = 0;
+  let startedAt = null; // the build's start, in ms on the server's clock; null until known
+  let follow = true; // the log shows its newest line, until the reader scrolls up
+  const names = new Map(); // sender id -> display name
   const cards = new Map(); // component name -> its card's elements
+  let places = new Map(); // component name -> its place in the layout
+  let index = new Map(); // component name -> its index in board.view.components
+  let outEdges = new Map(); // component name -> the paths of the edges from it
 
   function el(tag, className, text) {
     const e = document.createElement(tag);
@@ -34,9 +46,18 @@
 
   function pad2(n) { return String(n).padStart(2, '0'); }
 
-  function clock(iso) {
-    const d = new Date(iso);
+  function clock(ms) {
+    const d = new Date(ms);
     return pad2(d.getHours()) + ':' + pad2(d.getMinutes()) + ':' + pad2(d.getSeconds());
+  }
+
+  // contract shows a time as the build's own, the time since it started,
+  // as `foreman demo` does: mm:ss, and h:mm:ss from the first hour on.
+  function contract(ms) {
+    const s = Math.max(0, Math.floor(ms / 1000));
+    const h = Math.floor(s / 3600);
+    const mmss = pad2(Math.floor((s % 3600) / 60)) + ':' + pad2(s % 60);
+    return h > 0 ? h + ':' + mmss : mmss;
   }
 
   function span(ms) {
@@ -49,6 +70,55 @@
 
   const serverNow = () => Date.now() + skew;
 
+  // Names. Ids are drawn as elements that carry the id, so that a name
+  // learned later replaces the id wherever it is shown; the id stays on
+  // hover, since anyone in the room can take any name.
+
+  function showId(e) {
+    const id = e.dataset.id;
+    const name = names.get(id);
+    e.textContent = name ? (e.dataset.mention ? '@' + name : name) : id;
+    e.title = name ? name + ' · ' + id : id;
+    e.classList.toggle('named', !!name);
+  }
+
+  // who is a sender shown by name.
+  function who(id) {
+    const e = el('span', 'id');
+    e.dataset.id = id;
+    showId(e);
+    return e;
+  }
+
+  // withIds returns text as nodes, each id in it shown by name.
+  function withIds(text) {
+    const out = [];
+    let last = 0;
+    for (const m of text.matchAll(ID)) {
+      if (m.index > last) out.push(text.slice(last, m.index));
+      const e = el('span', 'id');
+      e.dataset.id = m[0];
+      e.dataset.mention = '1';
+      showId(e);
+      out.push(e);
+      last = m.index + m[0].length;
+    }
+    if (last < text.length) out.push(text.slice(last));
+    return out;
+  }
+
+  function learnNames(more) {
+    if (!more) return;
+    let changed = false;
+    for (const [id, name] of Object.entries(more)) {
+      if (names.get(id) !== name) {
+        names.set(id, name);
+        changed = true;
+      }
+    }
+    if (changed) document.querySelectorAll('[data-id]').forEach(showId);
+  }
+
   // card returns the elements of a component's card, making it on first use.
   function card(name) {
     let c = cards.get(name);
@@ -56,6 +126,7 @@
     const li = el('li', 'node');
     li.dataset.name = name;
     const title = el('h3', 'name', name);
+    title.title = name;
     const state = el('p', 'state');
     const badge = el('span', 'badge');
     const tag = el('span', 'tag');
@@ -82,15 +153,15 @@
     if (v.claimable) tags.push('claimable');
     if (v.approved) tags.push('approved');
     c.tag.textContent = tags.join(' · ');
+    c.tag.parentNode.title = [v.state, ...tags].join(' · '); // cut on a narrow card
 
     if (v.owner) {
-      c.owner.replaceChildren('owner ', el('code', null, v.owner));
+      c.owner.replaceChildren('owner ', who(v.owner));
     } else if (v.built_by) {
-      c.owner.replaceChildren('built by ', el('code', null, v.built_by));
+      c.owner.replaceChildren('built by ', who(v.built_by));
     } else {
       c.owner.replaceChildren('no owner');
     }
-    c.owner.title = c.owner.textContent; // a long sender id is cut on the card
 
     const done = v.state === 'merged';
     const shown = done || v.has_progress;
@@ -103,28 +174,29 @@
     c.due = v.deadline && v.next ? { at: Date.parse(v.deadline), what: v.next } : null;
 
     const esc = b.escalations && b.escalations[v.name];
-    c.note.classList.remove('why');
+    let note = '';
     if (v.escalation) {
-      c.note.classList.add('why');
-      c.note.textContent = '⚠ ' + v.escalation + (esc && esc.text ? ': ' + esc.text : '');
+      note = '⚠ ' + v.escalation + (esc && esc.text ? ': ' + esc.text : '');
     } else if (v.waits && v.waits.length) {
-      c.note.textContent = 'waits on ' + v.waits.join(', ');
+      note = 'waits on ' + v.waits.join(', ');
     } else if (v.barred && v.barred.length) {
-      c.note.textContent = 'barred: ' + v.barred.join(', ');
+      note = 'barred: ' + v.barred.join(', ');
     } else if (v.audits && !v.audits.startsWith('0/')) {
-      c.note.textContent = 'failed audits ' + v.audits;
+      note = 'failed audits ' + v.audits;
     } else if (v.pr) {
-      c.note.textContent = 'PR ' + v.pr;
-    } else {
-      c.note.textContent = '';
+      note = 'PR ' + v.pr;
     }
-    c.note.title = c.note.textContent;
+    c.note.classList.toggle('why', !!v.escalation);
+    c.note.replaceChildren(...withIds(note));
+    c.note.title = note; // a long note is cut on the card
   }
 
   function drawDeadline(c, paused) {
     if (!c.due) {
-      c.deadline.textContent = '';
-      c.deadline.classList.remove('soon');
+      if (c.deadline.textContent) {
+        c.deadline.textContent = '';
+        c.deadline.classList.remove('soon');
+      }
       return;
     }
     const left = c.due.at - serverNow();
@@ -133,8 +205,22 @@
     c.deadline.classList.toggle('soon', !paused && left < SOON_MS);
   }
 
-  // tick counts every deadline down, between updates from the server.
+  // elapsed is the build's own clock: it stops when the build is complete,
+  // or when foreman stopped answering, at the last time it gave.
+  function elapsed() {
+    const v = board && board.view;
+    if (!v || !v.started || startedAt === null) return null;
+    const at = v.complete || board.stale ? Date.parse(v.at) : serverNow();
+    return at - startedAt;
+  }
+
+  // tick counts every deadline down, and the build's clock up, between
+  // updates from the server.
   function tick() {
+    const t = elapsed();
+    const e = $('elapsed');
+    e.textContent = t === null ? '–' : contract(t);
+    e.title = startedAt === null ? '' : 'started ' + new Date(startedAt - skew).toLocaleString();
     if (!board || !board.view) return;
     const paused = board.view.paused;
     let next = null;
@@ -190,17 +276,17 @@
       }
     }
     const list = $('attention-list');
-    list.replaceChildren(...items.map(([who, code, text]) => {
+    list.replaceChildren(...items.map(([what, code, text]) => {
       const li = el('li');
-      li.append(el('strong', null, who), ' — ', el('span', 'code', code));
-      if (text) li.append(': ', text);
+      li.append(el('strong', null, what), ' — ', el('span', 'code', code));
+      if (text) li.append(': ', ...withIds(text));
       return li;
     }));
     $('attention').hidden = items.length === 0;
   }
 
   // ports spreads the edges meeting one side of a card along that side.
-  function ports(edges, places, key, other) {
+  function ports(edges, key, other) {
     const byNode = new Map();
     for (const e of edges) {
       if (e.back) continue;
@@ -216,11 +302,22 @@
     return at;
   }
 
-  function drawEdges(b, places) {
+  function edgeKind(e, state) {
+    return e.back ? 'back' : state === 'merged' ? 'done' : '';
+  }
+
+  function paintEdge(p, kind) {
+    p.setAttribute('marker-end', kind ? 'url(#arrow-' + kind + ')' : 'url(#arrow)');
+    if (kind) p.setAttribute('class', kind);
+    else p.removeAttribute('class');
+  }
+
+  function drawEdges(b) {
     const g = $('edge-paths');
     const states = new Map(b.view.components.map((c) => [c.name, c.state]));
-    const outPort = ports(b.layout.edges, places, 'from', 'to');
-    const inPort = ports(b.layout.edges, places, 'to', 'from');
+    outEdges = new Map();
+    const outPort = ports(b.layout.edges, 'from', 'to');
+    const inPort = ports(b.layout.edges, 'to', 'from');
     const paths = [];
     for (const e of b.layout.edges) {
       const from = places.get(e.from);
@@ -256,18 +353,44 @@
       }
       const p = document.createElementNS('http://www.w3.org/2000/svg', 'path');
       p.setAttribute('d', d);
-      const kind = e.back ? 'back' : states.get(e.from) === 'merged' ? 'done' : '';
-      p.setAttribute('marker-end', kind ? 'url(#arrow-' + kind + ')' : 'url(#arrow)');
-      if (kind) p.setAttribute('class', kind);
+      paintEdge(p, edgeKind(e, states.get(e.from)));
       paths.push(p);
+      const list = outEdges.get(e.from) || [];
+      list.push([e, p]);
+      outEdges.set(e.from, list);
     }
     g.replaceChildren(...paths);
+  }
+
+  // drawChanged redraws only the cards an update changed, and the colour
+  // of the edges leaving them: the layout is the same.
+  function drawChanged(b, changed) {
+    for (const v of changed) {
+      const c = cards.get(v.name);
+      if (!c) continue;
+      fill(c, v, b);
+      for (const [e, p] of outEdges.get(v.name) || []) paintEdge(p, edgeKind(e, v.state));
+    }
+  }
+
+  // fit scales the graph to its panel: to the width, and on a wide window
+  // (where the panel fills the height left) to the height as well, so that
+  // no card is cut off; never below a size still readable.
+  function fit() {
+    const canvas = $('canvas');
+    const w = parseFloat(canvas.style.width);
+    const h = parseFloat(canvas.style.height);
+    if (!w || !h) return;
+    const graph = $('graph');
+    let zoom = Math.min(1, (graph.clientWidth - 4) / w);
+    if (sideBySide.matches) zoom = Math.min(zoom, (graph.clientHeight - 4) / h);
+    canvas.style.zoom = String(Math.max(MIN_ZOOM, zoom));
   }
 
   function drawGraph(b) {
     const list = $('nodes');
     if (!b.view || !b.layout) return;
-    const places = new Map(b.layout.nodes.map((n) => [n.name, n]));
+    places = new Map(b.layout.nodes.map((n) => [n.name, n]));
     const keep = new Set();
     b.view.components.forEach((v, i) => {
       const c = card(v.name);
@@ -296,48 +419,110 @@
     const canvas = $('canvas');
     canvas.style.width = w + 'px';
     canvas.style.height = h + 'px';
-    // Shrink a wide build to fit the panel, down to a size still readable.
-    const room = $('graph').clientWidth - 4;
-    canvas.style.zoom = String(Math.max(MIN_ZOOM, Math.min(1, room / w)));
-    drawEdges(b, places);
+    fit();
+    drawEdges(b);
+  }
+
+  function showTime(t) {
+    const at = Date.parse(t.dateTime);
+    const wall = clock(at - skew);
+    if (startedAt === null) {
+      t.textContent = wall;
+      t.title = 'local time';
+    } else {
+      t.textContent = contract(at - startedAt);
+      t.title = 'since the build started; local time ' + wall;
+    }
   }
 
   function logItem(e) {
     const li = el('li', e.said ? 'said' : 'heard');
     if (e.said && /^(ESCALATE|ERROR|TIMEOUT|RETRY)\b/.test(e.text)) li.classList.add('alert');
-    const t = el('time', null, clock(e.at));
+    const t = el('time');
     t.dateTime = e.at;
-    const who = el('span', 'who', e.said ? 'foreman' : e.from);
-    who.title = e.said ? 'foreman' : e.from;
-    li.append(t, who, el('span', 'text', e.text));
+    showTime(t);
+    const from = e.said ? el('span', 'who', 'foreman') : who(e.from);
+    from.classList.add('who');
+    li.append(t, from, el('span', 'text'));
+    li.lastChild.append(...withIds(e.text));
     return li;
+  }
+
+  function toNewest() {
+    const ol = $('log');
+    ol.scrollTop = ol.scrollHeight;
+    $('log-newest').hidden = true;
   }
 
   function drawLog(b) {
     const ol = $('log');
-    const atBottom = ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40;
     if (b.full) {
       ol.replaceChildren();
       logSeq = 0;
     }
+    let added = 0;
     for (const e of b.log) {
       if (e.seq <= logSeq) continue;
       logSeq = e.seq;
       ol.append(logItem(e));
+      added++;
     }
+    const height = ol.scrollHeight;
     while (ol.children.length > LOG_MAX) ol.firstElementChild.remove();
-    if (atBottom || b.full) ol.scrollTop = ol.scrollHeight;
+    if (follow || b.full) {
+      toNewest();
+    } else {
+      // The lines read stay where they were while the oldest go.
+      ol.scrollTop -= height - ol.scrollHeight;
+      if (added) $('log-newest').hidden = false;
+    }
+  }
+
+  // setStart notes when the build started, and redraws the log's times if
+  // that is news.
+  function setStart(b) {
+    const v = b.view;
+    const at = v && v.started && v.started_at ? Date.parse(v.started_at) : null;
+    if (at === startedAt) return;
+    startedAt = at;
+    document.querySelectorAll('#log time').forEach(showTime);
+  }
+
+  // merge applies an update to the board it follows, and returns the
+  // components it changed.
+  function merge(u) {
+    const comps = board.view.components;
+    const changed = [];
+    for (const c of u.changed || []) {
+      const i = index.get(c.name);
+      if (i === undefined) continue;
+      comps[i] = c;
+      changed.push(c);
+    }
+    u.view.components = comps;
+    u.layout = board.layout;
+    return changed;
   }
 
   function apply(b) {
+    let changed = null;
+    if (b.update) {
+      if (!board || !board.view || !b.view) return; // never sent so: a whole board comes first
+      changed = merge(b);
+    } else if (b.view) {
+      index = new Map(b.view.components.map((c, i) => [c.name, i]));
+    }
     board = b;
     skew = Date.parse(b.now) - Date.now();
+    learnNames(b.names);
+    setStart(b);
     header(b);
     const problem = $('problem');
     problem.hidden = !b.problem;
     problem.textContent = b.problem || '';
     attention(b);
-    drawGraph(b);
+    if (changed) drawChanged(b, changed);
+    else drawGraph(b);
     drawLog(b);
     tick();
   }
@@ -372,7 +557,27 @@
     es.addEventListener('error', () => live(false, 'connection lost; reconnecting…'));
   }
 
+  const log = $('log');
+  // The reader decides: scrolled up, the log stays put until they come
+  // back down to the end, where it follows new lines again. Only a move
+  // up stops it following: the log's box shrinking (the attention panel
+  // appearing) also leaves it short of the end, and must not.
+  let lastTop = 0;
+  log.addEventListener('scroll', () => {
+    if (log.scrollHeight - log.scrollTop - log.clientHeight < 8) follow = true;
+    else if (log.scrollTop < lastTop) follow = false;
+    lastTop = log.scrollTop;
+    log.dataset.follow = follow ? 'yes' : 'no';
+    if (follow) $('log-newest').hidden = true;
+  });
+  // The log's box changes size with the window and the attention panel.
+  new ResizeObserver(() => { if (follow) toNewest(); }).observe(log);
+  $('log-newest').addEventListener('click', () => { follow = true; toNewest(); });
+  log.dataset.follow = 'yes';
+
   setInterval(tick, 1000);
-  window.addEventListener('resize', () => { if (board) drawGraph(board); });
+  window.addEventListener('resize', fit);
+  sideBySide.addEventListener('change', fit);
+  new ResizeObserver(fit).observe($('graph'));
   connect();
 })();

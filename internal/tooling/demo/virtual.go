@@ -1,0 +1,130 @@
+package demo
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/node"
+	"github.com/agentforeman/foreman/internal/tooling/sim"
+)
+
+// virtualStart is when a simulated build starts, by the stage's clock.
+var virtualStart = time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)
+
+// Simulate plays the demo as Run does, with the same cast and the same
+// engine, on a virtual clock instead of a room: the cast plays on a
+// sim.Stage, and foreman's engine runs through internal/node as the bot runs
+// it, waking at each deadline. Nothing races and nothing sleeps, so a seed
+// tells the same story every time, in milliseconds, however loaded the
+// machine; every member's key derives from its name and the seed, so even
+// the agent ids repeat.
+//
+// Of the options, Minute, Seed, CI, Out, Color, Quiet, Observe and Limit
+// (in virtual time) count; there is no server, bot, journal or recording,
+// so Listen, Dir, HTTP, OnBot, Handled and Logger do not.
+func Simulate(o Options) (*Result, error) {
+	o.Dir = ""
+	o.defaults()
+	rate := RateLimit(o.Minute)
+	stage := sim.NewStage(virtualStart, rate)
+	s := &show{o: o, res: &Result{Build: buildName, Components: len(components()), Minute: o.Minute, Virtual: true},
+		complete: make(chan struct{}), now: stage.Now,
+		identity: func(name string) *agentchat.Identity { return seededIdentity(name, o.Seed) }}
+	botID := s.identity(botName).AgentID()
+	parts, err := s.cast("", rate, botID)
+	if err != nil {
+		return nil, err
+	}
+	members := map[string]Member{botID: {Name: botName, Role: RoleCoordinator}}
+	for _, p := range parts {
+		members[p.ID()] = Member{Name: p.Name(), Role: p.Role()}
+	}
+	s.printer = NewPrinter(o.Out, o.Color, members)
+	s.coordinator = botID
+	if !o.Quiet {
+		s.intro(parts)
+	}
+
+	// The watcher joins first, then the cast, then foreman, as in Run.
+	stage.Listen(watcherName, watcherName, func(m agentchat.Message) { s.heard(m) })
+	for _, p := range parts {
+		stage.Add(p)
+	}
+	n, err := node.Open(node.Config{Engine: s.config("", rate, "", parts).Engine(botID), SnapshotEvery: -1, Observe: s.observe})
+	if err != nil {
+		return nil, err
+	}
+	fm := &virtualBot{id: botID, node: n, stage: stage}
+	stage.Listen(botID, botName, fm.hear)
+	n.Step(coordinator.Event{Kind: coordinator.KindStart, At: stage.Now(), Instance: "simulated"})
+	fm.flush()
+
+	limit := virtualStart.Add(o.Limit)
+	for s.ended.IsZero() {
+		if at, ok := stage.Next(); !ok || at.After(limit) {
+			break
+		}
+		stage.Step()
+	}
+	res := s.result()
+	res.WriteSummary(o.Out, o.Color)
+	switch {
+	case res.Complete:
+		return res, nil
+	case stage.Now().Before(limit):
+		return res, errors.New("the simulated build stopped: nobody had anything left to do")
+	}
+	return res, fmt.Errorf("the build did not complete within %s of virtual time", o.Limit)
+}
+
+// virtualBot is foreman on a stage: what the bot does with its node, without
+// the journal and the room connection. Every message heard goes to the node
+// (which fires the timers due by then first), every reply goes to the room,
+// and the node is woken at its next deadline.
+type virtualBot struct {
+	id    string
+	node  *node.Node
+	stage *sim.Stage
+	armed time.Time // the deadline a wake-up is scheduled for
+}
+
+func (b *virtualBot) hear(m agentchat.Message) {
+	b.node.Hear(coordinator.Message{ID: m.ID, From: m.From, Verified: m.Verified, At: m.TS, Content: m.Content})
+	b.flush()
+}
+
+// flush says what the node said, and schedules a wake-up at its next
+// deadline (an earlier wake-up that finds nothing due does nothing).
+func (b *virtualBot) flush() {
+	rd := b.node.Ready()
+	lines := make([]string, len(rd.Messages))
+	seqs := make([]uint64, len(rd.Messages))
+	for i, l := range rd.Messages {
+		lines[i], seqs[i] = l.Text, l.Seq
+	}
+	// The stage loses nothing: what is said is as good as delivered.
+	b.stage.Say(b.id, lines...)
+	b.node.Confirm(seqs, "", b.stage.Now())
+	if d, ok := b.node.Engine().NextDeadline(); ok && !d.Equal(b.armed) {
+		b.armed = d
+		b.stage.At(d, func() {
+			b.node.Wake(b.stage.Now())
+			b.flush()
+		})
+	}
+}
+
+// seededIdentity is name's key in the simulation with seed.
+func seededIdentity(name string, seed uint64) *agentchat.Identity {
+	h := sha256.New()
+	binary.Write(h, binary.BigEndian, seed)
+	h.Write([]byte(name))
+	var k [32]byte
+	copy(k[:], h.Sum(nil))
+	return agentchat.IdentityFromSeed(name, k)
+}
