@@ -71,6 +71,14 @@ func TestEnvironmentErrorsNameTheVariable(t *testing.T) {
 	t.Setenv("FOREMAN_SERVER_URL", "")
 	_, err = Load(writeConfig(t, minimal+"rules:\n  missed_checkins: x\n"), nil, nil)
 	assert.EqualError(t, err, `rules.missed_checkins: "x" is not a whole number`, "the file's own value names the key")
+
+	// Rules out of bounds together: the one that set the key is named.
+	t.Setenv("FOREMAN_RULES_MISSED_CHECKINS", "2")
+	_, err = Load(writeConfig(t, minimal+"rules:\n  checkin_interval: 8000h\n"), nil, nil)
+	assert.ErrorContains(t, err, "FOREMAN_RULES_MISSED_CHECKINS: 2 x checkin_interval 8000h0m0s is a deadline of 16000h0m0s, over the most allowed")
+	t.Setenv("FOREMAN_RULES_MISSED_CHECKINS", "")
+	_, err = Load(writeConfig(t, minimal+"rules:\n  checkin_interval: 8000h\n  missed_checkins: 2\n"), nil, nil)
+	assert.ErrorContains(t, err, "rules.missed_checkins: 2 x checkin_interval")
 }
 
 func TestAMisspeltDependencyIsNeverTheComponentItself(t *testing.T) {
