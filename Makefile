@@ -3,12 +3,20 @@ GO       ?= go
 BIN      ?= bin/foreman
 FUZZTIME ?= 30s
 
-.PHONY: all build test lint bench fuzz chaos replay clean
+.PHONY: all build install test lint bench fuzz chaos replay clean
 
 all: lint test build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/foreman
+
+# Puts foreman on PATH: go install writes it to GOBIN, or GOPATH/bin, which
+# a shell finds only if that directory is on PATH; the target says so if not.
+install:
+	$(GO) install ./cmd/foreman
+	@bin=$$($(GO) env GOBIN); [ -n "$$bin" ] || bin=$$($(GO) env GOPATH)/bin; \
+	echo "installed $$bin/foreman"; \
+	case ":$$PATH:" in *":$$bin:"*) ;; *) echo "$$bin is not on PATH: export PATH=\"$$bin:\$$PATH\"";; esac
 
 # vet first: it fails fast on mistakes the race-enabled tests would take longer to show.
 test:

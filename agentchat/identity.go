@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 )
@@ -228,4 +229,21 @@ func firstNonEmpty(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// OpenToOthers reports whether users other than the owner may read or
+// write the identity file at path (any group or other permission bit), and
+// its permissions: anyone who can read the file can speak as the identity.
+// It is false when the file cannot be examined, and on Windows, whose
+// access rules the permission bits do not show.
+func OpenToOthers(path string) (os.FileMode, bool) {
+	if runtime.GOOS == "windows" {
+		return 0, false
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0, false
+	}
+	perm := info.Mode().Perm()
+	return perm, perm&0o077 != 0
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -121,4 +122,24 @@ func TestAgentIDAndSignature(t *testing.T) {
 	raw, err := base64.StdEncoding.DecodeString(sig)
 	require.NoError(t, err)
 	assert.True(t, ed25519.Verify(id.PublicKey(), []byte("AGENTCHAT_AUTH|00ff|chal_x_1|1700000000123"), raw))
+}
+
+func TestOpenToOthers(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("permission bits say nothing on Windows")
+	}
+	path := filepath.Join(t.TempDir(), "identity.json")
+	id, err := NewIdentity("olga")
+	require.NoError(t, err)
+	require.NoError(t, id.Save(path))
+	_, open := OpenToOthers(path)
+	assert.False(t, open, "Save writes 0600")
+
+	require.NoError(t, os.Chmod(path, 0o640))
+	perm, open := OpenToOthers(path)
+	assert.True(t, open)
+	assert.Equal(t, os.FileMode(0o640), perm)
+
+	_, open = OpenToOthers(filepath.Join(t.TempDir(), "missing.json"))
+	assert.False(t, open)
 }

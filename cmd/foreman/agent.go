@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat"
-	"github.com/agentforeman/foreman/internal/tooling/demo"
 	"github.com/agentforeman/foreman/internal/tooling/sim"
 	"github.com/agentforeman/foreman/protocol"
 )
@@ -38,7 +35,7 @@ type agentFlags struct {
 func (a *app) agentCommand() *cobra.Command {
 	f := agentFlags{builder: sim.DefaultBuilder()}
 	cmd := &cobra.Command{
-		Use:   "agent",
+		Use:   "agent [CONFIG]",
 		Short: "Join a room as a scripted builder, auditor, CI bot or operator, or chat by hand",
 		Long: `agent joins an AgentChat room as one participant, to try foreman by hand
 against any server (foreman serve runs one):
@@ -56,24 +53,29 @@ The room is printed on stdout, the sender ids in lines shown as names once
 known. Scripted pacing is in contract time: --minute sets how long a contract
 minute lasts (1m: real time, for a foreman with its stock rules).
 
+The room (server.url, server.channel, server.rate_limit) is the config's, as
+foreman run reads it (CONFIG, --config, FOREMAN_*, or foreman.yaml here), so
+an agent meets foreman where it is; the flags override it.
+
 Each run is a new agent id unless --identity names a key file; the id is
-printed first, to list in foreman's roles.`,
+printed first, to list in foreman's roles. With a key file the display name
+defaults to the one the file holds.`,
 		Example: `  foreman agent --role builder --name b1 --prefer api,web
   foreman agent --role builder --name b2 --silent-on api --abort-on 'web=invalid_specification: two logins'
   foreman agent --role auditor --name aud --fail api='no tests' --fail api
-  foreman agent --role chat --name me`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runAgent(cmd, &f) },
+  foreman agent --role chat --identity .foreman/olga.json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.runAgent(cmd, configArg(args), &f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.url, "url", "ws://127.0.0.1:6667", "AgentChat server URL")
-	fl.StringVar(&f.channel, "channel", "#build", "channel to join")
+	fl.StringVar(&f.url, "url", "", "AgentChat server URL (default: server.url)")
+	fl.StringVar(&f.channel, "channel", "", "channel to join (default: server.channel)")
 	fl.StringVar(&f.role, "role", "builder", "builder, auditor, ci, operator or chat")
-	fl.StringVar(&f.name, "name", "", "display name (default: the role)")
+	fl.StringVar(&f.name, "name", "", "display name (default: the identity file's, else the role)")
 	fl.StringVar(&f.identity, "identity", "", "identity file to load or create (default: a fresh key, a new id each run)")
 	fl.StringVar(&f.coordinator, "coordinator", "", "foreman's agent id (default: whoever says the first TASKS)")
 	fl.DurationVar(&f.minute, "minute", time.Minute, "real length of a contract minute, for the scripted pacing")
-	fl.DurationVar(&f.rateLimit, "rate-limit", time.Second, "the room's rate limit: one message per this interval")
+	fl.DurationVar(&f.rateLimit, "rate-limit", time.Second, "the room's rate limit: one message per this interval (default: server.rate_limit)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the reaction jitter")
 	fl.BoolVar(&f.noColor, "no-color", false, "no colours, even on a terminal")
 	fl.StringSliceVar(&f.prefer, "prefer", nil, "builder: components to take, best first (default: any)")
@@ -91,11 +93,19 @@ printed first, to list in foreman's roles.`,
 	return cmd
 }
 
-func (a *app) runAgent(cmd *cobra.Command, f *agentFlags) error {
-	c, err := a.settings(cmd, nil)
+// agentFlagKeys are the agent's flags that name the room, as run's do.
+var agentFlagKeys = map[string]string{
+	"url":        "server.url",
+	"channel":    "server.channel",
+	"rate-limit": "server.rate_limit",
+}
+
+func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
+	c, err := a.loadConfig(cmd, file, agentFlagKeys)
 	if err != nil {
 		return err
 	}
+	f.url, f.channel, f.rateLimit = c.Server.URL, c.Server.Channel, c.Server.RateLimit
 	if fl := cmd.Flags().Lookup("log-level"); fl == nil || !fl.Changed {
 		c.Log.Level = "warn"
 	}
@@ -103,12 +113,12 @@ func (a *app) runAgent(cmd *cobra.Command, f *agentFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.name == "" {
-		f.name = f.role
-	}
-	id, err := agentIdentity(f.identity, f.name)
+	id, err := agentIdentity(f.identity, f.name, f.role)
 	if err != nil {
 		return err
+	}
+	if f.name == "" {
+		f.name = id.Name
 	}
 	ctx := cmd.Context()
 	if ctx == nil {
@@ -119,13 +129,20 @@ func (a *app) runAgent(cmd *cobra.Command, f *agentFlags) error {
 
 	show := newRoomShow(a.stdout, !f.noColor && isTTY(a.stdout), f.coordinator)
 	show.self, show.role = id.AgentID(), f.role
-	show.names[id.AgentID()] = f.name // the room never echoes its own lines back
-	fmt.Fprintf(a.stderr, "%s: agent id %s, role %s, in %s at %s\n", f.name, id.AgentID(), f.role, f.channel, f.url)
+	show.names[id.AgentID()] = f.name
+	if f.identity != "" {
+		warnOpenIdentity(a.stderr, f.identity)
+	}
+	// Said when the room has let the agent in, not before: a server that
+	// is down or refuses the key must not look like a joined room.
+	joined := func() { fmt.Fprintf(a.stderr, "%s: in %s\n", f.name, f.channel) }
+	fmt.Fprintf(a.stderr, "%s: agent id %s, role %s, joining %s at %s\n", f.name, id.AgentID(), f.role, f.channel, f.url)
 	if f.role == "chat" {
-		return chat(ctx, cmd.InOrStdin(), agentchat.Config{
+		fmt.Fprint(a.stderr, chatIntro)
+		return chat(ctx, cmd.InOrStdin(), a.stderr, agentchat.Config{
 			URL: f.url, Channel: f.channel, Name: f.name, Identity: id, RateLimit: f.rateLimit,
 			Logger: log.With().Str("part", "room").Logger(),
-		}, show)
+		}, show, joined)
 	}
 	cfg := sim.Config{
 		URL: f.url, Channel: f.channel, Name: f.name, Identity: id, Coordinator: f.coordinator,
@@ -136,6 +153,13 @@ func (a *app) runAgent(cmd *cobra.Command, f *agentFlags) error {
 	if err != nil {
 		return err
 	}
+	go func() {
+		select {
+		case <-p.Joined():
+			joined()
+		case <-ctx.Done():
+		}
+	}()
 	return p.Run(ctx)
 }
 
@@ -195,127 +219,23 @@ func failures(vals []string) (map[string][]string, error) {
 	return out, nil
 }
 
-// agentIdentity loads or creates the key file, or makes a fresh key.
-func agentIdentity(path, name string) (*agentchat.Identity, error) {
-	if path == "" {
-		return agentchat.NewIdentity(name)
+// agentIdentity loads or creates the key file, or makes a fresh key. A new
+// key is named name, or the role; a loaded one keeps its name unless name
+// is given.
+func agentIdentity(path, name, role string) (*agentchat.Identity, error) {
+	fresh := name
+	if fresh == "" {
+		fresh = role
 	}
-	id, _, err := agentchat.LoadOrCreateIdentity(path, name)
+	if path == "" {
+		return agentchat.NewIdentity(fresh)
+	}
+	id, _, err := agentchat.LoadOrCreateIdentity(path, fresh)
+	if err == nil && (name != "" || id.Name == "") {
+		id.Name = fresh
+	}
 	if err != nil {
 		return nil, fmt.Errorf("identity %s: %w", path, err)
 	}
 	return id, nil
-}
-
-// roomShow prints the room with wall-clock times. Names are learned from
-// the room; the coordinator is the one given, or the first to say TASKS.
-type roomShow struct {
-	p     *demo.Printer
-	w     io.Writer
-	color bool
-	coord string
-	names map[string]string
-	self  string // the agent's own id, shown with its role
-	role  string
-}
-
-func newRoomShow(w io.Writer, color bool, coord string) *roomShow {
-	return &roomShow{w: w, color: color, coord: coord, names: map[string]string{}}
-}
-
-func (s *roomShow) line(from, name, text string) {
-	if s.coord == "" && protocol.VerbOf(text) == protocol.ReplyTasks {
-		s.coord = from
-	}
-	if name == "" {
-		name = from
-	}
-	if s.p == nil || s.names[from] != name {
-		s.names[from] = name
-		members := map[string]demo.Member{}
-		for id, n := range s.names {
-			members[id] = demo.Member{Name: n}
-		}
-		s.p = demo.NewPrinter(s.w, s.color, members)
-	}
-	m := demo.Member{Name: name}
-	switch from {
-	case s.coord:
-		m.Role = demo.RoleCoordinator
-	case s.self:
-		m.Role = s.role
-	}
-	s.p.Print(time.Now().Format(time.TimeOnly), m, text)
-}
-
-// chat prints the room and sends what is typed, one line per message line,
-// until stdin ends (after what was typed has reached the room) or ctx does.
-func chat(ctx context.Context, stdin io.Reader, cfg agentchat.Config, show *roomShow) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	client := agentchat.New(cfg)
-	runErr := make(chan error, 1)
-	go func() { runErr <- client.Run(ctx) }()
-	typed := make(chan string)
-	go func() {
-		defer close(typed)
-		sc := bufio.NewScanner(stdin)
-		for sc.Scan() {
-			select {
-			case typed <- sc.Text():
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	var seq uint64
-	var drained <-chan time.Time // set once stdin ends
-	var giveUp <-chan time.Time
-	events := client.Events()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				return <-runErr
-			}
-			switch ev := ev.(type) {
-			case agentchat.Joined: // what was said before, or while reconnecting
-				for _, m := range ev.History {
-					showMessage(show, m)
-				}
-			case agentchat.Message:
-				showMessage(show, ev)
-			}
-		case l, ok := <-typed:
-			if !ok {
-				typed = nil
-				drained = time.After(0)
-				giveUp = time.After(10 * time.Second)
-				continue
-			}
-			if l = strings.TrimSpace(l); l != "" {
-				seq++
-				client.Send(agentchat.Line{Seq: seq, Text: l})
-			}
-		case <-drained:
-			if client.Stats().Queued == 0 {
-				cancel()
-				continue
-			}
-			drained = time.After(20 * time.Millisecond)
-		case <-giveUp:
-			cancel()
-		case <-ctx.Done():
-			return <-runErr
-		}
-	}
-}
-
-func showMessage(show *roomShow, m agentchat.Message) {
-	if m.Notice || m.Self {
-		return
-	}
-	for l := range protocol.Lines(m.Body()) {
-		show.line(m.From, m.FromName, strings.TrimSpace(l))
-	}
 }

@@ -46,7 +46,7 @@ With --http, the live board (as foreman run serves it) follows the build in a
 browser; it stays up after the build, with the final board, until Ctrl-C.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.settings(cmd, nil)
+			c, err := a.loadConfig(cmd, "", nil)
 			if err != nil {
 				return err
 			}

@@ -2,60 +2,90 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat"
-	"github.com/agentforeman/foreman/internal/config"
 )
 
 func (a *app) identityCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "identity",
-		Short: "Create or show foreman's chat identity and the agent id it gets",
-		Long: `identity creates foreman's Ed25519 identity file (server.identity) if it does
-not exist, or reads it if it does, and prints the agent id an AgentChat server
-assigns to it. The id depends on the key alone, not on the display name, and is
-the one to list in other agents' and operators' configurations.
+		Use:   "identity [CONFIG]",
+		Short: "Create or show a chat identity and the agent id it gets",
+		Long: `identity creates an Ed25519 identity file if it does not exist, or reads it if
+it does, and prints the agent id an AgentChat server assigns to it. Without
+--identity the file is foreman's own (server.identity of the config). The id
+depends on the key alone, not on the display name, and is the one to list in
+roles (an operator's, an auditor's) and to give agents.
 
 The file is AgentChat's identity.json format, written with mode 0600. Anyone
-holding it can speak as foreman: keep it private and out of version control.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.settings(cmd, map[string]string{"identity": "server.identity", "name": "server.name"})
+holding it can speak as its owner: keep it private and out of version control.`,
+		Example: `  foreman identity                              # foreman's own, from foreman.yaml
+  foreman identity --identity .foreman/olga.json --name olga`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.loadConfig(cmd, configArg(args), map[string]string{"identity": "server.identity"})
 			if err != nil {
 				return err
 			}
+			name, _ := cmd.Flags().GetString("name")
+			if name == "" {
+				name = c.Server.Name
+			}
 			path := c.Server.Identity
-			id, created, err := agentchat.LoadOrCreateIdentity(path, c.Server.Name)
+			id, created, err := agentchat.LoadOrCreateIdentity(path, name)
 			if err != nil {
 				return fmt.Errorf("identity %s: %w", path, err)
 			}
-			out := a.stdout
-			if created {
-				fmt.Fprintf(out, "created %s (mode 0600: keep it private and out of version control)\n", path)
-			} else {
-				fmt.Fprintf(out, "identity %s\n", path)
+			showIdentity(a.stdout, path, id, created)
+			if !created && cmd.Flags().Changed("name") && id.Name != name {
+				fmt.Fprintf(a.stdout, "The file already names its key %s; --name applies to new files only.\n", id.Name)
 			}
-			fmt.Fprintf(out, "agent id: %s\n", id.AgentID())
-			if id.Name != "" {
-				fmt.Fprintf(out, "name:     %s\n", id.Name)
-			}
-			if !id.Created.IsZero() {
-				fmt.Fprintf(out, "created:  %s\n", id.Created.Format(time.RFC3339))
-			}
-			fmt.Fprintf(out, "An AgentChat server calls foreman %s whatever its display name. A stock server\nlets a key it has never seen send only an hour after first seeing it.\n", id.AgentID())
+			warnOpenIdentity(a.stdout, path)
 			return nil
 		},
 	}
-	cmd.Flags().String("identity", "", "identity file (default: server.identity, .foreman/identity.json)")
+	cmd.Flags().String("identity", "", "identity file (default: server.identity, .foreman/identity.json beside the config)")
 	cmd.Flags().String("name", "", "name to store in a new identity file (default: server.name)")
 	return cmd
 }
 
-// settings loads the configuration for a command that needs only the
-// server and log keys: no build is required.
-func (a *app) settings(cmd *cobra.Command, flagKeys map[string]string) (*config.Config, error) {
-	return a.loadConfig(cmd, "", flagKeys)
+// showIdentity says what the identity file holds and what the room will
+// call its owner.
+func showIdentity(out io.Writer, path string, id *agentchat.Identity, created bool) {
+	if created {
+		fmt.Fprintf(out, "created %s (mode 0600: keep it private and out of version control)\n", path)
+	} else {
+		fmt.Fprintf(out, "identity %s\n", path)
+	}
+	fmt.Fprintf(out, "agent id: %s\n", id.AgentID())
+	who := "its owner"
+	if id.Name != "" {
+		fmt.Fprintf(out, "name:     %s\n", id.Name)
+		who = id.Name
+	}
+	if !id.Created.IsZero() {
+		fmt.Fprintf(out, "created:  %s\n", id.Created.Format(time.RFC3339))
+	}
+	fmt.Fprintf(out, "An AgentChat server calls %s %s whatever its display name. A stock server\nlets a key it has never seen send only an hour after first seeing it.\n", who, id.AgentID())
+}
+
+// warnOpenIdentity warns when others may read an identity file: they could
+// speak as its owner.
+func warnOpenIdentity(out io.Writer, path string) bool {
+	msg := openIdentityWarning(path)
+	if msg != "" {
+		fmt.Fprintln(out, "warning:", msg)
+	}
+	return msg != ""
+}
+
+func openIdentityWarning(path string) string {
+	perm, open := agentchat.OpenToOthers(path)
+	if !open {
+		return ""
+	}
+	return fmt.Sprintf("identity file %s has mode %04o: others on this machine can read it and speak as its owner; chmod 600 %s", path, perm, path)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,6 +74,19 @@ func TestValidateOwlSpec(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("build:\n  name: bookshop\n  spec: "+spec+"\n"), 0o644))
 	code, out, errOut := foreman(t, "validate", path)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "note: components/db.md: \"postgres\" is not a component")
+	assert.Contains(t, out, `components/db.md:20: db depends on "postgres: a reachable server": taken as a note, not a dependency`)
 	assert.Contains(t, out, "mailer    after payments")
+}
+
+func TestModuleVersion(t *testing.T) {
+	assert.Equal(t, "v9.9.9", moduleVersion("v9.9.9", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}), "set at build time")
+	assert.Equal(t, "v1.2.3", moduleVersion("", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}), "go install ...@v1.2.3")
+	assert.Equal(t, "devel", moduleVersion("", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}))
+	assert.Equal(t, "devel", moduleVersion("", nil))
+	assert.Equal(t, "devel (0123456789ab 2026-05-01T12:00:00Z, modified)", moduleVersion("", &debug.BuildInfo{
+		Main: debug.Module{Version: "(devel)"},
+		Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.time", Value: "2026-05-01T12:00:00Z"}, {Key: "vcs.modified", Value: "true"},
+		},
+	}))
 }

@@ -75,6 +75,8 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.demoCommand(),
 		a.agentCommand(),
 		a.benchCommand(),
+		a.initCommand(),
+		a.promptCommand(),
 	)
 	return root
 }
@@ -85,11 +87,40 @@ var globalFlagKeys = map[string]string{
 	"log-format": "log.format",
 }
 
-// loadConfig loads file (or --config) with cmd's flags bound to their keys.
-func (a *app) loadConfig(cmd *cobra.Command, file string, flagKeys map[string]string) (*config.Config, error) {
+// defaultConfig is the file foreman init writes, read from the working
+// directory when no other is named, so that the commands init prints work
+// as they are.
+const defaultConfig = "foreman.yaml"
+
+// configPath is the config file a command reads: file (its CONFIG
+// argument) if given, else --config or FOREMAN_CONFIG, else foreman.yaml
+// in the working directory if there is one, else none.
+func (a *app) configPath(file string) string {
 	if file == "" {
 		file = a.configFile
 	}
+	if file == "" {
+		if _, err := os.Stat(defaultConfig); err == nil {
+			file = defaultConfig
+		}
+	}
+	return file
+}
+
+// configArg is the optional CONFIG argument every command that reads the
+// configuration takes.
+func configArg(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	return ""
+}
+
+// loadConfig loads the configuration every command reads the same way:
+// the file configPath finds, FOREMAN_* variables, then cmd's flags, bound
+// to the keys flagKeys names.
+func (a *app) loadConfig(cmd *cobra.Command, file string, flagKeys map[string]string) (*config.Config, error) {
+	file = a.configPath(file)
 	keys := map[string]string{}
 	for k, v := range globalFlagKeys {
 		keys[k] = v

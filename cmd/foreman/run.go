@@ -50,6 +50,9 @@ their dependencies from the config, with the cycle check.`,
 			if err != nil {
 				return err
 			}
+			for _, w := range buildWarnings(c) {
+				log.Warn().Msg(w)
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			reload := make(chan struct{}, 1)

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,21 +21,24 @@ func (a *app) serveCommand() *cobra.Command {
 		channels []string
 	)
 	cmd := &cobra.Command{
-		Use:   "serve",
+		Use:   "serve [CONFIG]",
 		Short: "Run a local AgentChat-compatible chat server",
 		Long: `serve runs an AgentChat-compatible chat server until interrupted (Ctrl-C or
 SIGTERM), for local builds, demos and tests. It behaves like a stock AgentChat
 server wherever a client can tell: the sign-in challenge, channels and their
 history, one message per second per connection, frame limits and error codes.
 
-It starts with the stock channels (#general ... #ops) plus those given with
---channel (#build by default). Two things differ from a stock server by
+It listens where the config's server.url points (ws://127.0.0.1:6667 by
+default), so foreman run and foreman agent with the same config find it, and
+paces senders at server.rate_limit. It starts with the stock channels
+(#general ... #ops) plus server.channel, or those given with --channel.
+Two things differ from a stock server by
 default: new identities may send at once instead of after an hour (--lurk
 restores the wait), and only the agent ids given with --verified count as
 vetted by the admin (only they may create channels, unless --open-create).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.settings(cmd, nil)
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.loadConfig(cmd, configArg(args), map[string]string{"rate-limit": "server.rate_limit"})
 			if err != nil {
 				return err
 			}
@@ -41,6 +46,15 @@ vetted by the admin (only they may create channels, unless --open-create).`,
 			if err != nil {
 				return err
 			}
+			if !cmd.Flags().Changed("listen") {
+				if cfg.Listen, err = listenAddress(c.Server.URL); err != nil {
+					return err
+				}
+			}
+			if !cmd.Flags().Changed("channel") {
+				channels = []string{c.Server.Channel}
+			}
+			cfg.RateLimit = c.Server.RateLimit
 			cfg.Channels = append(server.DefaultChannels(), channels...)
 			cfg.Logger = log
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -55,9 +69,9 @@ vetted by the admin (only they may create channels, unless --open-create).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Listen, "listen", cfg.Listen, "address to listen on")
-	f.StringSliceVar(&channels, "channel", []string{"#build"}, "channel to create besides the stock ones (repeatable)")
-	f.DurationVar(&cfg.RateLimit, "rate-limit", time.Second, "one message per this interval per connection (0: no limit)")
+	f.StringVar(&cfg.Listen, "listen", "", "address to listen on (default: the host and port of server.url)")
+	f.StringSliceVar(&channels, "channel", nil, "channel to create besides the stock ones, repeatable (default: server.channel)")
+	f.Duration("rate-limit", time.Second, "one message per this interval per connection, 0 for no limit (default: server.rate_limit)")
 	f.IntVar(&cfg.BufferSize, "buffer-size", 20, "messages of history kept per channel and replayed on JOIN")
 	f.BoolVar(&cfg.Lurk, "lurk", false, "make new identities wait --lurk-period before they may send, like a stock server")
 	f.DurationVar(&cfg.LurkPeriod, "lurk-period", time.Hour, "how long new identities wait with --lurk")
@@ -65,4 +79,18 @@ vetted by the admin (only they may create channels, unless --open-create).`,
 	f.BoolVar(&cfg.AllowUnverifiedCreate, "open-create", false, "let any agent create channels, not only verified ones")
 	f.StringVar(&cfg.Name, "name", "", "the server's name, told to clients when they sign in")
 	return cmd
+}
+
+// listenAddress is where serve listens for a room at url: its host and
+// port. Only a plain ws:// room can be served here; wss:// needs a TLS
+// proxy in front, which is the user's to set up.
+func listenAddress(url string) (string, error) {
+	u, err := neturl.Parse(url)
+	if err != nil || u.Scheme != "ws" || u.Host == "" {
+		return "", fmt.Errorf("server.url %s is not a ws:// address to listen on: give --listen", url)
+	}
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), "80"), nil
+	}
+	return u.Host, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -22,22 +23,30 @@ import (
 
 func (a *app) statusCommand() *cobra.Command {
 	var (
-		url     string
 		noColor bool
 		timeout time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "status",
+		Use:   "status [CONFIG]",
 		Short: "Show the build as a running foreman sees it",
 		Long: `status asks a running foreman (foreman run, with http.listen set) for the build
 and prints it as a table: each component's state, owner, progress, next
 deadline, and what it waits on or why it is held, under a header with the
 build's name, how many components are merged, and whether it is paused,
-halted or complete. It reads the same JSON as the web board (/api/view).
+halted or complete. It reads the same JSON as the web board (/api/view), from
+the config's http.listen (as foreman run serves it), or --url.
 Colours are used on a terminal only (and never with NO_COLOR set). It exits 1
 when foreman has no current board to give (starting, or stopped).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.loadConfig(cmd, configArg(args), map[string]string{"url": "http.listen"})
+			if err != nil {
+				return err
+			}
+			url, err := boardURL(c.HTTP)
+			if err != nil {
+				return err
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			b, err := fetchBoard(ctx, url)
@@ -53,10 +62,32 @@ when foreman has no current board to give (starting, or stopped).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&url, "url", "http://127.0.0.1:9090", "where foreman serves its board (foreman run's http.listen)")
+	f.String("url", "", "where foreman serves its board (default: http.listen, 127.0.0.1:9090)")
 	f.BoolVar(&noColor, "no-color", false, "no colours, even on a terminal")
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for foreman to answer")
 	return cmd
+}
+
+// boardURL is where to ask for the board foreman serves on listen. An
+// address that listens everywhere is asked on this machine.
+func boardURL(listen string) (string, error) {
+	if strings.Contains(listen, "://") {
+		return listen, nil
+	}
+	if listen == "" {
+		return "", errors.New("http.listen is off (\"\"), so foreman serves no board: set it, or give --url")
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("http.listen %q is not host:port: %w", listen, err)
+	}
+	if port == "0" {
+		return "", fmt.Errorf("http.listen %s picks a free port at each start: give --url with the one foreman run logged", listen)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
 }
 
 // fetchBoard reads /api/view. A 503 still carries a board that says what

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -13,21 +14,25 @@ func (a *app) validateCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate [CONFIG]",
 		Short: "Check a config file and print the build order",
-		Long: `validate loads a configuration (the file given, or --config), checks every key
-and the dependency graph, and prints the components in a valid build order.
-On a dependency cycle it prints the cycle and exits 1.`,
+		Long: `validate loads a configuration (the file given, --config, FOREMAN_CONFIG, or
+foreman.yaml here), checks every key and the dependency graph, and prints the
+components in a valid build order, after a warning for what would hurt at run
+time (no operator, an identity file others can read) and the bullets of an owl
+spec taken as notes. On a dependency cycle it prints the cycle and exits 1.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			file := ""
-			if len(args) == 1 {
-				file = args[0]
-			}
-			c, err := a.loadConfig(cmd, file, nil)
+			c, err := a.loadConfig(cmd, configArg(args), nil)
 			if err != nil {
 				return err
 			}
+			if c.File == "" {
+				return errors.New("no config file: name one (foreman validate CONFIG, or -c), set FOREMAN_CONFIG, or write foreman.yaml here with foreman init")
+			}
 			if err := c.RequireBuild(); err != nil {
 				return err
+			}
+			for _, w := range buildWarnings(c) {
+				fmt.Fprintln(a.stdout, "warning:", w)
 			}
 			return a.printBuildOrder(c)
 		},
@@ -36,6 +41,9 @@ On a dependency cycle it prints the cycle and exits 1.`,
 
 func (a *app) printBuildOrder(c *config.Config) error {
 	out := a.stdout
+	if len(c.Build.Notes) > 0 {
+		fmt.Fprintf(out, "build.spec %s: %d dependency bullets taken as notes, not dependencies:\n", c.Build.Spec, len(c.Build.Notes))
+	}
 	for _, n := range c.Build.Notes {
 		fmt.Fprintln(out, "note:", n)
 	}

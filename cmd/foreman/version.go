@@ -8,18 +8,52 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time (-ldflags "-X main.version=v1.2.3").
+// version is set at build time (-ldflags "-X main.version=v1.2.3"); it
+// wins over what the build info says.
 var version = ""
 
 func versionString() string {
-	v := version
-	if v == "" {
-		v = "devel"
-		if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-			v = info.Main.Version
+	info, _ := debug.ReadBuildInfo()
+	return fmt.Sprintf("foreman %s (%s %s/%s)", moduleVersion(version, info), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// moduleVersion is the version of the foreman module this binary was built
+// from: the one set at build time, else the module's (go install
+// ...@v1.2.3, or a pseudo-version Go stamps from the repository), else
+// "devel" with the commit when Go recorded one.
+func moduleVersion(set string, info *debug.BuildInfo) string {
+	if set != "" {
+		return set
+	}
+	if info == nil {
+		return "devel"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, when, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = ", modified"
+			}
 		}
 	}
-	return fmt.Sprintf("foreman %s (%s %s/%s)", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if when != "" {
+		when = " " + when
+	}
+	return "devel (" + rev + when + dirty + ")"
 }
 
 func (a *app) versionCommand() *cobra.Command {

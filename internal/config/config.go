@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -156,9 +156,10 @@ func Load(file string, flags *pflag.FlagSet, flagKeys map[string]string) (*Confi
 			return nil, err
 		}
 	}
-	c, err := decode(v, file)
+	src := sources{file: file, flags: flags, flagKeys: flagKeys}
+	c, err := decode(v, src)
 	if err != nil {
-		return nil, err
+		return nil, src.rename(err)
 	}
 	c.Warnings = warnings
 	return c, nil
@@ -169,8 +170,7 @@ func fileError(file string, err error) error {
 	if errors.As(err, &notFound) || errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%s: no such config file", file)
 	}
-	msg := strings.Join(strings.Fields(err.Error()), " ") // YAML errors span lines
-	return fmt.Errorf("%s: not valid YAML: %s", file, msg)
+	return yamlError(file, err)
 }
 
 // checkKeys refuses keys foreman does not know, suggesting the closest.
@@ -197,7 +197,7 @@ func checkKeys(v *viper.Viper) error {
 func unknownEnv() []string {
 	known := map[string]bool{"FOREMAN_CONFIG": true}
 	for _, k := range Keys() {
-		known["FOREMAN_"+strings.ToUpper(strings.ReplaceAll(k, ".", "_"))] = true
+		known[EnvVar(k)] = true
 	}
 	var out []string
 	for _, kv := range os.Environ() {
@@ -215,17 +215,18 @@ var (
 	nameRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 )
 
-func decode(v *viper.Viper, file string) (*Config, error) {
+func decode(v *viper.Viper, src sources) (*Config, error) {
+	file := src.file
 	c := &Config{
 		Server: Server{
 			URL:      strings.TrimSpace(v.GetString("server.url")),
 			Channel:  v.GetString("server.channel"),
-			Identity: v.GetString("server.identity"),
+			Identity: src.path("server.identity", v.GetString("server.identity")),
 			Name:     v.GetString("server.name"),
 		},
 		Build:   Build{Name: v.GetString("build.name"), Spec: v.GetString("build.spec")},
-		Journal: v.GetString("journal.path"),
-		Record:  v.GetString("record.path"),
+		Journal: src.path("journal.path", v.GetString("journal.path")),
+		Record:  src.path("record.path", v.GetString("record.path")),
 		HTTP:    v.GetString("http.listen"),
 		Log:     Log{Level: strings.ToLower(v.GetString("log.level")), Format: strings.ToLower(v.GetString("log.format"))},
 		Rules:   coordinator.DefaultRules(),
@@ -269,10 +270,14 @@ func decode(v *viper.Viper, file string) (*Config, error) {
 	}
 	for _, k := range coordinator.RuleKeys() {
 		if err := c.Rules.Set(k, v.GetString("rules."+k)); err != nil {
-			return nil, fmt.Errorf("rules.%w", err)
+			return nil, errorf("rules."+k, "%s", strings.TrimPrefix(err.Error(), k+": "))
 		}
 	}
 	if err := c.Rules.Check(); err != nil {
+		// "key: why": named as the key, or the variable that set it.
+		if k, msg, ok := strings.Cut(err.Error(), ": "); ok && slices.Contains(coordinator.RuleKeys(), k) {
+			return nil, errorf("rules."+k, "%s", msg)
+		}
 		return nil, fmt.Errorf("rules.%w", err)
 	}
 	roles := []struct {
@@ -303,7 +308,7 @@ func decode(v *viper.Viper, file string) (*Config, error) {
 	default:
 		return nil, errorf("log.format", "%q is not auto, console or json", c.Log.Format)
 	}
-	if err := decodeBuild(v, c, file); err != nil {
+	if err := decodeBuild(v, c, src); err != nil {
 		return nil, err
 	}
 	c.Build.Warnings = Redacted(c.Build.Name, c.Build.Components)
@@ -329,17 +334,13 @@ func Redacted(build string, comps []coordinator.Component) []string {
 	return out
 }
 
-func decodeBuild(v *viper.Viper, c *Config, file string) error {
+func decodeBuild(v *viper.Viper, c *Config, src sources) error {
 	list, _ := v.Get("build.components").([]any)
 	switch {
 	case c.Build.Spec != "" && len(list) > 0:
 		return errorf("build.spec", "set either build.spec or build.components, not both")
 	case c.Build.Spec != "":
-		dir := c.Build.Spec
-		if !filepath.IsAbs(dir) && file != "" {
-			dir = filepath.Join(filepath.Dir(file), dir)
-		}
-		comps, notes, err := ReadOwlSpec(dir)
+		comps, notes, err := ReadOwlSpec(src.path("build.spec", c.Build.Spec))
 		if err != nil {
 			return errorf("build.spec", "%v", err)
 		}
@@ -443,7 +444,9 @@ func CheckComponents(comps []coordinator.Component) error {
 		for _, d := range c.Deps {
 			if _, ok := seen[d]; !ok {
 				key := fmt.Sprintf("build.components[%d].depends_on", i)
-				if s := suggest.Closest(d, names(comps)); s != "" {
+				// A misspelt dependency is never the component itself.
+				others := slices.DeleteFunc(names(comps), func(n string) bool { return n == c.Name })
+				if s := suggest.Closest(d, others); s != "" {
 					return errorf(key, "%q is not a component (did you mean %s?)", d, s)
 				}
 				return errorf(key, "%q is not a component", d)

@@ -179,6 +179,41 @@ func mustAbs(t *testing.T, p string) string {
 	return a
 }
 
+func TestOwlSpecInOneFile(t *testing.T) {
+	comps, notes, err := ReadOwlSpec("testdata/relay")
+	require.NoError(t, err)
+	assert.Equal(t, []coordinator.Component{
+		{Name: "server", Deps: []string{"protocol", "identity"}},
+		{Name: "client", Deps: []string{"identity", "protocol"}},
+		{Name: "identity"},
+		{Name: "protocol"},
+	}, comps, "product.md's plain bullets give the order; a bullet whose first word is a component is a dependency")
+	assert.Equal(t, []string{
+		`components.md:14: server depends on "operating system (network, filesystem)": taken as a note, not a dependency (its first word names no other component)`,
+		`components.md:23: client depends on "a websocket server": taken as a note, not a dependency (its first word names no other component)`,
+		`components.md:32: identity depends on "nothing (pure crypto, one file)": taken as a note, not a dependency (its first word names no other component)`,
+		`components.md:39: protocol depends on "protocol itself, trivially": taken as a note, not a dependency (its first word names no other component)`,
+	}, notes)
+}
+
+func TestOwlSpecLayoutsTogether(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "components"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "components", "web.md"), []byte("# web\n\ndepends on:\n- [api](../components.md#api) - the JSON API\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "components.md"), []byte("## api\n\ndepends on:\n- **db**: tables\n\n## db\n"), 0o644))
+	comps, notes, err := ReadOwlSpec(dir)
+	require.NoError(t, err)
+	assert.Equal(t, []coordinator.Component{{Name: "api", Deps: []string{"db"}}, {Name: "db"}, {Name: "web", Deps: []string{"api"}}}, comps)
+	assert.Empty(t, notes)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "components.md"), []byte("## api\n\n## web\n"), 0o644))
+	_, _, err = ReadOwlSpec(dir)
+	assert.EqualError(t, err, `components.md:3: component "web" is also in components/web.md`)
+
+	_, _, err = ReadOwlSpec(t.TempDir())
+	assert.ErrorContains(t, err, "has no components: neither components/NAME.md files nor a components.md")
+}
+
 // A name a stock server would redact cannot be claimed: say so.
 func TestRedactedNamesAreWarned(t *testing.T) {
 	c, err := Load(writeConfig(t, "build:\n  name: shop\n  components:\n    - name: db\n    - name: kiosk-paymentterminaldriver\n"), nil, nil)

@@ -9,51 +9,50 @@ import (
 	"strings"
 
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/protocol"
 )
 
-// ReadOwlSpec reads the components of an owl spec directory, as the owl
-// reference coordinator does: each DIR/components/NAME.md is a component
-// NAME, and the "- name" bullets under a "depends on:" line are its
-// dependencies. Owl specs are prose, so a bullet may name something outside
-// the build ("- owl spec: component requirements"); such bullets are not
-// dependencies, and each one skipped is returned as a note.
+// ReadOwlSpec reads the components of an owl spec directory. Owl specs come
+// in two layouts, and both are read: one file per component
+// (DIR/components/NAME.md, as the owl reference coordinator writes them)
+// and one DIR/components.md with a "## name" section per component (as
+// AgentChat's own spec is written). The first word of a heading names the
+// component ("## disputes (agentcourt)" is disputes).
 //
-// Declaration order is the order product.md links the components in, then
-// any others by name.
+// Dependencies are the bullets under a component's "depends on:" line. Owl
+// specs are prose, so a bullet is a dependency when its first word names
+// another component of the spec ("- identity verification (tier 3)"), and a
+// note otherwise ("- a websocket server", "- nothing (pure functions)"): the
+// notes are returned, for validate to show what was not taken.
+//
+// Declaration order is the order product.md names the components in, by
+// link or by a bullet's first word, then any others by name.
 func ReadOwlSpec(dir string) ([]coordinator.Component, []string, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "components", "*.md"))
+	secs, err := readSections(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(files) == 0 {
-		return nil, nil, fmt.Errorf("%s has no components/*.md", dir)
+	names := make([]string, 0, len(secs))
+	for n := range secs {
+		names = append(names, n)
 	}
-	bodies := make(map[string]string, len(files))
-	var order []string
-	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), ".md")
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, nil, err
-		}
-		bodies[name] = string(b)
-		order = append(order, name)
-	}
-	sort.Strings(order)
+	sort.Strings(names)
 	if product, err := os.ReadFile(filepath.Join(dir, "product.md")); err == nil {
-		order = productOrder(string(product), order)
+		names = productOrder(string(product), names)
 	}
-
 	var comps []coordinator.Component
 	var notes []string
-	for _, name := range order {
+	for _, name := range names {
+		s := secs[name]
 		c := coordinator.Component{Name: name}
-		for _, dep := range dependsOn(bodies[name]) {
+		for _, b := range dependsOn(s.body) {
+			dep := lookup(firstWord(b.text), names)
 			switch {
-			case bodies[dep] != "" && !contains(c.Deps, dep):
+			case dep == "" || dep == name:
+				notes = append(notes, fmt.Sprintf("%s:%d: %s depends on %q: taken as a note, not a dependency (its first word names no other component)",
+					s.file, s.first+b.line, name, b.text))
+			case !contains(c.Deps, dep):
 				c.Deps = append(c.Deps, dep)
-			case bodies[dep] == "":
-				notes = append(notes, fmt.Sprintf("components/%s.md: %q is not a component of this spec; read as an outside requirement", name, dep))
 			}
 		}
 		comps = append(comps, c)
@@ -64,23 +63,123 @@ func ReadOwlSpec(dir string) ([]coordinator.Component, []string, error) {
 	return comps, notes, nil
 }
 
-var productLink = regexp.MustCompile(`\(components/([^)/]+)\.md\)`)
+// section is one component's text and where it was read, for errors and
+// notes: at names the file or heading, first is the file's line the body
+// starts on.
+type section struct {
+	at, file string
+	first    int
+	body     string
+}
 
-// productOrder puts the components in the order product.md links them.
+func readSections(dir string) (map[string]section, error) {
+	secs := map[string]section{}
+	add := func(name string, s section) error {
+		if !protocol.ValidComponent(name) {
+			return fmt.Errorf("%s: %q is not a component name: up to %d letters, digits, . _ / -, starting with a letter or digit", s.at, name, protocol.MaxComponent)
+		}
+		if prev, dup := secs[name]; dup {
+			return fmt.Errorf("%s: component %q is also in %s", s.at, name, prev.at)
+		}
+		secs[name] = s
+		return nil
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "components", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".md")
+		if err := add(name, section{at: "components/" + filepath.Base(f), file: "components/" + filepath.Base(f), first: 1, body: string(b)}); err != nil {
+			return nil, err
+		}
+	}
+	single, err := os.ReadFile(filepath.Join(dir, "components.md"))
+	switch {
+	case err == nil:
+		for _, s := range splitSections(string(single)) {
+			if err := add(s.name, s.section); err != nil {
+				return nil, err
+			}
+		}
+	case !os.IsNotExist(err):
+		return nil, err
+	}
+	if len(secs) == 0 {
+		return nil, fmt.Errorf("%s has no components: neither components/NAME.md files nor a components.md with a \"## name\" section each", dir)
+	}
+	return secs, nil
+}
+
+type namedSection struct {
+	name string
+	section
+}
+
+var heading = regexp.MustCompile(`^(#+)\s+(.*)$`)
+
+// splitSections cuts components.md at its level-2 headings; a level-1
+// heading ends a section without starting one.
+func splitSections(text string) []namedSection {
+	var out []namedSection
+	var cur *namedSection
+	var body strings.Builder
+	flush := func() {
+		if cur != nil {
+			cur.body = body.String()
+			out = append(out, *cur)
+		}
+		cur = nil
+		body.Reset()
+	}
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if m := heading.FindStringSubmatch(line); m != nil && len(m[1]) <= 2 {
+			flush()
+			if len(m[1]) == 2 {
+				name := firstWord(m[2])
+				cur = &namedSection{name: name, section: section{at: fmt.Sprintf("components.md:%d", i+1), file: "components.md", first: i + 2}}
+			}
+			continue
+		}
+		if cur != nil {
+			body.WriteString(line)
+			body.WriteByte('\n')
+		}
+	}
+	flush()
+	return out
+}
+
+// productOrder puts the components in the order product.md first names
+// them: a link to components/NAME.md or components.md#NAME, or a bullet
+// whose first word is a component.
 func productOrder(product string, sorted []string) []string {
-	known := make(map[string]bool, len(sorted))
+	left := make(map[string]bool, len(sorted))
 	for _, n := range sorted {
-		known[n] = true
+		left[n] = true
 	}
 	var order []string
-	for _, m := range productLink.FindAllStringSubmatch(product, -1) {
-		if known[m[1]] {
-			order = append(order, m[1])
-			delete(known, m[1])
+	take := func(word string) {
+		if n := lookup(word, sorted); n != "" && left[n] {
+			order = append(order, n)
+			delete(left, n)
+		}
+	}
+	for _, line := range strings.Split(product, "\n") {
+		if m := bulletLine.FindStringSubmatch(line); m != nil {
+			take(firstWord(m[1]))
+		}
+		for _, m := range productLink.FindAllStringSubmatch(line, -1) {
+			take(m[1] + m[2])
 		}
 	}
 	for _, n := range sorted {
-		if known[n] {
+		if left[n] {
 			order = append(order, n)
 		}
 	}
@@ -88,18 +187,24 @@ func productOrder(product string, sorted []string) []string {
 }
 
 var (
-	dependsOnLine = regexp.MustCompile(`(?i)^[*_\s]*depends on[*_\s]*:[*_\s]*$`)
-	bulletLine    = regexp.MustCompile(`^\s*[-*+]\s+(.*)$`)
-	linkText      = regexp.MustCompile(`^\[([^\]]+)\]\(([^)]*)\)`)
+	productLink   = regexp.MustCompile(`\(components/([^)/#]+)\.md\)|\(components\.md#([^)\s]+)\)`)
+	dependsOnLine = regexp.MustCompile(`(?i)^[#*_\s]*depends on[*_\s]*:?[*_\s]*$`)
+	bulletLine    = regexp.MustCompile(`^\s*(?:[-*+]|\d+\.)\s+(.*)$`)
+	linkText      = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
 )
 
-// dependsOn returns the leading name of each bullet under every
-// "depends on:" line. A bullet reads "- name", "- name: why", "- name - why"
-// or "- [name](link) - why"; decoration around the name is dropped.
-func dependsOn(body string) []string {
-	var deps []string
+// bullet is a dependency bullet as written, and its line in the body
+// (from 0).
+type bullet struct {
+	text string
+	line int
+}
+
+// dependsOn returns the bullets under every "depends on:" line.
+func dependsOn(body string) []bullet {
+	var out []bullet
 	in := false
-	for _, line := range strings.Split(body, "\n") {
+	for i, line := range strings.Split(body, "\n") {
 		line = strings.TrimRight(line, "\r")
 		if dependsOnLine.MatchString(line) {
 			in = true
@@ -115,25 +220,49 @@ func dependsOn(body string) []string {
 			}
 			continue
 		}
-		if name := bulletName(m[1]); name != "" {
-			deps = append(deps, name)
+		if b := strings.TrimSpace(m[1]); b != "" {
+			out = append(out, bullet{b, i})
 		}
 	}
-	return deps
+	return out
 }
 
-func bulletName(s string) string {
-	s = strings.TrimSpace(strings.NewReplacer("`", "", "**", "").Replace(s))
-	if m := linkText.FindStringSubmatch(s); m != nil {
-		s = m[1]
+// firstWord is the first word of a bullet or heading with its markdown
+// (links, emphasis, code) and trailing punctuation taken off: "[db](x) -
+// schema" and "**db**: schema" both give db.
+func firstWord(s string) string {
+	s = linkText.ReplaceAllString(s, "$1")
+	s = strings.NewReplacer("`", "", "**", "", "__", "").Replace(s)
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return ""
 	}
-	if i := strings.IndexAny(s, ":,;("); i >= 0 {
-		s = s[:i]
+	w := fields[0]
+	if i := strings.IndexAny(w, "(:,;"); i >= 0 {
+		w = w[:i]
 	}
-	if i := strings.Index(s, " - "); i >= 0 {
-		s = s[:i]
+	return strings.TrimRight(w, ".!?")
+}
+
+// lookup finds the component a word names: exactly, or else in another
+// case when that is unambiguous (prose capitalises the first word).
+func lookup(word string, names []string) string {
+	if word == "" {
+		return ""
 	}
-	return strings.ToLower(strings.TrimSpace(s))
+	found := ""
+	for _, n := range names {
+		if n == word {
+			return n
+		}
+		if strings.EqualFold(n, word) {
+			if found != "" {
+				return ""
+			}
+			found = n
+		}
+	}
+	return found
 }
 
 func contains(list []string, s string) bool {

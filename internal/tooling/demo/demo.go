@@ -299,8 +299,10 @@ func (s *show) intro(parts []*sim.Participant) {
 	if s.o.CI {
 		ci = "on"
 	}
-	fmt.Fprintf(s.o.Out, "foreman demo: building %s (%s)\n%s\nclock: one contract minute = %s; times below are contract time; CI gating %s\n\n",
-		buildName, strings.Join(names, ", "), strings.Join(cast, "; "), s.o.Minute, ci)
+	// The rules that differ from the defaults are said, so that FIX n/2 is
+	// not read as foreman miscounting the default three attempts.
+	fmt.Fprintf(s.o.Out, "foreman demo: building %s (%s)\n%s\nclock: one contract minute = %s; times below are contract time; CI gating %s; %d audit attempts\n\n",
+		buildName, strings.Join(names, ", "), strings.Join(cast, "; "), s.o.Minute, ci, rules(s.o.CI).AuditAttempts)
 }
 
 var roleLabels = map[string]string{

@@ -207,3 +207,13 @@ func TestBuilderJoiningLateCatchesUpFromHistory(t *testing.T) {
 	w.advance(time.Minute)
 	assert.Equal(t, []string{"CLAIM catalog"}, w.take())
 }
+
+func TestBuilderPicksUpFromTheProgressTheACKReports(t *testing.T) {
+	w, b := newWorld(t, me), newBuilder("cal", steady())
+	w.hear(b, "TASKS cart")
+	w.advance(time.Minute)
+	assert.Equal(t, []string{"CLAIM cart"}, w.take())
+	w.hear(b, "ACK cart "+me+" after RETRY of @dex (2/2 audits failed): progress 80%, PR dex/cart, last audit: discounts ignored")
+	w.advance(4 * time.Minute)
+	assert.Equal(t, []string{"PROGRESS cart 85 picking up from 80%"}, w.take())
+}

@@ -32,7 +32,8 @@ func TestParseReply(t *testing.T) {
 
 func TestResumedAt(t *testing.T) {
 	assert.Equal(t, 40, resumedAt("after TIMEOUT of @b1: progress 40%"))
-	assert.Equal(t, 50, resumedAt("after RETRY of @b1 (2/2 audits failed): progress 100%, PR pr/1"))
+	assert.Equal(t, 80, resumedAt("after RETRY of @b1 (2/2 audits failed): progress 80%, PR pr/1"))
+	assert.Equal(t, 60, resumedAt("after ABORT by @b1 (context_exhaustion_handoff at 60%): progress 60%"), "the progress left, not the note")
 	assert.Equal(t, 0, resumedAt("after TIMEOUT of @b1: no progress reported"))
 	assert.Equal(t, 0, resumedAt(""))
 }

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/tooling/demo"
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// chatIntro is said when the chat client starts: typing at a silent
+// prompt should not require reading the help first.
+const chatIntro = `Type a line and press Enter to say it in the room: protocol lines (CLAIM api,
+PROGRESS api 50, STATUS, RESOLVE api ...) or plain chat. /help lists them,
+/quit leaves (so does Ctrl-D, once what you typed has reached the room).
+`
+
+const chatHelp = `Lines you can say (the full guide: foreman prompt):
+  builders   CLAIM c | PROGRESS c pct [note] | BLOCKED c dep [note]
+             CONFLICT c other files|interface [details] | READY c pr | ABORT c reason
+  reviewers  AUDIT c PASS|FAIL [details] | CI c PASS|FAIL|CONFLICT [details]
+  anyone     STATUS [c]
+  operators  ASSIGN c @id | RELEASE c | RESOLVE c [note] | OVERRIDE c | MERGED c
+             DEPEND c dep | UNDEPEND c dep | ADD c [dep...] | PAUSE | RESUME
+Here, not sent: /help this list, /quit leave.
+`
+
+// roomShow prints the room, each line with the time it was said. Names are
+// learned from the room; the coordinator is the one given, or the first to
+// say TASKS.
+type roomShow struct {
+	p     *demo.Printer
+	w     io.Writer
+	color bool
+	coord string
+	names map[string]string
+	self  string // the agent's own id, shown with its role
+	role  string
+}
+
+func newRoomShow(w io.Writer, color bool, coord string) *roomShow {
+	return &roomShow{w: w, color: color, coord: coord, names: map[string]string{}}
+}
+
+// line shows a line heard or said just now.
+func (s *roomShow) line(from, name, text string) { s.lineAt(time.Now(), from, name, text) }
+
+// lineAt shows a line said at a given time: the room's replayed history
+// is old, and shown as old.
+func (s *roomShow) lineAt(at time.Time, from, name, text string) {
+	if s.coord == "" && protocol.VerbOf(text) == protocol.ReplyTasks {
+		s.coord = from
+	}
+	if name == "" {
+		name = from
+	}
+	if s.p == nil || s.names[from] != name {
+		s.names[from] = name
+		members := map[string]demo.Member{}
+		for id, n := range s.names {
+			members[id] = demo.Member{Name: n}
+		}
+		s.p = demo.NewPrinter(s.w, s.color, members)
+	}
+	m := demo.Member{Name: name}
+	switch from {
+	case s.coord:
+		m.Role = demo.RoleCoordinator
+	case s.self:
+		m.Role = s.role
+	}
+	s.p.Print(clock(at, time.Now()), m, text)
+}
+
+// clock shows a time of today as a time of day, and an older one with its
+// date.
+func clock(at, now time.Time) string {
+	if at.IsZero() {
+		at = now
+	}
+	at = at.In(now.Location())
+	if y, m, d := at.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return at.Format(time.TimeOnly)
+	}
+	return at.Format("Jan 02 15:04:05")
+}
+
+// chat prints the room and sends what is typed, one line per message line,
+// until /quit or the end of stdin (after what was typed has reached the
+// room) or ctx. What the agent says is shown when the room echoes it, with
+// the room's time: shown means delivered. Local notices go to notes.
+func chat(ctx context.Context, stdin io.Reader, notes io.Writer, cfg agentchat.Config, show *roomShow, joined func()) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	client := agentchat.New(cfg)
+	runErr := make(chan error, 1)
+	go func() { runErr <- client.Run(ctx) }()
+	typed := make(chan string)
+	go func() {
+		defer close(typed)
+		sc := bufio.NewScanner(stdin)
+		for sc.Scan() {
+			select {
+			case typed <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var seq uint64
+	sent := map[uint64]string{} // lines not yet echoed by the room
+	in := false
+	leaving := false
+	var giveUp <-chan time.Time
+	leave := func() {
+		typed, leaving = nil, true
+		giveUp = time.After(10 * time.Second)
+		if len(sent) == 0 {
+			cancel()
+		}
+	}
+	events := client.Events()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return <-runErr
+			}
+			switch ev := ev.(type) {
+			case agentchat.Joined: // what was said before, or while reconnecting
+				if !in {
+					in = true
+					joined()
+				}
+				for _, m := range ev.History {
+					showMessage(show, m)
+				}
+			case agentchat.Message:
+				showMessage(show, ev)
+			case agentchat.Delivered:
+				for _, n := range ev.Seqs {
+					if l, ok := sent[n]; ok {
+						show.lineAt(ev.TS, show.self, show.names[show.self], l)
+						delete(sent, n)
+					}
+				}
+				if leaving && len(sent) == 0 {
+					cancel()
+				}
+			}
+		case l, ok := <-typed:
+			if !ok {
+				leave()
+				continue
+			}
+			switch l = strings.TrimSpace(l); {
+			case l == "":
+			case l == "/quit" || l == "/exit":
+				leave()
+			case l == "/help" || l == "/?":
+				fmt.Fprint(notes, chatHelp)
+			case strings.HasPrefix(l, "/"):
+				fmt.Fprintf(notes, "%s is not a command here: /help lists them (lines starting with / are never sent)\n", strings.Fields(l)[0])
+			default:
+				seq++
+				sent[seq] = l
+				client.Send(agentchat.Line{Seq: seq, Text: l})
+			}
+		case <-giveUp:
+			fmt.Fprintf(notes, "leaving with %d lines the room never confirmed\n", len(sent))
+			cancel()
+		case <-ctx.Done():
+			return <-runErr
+		}
+	}
+}
+
+// showMessage shows a room message at the time the room says it was sent,
+// the agent's own earlier ones included; server notices are not shown.
+// foreman's stamp names the coordinator when its first TASKS is no longer
+// in the room's history.
+func showMessage(show *roomShow, m agentchat.Message) {
+	if m.Notice {
+		return
+	}
+	if show.coord == "" && m.Stamp != nil && strings.HasPrefix(m.Stamp.Tag, "foreman ") {
+		show.coord = m.From
+	}
+	for l := range protocol.Lines(m.Body()) {
+		show.lineAt(m.TS, m.From, m.FromName, strings.TrimSpace(l))
+	}
+}

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"text/template"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// initFlags are foreman init's settings.
+type initFlags struct {
+	name, identity, url, channel, spec, build string
+	force                                     bool
+}
+
+func (a *app) initCommand() *cobra.Command {
+	var f initFlags
+	cmd := &cobra.Command{
+		Use:   "init [CONFIG]",
+		Short: "Write a config with you as the operator, and the identities it needs",
+		Long: `init writes a configuration (foreman.yaml here by default, which every command
+then reads without being told) and creates the two identities it names:
+foreman's own key, and yours, listed as the build's operator, so that you can
+settle what foreman escalates (RESOLVE, RELEASE, ASSIGN, PAUSE, ...). Keys go
+in .foreman/ beside the config, mode 0600, kept out of git by a .gitignore.
+An identity file that exists already is used as it is: a new key would be a
+new agent id.
+
+The build is the bookshop of foreman's README unless --spec names an owl spec
+directory. init refuses to replace a config that exists unless --force.`,
+		Example: `  foreman init
+  foreman init --name olga --spec ./owl
+  foreman init shop/foreman.yaml --url ws://chat.example:6667 --identity ~/.agentchat/identity.json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file := configArg(args)
+			if file == "" {
+				file = defaultConfig
+			}
+			return a.initConfig(file, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.name, "name", "", "your display name as the operator (default: $USER)")
+	fl.StringVar(&f.identity, "identity", "", "your identity file, created if missing (default: .foreman/NAME.json beside the config)")
+	fl.StringVar(&f.url, "url", "ws://127.0.0.1:6667", "the AgentChat server (server.url)")
+	fl.StringVar(&f.channel, "channel", "#build", "the room (server.channel)")
+	fl.StringVar(&f.spec, "spec", "", "read the components from this owl spec directory (build.spec)")
+	fl.StringVar(&f.build, "build", "", "the build's name (default: the spec's product.md title, or bookshop)")
+	fl.BoolVar(&f.force, "force", false, "replace an existing config (identity files are kept)")
+	return cmd
+}
+
+// initPlan is what init writes, worked out before anything is written.
+type initPlan struct {
+	File, Dir          string // the config, and the directory its paths are relative to
+	URL, Channel       string
+	Build              string
+	Spec               string // build.spec as written in the config, or ""
+	Components         []coordinator.Component
+	Operator           string // the operator's display name
+	OperatorID         string
+	OperatorKey        string // as typed in a shell here
+	ForemanKey         string // as written in the config
+	ForemanID          string
+	createdF, createdO bool
+}
+
+func (a *app) initConfig(file string, f initFlags) error {
+	if _, err := os.Stat(file); err == nil && !f.force {
+		return fmt.Errorf("%s exists: foreman init does not replace a config (--force does; identity files are kept)", file)
+	}
+	p := initPlan{File: file, Dir: filepath.Dir(file), URL: f.url, Channel: f.channel, Build: f.build, ForemanKey: ".foreman/identity.json"}
+	p.Operator = f.name
+	if p.Operator == "" {
+		p.Operator = displayName(os.Getenv("USER"))
+	}
+	if !nameRE.MatchString(p.Operator) || p.Operator == "foreman" {
+		return fmt.Errorf("--name %q: your display name in the room, 1 to 32 letters, digits, _ or -, and not foreman's", p.Operator)
+	}
+	if err := p.readBuild(f.spec); err != nil {
+		return err
+	}
+	p.OperatorKey = f.identity
+	if p.OperatorKey == "" {
+		p.OperatorKey = filepath.Join(p.Dir, ".foreman", p.Operator+".json")
+	}
+	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+		return err
+	}
+	// The config is checked as foreman will read it before any key is made.
+	p.ForemanID, p.OperatorID = "@0000000000000000", "@0000000000000001"
+	if err := p.check(); err != nil {
+		return err
+	}
+	if err := p.identities(); err != nil {
+		return err
+	}
+	text, err := p.render()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(file, text, 0o644); err != nil {
+		return err
+	}
+	ignore := filepath.Join(p.Dir, ".foreman", ".gitignore")
+	if _, err := os.Stat(ignore); errors.Is(err, os.ErrNotExist) {
+		// Keys and the journal: never to be committed.
+		if err := os.WriteFile(ignore, []byte("*\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	p.report(a)
+	return nil
+}
+
+var (
+	notName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+	nameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+)
+
+// check loads the config as rendered, from beside where it will be (its
+// paths are relative to it).
+func (p *initPlan) check() error {
+	text, err := p.render()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(p.Dir, ".foreman-init-*.yaml")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(text)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := config.Load(tmp.Name(), nil, nil); err != nil {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			return fmt.Errorf("the config init would write is not valid: %s (check --url, --channel and --build)", ce)
+		}
+		return err
+	}
+	return nil
+}
+
+// displayName makes a room display name of a login name.
+func displayName(user string) string {
+	n := strings.Trim(notName.ReplaceAllString(user, "-"), "-")
+	if len(n) > 32 {
+		n = n[:32]
+	}
+	if n == "" || n == "foreman" {
+		return "operator"
+	}
+	return n
+}
+
+// readBuild takes the components from the spec, or the starter build.
+func (p *initPlan) readBuild(spec string) error {
+	if spec == "" {
+		if p.Build == "" {
+			p.Build = "bookshop"
+		}
+		p.Components = starterBuild()
+		return nil
+	}
+	comps, _, err := config.ReadOwlSpec(spec)
+	if err != nil {
+		return fmt.Errorf("--spec: %w", err)
+	}
+	p.Components = comps
+	abs, err := filepath.Abs(spec)
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(p.Dir)
+	if err != nil {
+		return err
+	}
+	if p.Spec, err = filepath.Rel(dir, abs); err != nil {
+		p.Spec = abs
+	}
+	if p.Build == "" {
+		p.Build = productTitle(spec)
+	}
+	return nil
+}
+
+// productTitle is the spec's name, from product.md's first heading.
+func productTitle(spec string) string {
+	b, err := os.ReadFile(filepath.Join(spec, "product.md"))
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if t, ok := strings.CutPrefix(strings.TrimSpace(line), "# "); ok {
+				if w := strings.TrimSpace(t); protocol.CleanWord(w, protocol.MaxName) == w && w != "" {
+					return w
+				}
+				break
+			}
+		}
+	}
+	return "build"
+}
+
+// starterBuild is the bookshop of config.example.yaml and the demo.
+func starterBuild() []coordinator.Component {
+	return []coordinator.Component{
+		{Name: "db"},
+		{Name: "auth", Deps: []string{"db"}},
+		{Name: "catalog", Deps: []string{"db"}},
+		{Name: "cart", Deps: []string{"auth", "catalog"}},
+		{Name: "payments", Deps: []string{"cart"}},
+		{Name: "mailer", Deps: []string{"payments"}},
+		{Name: "web", Deps: []string{"catalog", "cart", "payments"}},
+	}
+}
+
+// identities loads or creates foreman's key and the operator's.
+func (p *initPlan) identities() error {
+	fpath := filepath.Join(p.Dir, p.ForemanKey)
+	fid, created, err := agentchat.LoadOrCreateIdentity(fpath, "foreman")
+	if err != nil {
+		return fmt.Errorf("foreman's identity %s: %w", fpath, err)
+	}
+	p.ForemanID, p.createdF = fid.AgentID(), created
+	oid, created, err := agentchat.LoadOrCreateIdentity(p.OperatorKey, p.Operator)
+	if err != nil {
+		return fmt.Errorf("your identity %s: %w", p.OperatorKey, err)
+	}
+	if oid.AgentID() == p.ForemanID {
+		return fmt.Errorf("--identity %s is foreman's own key: the operator needs one of its own", p.OperatorKey)
+	}
+	p.OperatorID, p.createdO = oid.AgentID(), created
+	return nil
+}
+
+var configTemplate = template.Must(template.New("config").Parse(`# foreman's configuration, written by foreman init. Paths are relative to
+# this file. Every key, with its default, is documented in foreman's
+# config.example.yaml; ` + "`foreman validate`" + ` checks this file.
+
+server:
+  # The room. ` + "`foreman serve`" + ` runs one here; a stock AgentChat server
+  # makes a key it has never seen wait an hour before it may send.
+  url: {{.URL}}
+  channel: "{{.Channel}}"
+  # foreman's own key ({{.ForemanID}}): keep it private.
+  identity: {{.ForemanKey}}
+  name: foreman
+
+build:
+  name: {{.Build}}
+{{- if .Spec}}
+  # The components and their dependencies, from an owl spec.
+  spec: {{.Spec}}
+{{- else}}
+  # The starter build of foreman's README: replace it with your own
+  # components, or set spec to an owl spec directory instead.
+  components:
+{{- range .Components}}
+    - name: {{.Name}}
+{{- if .Deps}}
+      depends_on: [{{range $i, $d := .Deps}}{{if $i}}, {{end}}{{$d}}{{end}}]
+{{- end}}
+{{- end}}
+{{- end}}
+
+roles:
+  # Sender ids, never display names. Operators settle escalations (RESOLVE,
+  # RELEASE, ASSIGN, ...): {{.Operator}}, whose key is {{.OperatorKey}}.
+  operators: ["{{.OperatorID}}"]
+
+journal:
+  # Every input foreman handles, so that a restart resumes the build.
+  path: .foreman/journal
+
+http:
+  # The board, /metrics and /healthz; ` + "`foreman status`" + ` reads it.
+  listen: 127.0.0.1:9090
+`))
+
+func (p *initPlan) render() ([]byte, error) {
+	var b bytes.Buffer
+	if err := configTemplate.Execute(&b, p); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// report says what was written and what to run next, with the config
+// named only when the commands would not find it by themselves.
+func (p *initPlan) report(a *app) {
+	out := a.stdout
+	fmt.Fprintf(out, "wrote %s: build %s (%d components), room %s at %s\n", p.File, p.Build, len(p.Components), p.Channel, p.URL)
+	verb := map[bool]string{true: "created", false: "using"}
+	fmt.Fprintf(out, "%s %s: foreman, agent id %s\n", verb[p.createdF], filepath.Join(p.Dir, p.ForemanKey), p.ForemanID)
+	fmt.Fprintf(out, "%s %s: you (%s), agent id %s, the operator\n", verb[p.createdO], p.OperatorKey, p.Operator, p.OperatorID)
+	if j := filepath.Join(p.Dir, ".foreman", "journal"); pathExists(j) {
+		fmt.Fprintf(out, "note: %s holds an earlier build, which foreman run resumes; delete it to start afresh\n", j)
+	}
+	arg := ""
+	if p.File != defaultConfig {
+		arg = " " + p.File
+	}
+	fmt.Fprintf(out, `
+Next, each in a terminal of its own, from here:
+  # a chat room at %[2]s
+  foreman serve%[1]s
+  # foreman joins %[3]s and coordinates; its board is on http://127.0.0.1:9090
+  foreman run%[1]s
+  # you, the operator, in %[3]s: type STATUS, RESOLVE c, ... or /help
+  foreman agent%[1]s --role chat --identity %[4]s
+Agents join the same room: foreman agent%[1]s --role builder is a scripted one, and
+foreman prompt prints the guide that teaches an LLM agent the protocol.
+`, arg, p.URL, p.Channel, p.OperatorKey)
+}
+
+func pathExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

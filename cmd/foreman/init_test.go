@@ -1,0 +1,146 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/config"
+)
+
+func TestInitMakesYouTheOperator(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, out, errOut := foreman(t, "init", "--name", "olga")
+	require.Equal(t, 0, code, errOut)
+
+	me, err := agentchat.LoadIdentity(".foreman/olga.json")
+	require.NoError(t, err)
+	assert.Equal(t, "olga", me.Name)
+	bot, err := agentchat.LoadIdentity(".foreman/identity.json")
+	require.NoError(t, err)
+	for _, key := range []string{".foreman/olga.json", ".foreman/identity.json"} {
+		_, open := agentchat.OpenToOthers(key)
+		assert.False(t, open, key)
+	}
+	ignore, err := os.ReadFile(".foreman/.gitignore")
+	require.NoError(t, err)
+	assert.Equal(t, "*\n", string(ignore), "keys and journal stay out of git")
+
+	c, err := config.Load("foreman.yaml", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{me.AgentID()}, c.Roles.Operators)
+	assert.Equal(t, ".foreman/identity.json", c.Server.Identity)
+	assert.Len(t, c.Build.Components, 7)
+
+	assert.Contains(t, out, "wrote foreman.yaml: build bookshop (7 components), room #build at ws://127.0.0.1:6667\n")
+	assert.Contains(t, out, "created .foreman/identity.json: foreman, agent id "+bot.AgentID())
+	assert.Contains(t, out, "created .foreman/olga.json: you (olga), agent id "+me.AgentID()+", the operator")
+	assert.Contains(t, out, "\n  foreman serve\n")
+	assert.Contains(t, out, "\n  foreman run\n")
+	assert.Contains(t, out, "\n  foreman agent --role chat --identity .foreman/olga.json\n")
+	assert.NotContains(t, out, "holds an earlier build")
+
+	code, out, errOut = foreman(t, "validate")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "warning:", "an operator, keys kept private")
+
+	code, _, errOut = foreman(t, "init", "--name", "olga")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "foreman.yaml exists: foreman init does not replace a config (--force does")
+
+	assert.Equal(t, filepath.Join(".foreman", "journal"), c.Journal, "the journal is a directory beside the keys")
+	require.NoError(t, os.MkdirAll(c.Journal, 0o700))
+	code, out, errOut = foreman(t, "init", "--name", "olga", "--force", "--channel", "#shop")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "note: .foreman/journal holds an earlier build, which foreman run resumes")
+	assert.Contains(t, out, "using .foreman/identity.json: foreman, agent id "+bot.AgentID(), "a key is never replaced")
+	assert.Contains(t, out, "using .foreman/olga.json: you (olga), agent id "+me.AgentID())
+	c, err = config.Load("foreman.yaml", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "#shop", c.Server.Channel)
+}
+
+func TestInitElsewhereWithASpec(t *testing.T) {
+	example, err := filepath.Abs("../../examples/bookshop")
+	require.NoError(t, err)
+	t.Chdir(t.TempDir())
+	copyDir(t, example, "owl")
+	code, out, errOut := foreman(t, "init", "shop/foreman.yaml", "--name", "olga", "--spec", "owl")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "wrote shop/foreman.yaml: build bookshop (7 components)", "the build is named after product.md")
+	assert.Contains(t, out, "\n  foreman run shop/foreman.yaml\n", "a config that is not found by default is named")
+	assert.Contains(t, out, "--identity shop/.foreman/olga.json\n")
+
+	c, err := config.Load("shop/foreman.yaml", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "../owl", c.Build.Spec, "relative to the config")
+	assert.Len(t, c.Build.Components, 7)
+	assert.Equal(t, filepath.Join("shop", ".foreman", "identity.json"), c.Server.Identity)
+}
+
+func TestInitRefusesBadSettings(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, _, errOut := foreman(t, "init", "--name", "o l g a")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `--name "o l g a": your display name`)
+
+	code, _, errOut = foreman(t, "init", "--name", "olga", "--url", "http://x")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `server.url: "http://x" is not a ws:// or wss:// URL`)
+	_, err := os.Stat(".foreman")
+	assert.ErrorIs(t, err, os.ErrNotExist, "nothing is made for a config that cannot be written")
+	_, err = os.Stat("foreman.yaml")
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestDisplayName(t *testing.T) {
+	for user, want := range map[string]string{"olga": "olga", "o.lga smith": "o-lga-smith", "": "operator", "foreman": "operator", "...": "operator"} {
+		assert.Equal(t, want, displayName(user), user)
+	}
+}
+
+// copyDir copies the files under from to to.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	require.NoError(t, filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(from, path)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	}))
+}
+
+func TestPromptPrintsTheGuideAndThisBuild(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, out, errOut := foreman(t, "prompt")
+	require.Equal(t, 0, code, errOut)
+	assert.True(t, strings.HasPrefix(out, "# Working with foreman: a guide for agents\n"))
+	assert.NotContains(t, out, "## This build", "no config, no build to describe")
+
+	code, _, errOut = foreman(t, "init", "--name", "olga")
+	require.Equal(t, 0, code, errOut)
+	bot, err := agentchat.LoadIdentity(".foreman/identity.json")
+	require.NoError(t, err)
+	code, out, errOut = foreman(t, "prompt")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "\n## This build\n\n- The room: channel `#build` on `ws://127.0.0.1:6667`.\n- foreman is `foreman`, sender id `"+bot.AgentID()+"`.")
+	assert.Contains(t, out, "- Check in at least every 10m0s (TIMEOUT after 3 missed); 3 audit attempts per builder")
+	assert.Contains(t, out, "  - `cart`, after `auth`, `catalog`\n")
+}

@@ -1,0 +1,67 @@
+package bot
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
+)
+
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// Replies that go out together, in one chat message, are logged one line
+// per entry: a said= value never holds a newline.
+func TestEachLineSaidIsLoggedOnItsOwn(t *testing.T) {
+	r := roomtest.Start(t)
+	b1 := r.Join(t, "b1")
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	cfg := fastConfig(t, r.URL(), t.TempDir(), coordinator.Component{Name: "db"}, coordinator.Component{Name: "web"})
+	var log lockedLog
+	_, stop := runBot(t, cfg, id, func(o *Options) { o.Logger = zerolog.New(&log) })
+	bot := id.AgentID()
+
+	b1.Await(bot, "TASKS db web")
+	b1.Say("CLAIM db\nSTATUS db\nSTATUS web")
+	b1.Await(bot, "STATUS web")
+	require.NoError(t, stop())
+
+	var said []string
+	sc := bufio.NewScanner(strings.NewReader(log.String()))
+	for sc.Scan() {
+		var entry struct{ Said string }
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &entry), sc.Text())
+		if entry.Said != "" {
+			assert.NotContains(t, entry.Said, "\n")
+			said = append(said, entry.Said)
+		}
+	}
+	require.GreaterOrEqual(t, len(said), 3, log.String())
+	assert.Equal(t, "ACK db "+b1.ID, said[1])
+	assert.True(t, strings.HasPrefix(said[2], "STATUS db building"), said[2])
+}
