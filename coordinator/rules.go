@@ -125,9 +125,11 @@ func (r Rules) Check() error {
 			return err
 		}
 	}
-	if d := r.CheckinInterval * time.Duration(r.MissedCheckins); d > MaxDuration {
-		return fmt.Errorf("missed_checkins: %d x checkin_interval %s is a deadline of %s, over the most allowed, %s (a year)",
-			r.MissedCheckins, r.CheckinInterval, d, MaxDuration)
+	// Divided, not multiplied: the product of two values within bounds can
+	// overflow.
+	if r.MissedCheckins > 0 && r.CheckinInterval > MaxDuration/time.Duration(r.MissedCheckins) {
+		return fmt.Errorf("missed_checkins: %d x checkin_interval %s is a deadline over the most allowed, %s (a year)",
+			r.MissedCheckins, r.CheckinInterval, MaxDuration)
 	}
 	return nil
 }

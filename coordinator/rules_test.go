@@ -70,7 +70,10 @@ func TestRulesBounds(t *testing.T) {
 	r := DefaultRules()
 	require.NoError(t, r.Set("checkin_interval", "24h"))
 	require.NoError(t, r.Set("missed_checkins", "400"))
-	assert.EqualError(t, r.Check(), "missed_checkins: 400 x checkin_interval 24h0m0s is a deadline of 9600h0m0s, over the most allowed, 8760h0m0s (a year)")
+	assert.EqualError(t, r.Check(), "missed_checkins: 400 x checkin_interval 24h0m0s is a deadline over the most allowed, 8760h0m0s (a year)")
+	require.NoError(t, r.Set("checkin_interval", "8760h"))
+	require.NoError(t, r.Set("missed_checkins", "1000"))
+	assert.ErrorContains(t, r.Check(), "missed_checkins: 1000 x checkin_interval", "a product that would overflow is caught")
 	_, err := New(Config{Build: "b", Rules: r})
 	assert.ErrorContains(t, err, "rules.missed_checkins: ")
 

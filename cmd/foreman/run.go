@@ -34,8 +34,11 @@ stopped. Every input is journaled, so a restart (even after kill -9) resumes
 exactly where it stopped; the time foreman was away counts as a pause.
 
 Signals: SIGINT and SIGTERM shut down gracefully (the journal is flushed and
-queued replies get a few seconds to go out); SIGHUP reloads the components and
-their dependencies from the config, with the cycle check.`,
+queued replies get a few seconds to go out); SIGHUP reloads the components,
+their dependencies (with the cycle check) and the roles from the config.
+
+--new-build starts a new build even when the room shows that this identity
+coordinates one there that its journal does not know (the journal was lost).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := a.configFile
