@@ -15,6 +15,7 @@ import (
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/tooling/demo"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -177,7 +178,7 @@ func (p *initPlan) readBuild(spec string) error {
 		if p.Build == "" {
 			p.Build = "bookshop"
 		}
-		p.Components = starterBuild()
+		p.Components = demo.Bookshop()
 		return nil
 	}
 	comps, _, err := config.ReadOwlSpec(spec)
@@ -216,19 +217,6 @@ func productTitle(spec string) string {
 		}
 	}
 	return "build"
-}
-
-// starterBuild is the bookshop of config.example.yaml and the demo.
-func starterBuild() []coordinator.Component {
-	return []coordinator.Component{
-		{Name: "db"},
-		{Name: "auth", Deps: []string{"db"}},
-		{Name: "catalog", Deps: []string{"db"}},
-		{Name: "cart", Deps: []string{"auth", "catalog"}},
-		{Name: "payments", Deps: []string{"cart"}},
-		{Name: "mailer", Deps: []string{"payments"}},
-		{Name: "web", Deps: []string{"catalog", "cart", "payments"}},
-	}
 }
 
 // identities loads or creates foreman's key and the operator's.

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"regexp"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,25 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
 // syncBuffer is written by the command while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = roomtest.SyncBuffer
 
 func TestServeRunsUntilInterrupted(t *testing.T) {
 	var stdout, stderr syncBuffer

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -146,7 +145,7 @@ func TestLogSaysSaidOnlyOnceEchoed(t *testing.T) {
 	b1 := r.Join(t, "b1")
 	id := newID(t)
 	cfg := fastConfig(t, r.URL(), t.TempDir(), coordinator.Component{Name: "db"})
-	var logs lockedBuffer
+	var logs roomtest.SyncBuffer
 	_, stop := runBot(t, cfg, id, func(o *Options) { o.Logger = zerolog.New(&logs).Level(zerolog.DebugLevel) })
 	b1.Await(id.AgentID(), "TASKS db")
 	b1.Say("CLAIM db")
@@ -159,21 +158,4 @@ func TestLogSaysSaidOnlyOnceEchoed(t *testing.T) {
 	said := strings.Index(out, `"said":"ACK db `+b1.ID+`"`)
 	require.True(t, queued >= 0 && said >= 0, out)
 	assert.Less(t, queued, said, "queued first, said on the echo")
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -16,15 +16,12 @@ import (
 
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/tooling/demo"
 	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
 // bookshop is the build the fault tests run.
-var bookshop = []coordinator.Component{
-	{Name: "db"}, {Name: "auth", Deps: []string{"db"}}, {Name: "catalog", Deps: []string{"db"}},
-	{Name: "cart", Deps: []string{"auth", "catalog"}}, {Name: "payments", Deps: []string{"cart"}},
-	{Name: "mailer", Deps: []string{"payments"}}, {Name: "web", Deps: []string{"catalog", "cart", "payments"}},
-}
+var bookshop = demo.Bookshop()
 
 // botProcess is foreman run as a child process, with its own identity and
 // journal, against a test room.

@@ -112,7 +112,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer srv.Close()
 
-	s := &show{o: o, res: &Result{Build: buildName, Components: len(components()), Minute: o.Minute, Dir: o.Dir},
+	s := &show{o: o, res: &Result{Build: buildName, Components: len(Bookshop()), Minute: o.Minute, Dir: o.Dir},
 		complete: make(chan struct{})}
 	botID, err := agentchat.NewIdentity(botName)
 	if err != nil {
@@ -276,7 +276,7 @@ func (s *show) cast(url string, rate time.Duration, coord string) ([]*sim.Partic
 // intro says what is about to happen and who is who.
 func (s *show) intro(parts []*sim.Participant) {
 	var names []string
-	for _, c := range components() {
+	for _, c := range Bookshop() {
 		names = append(names, c.Name)
 	}
 	byRole := map[string][]string{}
@@ -325,7 +325,7 @@ func (s *show) config(url string, rate time.Duration, dir string, parts []*sim.P
 	}
 	return &config.Config{
 		Server:  config.Server{URL: url, Channel: channel, Name: botName, RateLimit: rate},
-		Build:   config.Build{Name: buildName, Components: components()},
+		Build:   config.Build{Name: buildName, Components: Bookshop()},
 		Roles:   roles,
 		Rules:   scaled(rules(s.o.CI), s.o.Minute),
 		Journal: filepath.Join(dir, journalFile),

@@ -10,7 +10,8 @@ import (
 // The build is the bookshop of config.example.yaml and examples/bookshop.
 const buildName = "bookshop"
 
-func components() []coordinator.Component {
+// Bookshop is the demo's build, which `foreman init` starts users with too.
+func Bookshop() []coordinator.Component {
 	return []coordinator.Component{
 		{Name: "db"},
 		{Name: "auth", Deps: []string{"db"}},

@@ -32,7 +32,7 @@ func Simulate(o Options) (*Result, error) {
 	o.defaults()
 	rate := RateLimit(o.Minute)
 	stage := sim.NewStage(virtualStart, rate)
-	s := &show{o: o, res: &Result{Build: buildName, Components: len(components()), Minute: o.Minute, Virtual: true},
+	s := &show{o: o, res: &Result{Build: buildName, Components: len(Bookshop()), Minute: o.Minute, Virtual: true},
 		complete: make(chan struct{}), now: stage.Now,
 		identity: func(name string) *agentchat.Identity { return seededIdentity(name, o.Seed) }}
 	botID := s.identity(botName).AgentID()
