@@ -2,11 +2,10 @@ package bot
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
@@ -17,23 +16,6 @@ import (
 	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // Replies that go out together, in one chat message, are logged one line
 // per entry: a said= value never holds a newline.
 func TestEachLineSaidIsLoggedOnItsOwn(t *testing.T) {
@@ -42,13 +24,15 @@ func TestEachLineSaidIsLoggedOnItsOwn(t *testing.T) {
 	id, err := agentchat.NewIdentity("foreman")
 	require.NoError(t, err)
 	cfg := fastConfig(t, r.URL(), t.TempDir(), coordinator.Component{Name: "db"}, coordinator.Component{Name: "web"})
-	var log lockedLog
+	var log roomtest.SyncBuffer
 	_, stop := runBot(t, cfg, id, func(o *Options) { o.Logger = zerolog.New(&log) })
 	bot := id.AgentID()
 
 	b1.Await(bot, "TASKS db web")
 	b1.Say("CLAIM db\nSTATUS db\nSTATUS web")
 	b1.Await(bot, "STATUS web")
+	// "said" is logged on the bot's own echo, which it may read after b1.
+	require.Eventually(t, func() bool { return strings.Contains(log.String(), `"said":"STATUS web`) }, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, stop())
 
 	var said []string
