@@ -105,3 +105,21 @@ func TestReloadChangesRoles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"OK RESUME"}, back.doReceive(msg("@new", "RESUME", 4*time.Second)))
 }
+
+// Senders without a display name are not "-": ASSIGN @- names nobody.
+func TestNamelessSendersHaveNoName(t *testing.T) {
+	e := started(t, func(c *Config) { c.Roles = Roles{Operators: []string{"@op"}} })
+	e.doReceive(Message{From: "@7f3a9c01", At: at(time.Second), Content: "hello"})
+	out := e.doReceive(msg("@op", "ASSIGN db @-", 2*time.Second))
+	assert.Equal(t, []string{"REJECT db @op @- has not spoken in this room; name a sender id, as STATUS shows owners"}, out)
+}
+
+// A snapshot shares no roles with the engine, which a reload may change
+// while the shell encodes the snapshot.
+func TestSnapshotOwnsItsRoles(t *testing.T) {
+	e := started(t, func(c *Config) { c.Roles = Roles{Operators: []string{"@op"}} })
+	s := e.Snapshot()
+	rs := Roles{Operators: []string{"@new"}}
+	e.Step(Event{Kind: KindReload, At: at(time.Second), Components: e.cfg.Components, Roles: &rs})
+	assert.Equal(t, []string{"@op"}, s.Roles.Operators)
+}

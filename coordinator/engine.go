@@ -155,7 +155,7 @@ func (e *Engine) receive(m Message) {
 	if m.ID != "" {
 		e.seen.add(m.ID)
 	}
-	e.senders[m.From] = protocol.CleanWord(m.Name, protocol.MaxName)
+	e.senders[m.From] = senderName(m.Name)
 	e.fireDue(m.At)
 	errs, read := newLineErrors(m.From), 0
 	for line := range protocol.Lines(m.Content) {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/agentforeman/foreman/protocol"
 )
 
 // knows reports whether an operator may name id: a sender the room has
@@ -21,6 +23,15 @@ func (e *Engine) knows(id string) bool {
 		}
 	}
 	return false
+}
+
+// senderName is a display name as kept: one clean word, or "" for none
+// (CleanWord would make that "-", a name someone could type).
+func senderName(name string) string {
+	if name == "" {
+		return ""
+	}
+	return protocol.CleanWord(name, protocol.MaxName)
 }
 
 // maxNamed bounds the ids an unknownAgent reason lists.

@@ -93,12 +93,14 @@ type TrailSnapshot struct {
 	Findings    string `json:"findings,omitempty"`
 }
 
-// Snapshot exports the engine's state.
+// Snapshot exports the engine's state. It shares nothing the engine goes on
+// to change: the shell may encode it in the background.
 func (e *Engine) Snapshot() *Snapshot {
+	roles := e.cfg.Roles // a reload replaces the struct, and its lists with new ones
 	s := &Snapshot{
 		Version: SnapshotVersion, Build: e.cfg.Build, Started: e.started, Instance: e.instance, StartAt: e.startAt,
 		Now: e.now, Paused: e.paused, Offline: e.offline, FrozenAt: e.frozenAt, Complete: e.complete,
-		OvertimeSaid: e.overtimeSaid, BoardAt: e.boardAt, Roles: &e.cfg.Roles, Senders: maps.Clone(e.senders), Seen: e.seen.ids(), Declared: e.cfg.Components,
+		OvertimeSaid: e.overtimeSaid, BoardAt: e.boardAt, Roles: &roles, Senders: maps.Clone(e.senders), Seen: e.seen.ids(), Declared: e.cfg.Components,
 	}
 	for _, n := range e.halted {
 		s.Halted = append(s.Halted, e.graph.Name(n))

@@ -231,7 +231,7 @@ func (b *Bot) RoomStats() agentchat.Stats { return b.client.Stats() }
 func (b *Bot) Run(ctx context.Context) error {
 	defer close(b.stopped)
 	defer b.close()
-	for _, w := range config.Redacted(b.cfg.Build.Name, b.cfg.Build.Components) {
+	for _, w := range b.cfg.Build.Warnings {
 		b.log.Warn().Msg(w)
 	}
 	clientCtx, stopClient := context.WithCancel(context.Background())
