@@ -191,6 +191,7 @@ func TestOwlBulletRules(t *testing.T) {
 		{"`serverr` - the relay", Note, "", "taken literally, names no component"},
 		{"MCP protocol over the server (note)", Note, "", "marked (note)"},
 		{"`client` (note)", Note, "", "marked (note)"},
+		{"`` then the server", Prose, "server=", ""},
 	} {
 		b := readBullet(tc.bullet, "mcp-server", newComponentNames(names))
 		var deps []string

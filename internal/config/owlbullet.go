@@ -8,7 +8,7 @@ import (
 
 // readBullet reads one dependency bullet of component self. Owl specs are
 // prose written for people, so the rule is one a person can predict, in
-// this order (README, "Owl specs"):
+// this order (docs/OWL.md says it for the spec's author):
 //
 //  1. "(note)" anywhere keeps the bullet a note.
 //  2. A bullet that starts with a name in backticks, or with "component:",
@@ -81,13 +81,13 @@ var (
 // "component: runner ...".
 func literalName(text string) (string, bool) {
 	t := strings.TrimSpace(strings.NewReplacer("**", "", "__", "").Replace(text))
+	var name string
 	if m := codeStart.FindStringSubmatch(t); m != nil {
-		return strings.TrimSpace(m[1]), true
+		name = strings.TrimSpace(m[1])
+	} else if m := literalWord.FindStringSubmatch(t); m != nil {
+		name = strings.Trim(m[1], "`*_,.;:()")
 	}
-	if m := literalWord.FindStringSubmatch(t); m != nil {
-		return strings.Trim(m[1], "`*_,.;:()"), true
-	}
-	return "", false
+	return name, name != ""
 }
 
 // plainText is a bullet without its markdown: links give their text (a
