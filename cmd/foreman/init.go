@@ -22,7 +22,7 @@ import (
 // initFlags are foreman init's settings.
 type initFlags struct {
 	name, identity, url, channel, spec, build string
-	force                                     bool
+	force, verbose                            bool
 }
 
 func (a *app) initCommand() *cobra.Command {
@@ -39,7 +39,10 @@ An identity file that exists already is used as it is: a new key would be a
 new agent id.
 
 The build is the bookshop of foreman's README unless --spec names an owl spec
-directory. init refuses to replace a config that exists unless --force.`,
+directory; init then prints the components it read, as foreman validate does:
+one line each with its dependencies and the words of the spec that named them
+(-v lists every "depends on:" bullet and what it was read as). init refuses to
+replace a config that exists unless --force.`,
 		Example: `  foreman init
   foreman init --name olga --spec ./owl
   foreman init shop/foreman.yaml --url ws://chat.example:6667 --identity ~/.agentchat/identity.json`,
@@ -60,6 +63,7 @@ directory. init refuses to replace a config that exists unless --force.`,
 	fl.StringVar(&f.spec, "spec", "", "read the components from this owl spec directory (build.spec)")
 	fl.StringVar(&f.build, "build", "", "the build's name (default: the spec's product.md title, or bookshop)")
 	fl.BoolVar(&f.force, "force", false, "replace an existing config (identity files are kept)")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "with --spec, list every dependency bullet and what it was read as")
 	return cmd
 }
 
@@ -70,7 +74,8 @@ type initPlan struct {
 	Build              string
 	Spec               string // build.spec as written in the config, or ""
 	Components         []coordinator.Component
-	Operator           string // the operator's display name
+	Owl                *config.OwlSpec // how the spec was read, to show
+	Operator           string          // the operator's display name
 	OperatorID         string
 	OperatorKey        string // as typed in a shell here
 	ForemanKey         string // as written in the config
@@ -122,7 +127,7 @@ func (a *app) initConfig(file string, f initFlags) error {
 			return err
 		}
 	}
-	p.report(a)
+	p.report(a, f.verbose)
 	return nil
 }
 
@@ -181,11 +186,11 @@ func (p *initPlan) readBuild(spec string) error {
 		p.Components = demo.Bookshop()
 		return nil
 	}
-	comps, _, err := config.ReadOwlSpec(spec)
+	owl, err := config.ReadOwlSpec(spec)
 	if err != nil {
 		return fmt.Errorf("--spec: %w", err)
 	}
-	p.Components = comps
+	p.Components, p.Owl = owl.Components, owl
 	abs, err := filepath.Abs(spec)
 	if err != nil {
 		return err
@@ -292,12 +297,22 @@ func (p *initPlan) render() ([]byte, error) {
 
 // report says what was written and what to run next, with the config
 // named only when the commands would not find it by themselves.
-func (p *initPlan) report(a *app) {
+func (p *initPlan) report(a *app, verbose bool) {
 	out := a.stdout
 	fmt.Fprintf(out, "wrote %s: build %s (%d components), room %s at %s\n", p.File, p.Build, len(p.Components), p.Channel, p.URL)
 	verb := map[bool]string{true: "created", false: "using"}
 	fmt.Fprintf(out, "%s %s: foreman, agent id %s\n", verb[p.createdF], filepath.Join(p.Dir, p.ForemanKey), p.ForemanID)
 	fmt.Fprintf(out, "%s %s: you (%s), agent id %s, the operator\n", verb[p.createdO], p.OperatorKey, p.Operator, p.OperatorID)
+	if p.Owl != nil {
+		// What the spec was read as, for its author to check before a
+		// build starts on it.
+		fmt.Fprintln(out)
+		for _, w := range p.Owl.Warnings {
+			fmt.Fprintln(out, "warning:", w)
+		}
+		printSpecReading(out, p.Spec, p.Owl, verbose, "foreman validate -v lists them")
+		printBuildOrder(out, p.Build, p.Components, p.Owl)
+	}
 	if j := filepath.Join(p.Dir, ".foreman", "journal"); pathExists(j) {
 		fmt.Fprintf(out, "note: %s holds an earlier build, which foreman run resumes; delete it to start afresh\n", j)
 	}

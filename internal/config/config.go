@@ -56,8 +56,8 @@ type Build struct {
 	Name       string
 	Components []coordinator.Component
 	Spec       string   // owl spec directory the components came from, if any
-	Notes      []string // what reading the spec skipped, for validate to show
-	Warnings   []string // what will not work in a stock room (Redacted), for validate and run to say
+	Owl        *OwlSpec // how the spec was read, for validate to show; nil without one
+	Warnings   []string // what will not work as meant (Redacted, a spec's cut cycles), for validate and run to say
 }
 
 // Log says how foreman logs.
@@ -311,7 +311,7 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 	if err := decodeBuild(v, c, src); err != nil {
 		return nil, err
 	}
-	c.Build.Warnings = Redacted(c.Build.Name, c.Build.Components)
+	c.Build.Warnings = append(c.Build.Warnings, Redacted(c.Build.Name, c.Build.Components)...)
 	return c, nil
 }
 
@@ -340,11 +340,11 @@ func decodeBuild(v *viper.Viper, c *Config, src sources) error {
 	case c.Build.Spec != "" && len(list) > 0:
 		return errorf("build.spec", "set either build.spec or build.components, not both")
 	case c.Build.Spec != "":
-		comps, notes, err := ReadOwlSpec(src.path("build.spec", c.Build.Spec))
+		spec, err := ReadOwlSpec(src.path("build.spec", c.Build.Spec))
 		if err != nil {
 			return errorf("build.spec", "%v", err)
 		}
-		c.Build.Components, c.Build.Notes = comps, notes
+		c.Build.Components, c.Build.Owl, c.Build.Warnings = spec.Components, spec, spec.Warnings
 		return nil
 	}
 	comps, err := components(list)

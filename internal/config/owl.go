@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/coordinator/suggest"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -19,18 +21,17 @@ import (
 // AgentChat's own spec is written). The first word of a heading names the
 // component ("## disputes (agentcourt)" is disputes).
 //
-// Dependencies are the bullets under a component's "depends on:" line. Owl
-// specs are prose, so a bullet is a dependency when its first word names
-// another component of the spec ("- identity verification (tier 3)"), and a
-// note otherwise ("- a websocket server", "- nothing (pure functions)"): the
-// notes are returned, for validate to show what was not taken.
+// Dependencies are the bullets under a component's "depends on:" line,
+// read as prose by the rule of readBullet (owlbullet.go); when what prose
+// says would close a cycle, those bullets are left out (cutProseCycles) so
+// that the build can start, and a warning says which they were.
 //
 // Declaration order is the order product.md names the components in, by
 // link or by a bullet's first word, then any others by name.
-func ReadOwlSpec(dir string) ([]coordinator.Component, []string, error) {
+func ReadOwlSpec(dir string) (*OwlSpec, error) {
 	secs, err := readSections(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	names := make([]string, 0, len(secs))
 	for n := range secs {
@@ -40,27 +41,39 @@ func ReadOwlSpec(dir string) ([]coordinator.Component, []string, error) {
 	if product, err := os.ReadFile(filepath.Join(dir, "product.md")); err == nil {
 		names = productOrder(string(product), names)
 	}
-	var comps []coordinator.Component
-	var notes []string
+	spec := &OwlSpec{}
+	known := newComponentNames(names)
 	for _, name := range names {
 		s := secs[name]
-		c := coordinator.Component{Name: name}
 		for _, b := range dependsOn(s.body) {
-			dep := lookup(firstWord(b.text), names)
-			switch {
-			case dep == "" || dep == name:
-				notes = append(notes, fmt.Sprintf("%s:%d: %s depends on %q: taken as a note, not a dependency (its first word names no other component)",
-					s.file, s.first+b.line, name, b.text))
-			case !contains(c.Deps, dep):
-				c.Deps = append(c.Deps, dep)
+			r := readBullet(b.text, name, known)
+			r.At = fmt.Sprintf("%s:%d", s.file, s.first+b.line)
+			r.Component = name
+			if r.Reading == Note && r.Unknown != "" {
+				spec.Warnings = append(spec.Warnings, fmt.Sprintf("%s: %s depends on %q, taken literally, but no component is named %s%s: left out",
+					r.At, name, r.Text, r.Unknown, didYouMean(r.Unknown, names, name)))
 			}
+			spec.Bullets = append(spec.Bullets, r)
 		}
-		comps = append(comps, c)
 	}
-	if err := CheckComponents(comps); err != nil {
-		return nil, nil, err
+	spec.Components = make([]coordinator.Component, len(names))
+	for i, name := range names {
+		spec.Components[i] = coordinator.Component{Name: name}
 	}
-	return comps, notes, nil
+	spec.link()
+	spec.cutProseCycles()
+	if err := CheckComponents(spec.Components); err != nil {
+		return nil, err
+	}
+	return spec, nil
+}
+
+func didYouMean(word string, names []string, self string) string {
+	others := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == self })
+	if s := suggest.Closest(word, others); s != "" {
+		return " (did you mean " + s + "?)"
+	}
+	return ""
 }
 
 // section is one component's text and where it was read, for errors and
@@ -159,13 +172,14 @@ func splitSections(text string) []namedSection {
 // them: a link to components/NAME.md or components.md#NAME, or a bullet
 // whose first word is a component.
 func productOrder(product string, sorted []string) []string {
+	known := newComponentNames(sorted)
 	left := make(map[string]bool, len(sorted))
 	for _, n := range sorted {
 		left[n] = true
 	}
 	var order []string
 	take := func(word string) {
-		if n := lookup(word, sorted); n != "" && left[n] {
+		if n := known.lookup(word); n != "" && left[n] {
 			order = append(order, n)
 			delete(left, n)
 		}
@@ -244,32 +258,31 @@ func firstWord(s string) string {
 	return strings.TrimRight(w, ".!?")
 }
 
-// lookup finds the component a word names: exactly, or else in another
-// case when that is unambiguous (prose capitalises the first word).
-func lookup(word string, names []string) string {
-	if word == "" {
-		return ""
-	}
-	found := ""
-	for _, n := range names {
-		if n == word {
-			return n
-		}
-		if strings.EqualFold(n, word) {
-			if found != "" {
-				return ""
-			}
-			found = n
-		}
-	}
-	return found
+// componentNames finds the component a word names: exactly, or else in
+// another case when that is unambiguous (prose capitalises: "Identity
+// verification"). A map, as every word of every bullet is looked up.
+type componentNames struct {
+	exact map[string]bool
+	fold  map[string]string // lower case -> the name; "" when two names fold alike
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+func newComponentNames(names []string) *componentNames {
+	x := &componentNames{exact: make(map[string]bool, len(names)), fold: make(map[string]string, len(names))}
+	for _, n := range names {
+		x.exact[n] = true
+		l := strings.ToLower(n)
+		if _, dup := x.fold[l]; dup {
+			x.fold[l] = ""
+		} else {
+			x.fold[l] = n
 		}
 	}
-	return false
+	return x
+}
+
+func (x *componentNames) lookup(word string) string {
+	if x.exact[word] {
+		return word
+	}
+	return x.fold[strings.ToLower(word)]
 }
