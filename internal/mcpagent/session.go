@@ -196,7 +196,7 @@ func (s *Session) message(m agentchat.Message) {
 			continue
 		}
 		h, _ := protocol.ReadReply(e.Text)
-		news := s.concerns(h) // before heard: MERGED ends the holding it is news about
+		news := s.concerns(h)        // before heard: MERGED ends the holding it is news about
 		s.keep.heard(h, s.self, now) // replayed lines too, in order: a restarted agent learns what it holds
 		if !s.answer(h, e) && news {
 			s.post(e)
