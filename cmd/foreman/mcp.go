@@ -102,12 +102,7 @@ func (a *app) runMCP(cmd *cobra.Command, file string, f *mcpFlags) error {
 		return err
 	}
 	warnOpenIdentity(a.stderr, f.identity)
-	coord := f.coordinator
-	if coord == "" && c.File != "" {
-		if fid, err := agentchat.LoadIdentity(c.Server.Identity); err == nil {
-			coord = fid.AgentID()
-		}
-	}
+	coord := configCoordinator(c, f.coordinator)
 	sess, err := mcpagent.New(mcpagent.Config{
 		Room: agentchat.Config{URL: c.Server.URL, Channel: c.Server.Channel, Name: id.Name, Identity: id,
 			RateLimit: c.Server.RateLimit, MaxMessage: c.Server.MaxMessage, FloodLimit: c.Server.FloodLimit,

@@ -173,8 +173,8 @@ func isNameByte(c byte) bool {
 	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-// agents lists the room's members as JSON.
-func agents(in []agentchat.Agent) []Agent {
+// Agents lists the room's members as JSON.
+func Agents(in []agentchat.Agent) []Agent {
 	out := make([]Agent, 0, len(in))
 	for _, a := range in {
 		out = append(out, Agent{ID: a.ID, Name: a.Name})
