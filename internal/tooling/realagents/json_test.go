@@ -77,7 +77,10 @@ func TestJSONBuilderCompletesAComponent(t *testing.T) {
 		auditor.Say("AUDIT db PASS")
 	}()
 
-	say := func(l ...string) { _, err := io.WriteString(stdin, strings.Join(l, "\n")+"\n"); require.NoError(t, err) }
+	say := func(l ...string) {
+		_, err := io.WriteString(stdin, strings.Join(l, "\n")+"\n")
+		require.NoError(t, err)
+	}
 	var me string
 	var said []string
 	mine := false
