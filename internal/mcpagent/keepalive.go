@@ -18,6 +18,7 @@ type keepalive struct {
 	interval time.Duration // foreman's checkin_interval
 	bound    time.Duration // mcp.keepalive: no automatic check-in this long after the agent's last tool call; 0: none at all
 	lastCall time.Time
+	busy     int // tool calls under way: an agent blocked in wait() is alive
 	duties   map[string]*duty
 }
 
@@ -51,12 +52,25 @@ func (k *keepalive) duty(c string) *duty {
 	return d
 }
 
-// call records a tool call by the agent: it is alive.
+// call records a tool call by the agent, begun or ended: it is alive.
 func (k *keepalive) call(now time.Time) {
 	k.lastCall = now
 	for _, d := range k.duties {
 		d.stopped = false
 	}
+}
+
+// begin and end bracket a tool call: while one is under way the agent
+// counts as calling.
+func (k *keepalive) begin(now time.Time) { k.busy++; k.call(now) }
+func (k *keepalive) end(now time.Time)   { k.busy = max(k.busy-1, 0); k.call(now) }
+
+// idle is how long the agent has called no tool.
+func (k *keepalive) idle(now time.Time) time.Duration {
+	if k.busy > 0 {
+		return 0
+	}
+	return now.Sub(k.lastCall)
 }
 
 // said records a line the agent itself said.
@@ -189,7 +203,7 @@ func (k *keepalive) due(now time.Time) []checkin {
 	}
 	sort.Strings(names)
 	var out []checkin
-	idle := now.Sub(k.lastCall)
+	idle := k.idle(now)
 	for _, c := range names {
 		d := k.duties[c]
 		if idle > k.bound {
@@ -211,10 +225,18 @@ func (k *keepalive) due(now time.Time) []checkin {
 		d.lastLine = now
 		d.autos++
 		out = append(out, checkin{Component: c,
-			Line: fmt.Sprintf("PROGRESS %s %d automatic check-in by foreman mcp (%d): the agent last called a tool %s ago; %s",
-				c, pct, d.autos, short(idle), what)})
+			Line: fmt.Sprintf("PROGRESS %s %d automatic check-in by foreman mcp (%d): %s; %s",
+				c, pct, d.autos, activity(idle), what)})
 	}
 	return out
+}
+
+// activity says when the agent last called a tool.
+func activity(idle time.Duration) string {
+	if idle == 0 {
+		return "the agent is waiting in a tool call"
+	}
+	return "the agent last called a tool " + short(idle) + " ago"
 }
 
 // short writes a duration rounded for people.

@@ -107,3 +107,29 @@ func TestKeepaliveOff(t *testing.T) {
 	assert.True(t, k.next().IsZero())
 	assert.Empty(t, k.due(t0.Add(time.Hour)))
 }
+
+// An agent blocked in a tool call (wait()) is alive: check-ins go on past
+// the bound while it lasts, and the bound counts from its end.
+func TestKeepaliveWhileTheAgentWaitsInATool(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	k := newKeepalive(time.Minute, 2*time.Minute, t0)
+	k.heard(heard(t, "ACK db "+me), me, t0)
+	k.begin(t0)
+	var at time.Time
+	for i := 0; i < 10; i++ {
+		at = k.next()
+		got := k.due(at)
+		require.Len(t, got, 1)
+		require.False(t, got[0].Stopped, "check-in %d at %s", i, at.Sub(t0))
+		assert.Contains(t, got[0].Line, "PROGRESS db 0 automatic check-in by foreman mcp")
+		assert.Contains(t, got[0].Line, "the agent is waiting in a tool call; no progress said yet")
+	}
+	k.end(at)
+	n := 0
+	for !k.next().IsZero() {
+		if got := k.due(k.next()); !got[0].Stopped {
+			n++
+		}
+	}
+	assert.Equal(t, 2, n, "within 2m of the call's end: at 45s and 1m30s")
+}

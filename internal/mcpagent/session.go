@@ -149,11 +149,13 @@ func (s *Session) do(ctx context.Context, f func()) bool {
 	return false
 }
 
-// Called records a tool call by the agent: it is alive, so automatic
-// check-ins may go on for another mcp.keepalive.
-func (s *Session) Called(ctx context.Context) {
-	s.do(ctx, func() { s.keep.call(time.Now()) })
-}
+// Begin and End bracket a tool call by the agent: it is alive, so
+// automatic check-ins go on while the call lasts and for mcp.keepalive
+// after it.
+func (s *Session) Begin(ctx context.Context) { s.do(ctx, func() { s.keep.begin(time.Now()) }) }
+
+// End: see Begin.
+func (s *Session) End(ctx context.Context) { s.do(ctx, func() { s.keep.end(time.Now()) }) }
 
 func (s *Session) handle(ev agentchat.Event) {
 	switch ev := ev.(type) {
@@ -381,7 +383,7 @@ func (s *Session) say(ctx context.Context, m matcher, lines ...string) (Answer, 
 	r := &request{m: m, lines: lines, done: make(chan struct{})}
 	if !s.do(ctx, func() {
 		now := time.Now()
-		s.keep.call(now)
+		s.keep.begin(now)
 		batch := make([]agentchat.Line, len(lines))
 		for i, l := range lines {
 			s.seq++
@@ -409,7 +411,7 @@ func (s *Session) say(ctx context.Context, m matcher, lines ...string) (Answer, 
 		r.finish(false)
 		a = r.answer(s.connected)
 		s.settle()
-		s.keep.call(time.Now())
+		s.keep.end(time.Now())
 	}) {
 		a = r.answer(false) // Run has returned: nothing else touches r
 	}

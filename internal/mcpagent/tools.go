@@ -131,9 +131,9 @@ func (s *Session) Server(version string) *mcp.Server {
 		})
 	mcp.AddTool(srv, tool("wait", "Wait until something comes for you (TASKS, REVIEW, ACK, FIX, RETRY, TIMEOUT, WAIT, UNBLOCKED, ESCALATE or MERGED about what you hold, lines that mention you), and return it all. Bounded: an empty list means nothing came."),
 		func(ctx context.Context, _ *mcp.CallToolRequest, in waitIn) (*mcp.CallToolResult, WaitResult, error) {
-			s.Called(ctx)
+			s.Begin(ctx)
 			evs, err := s.Wait(ctx, time.Duration(in.TimeoutSeconds*float64(time.Second)))
-			s.Called(ctx)
+			s.End(context.Background())
 			if evs == nil {
 				evs = []Event{}
 			}
