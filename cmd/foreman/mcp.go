@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"regexp"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -75,7 +78,7 @@ Logs go to stderr; stdout is the protocol.`,
 	fl.Duration("rate-limit", time.Second, "the room's rate limit (default: server.rate_limit)")
 	fl.Duration("keepalive", 30*time.Minute, "automatic check-ins stop this long after the agent's last tool call; 0: none (default: mcp.keepalive)")
 	fl.StringVar(&f.identity, "identity", "", "the agent's identity file (its key and sender id), created if missing (required)")
-	fl.StringVar(&f.name, "name", "", "display name (default: the identity file's)")
+	fl.StringVar(&f.name, "name", "", "display name (default: the identity file's; a new file's name without .json)")
 	fl.StringVar(&f.coordinator, "coordinator", "", "foreman's sender id (default: server.identity's, else learned from the room)")
 	fl.DurationVar(&f.answerWait, "answer-wait", mcpagent.DefaultAnswerWait, "how long a tool waits for foreman's answer before it returns without one")
 	fl.DurationVar(&f.waitMax, "wait-max", mcpagent.DefaultWaitMax, "the longest wait() blocks")
@@ -97,7 +100,7 @@ func (a *app) runMCP(cmd *cobra.Command, file string, f *mcpFlags) error {
 	if err != nil {
 		return err
 	}
-	id, err := agentIdentity(f.identity, f.name, "agent")
+	id, err := agentIdentity(f.identity, f.name, keyName(f.identity))
 	if err != nil {
 		return err
 	}
@@ -142,6 +145,18 @@ func (a *app) runMCP(cmd *cobra.Command, file string, f *mcpFlags) error {
 	}
 	return nil
 }
+
+// keyName names a new key after its file (ada.json: ada), if that makes
+// a display name; else "agent".
+func keyName(path string) string {
+	n := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if validName.MatchString(n) {
+		return n
+	}
+	return "agent"
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
 type nopWriteCloser struct{ io.Writer }
 

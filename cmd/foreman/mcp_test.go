@@ -19,3 +19,8 @@ func TestAgentJSONIsForPrograms(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "--json with --role builder: --json is for a program that speaks for itself")
 }
+
+func TestKeyName(t *testing.T) {
+	assert.Equal(t, "ada", keyName("/home/x/.foreman/ada.json"))
+	assert.Equal(t, "agent", keyName("/home/x/my key.json"))
+}
