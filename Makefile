@@ -38,6 +38,7 @@ bench:
 fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./coordinator -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzReadReply$$' -fuzztime $(FUZZTIME)
 
 # A whole build on this machine: chat server, foreman and simulated agents
 # (ARGS="--minute 50ms --ci" to change it; see `foreman demo --help`).

@@ -21,7 +21,7 @@ type agentFlags struct {
 	url, channel, role, name, identity, coordinator string
 	minute, rateLimit                               time.Duration
 	seed                                            uint64
-	noColor                                         bool
+	noColor, json                                   bool
 
 	builder          sim.Builder
 	prefer           []string
@@ -48,6 +48,10 @@ against any server (foreman serve runs one):
   --role operator  settles escalations: RESOLVE, or ADD a missing component
   --role chat      prints the room and sends each line typed on stdin, to
                    speak the protocol yourself (CLAIM api, PROGRESS api 50...)
+  --json           as chat, for a program: stdout is one JSON object per
+                   line (raw sender ids, the room's times, foreman's replies
+                   read into verb and fields; docs/AGENTS.md says the schema),
+                   logs go to stderr only
 
 The room is printed on stdout, the sender ids in lines shown as names once
 known. Scripted pacing is in contract time: --minute sets how long a contract
@@ -63,7 +67,8 @@ defaults to the one the file holds.`,
 		Example: `  foreman agent --role builder --name b1 --prefer api,web
   foreman agent --role builder --name b2 --silent-on api --abort-on 'web=invalid_specification: two logins'
   foreman agent --role auditor --name aud --fail api='no tests' --fail api
-  foreman agent --role chat --identity .foreman/olga.json`,
+  foreman agent --role chat --identity .foreman/olga.json
+  my-builder-script | foreman agent --json --identity .foreman/ada.json > events.jsonl`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.runAgent(cmd, configArg(args), &f) },
 	}
@@ -78,6 +83,7 @@ defaults to the one the file holds.`,
 	fl.DurationVar(&f.rateLimit, "rate-limit", time.Second, "the room's rate limit: one message per this interval (default: server.rate_limit)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the reaction jitter")
 	fl.BoolVar(&f.noColor, "no-color", false, "no colours, even on a terminal")
+	fl.BoolVar(&f.json, "json", false, "for programs: the room as JSON lines on stdout, lines to say on stdin (implies --role chat)")
 	fl.StringSliceVar(&f.prefer, "prefer", nil, "builder: components to take, best first (default: any)")
 	fl.DurationVar(&f.builder.React, "react", f.builder.React, "builder: thinking time between TASKS and CLAIM (contract time)")
 	fl.DurationVar(&f.builder.Step, "step", f.builder.Step, "builder: time between PROGRESS lines (contract time)")
@@ -106,6 +112,12 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 		return err
 	}
 	f.url, f.channel, f.rateLimit = c.Server.URL, c.Server.Channel, c.Server.RateLimit
+	if f.json {
+		if cmd.Flags().Changed("role") && f.role != "chat" {
+			return fmt.Errorf("--json with --role %s: --json is for a program that speaks for itself (it implies --role chat)", f.role)
+		}
+		f.role = "chat"
+	}
 	if fl := cmd.Flags().Lookup("log-level"); fl == nil || !fl.Changed {
 		c.Log.Level = "warn"
 	}
@@ -137,6 +149,12 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	// is down or refuses the key must not look like a joined room.
 	joined := func() { fmt.Fprintf(a.stderr, "%s: in %s\n", f.name, f.channel) }
 	fmt.Fprintf(a.stderr, "%s: agent id %s, role %s, joining %s at %s\n", f.name, id.AgentID(), f.role, f.channel, f.url)
+	if f.json {
+		return agentJSON(ctx, cmd.InOrStdin(), a.stdout, a.stderr, agentchat.Config{
+			URL: f.url, Channel: f.channel, Name: f.name, Identity: id, RateLimit: f.rateLimit,
+			Logger: log.With().Str("part", "room").Logger(),
+		}, configCoordinator(c, f.coordinator), joined)
+	}
 	if f.role == "chat" {
 		fmt.Fprint(a.stderr, chatIntro)
 		return chat(ctx, cmd.InOrStdin(), a.stderr, agentchat.Config{

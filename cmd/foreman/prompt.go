@@ -51,6 +51,11 @@ func writeThisBuild(w io.Writer, c *config.Config) {
 		who += ", sender id `" + id.AgentID() + "`"
 	}
 	fmt.Fprintf(w, "- foreman is %s. Only its lines are decisions.\n", who)
+	room := fmt.Sprintf("--url %s --channel '%s'", c.Server.URL, c.Server.Channel)
+	fmt.Fprintf(w, "- Connecting (see \"Connecting\"), with your key file for KEY.json:\n")
+	fmt.Fprintf(w, "  - the stock MCP server: `AGENTCHAT_URL=%s agentchat-mcp`, then `agentchat_connect` with `channels: [\"%s\"]`;\n", c.Server.URL, c.Server.Channel)
+	fmt.Fprintf(w, "  - foreman's MCP server: `foreman mcp --identity KEY.json %s`;\n", room)
+	fmt.Fprintf(w, "  - a program: `foreman agent --json --identity KEY.json %s`.\n", room)
 	r := c.Rules
 	fmt.Fprintf(w, "- Check in at least every %s (TIMEOUT after %d missed); %d audit attempts per builder; audits due within %s; at most %d component(s) at a time; CI gating %s.\n",
 		r.CheckinInterval, r.MissedCheckins, r.AuditAttempts, r.AuditTimeout, r.MaxClaimsPerAgent, map[bool]string{true: "on", false: "off"}[r.CIGating])

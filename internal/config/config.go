@@ -34,6 +34,7 @@ type Config struct {
 	Record  string // path of the transcript to record; "" records none
 	HTTP    string // listen address of the board, metrics and health
 	Log     Log
+	MCP     MCP
 	File    string // the file read, "" if none
 	// Warnings are problems that do not stop foreman, for the log.
 	Warnings []string
@@ -58,6 +59,15 @@ type Build struct {
 	Spec       string   // owl spec directory the components came from, if any
 	Owl        *OwlSpec // how the spec was read, for validate to show; nil without one
 	Warnings   []string // what will not work as meant (Redacted, a spec's cut cycles), for validate and run to say
+}
+
+// MCP is how foreman mcp, the MCP server an LLM agent's client starts,
+// speaks for its agent.
+type MCP struct {
+	// Keepalive: automatic check-ins for an agent that works without
+	// calling a tool stop this long after its last tool call, so that a
+	// dead agent still times out; 0: no automatic check-ins.
+	Keepalive time.Duration
 }
 
 // Log says how foreman logs.
@@ -107,6 +117,7 @@ func defaults() map[string]any {
 		"http.listen":        "127.0.0.1:9090",
 		"log.level":          "info",
 		"log.format":         "auto",
+		"mcp.keepalive":      "30m",
 	}
 	r := coordinator.DefaultRules()
 	for _, k := range coordinator.RuleKeys() {
@@ -255,6 +266,9 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 		return nil, errorf("server.max_message", "%d is more than a room takes in one message: a stock server closes the connection on a frame over 2 MiB, so at most %d", c.Server.MaxMessage, MaxMessage)
 	}
 	if c.Server.History, err = count(v, "server.history", 0); err != nil {
+		return nil, err
+	}
+	if c.MCP.Keepalive, err = duration(v, "mcp.keepalive", false); err != nil {
 		return nil, err
 	}
 	if err := atMost(c.Server.RateLimit, time.Minute, "server.rate_limit"); err != nil {

@@ -82,6 +82,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		"huge message":         {minimal + "server:\n  max_message: 99999999999\n", "server.max_message: 99999999999 is more than a room takes"},
 		"slow rate":            {minimal + "server:\n  rate_limit: 2h\n", "server.rate_limit: 2h0m0s is over the most allowed, 1m0s"},
 		"huge history":         {minimal + "server:\n  history: 9999999\n", "server.history: 9999999 is over the most allowed"},
+		"bad keepalive":        {minimal + "mcp:\n  keepalive: forever\n", `mcp.keepalive: "forever" is not a duration`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/mcpagent"
+)
+
+// mcpFlags are foreman mcp's settings besides the config's.
+type mcpFlags struct {
+	identity, name, coordinator string
+	answerWait, waitMax         time.Duration
+}
+
+// mcpFlagKeys are the flags that name configuration keys.
+var mcpFlagKeys = map[string]string{
+	"url":        "server.url",
+	"channel":    "server.channel",
+	"rate-limit": "server.rate_limit",
+	"keepalive":  "mcp.keepalive",
+}
+
+func (a *app) mcpCommand() *cobra.Command {
+	var f mcpFlags
+	cmd := &cobra.Command{
+		Use:   "mcp [CONFIG]",
+		Short: "An MCP server on stdio that speaks the protocol for one LLM agent",
+		Long: `mcp is an MCP server (Model Context Protocol, on stdin and stdout) for an LLM
+agent's client (Claude Code, Claude Desktop, any MCP client) to start. It joins
+the room as the agent, with the agent's key, and turns the protocol into tools
+whose results are foreman's answers, read into their parts:
+
+  claim(component)                     ACK, with what the last builder left, or REJECT and why
+  progress(component, percent, note)   a check-in
+  ready(component, ref)                REVIEW, or REJECT
+  blocked(component, dep, note)        WAIT, UNBLOCKED or ESCALATE
+  conflict(component, other, kind, details)
+  abort(component, reason)
+  audit(component, verdict, details)   MERGED, FIX or RETRY, for auditors
+  status(component?)                   where it stands
+  wait(timeout_seconds?)               blocks until something comes for the agent
+                                       (TASKS, REVIEW, FIX, TIMEOUT, UNBLOCKED...)
+
+While the agent works without calling a tool, mcp checks in for it (PROGRESS
+with its last real percentage, saying it is automatic) before a check-in
+interval would pass, for at most mcp.keepalive after its last tool call, so a
+dead agent still times out. It paces its lines under the room's rate limit and
+reconnects.
+
+The room (server.url, server.channel, server.rate_limit) and the check-in
+interval (rules.checkin_interval) are the config's, as foreman run reads them
+(CONFIG, --config, FOREMAN_*, or foreman.yaml here); flags override them.
+foreman is known by server.identity's sender id when that file is there,
+else by --coordinator, else as the sender of foreman's stamped messages.
+Logs go to stderr; stdout is the protocol.`,
+		Example: `  foreman mcp --identity ~/.foreman/ada.json --url ws://127.0.0.1:6667
+  # in an MCP client's configuration:
+  {"mcpServers": {"foreman": {"command": "foreman",
+    "args": ["mcp", "--identity", "/home/ada/.foreman/ada.json", "--url", "ws://127.0.0.1:6667"]}}}`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.runMCP(cmd, configArg(args), &f) },
+	}
+	fl := cmd.Flags()
+	fl.String("url", "", "AgentChat server URL (default: server.url)")
+	fl.String("channel", "", "channel to join (default: server.channel)")
+	fl.Duration("rate-limit", time.Second, "the room's rate limit (default: server.rate_limit)")
+	fl.Duration("keepalive", 30*time.Minute, "automatic check-ins stop this long after the agent's last tool call; 0: none (default: mcp.keepalive)")
+	fl.StringVar(&f.identity, "identity", "", "the agent's identity file (its key and sender id), created if missing (required)")
+	fl.StringVar(&f.name, "name", "", "display name (default: the identity file's; a new file's name without .json)")
+	fl.StringVar(&f.coordinator, "coordinator", "", "foreman's sender id (default: server.identity's, else learned from the room)")
+	fl.DurationVar(&f.answerWait, "answer-wait", mcpagent.DefaultAnswerWait, "how long a tool waits for foreman's answer before it returns without one")
+	fl.DurationVar(&f.waitMax, "wait-max", mcpagent.DefaultWaitMax, "the longest wait() blocks")
+	return cmd
+}
+
+func (a *app) runMCP(cmd *cobra.Command, file string, f *mcpFlags) error {
+	c, err := a.loadConfig(cmd, file, mcpFlagKeys)
+	if err != nil {
+		return err
+	}
+	if f.identity == "" {
+		return errors.New("--identity FILE is required: the agent's key, whose sender id is how foreman knows it (created if missing; keep it for the whole build)")
+	}
+	if fl := cmd.Flags().Lookup("log-level"); fl == nil || !fl.Changed {
+		c.Log.Level = "warn"
+	}
+	log, err := a.logger(c)
+	if err != nil {
+		return err
+	}
+	id, err := agentIdentity(f.identity, f.name, keyName(f.identity))
+	if err != nil {
+		return err
+	}
+	warnOpenIdentity(a.stderr, f.identity)
+	coord := configCoordinator(c, f.coordinator)
+	sess, err := mcpagent.New(mcpagent.Config{
+		Room: agentchat.Config{URL: c.Server.URL, Channel: c.Server.Channel, Name: id.Name, Identity: id,
+			RateLimit: c.Server.RateLimit, MaxMessage: c.Server.MaxMessage, FloodLimit: c.Server.FloodLimit,
+			Logger: log.With().Str("part", "room").Logger()},
+		Coordinator:     coord,
+		CheckinInterval: c.Rules.CheckinInterval,
+		Keepalive:       c.MCP.Keepalive,
+		AnswerWait:      f.answerWait,
+		WaitMax:         f.waitMax,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "%s: agent id %s, joining %s at %s; MCP on stdio\n", id.Name, id.AgentID(), c.Server.Channel, c.Server.URL)
+
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	roomErr := make(chan error, 1)
+	go func() {
+		err := sess.Run(ctx)
+		cancel() // the room refused the agent for good: nothing to serve
+		roomErr <- err
+	}()
+	info, _ := debug.ReadBuildInfo()
+	srv := sess.Server(moduleVersion(version, info))
+	serveErr := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(cmd.InOrStdin()), Writer: nopWriteCloser{a.stdout}})
+	cancel()
+	if err := <-roomErr; err != nil {
+		return err
+	}
+	if serveErr != nil && !errors.Is(serveErr, context.Canceled) && !errors.Is(serveErr, io.EOF) {
+		return fmt.Errorf("MCP on stdio: %w", serveErr)
+	}
+	return nil
+}
+
+// keyName names a new key after its file (ada.json: ada), if that makes
+// a display name; else "agent".
+func keyName(path string) string {
+	n := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if validName.MatchString(n) {
+		return n
+	}
+	return "agent"
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

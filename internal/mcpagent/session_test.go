@@ -1,0 +1,164 @@
+package mcpagent
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
+)
+
+const patience = time.Minute
+
+// standIn is a room with a peer that plays foreman by hand, and a session
+// for one agent.
+func standIn(t *testing.T, answerWait time.Duration) (*Session, *roomtest.Peer, *roomtest.Peer) {
+	room := roomtest.Start(t)
+	fm := room.Join(t, "foreman")
+	id, err := agentchat.NewIdentity("ada")
+	require.NoError(t, err)
+	s, err := New(Config{
+		Room:        agentchat.Config{URL: room.URL(), Channel: "#build", Identity: id, RateLimit: room.Rate(), Logger: zerolog.Nop()},
+		Coordinator: fm.ID, AnswerWait: answerWait, WaitMax: patience,
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-s.Joined():
+	case <-time.After(patience):
+		t.Fatal("the session never joined")
+	}
+	other := room.Join(t, "other")
+	return s, fm, other
+}
+
+// ask runs a request in the background.
+func ask(s *Session, m matcher, lines ...string) <-chan Answer {
+	out := make(chan Answer, 1)
+	m.self = s.ID()
+	go func() {
+		a, _ := s.say(context.Background(), m, lines...)
+		out <- a
+	}()
+	return out
+}
+
+func got(t *testing.T, c <-chan Answer) Answer {
+	t.Helper()
+	select {
+	case a := <-c:
+		return a
+	case <-time.After(patience):
+		t.Fatal("no answer")
+	}
+	return Answer{}
+}
+
+// A reply counts only after the request reached the room, only when it is
+// about the request's component and addressed to this agent; the rest
+// goes to wait().
+func TestAnswersAreMatchedToTheRequest(t *testing.T) {
+	s, fm, _ := standIn(t, patience)
+	me := s.ID()
+	c := ask(s, matcher{kind: askClaim, c: "db"}, "CLAIM db")
+	fm.Await(me, "CLAIM db")
+	fm.SayLines([]string{"ACK db @00000000000000bb", "REJECT api " + me + " not yours", "TASKS db api", "ACK db " + me + " after TIMEOUT of @00000000000000bb: progress 40%"})
+	a := got(t, c)
+	require.True(t, a.Answered)
+	assert.True(t, a.Accepted)
+	assert.Len(t, a.Replies, 1)
+	assert.Equal(t, "progress 40%", a.Replies[0].Reply.Text[len(a.Replies[0].Reply.Text)-len("progress 40%"):])
+	assert.Contains(t, a.Note, "db is yours")
+
+	evs, err := s.Wait(context.Background(), time.Second)
+	require.NoError(t, err)
+	var lines []string
+	for _, e := range evs {
+		lines = append(lines, e.Text)
+	}
+	assert.Equal(t, []string{"REJECT api " + me + " not yours", "TASKS db api"}, lines, "what the claim did not take and concerns ada; not another's ACK")
+}
+
+// foreman says nothing to an accepted PROGRESS: STATUS c, asked with it,
+// is the answer, and only a STATUS that shows the new progress ends it.
+func TestSilentAnswersEndWithStatus(t *testing.T) {
+	s, fm, _ := standIn(t, patience)
+	me := s.ID()
+	c := ask(s, matcher{kind: askProgress, c: "db", pct: 40}, "PROGRESS db 40 schema", "STATUS db")
+	fm.Await(me, "STATUS db")
+	fm.Say("STATUS db building owner=" + me + " progress=10%") // an older STATUS, asked by someone else
+	fm.Say("STATUS db building owner=" + me + " progress=40%")
+	a := got(t, c)
+	require.True(t, a.Answered, a.Note)
+	assert.True(t, a.Accepted)
+	assert.Len(t, a.Replies, 2)
+
+	c = ask(s, matcher{kind: askProgress, c: "db", pct: 50}, "PROGRESS db 50", "STATUS db")
+	fm.Await(me, "STATUS db")
+	fm.SayLines([]string{"REJECT db " + me + " timed out; CLAIM again", "STATUS db pending"})
+	a = got(t, c)
+	assert.True(t, a.Answered)
+	assert.False(t, a.Accepted)
+	assert.Equal(t, "refused: timed out; CLAIM again; nothing changed", a.Note)
+}
+
+// No answer within the wait: the tool says so, and the answer, when it
+// comes, goes to wait().
+func TestNoAnswerYet(t *testing.T) {
+	s, fm, _ := standIn(t, 300*time.Millisecond)
+	me := s.ID()
+	c := ask(s, matcher{kind: askClaim, c: "db"}, "CLAIM db")
+	a := got(t, c)
+	assert.False(t, a.Answered)
+	assert.False(t, a.Accepted)
+	assert.Contains(t, a.Note, "no answer from foreman yet")
+	fm.Await(me, "CLAIM db")
+	fm.Say("ACK db " + me)
+	evs, err := s.Wait(context.Background(), patience)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	assert.Equal(t, "ACK", evs[0].Reply.Verb)
+}
+
+// Lines that are not protocol lines are never sent.
+func TestMalformedLinesAreNotSent(t *testing.T) {
+	s, _, _ := standIn(t, patience)
+	_, err := s.say(context.Background(), matcher{kind: askProgress, c: "db"}, "PROGRESS db lots")
+	assert.ErrorContains(t, err, `not sent: PROGRESS: "lots" is not a percentage`)
+}
+
+// wait() also returns lines of others that mention the agent, and the
+// board request ends with the message that carried the board.
+func TestMentionsAndTheBoard(t *testing.T) {
+	s, fm, other := standIn(t, patience)
+	me := s.ID()
+	other.Say("hi @ada, can you look at db?")
+	other.Say("nothing for anyone")
+	evs, err := s.Wait(context.Background(), patience)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	assert.Equal(t, "hi @ada, can you look at db?", evs[0].Text)
+	assert.False(t, evs[0].Coordinator)
+
+	c := ask(s, matcher{kind: askBoard}, "STATUS")
+	fm.Await(me, "STATUS")
+	fm.SayLines([]string{"STATUS db merged", "STATUS api pending"})
+	a := got(t, c)
+	assert.True(t, a.Answered)
+	assert.Len(t, a.Replies, 2)
+}
+
+func TestWaitTimesOutEmpty(t *testing.T) {
+	s, _, _ := standIn(t, patience)
+	evs, err := s.Wait(context.Background(), 50*time.Millisecond)
+	require.NoError(t, err)
+	assert.Empty(t, evs)
+}

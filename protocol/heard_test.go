@@ -1,0 +1,78 @@
+package protocol
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every reply the coordinator can say reads back into the parts it was
+// made of.
+func TestReadReplyRoundTrip(t *testing.T) {
+	cases := []struct {
+		said Reply
+		want Heard
+	}{
+		{Tasks([]string{"db", "auth"}), Heard{Verb: ReplyTasks, Components: []string{"db", "auth"}}},
+		{Tasks(nil), Heard{Verb: ReplyTasks, Components: []string{}}},
+		{Ack("api", "@b1", ""), Heard{Verb: ReplyAck, Subject: "api", Agent: "@b1"}},
+		{Ack("api", "@b2", "after TIMEOUT of @b1: progress 60%"), Heard{Verb: ReplyAck, Subject: "api", Agent: "@b2", Text: "after TIMEOUT of @b1: progress 60%"}},
+		{Reject("api", "@b2", "owned by @b1"), Heard{Verb: ReplyReject, Subject: "api", Agent: "@b2", Text: "owned by @b1"}},
+		{Timeout("api", "@b1"), Heard{Verb: ReplyTimeout, Subject: "api", Agent: "@b1"}},
+		{Retry("api", "@b1"), Heard{Verb: ReplyRetry, Subject: "api", Agent: "@b1"}},
+		{Escalate("api", HardBlocker, "invalid_specification: x", "RESOLVE api"), Heard{Verb: ReplyEscalate, Subject: "api", Code: HardBlocker, Text: "invalid_specification: x; RESOLVE api"}},
+		{Escalate(BuildSubject, Cycle, "a -> b -> a", ""), Heard{Verb: ReplyEscalate, Subject: "build", Code: Cycle, Text: "a -> b -> a"}},
+		{Review("api", "@b1", "pr/1"), Heard{Verb: ReplyReview, Subject: "api", Agent: "@b1", PR: "pr/1"}},
+		{Fix("api", "@b1", 1, 3, "no tests"), Heard{Verb: ReplyFix, Subject: "api", Agent: "@b1", Attempt: 1, Max: 3, Text: "no tests"}},
+		{Wait("api", "@b1", "db"), Heard{Verb: ReplyWait, Subject: "api", Agent: "@b1", Dep: "db"}},
+		{Unblocked("api", "@b1"), Heard{Verb: ReplyUnblocked, Subject: "api", Agent: "@b1"}},
+		{MergedLine("api"), Heard{Verb: ReplyMerged, Subject: "api"}},
+		{Complete("shop"), Heard{Verb: ReplyComplete, Subject: "shop"}},
+		{StatusLine("api", "building", []Field{{"owner", "@b1"}, {"progress", "40%"}}),
+			Heard{Verb: ReplyStatus, Subject: "api", State: "building", Fields: []Field{{"owner", "@b1"}, {"progress", "40%"}}}},
+		{OK(Command{Verb: Release, Component: "api"}), Heard{Verb: ReplyOK, Subject: "api", Text: "RELEASE api"}},
+		{OK(Command{Verb: Pause}), Heard{Verb: ReplyOK, Text: "PAUSE"}},
+		{Error("@b1", "PROGRESS: missing <pct>"), Heard{Verb: ReplyError, Subject: "@b1", Text: "PROGRESS: missing <pct>"}},
+	}
+	for _, tc := range cases {
+		got, err := ReadReply(tc.said.Text)
+		require.NoError(t, err, tc.said.Text)
+		tc.want.Line = tc.said.Text
+		assert.Equal(t, tc.want, got, tc.said.Text)
+		if tc.said.Verb != ReplyTasks && tc.said.Verb != ReplyOK {
+			assert.Equal(t, tc.said.Subject, got.Subject, tc.said.Text)
+		}
+	}
+	h, _ := ReadReply("STATUS api review owner=@b1 pr=x")
+	assert.Equal(t, "@b1", h.Field("owner"))
+	assert.Equal(t, "", h.Field("progress"))
+}
+
+func TestReadReplyRefusesWhatIsNoReply(t *testing.T) {
+	for line, want := range map[string]string{
+		"CLAIM api":          `"CLAIM" is not a reply verb`,
+		"":                   `"" is not a reply verb`,
+		"ACK api":            "ACK: missing the agent",
+		"FIX api @b1 x text": `FIX: "x" is not an attempt n/max`,
+		"FIX api @b1 1/y":    `FIX: "1/y" is not an attempt n/max`,
+		"WAIT api @b1":       "WAIT: missing the dependency",
+		"ESCALATE api":       "ESCALATE: missing the escalation code",
+		"MERGED":             "MERGED: missing the subject",
+	} {
+		_, err := ReadReply(line)
+		assert.EqualError(t, err, want, line)
+	}
+}
+
+func FuzzReadReply(f *testing.F) {
+	for _, s := range []string{"TASKS a b", "FIX a @b 1/3 x", "STATUS a building owner=@b x", "OK RELEASE a", "ESCALATE build cycle a -> b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		h, err := ReadReply(line)
+		if err == nil && h.Verb == NoReply {
+			t.Fatalf("%q read as a reply without a verb", line)
+		}
+	})
+}
