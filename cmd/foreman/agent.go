@@ -101,6 +101,9 @@ var agentFlagKeys = map[string]string{
 }
 
 func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
+	if err := checkRole(f.role); err != nil {
+		return err // before a key is made for an agent that cannot run
+	}
 	c, err := a.loadConfig(cmd, file, agentFlagKeys)
 	if err != nil {
 		return err
@@ -130,6 +133,7 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	show := newRoomShow(a.stdout, !f.noColor && isTTY(a.stdout), f.coordinator)
 	show.self, show.role = id.AgentID(), f.role
 	show.names[id.AgentID()] = f.name
+	show.setRoles(c.Roles, rolesSource(c))
 	if f.identity != "" {
 		warnOpenIdentity(a.stderr, f.identity)
 	}
@@ -199,7 +203,16 @@ func (f *agentFlags) participant(cfg sim.Config) (*sim.Participant, error) {
 	case sim.RoleOperator:
 		return sim.NewOperator(cfg, sim.Operator{Delay: f.delay})
 	}
-	return nil, fmt.Errorf("--role %q: want builder, auditor, ci, operator or chat", f.role)
+	return nil, fmt.Errorf("--role %q: no scripted participant plays it", f.role)
+}
+
+// checkRole refuses a role foreman agent cannot play.
+func checkRole(role string) error {
+	switch role {
+	case sim.RoleBuilder, sim.RoleAuditor, sim.RoleCI, sim.RoleOperator, "chat":
+		return nil
+	}
+	return fmt.Errorf("--role %q: want builder, auditor, ci, operator or chat", role)
 }
 
 // failures reads --fail values: each c or c=details fails one more of c's
