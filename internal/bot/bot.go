@@ -21,6 +21,7 @@ import (
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/journal"
 	"github.com/agentforeman/foreman/internal/node"
+	"github.com/agentforeman/foreman/protocol"
 )
 
 // Timing of the shell. Deadlines themselves are the engine's, in room time.
@@ -83,6 +84,7 @@ type Bot struct {
 	tag       string
 	room      roomClock
 	lastPing  time.Time
+	history   []agentchat.Message // the room's replay at the latest join
 
 	health  atomic.Pointer[Health]
 	views   chan chan coordinator.View
@@ -330,6 +332,7 @@ func (b *Bot) handle(ev agentchat.Event) error {
 		}
 	case agentchat.Joined:
 		b.named(ev.Agents...)
+		b.history = ev.History
 		return b.joinedRoom(ev)
 	case agentchat.Message:
 		return b.heard(ev)
@@ -466,6 +469,23 @@ func (b *Bot) flush() error {
 		}
 	})
 	return nil
+}
+
+// saidBefore reports whether the room's replay at the latest join holds
+// line from this identity: a refusal said by an earlier attempt is not
+// said again.
+func (b *Bot) saidBefore(line string) bool {
+	for _, m := range b.history {
+		if !m.Self || m.Notice {
+			continue
+		}
+		for l := range protocol.Lines(m.Body()) {
+			if strings.TrimSpace(l) == line {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func wireLine(l node.Line) agentchat.Line {
