@@ -143,10 +143,10 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	fmt.Fprintf(a.stderr, "%s: agent id %s, role %s, joining %s at %s\n", f.name, id.AgentID(), f.role, f.channel, f.url)
 	if f.role == "chat" {
 		fmt.Fprint(a.stderr, chatIntro)
-		return chat(ctx, cmd.InOrStdin(), a.stderr, agentchat.Config{
+		return roomError(chat(ctx, cmd.InOrStdin(), a.stderr, agentchat.Config{
 			URL: f.url, Channel: f.channel, Name: f.name, Identity: id, RateLimit: f.rateLimit,
 			Logger: log.With().Str("part", "room").Logger(),
-		}, show, joined)
+		}, show, joined), c)
 	}
 	cfg := sim.Config{
 		URL: f.url, Channel: f.channel, Name: f.name, Identity: id, Coordinator: f.coordinator,
@@ -164,7 +164,7 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 		case <-ctx.Done():
 		}
 	}()
-	return p.Run(ctx)
+	return roomError(p.Run(ctx), c)
 }
 
 // participant makes the sim the flags describe.

@@ -76,6 +76,7 @@ func TestAgentSaysItIsInTheRoomOnlyOnceJoined(t *testing.T) {
 	}
 	assert.Contains(t, stderr.String(), "me: agent id ")
 	assert.Contains(t, stderr.String(), "cannot reach the chat server at ws://127.0.0.1:1 ", "the URL at fault")
+	assert.Contains(t, stderr.String(), "the URL is --url: check it", "and where it came from")
 	assert.NotContains(t, stderr.String(), "me: in #build", "no room, so not in it")
 
 	r := newAgentRoom(t)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	neturl "net/url"
@@ -42,6 +41,9 @@ vetted by the admin (only they may create channels, unless --open-create).`,
 			if err != nil {
 				return err
 			}
+			if err := requireFile(c, "serve"); err != nil {
+				return err
+			}
 			log, err := a.logger(c)
 			if err != nil {
 				return err
@@ -57,7 +59,7 @@ vetted by the admin (only they may create channels, unless --open-create).`,
 			cfg.RateLimit = c.Server.RateLimit
 			cfg.Channels = append(server.DefaultChannels(), channels...)
 			cfg.Logger = log
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			srv, err := server.Start(ctx, cfg)
 			if err != nil {
