@@ -1,15 +1,18 @@
 package agentchat_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -224,3 +227,51 @@ func TestIdentifyFrameCarriesTheExactPEM(t *testing.T) {
 	assert.Regexp(t, `^\d{13}$`, string(verify["timestamp"]))
 	assert.Equal(t, "VERIFICATION_FAILED", serverError(t, r.fatal()).Code)
 }
+
+// A new key on a server that lets it send anyway (foreman's own, or a
+// stock one with LURK_DISABLED) is advised it may only listen: that advice
+// is debug, not info, since nothing comes of it; a refusal would be warned.
+func TestLurkAdviceThatDoesNotBiteIsDebug(t *testing.T) {
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild()})
+	var logs strings.Builder
+	var mu sync.Mutex
+	w := zerolog.SyncWriter(writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) }))
+	c := agentchat.New(agentchat.Config{URL: s.URL(), Channel: chattest.Channel, Identity: chattest.NewIdentity(t, "foreman"),
+		Logger: zerolog.New(w).Level(zerolog.DebugLevel)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	var connected agentchat.Connected
+	for e := range c.Events() {
+		if ev, ok := e.(agentchat.Connected); ok {
+			connected = ev
+		}
+		if _, ok := e.(agentchat.Joined); ok {
+			break
+		}
+	}
+	c.Send(agentchat.Line{Seq: 1, Text: "TASKS api"})
+	for e := range c.Events() {
+		if _, ok := e.(agentchat.Delivered); ok {
+			break
+		}
+	}
+	cancel()
+	require.NoError(t, <-done)
+	for range c.Events() { // drained: closed once Run has returned
+	}
+	require.True(t, connected.Lurk, "the server advised lurking")
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "may send only from") {
+			assert.Contains(t, l, `"level":"debug"`)
+			return
+		}
+	}
+	t.Fatalf("the advice was not logged at all: %s", logs.String())
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
