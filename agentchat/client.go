@@ -443,7 +443,7 @@ func (c *Client) take() *batch {
 	if b.cut > 0 {
 		c.log.Warn().Msgf("a line of %d bytes is longer than a whole message may be (%d bytes); only its start is sent", b.cut, c.cfg.MaxMessage)
 	}
-	if c.tag != "" {
+	if c.tag != "" && !b.plain {
 		b.stamp = stampOf(c.tag, b)
 		b.content += "\n" + b.stamp.String()
 	}

@@ -85,6 +85,7 @@ type Bot struct {
 	room      roomClock
 	lastPing  time.Time
 	history   []agentchat.Message // the room's replay at the latest join
+	operators []string            // as last configured: who is told of a refused reload
 
 	health  atomic.Pointer[Health]
 	views   chan chan coordinator.View
@@ -117,7 +118,7 @@ func New(opts Options) (*Bot, error) {
 		opts.ShutdownGrace = defaultGrace
 	}
 	b := &Bot{opts: opts, cfg: cfg, log: opts.Logger, id: opts.Identity, views: make(chan chan coordinator.View),
-		stopped: make(chan struct{})}
+		stopped: make(chan struct{}), operators: cfg.Roles.Operators}
 	b.health.Store(&Health{})
 	if b.id == nil {
 		id, created, err := agentchat.LoadOrCreateIdentity(cfg.Server.Identity, cfg.Server.Name)
@@ -392,12 +393,17 @@ func message(m agentchat.Message) coordinator.Message {
 // delivered records that the room has lines, and says so in the log: until
 // then they were only queued.
 func (b *Bot) delivered(d agentchat.Delivered) {
+	seqs := d.Seqs[:0:0]
 	for _, s := range d.Seqs {
+		if s == 0 {
+			continue // a notice (Plain), not a reply of the engine's
+		}
+		seqs = append(seqs, s)
 		if l, ok := b.node.Line(s); ok {
 			b.logSaid(l.Text)
 		}
 	}
-	b.node.Confirm(d.Seqs, d.MsgID, d.TS)
+	b.node.Confirm(seqs, d.MsgID, d.TS)
 	if b.offline {
 		b.goOnline(d.TS)
 	}
@@ -503,6 +509,7 @@ func (b *Bot) reload() {
 	}
 	if err != nil {
 		b.log.Error().Err(err).Msg("reload refused: the config has an error; the build goes on unchanged")
+		b.client.Send(agentchat.Line{Text: reloadRefused(err, b.operators), Urgent: true, Plain: true})
 		return
 	}
 	if !b.node.Started() {
@@ -513,7 +520,19 @@ func (b *Bot) reload() {
 		Msg("reloading the components and the roles")
 	b.node.Wake(b.room.now())
 	roles := cfg.Roles
+	b.operators = roles.Operators
 	b.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: b.room.now(), Components: cfg.Build.Components, Roles: &roles})
+}
+
+// reloadRefused is what the room is told of a SIGHUP reload refused for
+// an error in the config: its operators are the ones to fix it. It is a
+// notice, not a reply of the engine's: nothing changed.
+func reloadRefused(err error, operators []string) string {
+	who := "fix the config"
+	if len(operators) > 0 {
+		who = strings.Join(operators, " ") + ": fix the config"
+	}
+	return protocol.Error(protocol.BuildSubject, fmt.Sprintf("reload refused, nothing changed: %v; %s, then send foreman SIGHUP again", err, who)).Text
 }
 
 func (b *Bot) saveAlive() {

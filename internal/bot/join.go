@@ -156,7 +156,7 @@ func (b *Bot) refuse(err error) error {
 		b.log.Info().Msg("the room shows this refusal already, from an earlier attempt; it is not said again")
 		return err
 	}
-	b.client.Send(agentchat.Line{Text: line, Urgent: true})
+	b.client.Send(agentchat.Line{Text: line, Urgent: true, Plain: true})
 	deadline := time.Now().Add(refusalGrace)
 	for b.client.Stats().Queued > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
