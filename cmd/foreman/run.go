@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -97,12 +98,18 @@ locks; another foreman cannot open it while this one runs.`,
 			if c.HTTP != "" {
 				var url string
 				var stopBoard func()
-				board, url, stopBoard, err = web.Start(c.HTTP, web.Options{Logger: log.With().Str("part", "http").Logger()})
+				wo := web.Options{Logger: log.With().Str("part", "http").Logger()}
+				if c.Journal != "" {
+					// Beside the journal's segments: the board's log and
+					// counters go on where they were after a restart.
+					wo.StateFile = filepath.Join(c.Journal, "board.json")
+				}
+				board, url, stopBoard, err = web.Start(c.HTTP, wo)
 				if err != nil {
 					return fmt.Errorf("http.listen: %w", err)
 				}
 				defer stopBoard()
-				opts.Observe, opts.Handled, opts.Named = board.Observe, board.Handled, board.Named
+				opts.Observe, opts.Handled, opts.Named, opts.Members = board.Observe, board.Handled, board.Named, board.Members
 				log.Info().Str("url", url).Msg("serving the board, /api/view, /metrics and /healthz")
 			}
 			b, err := bot.New(opts)

@@ -60,6 +60,11 @@ type Options struct {
 	Observe func(ev *coordinator.Event, said []coordinator.Reply)
 	// Named, if set, is told each sender's display name as the room gives it.
 	Named func(id, name string)
+	// Members, if set, is told who is in the channel: foreman's own id
+	// (agentchat.Connected), the member list at each join (Joined), each
+	// join and leave (AgentJoined, AgentLeft), and losing the room
+	// (Disconnected). It runs in the bot's goroutine and must not wait.
+	Members func(ev agentchat.Event)
 	// Handled, if set, is called after each batch of events is handled,
 	// journaled and sent, with how long that took.
 	Handled func(d time.Duration, events int)
@@ -322,6 +327,12 @@ func (b *Bot) armTimer(t *time.Timer) {
 
 // handle takes one event from the room.
 func (b *Bot) handle(ev agentchat.Event) error {
+	if b.opts.Members != nil {
+		switch ev.(type) {
+		case agentchat.Connected, agentchat.Joined, agentchat.AgentJoined, agentchat.AgentLeft, agentchat.Disconnected:
+			b.opts.Members(ev)
+		}
+	}
 	switch ev := ev.(type) {
 	case agentchat.Connected:
 		b.setHealth(func(h *Health) { h.Connected = true })
