@@ -44,8 +44,8 @@ type Server struct {
 	names   nameBook
 	room    roster
 	tally   tally
-	base    base // set by New only
-	dirty   bool // something to carry changed since the last save
+	base    base          // set by New only
+	dirty   bool          // something to carry changed since the last save
 	changed chan struct{} // closed, and replaced, whenever something was heard, said or named
 	gen     uint64        // changes to the view signalled so far
 }
