@@ -2,15 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/agentchat/server"
 	"github.com/agentforeman/foreman/coordinator"
 )
 
@@ -176,4 +179,41 @@ func TestChatAssignsByName(t *testing.T) {
 	_, note, ok := show.expandAssign("ASSIGN auth b1")
 	assert.False(t, ok)
 	assert.Equal(t, "not sent: 2 here go by b1 (@cb88, @old1); type the id: ASSIGN auth @cb88", note)
+}
+
+// Over a real room: a line said before the chat client joined is shown at
+// the time it was said, not when the client read it in the replay.
+func TestChatShowsReplayedHistoryAtTheTimeItWasSaid(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := server.DefaultConfig() // with the stock history
+	cfg.Listen, cfg.Channels, cfg.RateLimit, cfg.Logger = "127.0.0.1:0", []string{"#build"}, 5*time.Millisecond, zerolog.Nop()
+	room, err := server.Start(ctx, cfg)
+	require.NoError(t, err)
+	defer room.Close()
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	c := agentchat.New(agentchat.Config{URL: room.URL(), Channel: "#build", Identity: id, RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()})
+	go func() { _ = c.Run(ctx) }()
+	var said time.Time
+	for e := range c.Events() {
+		if _, ok := e.(agentchat.Joined); ok {
+			c.Send(agentchat.Line{Seq: 1, Text: "TASKS api"})
+		}
+		if d, ok := e.(agentchat.Delivered); ok {
+			said = d.TS
+			break
+		}
+	}
+	// The client joins in a later second than the line was said.
+	for time.Now().Truncate(time.Second).Equal(said.Truncate(time.Second)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	in, typing := io.Pipe() // open: an ended stdin would end the chat
+	defer typing.Close()
+	stdout, _, _, stop := startAgent(t, in, "agent", "--url", room.URL(), "--role", "chat", "--name", "me", "--no-color")
+	defer stop()
+	want := said.Local().Format(time.TimeOnly) + "  foreman  coordinator TASKS api\n"
+	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), want) }, agentWait, 10*time.Millisecond,
+		"want %q in %q", want, stdout.String())
 }
