@@ -49,8 +49,8 @@ against any server (foreman serve runs one):
   --role chat      prints the room and sends each line typed on stdin, to
                    speak the protocol yourself (CLAIM api, PROGRESS api 50...)
 
-The room is printed on stdout, the sender ids in lines shown as names once
-known. Scripted pacing is in contract time: --minute sets how long a contract
+The room is printed on stdout, each sender id in a line kept as said and
+followed by its name once known. Scripted pacing is in contract time: --minute sets how long a contract
 minute lasts (1m: real time, for a foreman with its stock rules).
 
 The room (server.url, server.channel, server.rate_limit) is the config's, as
