@@ -29,7 +29,9 @@ history, one message per second per connection, frame limits and error codes.
 
 It listens where the config's server.url points (ws://127.0.0.1:6667 by
 default), so foreman run and foreman agent with the same config find it, and
-paces senders at server.rate_limit. It starts with the stock channels
+paces senders at server.rate_limit. Like run, it needs a config file (the
+CONFIG argument, -c, FOREMAN_CONFIG or foreman.yaml here), and says so
+before it binds a port. It starts with the stock channels
 (#general ... #ops) plus server.channel, or those given with --channel.
 Two things differ from a stock server by
 default: new identities may send at once instead of after an hour (--lurk
