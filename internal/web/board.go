@@ -69,8 +69,10 @@ func (s *Server) wholeBoard(ctx context.Context) Board {
 	b.Log = append([]Entry{}, s.log.since(0)...)
 	b.LogSeq = s.log.seq
 	b.Names, _ = s.names.since(0)
-	members := s.room.list()
-	b.Members, b.Self = &members, s.room.self
+	if s.room.fed {
+		members := s.room.list()
+		b.Members, b.Self = &members, s.room.self
+	}
 	s.mu.Unlock()
 	return b
 }

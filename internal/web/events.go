@@ -107,7 +107,7 @@ func (s *Server) event(sn *snapshot, vw *viewer) []byte {
 	mine.Log = append([]Entry{}, s.log.since(vw.log)...)
 	mine.LogSeq = s.log.seq
 	mine.Names, vw.names = s.names.since(vw.names)
-	if !vw.sentRoom || vw.members != s.room.seq {
+	if s.room.fed && (!vw.sentRoom || vw.members != s.room.seq) {
 		members := s.room.list()
 		mine.Members, mine.Self = &members, s.room.self
 		vw.members, vw.sentRoom = s.room.seq, true

@@ -23,6 +23,7 @@ func (s *Server) Members(ev agentchat.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := &s.room
+	r.fed = true
 	switch ev := ev.(type) {
 	case agentchat.Connected:
 		r.self = ev.AgentID
@@ -50,6 +51,7 @@ func (s *Server) Members(ev agentchat.Event) {
 
 // roster is who is in the channel. The server's mutex guards it.
 type roster struct {
+	fed  bool // the bot tells the board who is here (a board without the hook shows no list)
 	self string
 	here map[string]Member
 	seq  uint64 // changes so far, so that a live viewer is sent the list only when it changed

@@ -48,3 +48,13 @@ func TestBoardSaysWhoIsInTheRoom(t *testing.T) {
 	require.NotNil(t, b.Members)
 	assert.Empty(t, *b.Members, "out of the room, foreman does not know who is in it")
 }
+
+// A board whose bot does not tell it who is here (no Members hook) sends
+// no list, rather than an empty room.
+func TestNoMemberListWithoutTheHook(t *testing.T) {
+	s := New(Options{})
+	s.Attach(&fakeSource{view: shopView(), health: healthy()})
+	var b Board
+	getJSON(t, newTestServer(t, s).URL+"/api/view", &b)
+	assert.Nil(t, b.Members)
+}

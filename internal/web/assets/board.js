@@ -151,6 +151,7 @@
   function drawMembers(b) {
     if (b.self) self = b.self;
     if (b.members) {
+      $('members-panel').hidden = false; // shown once the bot says who is here
       members = b.members;
       for (const m of members) if (m.name && !names.has(m.id)) names.set(m.id, m.name);
     }
