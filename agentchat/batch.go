@@ -19,6 +19,11 @@ type Line struct {
 	// Resent lines are sent again without proof the room lacks them: the
 	// message's stamp says they may repeat.
 	Resent bool
+	// Plain lines are not numbered replies but notices (foreman refusing to
+	// coordinate, or a reload it refused): each goes out alone, in a message
+	// without a stamp, so that nobody reads a number into it. Its Seq is
+	// handed back in Delivered all the same.
+	Plain bool
 }
 
 // batch is the lines of one MSG.
@@ -27,6 +32,7 @@ type batch struct {
 	content string
 	stamp   Stamp // zero when not stamped
 	cut     int   // the length of a line cut to fit, if one was
+	plain   bool  // one Plain line: never stamped
 }
 
 func (b *batch) seqs() []uint64 {
@@ -99,6 +105,25 @@ func (q *sendQueue) take(max, reserve int) *batch {
 	for _, list := range []*[][]Line{&q.urgent, &q.normal} {
 		for len(*list) > 0 {
 			g := (*list)[0]
+			if g[0].Plain {
+				if len(b.lines) > 0 { // it goes alone, next
+					b.content = sb.String()
+					return b
+				}
+				l := g[0]
+				if jsonSize(l.Text) > max {
+					b.cut = len(l.Text)
+					l.Text = cutToFit(l.Text, max)
+				}
+				b.lines, b.content, b.plain = []Line{l}, l.Text, true
+				q.n--
+				if len(g) > 1 {
+					(*list)[0] = g[1:]
+				} else {
+					*list = (*list)[1:]
+				}
+				return b
+			}
 			taken := 0
 			for taken < len(g) {
 				l := g[taken]

@@ -115,3 +115,27 @@ func TestUnlockTime(t *testing.T) {
 	assert.True(t, got.Equal(time.Date(2026, 3, 1, 10, 20, 30, 456e6, time.UTC)), got)
 	assert.True(t, unlockTime("no time here").IsZero())
 }
+
+// A plain line (a notice, not a numbered reply) goes out alone and
+// unstamped, however it is queued among replies.
+func TestPlainLinesGoAloneAndUnstamped(t *testing.T) {
+	c := New(Config{Tag: "foreman shop/abc123"})
+	c.Send(groups([]string{"TASKS a b", "ACK a @x"})...)
+	c.Send(Line{Text: "ERROR build reload refused", Plain: true, Urgent: true})
+	c.Send(Line{Seq: 3, Text: "STATUS a building", Group: 9})
+
+	b := c.take()
+	assert.Equal(t, "ERROR build reload refused", b.content, "urgent, so first; and alone")
+	assert.True(t, b.plain)
+	assert.Empty(t, b.stamp.Tag)
+	assert.True(t, b.is(Message{Content: "ERROR build reload refused"}), "known again by its content")
+
+	b = c.take()
+	assert.Equal(t, "TASKS a b\nACK a @x\nSTATUS a building\n[foreman shop/abc123 #1-3]", b.content)
+	assert.Nil(t, c.take())
+
+	q := queue(groups([]string{"TASKS a"}))
+	q.push([]Line{{Text: "notice", Plain: true}})
+	assert.Equal(t, "TASKS a", q.take(1<<20, 0).content, "a plain line is not added to a message with others")
+	assert.Equal(t, "notice", q.take(1<<20, 0).content)
+}

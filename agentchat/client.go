@@ -3,6 +3,7 @@ package agentchat
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,14 @@ const (
 	DefaultHistoryWait   = 2 * time.Second
 	DefaultEchoTimeout   = 30 * time.Second
 	DefaultFirstAttempts = 6
+	// A connection dropped because another took its identity waits this
+	// long before coming back: a foreman that started with the same key and
+	// refuses (its journal does not know the build) has left by then.
+	DefaultDisplacedWait = 3 * time.Second
+	// Only an identity taken this many times within DefaultDisplacedWindow
+	// gives up: another program keeps taking it, and taking turns helps nobody.
+	DefaultMaxDisplaced    = 3
+	DefaultDisplacedWindow = 10 * time.Minute
 )
 
 // Config says where the room is and how to behave in it. Zero fields take
@@ -64,6 +73,13 @@ type Config struct {
 	// Tag, if set, stamps every message with the numbers of its lines (see
 	// Stamp); SetTag sets it later.
 	Tag string
+	// DisplacedWait is how long the client waits to reconnect after the
+	// server dropped it for another connection with the same identity
+	// (SESSION_DISPLACED; default 3s). MaxDisplaced drops within
+	// DisplacedWindow (default 3 in 10m) end Run with a *ServerError.
+	DisplacedWait   time.Duration
+	MaxDisplaced    int
+	DisplacedWindow time.Duration
 
 	Logger zerolog.Logger
 }
@@ -92,6 +108,11 @@ func (c *Config) defaults() {
 	}
 	if c.FirstAttempts <= 0 {
 		c.FirstAttempts = DefaultFirstAttempts
+	}
+	setDefault(&c.DisplacedWait, DefaultDisplacedWait)
+	setDefault(&c.DisplacedWindow, DefaultDisplacedWindow)
+	if c.MaxDisplaced <= 0 {
+		c.MaxDisplaced = DefaultMaxDisplaced
 	}
 }
 
@@ -147,6 +168,7 @@ type Client struct {
 	lurkUntil   time.Time
 	lurkForever bool
 	everJoined  bool
+	displaced   []time.Time // when the server dropped this client for another with its identity, within DisplacedWindow
 }
 
 // A stock server closes a connection that sends more than 60 frames in 10
@@ -298,7 +320,17 @@ func (c *Client) Run(ctx context.Context) error {
 			return nil
 		}
 		var se *ServerError
-		if errors.As(err, &se) {
+		if errors.As(err, &se) && se.Code == CodeSessionDisplaced {
+			if se = c.wasDisplaced(time.Now()); se != nil {
+				return se
+			}
+			attempt = 0
+			if !c.sleep(ctx, c.cfg.DisplacedWait) {
+				return nil
+			}
+			continue
+		}
+		if se != nil {
 			return se
 		}
 		if s != nil && s.live {
@@ -315,15 +347,47 @@ func (c *Client) Run(ctx context.Context) error {
 		} else {
 			c.log.Warn().Err(err).Msgf("lost the chat server at %s; trying again in %s", c.cfg.URL, d.Round(time.Millisecond))
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			c.log.Info().Msg("left the chat room")
+		if !c.sleep(ctx, d) {
 			return nil
 		}
 	}
+}
+
+// sleep waits d, or until ctx is done (then it reports false).
+func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		c.log.Info().Msg("left the chat room")
+		return false
+	}
+}
+
+// wasDisplaced counts a drop for another connection with this identity.
+// Two foremen with one key take it from each other; a second foreman that
+// refuses to coordinate (its journal does not know the build) leaves at
+// once, so after a short wait the first comes back and goes on. Only an
+// identity taken again and again gives up, with the error Run returns.
+func (c *Client) wasDisplaced(now time.Time) *ServerError {
+	keep := c.displaced[:0]
+	for _, t := range c.displaced {
+		if now.Sub(t) < c.cfg.DisplacedWindow {
+			keep = append(keep, t)
+		}
+	}
+	c.displaced = append(keep, now)
+	id := c.AgentID()
+	if n := len(c.displaced); n >= c.cfg.MaxDisplaced {
+		return &ServerError{Code: CodeSessionDisplaced, Message: "displaced",
+			Advice: fmt.Sprintf("another program keeps connecting with this identity (%s): the server dropped this one %d times within %s, so it gives up rather than take turns; stop the other, or give each its own identity file",
+				id, n, c.cfg.DisplacedWindow)}
+	}
+	c.log.Warn().Msgf("another program connected with this identity (%s) and the server dropped this one; coming back in %s, in case the other leaves (a second foreman that refuses to coordinate does); giving up if it happens %d times within %s",
+		id, c.cfg.DisplacedWait, c.cfg.MaxDisplaced, c.cfg.DisplacedWindow)
+	return nil
 }
 
 // backoff doubles from MinBackoff to MaxBackoff, with jitter so that many
@@ -379,7 +443,7 @@ func (c *Client) take() *batch {
 	if b.cut > 0 {
 		c.log.Warn().Msgf("a line of %d bytes is longer than a whole message may be (%d bytes); only its start is sent", b.cut, c.cfg.MaxMessage)
 	}
-	if c.tag != "" {
+	if c.tag != "" && !b.plain {
 		b.stamp = stampOf(c.tag, b)
 		b.content += "\n" + b.stamp.String()
 	}

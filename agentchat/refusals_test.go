@@ -1,15 +1,18 @@
 package agentchat_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -98,20 +101,56 @@ func TestLurkModeRefusalKeepsTheLines(t *testing.T) {
 	assert.False(t, (<-arrivals).Before(unlock.Truncate(time.Millisecond)), "retried only once unlocked")
 }
 
-func TestSameKeyTwiceDisplacesTheFirst(t *testing.T) {
+// The same key twice: the server drops the first connection for the
+// second. The first comes back after a short wait; when the second has
+// left by then (a foreman that refuses to coordinate does), it is in the
+// room again and what it queued meanwhile goes out.
+func TestDisplacedComesBackOnceTheOtherLeaves(t *testing.T) {
 	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild(), DisplaceDelay: 10 * time.Millisecond})
 	id := chattest.NewIdentity(t, "foreman")
-	first := run(t, agentchat.Config{URL: s.URL(), Identity: id})
+	first := run(t, agentchat.Config{URL: s.URL(), Identity: id, DisplacedWait: 300 * time.Millisecond})
 	first.ready()
 	second := run(t, agentchat.Config{URL: s.URL(), Identity: id})
 
-	se := serverError(t, first.fatal())
+	d := next[agentchat.Disconnected](first)
+	se := serverError(t, d.Err)
 	assert.Equal(t, "SESSION_DISPLACED", se.Code)
 	assert.Contains(t, se.Error(), "another program connected with the same identity ("+id.AgentID()+")")
+	second.ready()
+	first.c.Send(agentchat.Line{Seq: 1, Text: "said while away"})
+	second.cancel()
+	require.NoError(t, second.fatal())
+
+	j := next[agentchat.Joined](first)
+	assert.True(t, j.Reconnect)
+	assert.Equal(t, []uint64{1}, next[agentchat.Delivered](first).Seqs)
+	select {
+	case err := <-first.done:
+		t.Fatalf("the first gave up: %v", err)
+	default:
+	}
+}
+
+// Only an identity taken again and again gives up, saying why: here a
+// rival with the same key that never gives up itself.
+func TestDisplacedAgainAndAgainGivesUp(t *testing.T) {
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild(), DisplaceDelay: 10 * time.Millisecond})
+	id := chattest.NewIdentity(t, "foreman")
+	first := run(t, agentchat.Config{URL: s.URL(), Identity: id, DisplacedWait: 20 * time.Millisecond, MaxDisplaced: 3})
+	first.ready()
+	rival := run(t, agentchat.Config{URL: s.URL(), Identity: id, DisplacedWait: 20 * time.Millisecond, MaxDisplaced: 1000})
+
+	se := serverError(t, first.fatal())
+	assert.Equal(t, "SESSION_DISPLACED", se.Code)
+	assert.Equal(t, "another program keeps connecting with this identity ("+id.AgentID()+"): the server dropped this one 3 times within 10m0s, so it gives up rather than take turns; stop the other, or give each its own identity file", se.Error())
 	for e := range first.c.Events() {
 		_ = e // drained: Events is closed once Run has returned
 	}
-	second.ready()
+	select {
+	case err := <-rival.done:
+		t.Fatalf("the rival gave up too: %v", err)
+	default:
+	}
 }
 
 func TestMissingChannel(t *testing.T) {
@@ -188,3 +227,51 @@ func TestIdentifyFrameCarriesTheExactPEM(t *testing.T) {
 	assert.Regexp(t, `^\d{13}$`, string(verify["timestamp"]))
 	assert.Equal(t, "VERIFICATION_FAILED", serverError(t, r.fatal()).Code)
 }
+
+// A new key on a server that lets it send anyway (foreman's own, or a
+// stock one with LURK_DISABLED) is advised it may only listen: that advice
+// is debug, not info, since nothing comes of it; a refusal would be warned.
+func TestLurkAdviceThatDoesNotBiteIsDebug(t *testing.T) {
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild()})
+	var logs strings.Builder
+	var mu sync.Mutex
+	w := zerolog.SyncWriter(writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) }))
+	c := agentchat.New(agentchat.Config{URL: s.URL(), Channel: chattest.Channel, Identity: chattest.NewIdentity(t, "foreman"),
+		Logger: zerolog.New(w).Level(zerolog.DebugLevel)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	var connected agentchat.Connected
+	for e := range c.Events() {
+		if ev, ok := e.(agentchat.Connected); ok {
+			connected = ev
+		}
+		if _, ok := e.(agentchat.Joined); ok {
+			break
+		}
+	}
+	c.Send(agentchat.Line{Seq: 1, Text: "TASKS api"})
+	for e := range c.Events() {
+		if _, ok := e.(agentchat.Delivered); ok {
+			break
+		}
+	}
+	cancel()
+	require.NoError(t, <-done)
+	for range c.Events() { // drained: closed once Run has returned
+	}
+	require.True(t, connected.Lurk, "the server advised lurking")
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "may send only from") {
+			assert.Contains(t, l, `"level":"debug"`)
+			return
+		}
+	}
+	t.Fatalf("the advice was not logged at all: %s", logs.String())
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -215,8 +215,12 @@ func (s *session) welcome(f *frame) error {
 	case c.lurkForever:
 		c.log.Warn().Msgf("the chat server lets %s listen but not send (%s); anything it has to say stays queued", f.AgentID, f.LurkReason)
 	case f.Lurk && f.LurkUntil != 0:
+		// Debug, not info: a server that lets the key send (foreman's own,
+		// or a stock one run with LURK_DISABLED) makes this advice noise on
+		// every first run, and one that does not refuses the first message
+		// with LURK_MODE, which is warned of then with the unlock time.
 		until := msTime(f.LurkUntil)
-		c.log.Info().Msgf("the chat server calls %s a new identity that may send only from %s; foreman tries to send anyway (a server run with LURK_DISABLED lets it) and waits only if the server refuses",
+		c.log.Debug().Msgf("the chat server calls %s a new identity that may send only from %s; foreman tries to send anyway (a server run with LURK_DISABLED lets it) and waits only if the server refuses",
 			f.AgentID, until.Format(time.DateTime))
 	}
 	c.events.push(Connected{

@@ -53,8 +53,8 @@ against any server (foreman serve runs one):
                    read into verb and fields; docs/AGENTS.md says the schema),
                    logs go to stderr only
 
-The room is printed on stdout, the sender ids in lines shown as names once
-known. Scripted pacing is in contract time: --minute sets how long a contract
+The room is printed on stdout, each sender id in a line kept as said and
+followed by its name once known. Scripted pacing is in contract time: --minute sets how long a contract
 minute lasts (1m: real time, for a foreman with its stock rules).
 
 The room (server.url, server.channel, server.rate_limit) is the config's, as
@@ -107,6 +107,9 @@ var agentFlagKeys = map[string]string{
 }
 
 func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
+	if err := checkRole(f.role); err != nil {
+		return err // before a key is made for an agent that cannot run
+	}
 	c, err := a.loadConfig(cmd, file, agentFlagKeys)
 	if err != nil {
 		return err
@@ -142,6 +145,7 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	show := newRoomShow(a.stdout, !f.noColor && isTTY(a.stdout), f.coordinator)
 	show.self, show.role = id.AgentID(), f.role
 	show.names[id.AgentID()] = f.name
+	show.setRoles(c.Roles, rolesSource(c))
 	if f.identity != "" {
 		warnOpenIdentity(a.stderr, f.identity)
 	}
@@ -157,10 +161,10 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	}
 	if f.role == "chat" {
 		fmt.Fprint(a.stderr, chatIntro)
-		return chat(ctx, cmd.InOrStdin(), a.stderr, agentchat.Config{
+		return roomError(chat(ctx, cmd.InOrStdin(), a.stderr, agentchat.Config{
 			URL: f.url, Channel: f.channel, Name: f.name, Identity: id, RateLimit: f.rateLimit,
 			Logger: log.With().Str("part", "room").Logger(),
-		}, show, joined)
+		}, show, joined), c)
 	}
 	cfg := sim.Config{
 		URL: f.url, Channel: f.channel, Name: f.name, Identity: id, Coordinator: f.coordinator,
@@ -178,7 +182,7 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 		case <-ctx.Done():
 		}
 	}()
-	return p.Run(ctx)
+	return roomError(p.Run(ctx), c)
 }
 
 // participant makes the sim the flags describe.
@@ -217,7 +221,16 @@ func (f *agentFlags) participant(cfg sim.Config) (*sim.Participant, error) {
 	case sim.RoleOperator:
 		return sim.NewOperator(cfg, sim.Operator{Delay: f.delay})
 	}
-	return nil, fmt.Errorf("--role %q: want builder, auditor, ci, operator or chat", f.role)
+	return nil, fmt.Errorf("--role %q: no scripted participant plays it", f.role)
+}
+
+// checkRole refuses a role foreman agent cannot play.
+func checkRole(role string) error {
+	switch role {
+	case sim.RoleBuilder, sim.RoleAuditor, sim.RoleCI, sim.RoleOperator, "chat":
+		return nil
+	}
+	return fmt.Errorf("--role %q: want builder, auditor, ci, operator or chat", role)
 }
 
 // failures reads --fail values: each c or c=details fails one more of c's

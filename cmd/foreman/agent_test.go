@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -135,8 +136,8 @@ func TestAgentChatSendsWhatIsTypedAndPrintsTheRoom(t *testing.T) {
 	assert.Contains(t, stderr.String(), "me: agent id "+me)
 
 	r.say("TASKS api web\nACK api " + me)
-	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), "ACK api @me") }, agentWait, 5*time.Millisecond,
-		"the room is printed, ids as names: %q", stdout.String())
+	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), "ACK api "+me+" (me)") }, agentWait, 5*time.Millisecond,
+		"the room is printed, each id kept and followed by its name: %q", stdout.String())
 	assert.Contains(t, stdout.String(), "foreman  coordinator TASKS api web", "the first to say TASKS is the coordinator")
 	assert.NotContains(t, stdout.String(), "\x1b[", "no colour off a terminal")
 
@@ -175,7 +176,7 @@ func TestAgentRefusesBadScripts(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--role", "juggler"}, `--role "juggler"`},
+		{[]string{"--role", "juggler"}, `--role "juggler": want builder, auditor, ci, operator or chat`},
 		{[]string{"--block-on", "api"}, `--block-on "api": want c=dep`},
 		{[]string{"--abort-on", "api="}, `--abort-on "api=": want c=reason`},
 		{[]string{"--role", "auditor", "--fail", "=x"}, `--fail "=x"`},
@@ -185,4 +186,11 @@ func TestAgentRefusesBadScripts(t *testing.T) {
 		assert.Equal(t, 1, code, tc.args)
 		assert.Contains(t, errOut, tc.want)
 	}
+
+	// A mistyped role fails before a key file is made for it.
+	key := filepath.Join(t.TempDir(), "b1.json")
+	code, _, errOut := foreman(t, "agent", "--url", "ws://127.0.0.1:1", "--role", "bulder", "--identity", key)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `--role "bulder": want builder`)
+	assert.NoFileExists(t, key)
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman/agentchat"
-	"github.com/agentforeman/foreman/internal/tooling/demo"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -17,7 +16,8 @@ import (
 // prompt should not require reading the help first.
 const chatIntro = `Type a line and press Enter to say it in the room: protocol lines (CLAIM api,
 PROGRESS api 50, STATUS, RESOLVE api ...) or plain chat. /help lists them,
-/quit leaves (so does Ctrl-D, once what you typed has reached the room).
+/who lists the room (names, ids, roles, owners), /quit leaves (so does Ctrl-D,
+once what you typed has reached the room).
 `
 
 const chatHelp = `Lines you can say (the full guide: foreman prompt):
@@ -27,55 +27,16 @@ const chatHelp = `Lines you can say (the full guide: foreman prompt):
   anyone     STATUS [c]
   operators  ASSIGN c @id | RELEASE c | RESOLVE c [note] | OVERRIDE c | MERGED c
              DEPEND c dep | UNDEPEND c dep | ADD c [dep...] | PAUSE | RESUME
-Here, not sent: /help this list, /quit leave.
+Sender ids (@cb883c6b0913051a) are shown as said, each followed by the name it
+goes by: type the id back where a line wants one. ASSIGN c NAME sends the id of
+the one member here who goes by NAME, and says so; with none or several it sends
+nothing and says why.
+Here, not sent:
+  /who       who is in the room: names, ids, roles, what each owns
+  /id NAME   the ids that go by NAME
+  /help      this list
+  /quit      leave
 `
-
-// roomShow prints the room, each line with the time it was said. Names are
-// learned from the room; the coordinator is the one given, or the first to
-// say TASKS.
-type roomShow struct {
-	p     *demo.Printer
-	w     io.Writer
-	color bool
-	coord string
-	names map[string]string
-	self  string // the agent's own id, shown with its role
-	role  string
-}
-
-func newRoomShow(w io.Writer, color bool, coord string) *roomShow {
-	return &roomShow{w: w, color: color, coord: coord, names: map[string]string{}}
-}
-
-// line shows a line heard or said just now.
-func (s *roomShow) line(from, name, text string) { s.lineAt(time.Now(), from, name, text) }
-
-// lineAt shows a line said at a given time: the room's replayed history
-// is old, and shown as old.
-func (s *roomShow) lineAt(at time.Time, from, name, text string) {
-	if s.coord == "" && protocol.VerbOf(text) == protocol.ReplyTasks {
-		s.coord = from
-	}
-	if name == "" {
-		name = from
-	}
-	if s.p == nil || s.names[from] != name {
-		s.names[from] = name
-		members := map[string]demo.Member{}
-		for id, n := range s.names {
-			members[id] = demo.Member{Name: n}
-		}
-		s.p = demo.NewPrinter(s.w, s.color, members)
-	}
-	m := demo.Member{Name: name}
-	switch from {
-	case s.coord:
-		m.Role = demo.RoleCoordinator
-	case s.self:
-		m.Role = s.role
-	}
-	s.p.Print(clock(at, time.Now()), m, text)
-}
 
 // clock shows a time of today as a time of day, and an older one with its
 // date.
@@ -95,6 +56,7 @@ func clock(at, now time.Time) string {
 // room) or ctx. What the agent says is shown when the room echoes it, with
 // the room's time: shown means delivered. Local notices go to notes.
 func chat(ctx context.Context, stdin io.Reader, notes io.Writer, cfg agentchat.Config, show *roomShow, joined func()) error {
+	show.arrived(agentchat.Agent{ID: show.self, Name: cfg.Name})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	client := agentchat.New(cfg)
@@ -137,11 +99,18 @@ func chat(ctx context.Context, stdin io.Reader, notes io.Writer, cfg agentchat.C
 					in = true
 					joined()
 				}
+				clear(show.here)
+				show.arrived(ev.Agents...)
+				show.arrived(agentchat.Agent{ID: show.self, Name: cfg.Name})
 				for _, m := range ev.History {
 					showMessage(show, m)
 				}
 			case agentchat.Message:
 				showMessage(show, ev)
+			case agentchat.AgentJoined:
+				show.arrived(ev.Agent)
+			case agentchat.AgentLeft:
+				show.left(ev.Agent)
 			case agentchat.Delivered:
 				for _, n := range ev.Seqs {
 					if l, ok := sent[n]; ok {
@@ -164,9 +133,21 @@ func chat(ctx context.Context, stdin io.Reader, notes io.Writer, cfg agentchat.C
 				leave()
 			case l == "/help" || l == "/?":
 				fmt.Fprint(notes, chatHelp)
+			case l == "/who":
+				show.who(notes, cfg.Channel)
+			case l == "/id" || strings.HasPrefix(l, "/id "):
+				show.lookup(notes, strings.TrimSpace(strings.TrimPrefix(l, "/id")))
 			case strings.HasPrefix(l, "/"):
 				fmt.Fprintf(notes, "%s is not a command here: /help lists them (lines starting with / are never sent)\n", strings.Fields(l)[0])
 			default:
+				var note string
+				var ok bool
+				if l, note, ok = show.expandAssign(l); note != "" {
+					fmt.Fprintln(notes, note)
+				}
+				if !ok {
+					continue
+				}
 				seq++
 				sent[seq] = l
 				client.Send(agentchat.Line{Seq: seq, Text: l})

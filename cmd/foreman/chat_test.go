@@ -2,15 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/agentchat/server"
+	"github.com/agentforeman/foreman/coordinator"
 )
 
 func TestChatHandlesSlashCommandsLocally(t *testing.T) {
@@ -35,8 +39,11 @@ func TestChatHandlesSlashCommandsLocally(t *testing.T) {
 	case <-time.After(agentWait):
 		t.Fatal("/quit did not end the chat")
 	}
-	assert.Contains(t, stderr.String(), "/help lists them,\n/quit leaves", "the local commands are announced at start")
+	assert.Contains(t, stderr.String(), "/help lists them,\n/who lists the room (names, ids, roles, owners), /quit leaves", "the local commands are announced at start")
 	assert.Contains(t, stderr.String(), "operators  ASSIGN c @id | RELEASE c | RESOLVE c [note]")
+	for _, local := range []string{"/who ", "/id NAME ", "/help ", "/quit ", "ASSIGN c NAME sends the id"} {
+		assert.Contains(t, stderr.String(), local, "/help lists it")
+	}
 	assert.Contains(t, stderr.String(), "/bogus is not a command here")
 	assert.Regexp(t, `\d\d:\d\d:\d\d  me +chat +STATUS\n`, stdout.String(), "its own line is shown, with a time, once the room has it")
 }
@@ -72,6 +79,7 @@ func TestAgentSaysItIsInTheRoomOnlyOnceJoined(t *testing.T) {
 	}
 	assert.Contains(t, stderr.String(), "me: agent id ")
 	assert.Contains(t, stderr.String(), "cannot reach the chat server at ws://127.0.0.1:1 ", "the URL at fault")
+	assert.Contains(t, stderr.String(), "the URL is --url: check it", "and where it came from")
 	assert.NotContains(t, stderr.String(), "me: in #build", "no room, so not in it")
 
 	r := newAgentRoom(t)
@@ -79,4 +87,133 @@ func TestAgentSaysItIsInTheRoomOnlyOnceJoined(t *testing.T) {
 	r.joined("aud")
 	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "aud: in #build\n") }, agentWait, 5*time.Millisecond)
 	stop()
+}
+
+// chatRoom is a room as a chat client has seen it: foreman, the operator
+// (you), two builders named b1 (one here, one gone) and b2.
+func chatRoom(out *bytes.Buffer) *roomShow {
+	show := newRoomShow(out, false, "")
+	show.self, show.role = "@op", "chat"
+	show.setRoles(coordinator.Roles{Operators: []string{"@op", "@absent"}, Auditors: []string{"@aud"}}, "shop.yaml's roles.*")
+	show.arrived(agentchat.Agent{ID: "@f", Name: "foreman"}, agentchat.Agent{ID: "@op", Name: "olga"},
+		agentchat.Agent{ID: "@cb88", Name: "b1"}, agentchat.Agent{ID: "@dd01", Name: "b2"}, agentchat.Agent{ID: "@old1", Name: "b1"})
+	show.left(agentchat.Agent{ID: "@old1", Name: "b1"})
+	at := time.Date(2020, 1, 2, 3, 4, 5, 0, time.Local)
+	show.lineAt(at, "@f", "foreman", "TASKS db auth")
+	show.lineAt(at, "@cb88", "b1", "CLAIM db")
+	show.lineAt(at, "@f", "foreman", "ACK db @cb88")
+	show.lineAt(at, "@dd01", "b2", "CLAIM auth")
+	show.lineAt(at, "@f", "foreman", "ACK auth @dd01")
+	show.lineAt(at, "@f", "foreman", "TIMEOUT auth @dd01")
+	show.lineAt(at, "@f", "foreman", "STATUS web building owner=@gone since=1m")
+	return show
+}
+
+func TestChatKeepsIdsAndShowsTheirNames(t *testing.T) {
+	var out bytes.Buffer
+	chatRoom(&out)
+	assert.Contains(t, out.String(), "foreman  coordinator ACK db @cb88 (b1)\n", "the id stays, the name follows it")
+	assert.Contains(t, out.String(), "foreman  coordinator STATUS web building owner=@gone since=1m\n", "an unknown id is left alone")
+	assert.Regexp(t, `(?m)^Jan 02 03:04:05  b1 \(@cb88\) +CLAIM db$`, out.String(), "a name two ids go by is shown with the id")
+	assert.Regexp(t, `(?m)^Jan 02 03:04:05  b2 +CLAIM auth$`, out.String())
+}
+
+func TestChatWhoListsTheRoom(t *testing.T) {
+	var out, who bytes.Buffer
+	show := chatRoom(&out)
+	show.who(&who, "#build")
+	t.Log("\n" + who.String())
+	text := who.String()
+	assert.Contains(t, text, "In #build (4): names and ids from the room; roles from shop.yaml's roles.* and from what each said; owners from foreman's")
+	assert.Regexp(t, `(?m)^  b1 +@cb88 +builder \(by its lines\) +owns db$`, text)
+	assert.Regexp(t, `(?m)^  b2 +@dd01 +builder \(by its lines\)$`, text, "TIMEOUT took auth away")
+	assert.Regexp(t, `(?m)^  foreman +@f +coordinator$`, text)
+	assert.Regexp(t, `(?m)^  olga +@op +operator \(roles.operators\), you$`, text)
+	assert.Contains(t, text, "Not here, but named in the roles or owning a component:\n")
+	assert.Regexp(t, `(?m)^  - +@absent +operator \(roles.operators\)$`, text)
+	assert.Regexp(t, `(?m)^  - +@gone +- +owns web$`, text, "STATUS names owners")
+	assert.NotContains(t, text, "@old1", "gone, and neither in the roles nor owning anything")
+}
+
+func TestChatIdLooksANameUp(t *testing.T) {
+	var out, id bytes.Buffer
+	show := chatRoom(&out)
+	show.lookup(&id, "b1")
+	assert.Equal(t, "b1 is @cb88 (here)\nb1 is @old1 (not here now)\n", id.String())
+	id.Reset()
+	show.lookup(&id, "B2")
+	assert.Equal(t, "b2 is @dd01 (here)\n", id.String(), "case is forgiven when nothing matches exactly")
+	id.Reset()
+	show.lookup(&id, "zed")
+	assert.Contains(t, id.String(), "nobody here or heard so far goes by zed")
+	id.Reset()
+	show.lookup(&id, "@cb88")
+	assert.Equal(t, "@cb88 is a sender id (b1 (@cb88))\n", id.String())
+}
+
+func TestChatAssignsByName(t *testing.T) {
+	var out bytes.Buffer
+	show := chatRoom(&out)
+	for typed, want := range map[string]struct {
+		line, note string
+		ok         bool
+	}{
+		"ASSIGN auth b2":    {"ASSIGN auth @dd01", "b2 is @dd01, the only one here by that name: sending ASSIGN auth @dd01", true},
+		"assign auth @b2":   {"assign auth @dd01", "b2 is @dd01, the only one here by that name: sending assign auth @dd01", true},
+		"ASSIGN auth @dd01": {"ASSIGN auth @dd01", "", true},
+		"ASSIGN auth @aud":  {"ASSIGN auth @aud", "", true},
+		"ASSIGN auth @zz":   {"ASSIGN auth @zz", "", true},
+		"ASSIGN auth zed":   {"", "not sent: nobody here goes by zed (/who lists the room); type a sender id: ASSIGN auth @id", false},
+		"RELEASE auth":      {"RELEASE auth", "", true},
+		"ASSIGN auth b2 x":  {"ASSIGN auth b2 x", "", true},
+	} {
+		line, note, ok := show.expandAssign(typed)
+		assert.Equal(t, want.ok, ok, typed)
+		assert.Equal(t, want.note, note, typed)
+		if ok {
+			assert.Equal(t, want.line, line, typed)
+		}
+	}
+	// Two here named b1: nothing is sent, and the candidates are named.
+	show.arrived(agentchat.Agent{ID: "@old1", Name: "b1"})
+	_, note, ok := show.expandAssign("ASSIGN auth b1")
+	assert.False(t, ok)
+	assert.Equal(t, "not sent: 2 here go by b1 (@cb88, @old1); type the id: ASSIGN auth @cb88", note)
+}
+
+// Over a real room: a line said before the chat client joined is shown at
+// the time it was said, not when the client read it in the replay.
+func TestChatShowsReplayedHistoryAtTheTimeItWasSaid(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := server.DefaultConfig() // with the stock history
+	cfg.Listen, cfg.Channels, cfg.RateLimit, cfg.Logger = "127.0.0.1:0", []string{"#build"}, 5*time.Millisecond, zerolog.Nop()
+	room, err := server.Start(ctx, cfg)
+	require.NoError(t, err)
+	defer room.Close()
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	c := agentchat.New(agentchat.Config{URL: room.URL(), Channel: "#build", Identity: id, RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()})
+	go func() { _ = c.Run(ctx) }()
+	var said time.Time
+	for e := range c.Events() {
+		if _, ok := e.(agentchat.Joined); ok {
+			c.Send(agentchat.Line{Seq: 1, Text: "TASKS api"})
+		}
+		if d, ok := e.(agentchat.Delivered); ok {
+			said = d.TS
+			break
+		}
+	}
+	// The client joins in a later second than the line was said.
+	for time.Now().Truncate(time.Second).Equal(said.Truncate(time.Second)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	in, typing := io.Pipe() // open: an ended stdin would end the chat
+	defer typing.Close()
+	stdout, _, _, stop := startAgent(t, in, "agent", "--url", room.URL(), "--role", "chat", "--name", "me", "--no-color")
+	defer stop()
+	want := said.Local().Format(time.TimeOnly) + "  foreman  coordinator TASKS api\n"
+	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), want) }, agentWait, 10*time.Millisecond,
+		"want %q in %q", want, stdout.String())
 }

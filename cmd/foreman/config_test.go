@@ -140,7 +140,7 @@ func TestRunSaysWhenItCannotReachTheRoom(t *testing.T) {
 	code := run([]string{"run"}, &stdout, &stderr)
 	errOut := stderr.String()
 	assert.Equal(t, 1, code)
-	assert.True(t, strings.HasSuffix(errOut, "check server.url, and that the server runs\n"), errOut)
+	assert.True(t, strings.HasSuffix(errOut, "the URL is server.url in foreman.yaml: check it, and that the server runs\n"), errOut)
 	assert.Contains(t, errOut, "\nforeman: cannot reach the chat server at ws://127.0.0.1:1 (6 attempts")
 	assert.Contains(t, errOut, "no operator configured (roles.operators is empty)", "logged before joining, as validate warns")
 }

@@ -22,7 +22,7 @@ func foreman(t *testing.T, args ...string) (int, string, string) {
 func TestVersion(t *testing.T) {
 	code, out, _ := foreman(t, "version")
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, "foreman ")
+	assert.Regexp(t, `^foreman v\d+\.\d+\.\d+`, out, "a module version, stamped or not")
 }
 
 func TestValidateExample(t *testing.T) {
@@ -81,9 +81,10 @@ func TestValidateOwlSpec(t *testing.T) {
 func TestModuleVersion(t *testing.T) {
 	assert.Equal(t, "v9.9.9", moduleVersion("v9.9.9", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}), "set at build time")
 	assert.Equal(t, "v1.2.3", moduleVersion("", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}), "go install ...@v1.2.3")
-	assert.Equal(t, "devel", moduleVersion("", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}))
-	assert.Equal(t, "devel", moduleVersion("", nil))
-	assert.Equal(t, "devel (0123456789ab 2026-05-01T12:00:00Z, modified)", moduleVersion("", &debug.BuildInfo{
+	assert.Equal(t, release+"-devel, without version control information (built with -buildvcs=false, or outside the repository)",
+		moduleVersion("", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}), "-buildvcs=false: the source's release")
+	assert.Equal(t, release+"-devel (no build information)", moduleVersion("", nil))
+	assert.Equal(t, release+"-devel (0123456789ab 2026-05-01T12:00:00Z, modified)", moduleVersion("", &debug.BuildInfo{
 		Main: debug.Module{Version: "(devel)"},
 		Settings: []debug.BuildSetting{
 			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.time", Value: "2026-05-01T12:00:00Z"}, {Key: "vcs.modified", Value: "true"},

@@ -1,14 +1,16 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/internal/bot"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/web"
@@ -38,16 +40,31 @@ queued replies get a few seconds to go out); SIGHUP reloads the components,
 their dependencies (with the cycle check) and the roles from the config.
 
 --new-build starts a new build even when the room shows that this identity
-coordinates one there that its journal does not know (the journal was lost).`,
+coordinates one there that its journal does not know (the journal was lost).
+
+A config whose dependencies form a cycle is refused, as validate refuses it,
+unless --halted: then foreman joins with the build halted, says the cycle in
+the room, and an operator mends it there (UNDEPEND) or by a SIGHUP reload.
+
+The journal (journal.path, --journal) is a directory foreman creates and
+locks; another foreman cannot open it while this one runs.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			file := a.configFile
-			if len(args) == 1 {
-				file = args[0]
-			}
+			file := configArg(args)
 			c, err := a.loadConfig(cmd, file, runFlagKeys)
 			if err != nil {
 				return err
+			}
+			if err := requireFile(c, "run"); err != nil {
+				return err
+			}
+			if err := c.RequireBuild(); err != nil {
+				return err
+			}
+			if halted, _ := cmd.Flags().GetBool("halted"); !halted {
+				if err := refuseCycle(c); err != nil {
+					return err
+				}
 			}
 			log, err := a.logger(c)
 			if err != nil {
@@ -56,7 +73,7 @@ coordinates one there that its journal does not know (the journal was lost).`,
 			for _, w := range buildWarnings(c) {
 				log.Warn().Msg(w)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			reload := make(chan struct{}, 1)
 			hup := make(chan os.Signal, 1)
@@ -81,12 +98,18 @@ coordinates one there that its journal does not know (the journal was lost).`,
 			if c.HTTP != "" {
 				var url string
 				var stopBoard func()
-				board, url, stopBoard, err = web.Start(c.HTTP, web.Options{Logger: log.With().Str("part", "http").Logger()})
+				wo := web.Options{Logger: log.With().Str("part", "http").Logger()}
+				if c.Journal != "" {
+					// Beside the journal's segments: the board's log and
+					// counters go on where they were after a restart.
+					wo.StateFile = filepath.Join(c.Journal, "board.json")
+				}
+				board, url, stopBoard, err = web.Start(c.HTTP, wo)
 				if err != nil {
 					return fmt.Errorf("http.listen: %w", err)
 				}
 				defer stopBoard()
-				opts.Observe, opts.Handled, opts.Named = board.Observe, board.Handled, board.Named
+				opts.Observe, opts.Handled, opts.Named, opts.Members = board.Observe, board.Handled, board.Named, board.Members
 				log.Info().Str("url", url).Msg("serving the board, /api/view, /metrics and /healthz")
 			}
 			b, err := bot.New(opts)
@@ -96,7 +119,7 @@ coordinates one there that its journal does not know (the journal was lost).`,
 			if board != nil {
 				board.Attach(b)
 			}
-			return b.Run(ctx)
+			return roomError(b.Run(ctx), c)
 		},
 	}
 	f := cmd.Flags()
@@ -104,9 +127,46 @@ coordinates one there that its journal does not know (the journal was lost).`,
 	f.String("channel", "", "channel to coordinate in (server.channel)")
 	f.String("name", "", "display name (server.name)")
 	f.String("identity", "", "identity file (server.identity)")
-	f.String("journal", "", "journal file; \"\" for none (journal.path)")
+	f.String("journal", "", "journal directory, created and locked by foreman; \"\" for none (journal.path)")
 	f.String("record", "", "record the session as a transcript to this file (record.path)")
 	f.String("http", "", "listen address for the board, /metrics and /healthz (http.listen)")
 	f.Bool("new-build", false, "start a new build even though the room shows this identity's earlier one (its journal is gone)")
+	f.Bool("halted", false, "start even when the dependencies form a cycle: the build waits, halted, until an operator mends it")
 	return cmd
+}
+
+// noConfigFile is the error of a command that needs a config file and
+// found none: the same words for every such command.
+func noConfigFile(command string) error {
+	return fmt.Errorf("no config file: name one (foreman %s CONFIG, or -c), set FOREMAN_CONFIG, or write foreman.yaml here with foreman init", command)
+}
+
+// requireFile refuses to go on without a config file: a room or a build
+// made of defaults alone is never what the user meant. It is checked
+// before any port is bound.
+func requireFile(c *config.Config, command string) error {
+	if c.File == "" {
+		return noConfigFile(command)
+	}
+	return nil
+}
+
+// refuseCycle gives validate's one line for a dependency cycle.
+func refuseCycle(c *config.Config) error {
+	g := config.Graph(c.Build.Components)
+	if _, cycle := g.Order(); cycle != nil {
+		return fmt.Errorf("build %s: dependency cycle: %s (fix the config, or start it halted with --halted and mend it in the room with UNDEPEND)", c.Build.Name, g.Format(cycle))
+	}
+	return nil
+}
+
+// roomError names, in the error of a room that cannot be reached, where
+// its URL came from: a flag, FOREMAN_SERVER_URL, or the config file.
+func roomError(err error, c *config.Config) error {
+	var ue *agentchat.UnreachableError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	return fmt.Errorf("cannot reach the chat server at %s (%d attempts; last: %v); the URL is %s: check it, and that the server runs",
+		ue.URL, ue.Attempts, ue.Err, c.Origin("server.url"))
 }

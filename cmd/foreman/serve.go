@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	neturl "net/url"
@@ -30,7 +29,9 @@ history, one message per second per connection, frame limits and error codes.
 
 It listens where the config's server.url points (ws://127.0.0.1:6667 by
 default), so foreman run and foreman agent with the same config find it, and
-paces senders at server.rate_limit. It starts with the stock channels
+paces senders at server.rate_limit. Like run, it needs a config file (the
+CONFIG argument, -c, FOREMAN_CONFIG or foreman.yaml here), and says so
+before it binds a port. It starts with the stock channels
 (#general ... #ops) plus server.channel, or those given with --channel.
 Two things differ from a stock server by
 default: new identities may send at once instead of after an hour (--lurk
@@ -40,6 +41,9 @@ vetted by the admin (only they may create channels, unless --open-create).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.loadConfig(cmd, configArg(args), map[string]string{"rate-limit": "server.rate_limit"})
 			if err != nil {
+				return err
+			}
+			if err := requireFile(c, "serve"); err != nil {
 				return err
 			}
 			log, err := a.logger(c)
@@ -57,7 +61,7 @@ vetted by the admin (only they may create channels, unless --open-create).`,
 			cfg.RateLimit = c.Server.RateLimit
 			cfg.Channels = append(server.DefaultChannels(), channels...)
 			cfg.Logger = log
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			srv, err := server.Start(ctx, cfg)
 			if err != nil {

@@ -20,9 +20,10 @@ type syncBuffer = roomtest.SyncBuffer
 
 func TestServeRunsUntilInterrupted(t *testing.T) {
 	var stdout, stderr syncBuffer
+	config := writeFile(t, t.TempDir(), "foreman.yaml", "server:\n  channel: \"#build\"\n")
 	done := make(chan int, 1)
 	go func() {
-		done <- run([]string{"serve", "--listen", "127.0.0.1:0", "--channel", "#build", "--rate-limit", "100ms", "--log-format", "json"}, &stdout, &stderr)
+		done <- run([]string{"serve", config, "--listen", "127.0.0.1:0", "--rate-limit", "100ms", "--log-format", "json"}, &stdout, &stderr)
 	}()
 
 	listening := regexp.MustCompile(`listening on (ws://127\.0\.0\.1:\d+)`)
@@ -67,7 +68,8 @@ func TestServeRunsUntilInterrupted(t *testing.T) {
 }
 
 func TestServeRefusesABadChannel(t *testing.T) {
-	code, _, errOut := foreman(t, "serve", "--listen", "127.0.0.1:0", "--channel", "build")
+	config := writeFile(t, t.TempDir(), "foreman.yaml", "server:\n  channel: \"#build\"\n")
+	code, _, errOut := foreman(t, "serve", config, "--listen", "127.0.0.1:0", "--channel", "build")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, `"build" is not a channel name`)
 }

@@ -33,13 +33,18 @@ func (a *app) statusCommand() *cobra.Command {
 and prints it as a table: each component's state, owner, progress, next
 deadline, and what it waits on or why it is held, under a header with the
 build's name, how many components are merged, and whether it is paused,
-halted or complete. It reads the same JSON as the web board (/api/view), from
-the config's http.listen (as foreman run serves it), or --url.
+halted or complete. Owners are shown by name with their sender id
+(b1 @cb883c6b0913051a), as the room named them. It reads the same JSON as the
+web board (/api/view), from the config's http.listen (as foreman run serves
+it), or --board. (--url, as everywhere else, would be the chat server's.)
 Colours are used on a terminal only (and never with NO_COLOR set). It exits 1
 when foreman has no current board to give (starting, or stopped).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.loadConfig(cmd, configArg(args), map[string]string{"url": "http.listen"})
+			if cmd.Flags().Changed("url") {
+				return errors.New("--url is the chat server's address, as in every other command; the board's is --board (default: http.listen)")
+			}
+			c, err := a.loadConfig(cmd, configArg(args), map[string]string{"board": "http.listen"})
 			if err != nil {
 				return err
 			}
@@ -62,7 +67,9 @@ when foreman has no current board to give (starting, or stopped).`,
 		},
 	}
 	f := cmd.Flags()
-	f.String("url", "", "where foreman serves its board (default: http.listen, 127.0.0.1:9090)")
+	f.String("board", "", "where foreman serves its board (default: http.listen, 127.0.0.1:9090)")
+	f.String("url", "", "not status's: the chat server's address elsewhere; use --board")
+	_ = f.MarkHidden("url")
 	f.BoolVar(&noColor, "no-color", false, "no colours, even on a terminal")
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for foreman to answer")
 	return cmd
@@ -75,14 +82,14 @@ func boardURL(listen string) (string, error) {
 		return listen, nil
 	}
 	if listen == "" {
-		return "", errors.New("http.listen is off (\"\"), so foreman serves no board: set it, or give --url")
+		return "", errors.New("http.listen is off (\"\"), so foreman serves no board: set it, or give --board")
 	}
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return "", fmt.Errorf("http.listen %q is not host:port: %w", listen, err)
 	}
 	if port == "0" {
-		return "", fmt.Errorf("http.listen %s picks a free port at each start: give --url with the one foreman run logged", listen)
+		return "", fmt.Errorf("http.listen %s picks a free port at each start: give --board with the one foreman run logged", listen)
 	}
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
@@ -99,7 +106,7 @@ func fetchBoard(ctx context.Context, base string) (*web.Board, error) {
 	url := strings.TrimRight(base, "/") + "/api/view"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("--url: %w", err)
+		return nil, fmt.Errorf("--board: %w", err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -158,7 +165,7 @@ func writeStatus(w io.Writer, b *web.Board, color bool) {
 	rows := [][]string{{"COMPONENT", "STATE", "OWNER", "PROGRESS", "NEXT DEADLINE", "WAITS / ESCALATION"}}
 	styles := []string{""}
 	for _, c := range v.Components {
-		rows = append(rows, []string{c.Name, c.State, ownerOf(c), progressOf(c), deadlineOf(c, b.Now, v.Paused), cutRunes(notesOf(c, b.Escalations), 72)})
+		rows = append(rows, []string{c.Name, c.State, ownerOf(c, b.Names), progressOf(c), deadlineOf(c, b.Now, v.Paused), cutRunes(notesOf(c, b.Escalations, b.Names), 72)})
 		styles = append(styles, stateStyle[c.State])
 	}
 	writeTable(w, rows, func(row, col int, cell string) string {
@@ -215,14 +222,31 @@ func writeRoom(w io.Writer, b *web.Board, color bool) {
 	fmt.Fprintln(w, "room:", paint(color, "31", strings.Join(h.Problems, "; ")))
 }
 
-func ownerOf(c coordinator.ComponentView) string {
+func ownerOf(c coordinator.ComponentView, names map[string]string) string {
 	switch {
 	case c.Owner != "":
-		return c.Owner
+		return named(c.Owner, names)
 	case c.BuiltBy != "":
-		return c.BuiltBy
+		return named(c.BuiltBy, names)
 	}
 	return "-"
+}
+
+// named shows a sender id with the name the room gave it: "b1 @cb88...".
+// The id stays whole, to be typed back (ASSIGN c @id).
+func named(id string, names map[string]string) string {
+	if n := names[id]; n != "" && "@"+n != id {
+		return n + " " + id
+	}
+	return id
+}
+
+func namedAll(ids []string, names map[string]string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = named(id, names)
+	}
+	return out
 }
 
 func progressOf(c coordinator.ComponentView) string {
@@ -263,7 +287,7 @@ func shortDuration(d time.Duration) string {
 }
 
 // notesOf says why a component is where it is, the most pressing first.
-func notesOf(c coordinator.ComponentView, esc map[string]web.Escalation) string {
+func notesOf(c coordinator.ComponentView, esc map[string]web.Escalation, names map[string]string) string {
 	var notes []string
 	if c.Escalation != "" {
 		n := "ESCALATED " + c.Escalation
@@ -276,7 +300,7 @@ func notesOf(c coordinator.ComponentView, esc map[string]web.Escalation) string 
 		notes = append(notes, "waits on "+strings.Join(c.Waits, ", "))
 	}
 	if len(c.Barred) > 0 {
-		notes = append(notes, "barred "+strings.Join(c.Barred, ", "))
+		notes = append(notes, "barred "+strings.Join(namedAll(c.Barred, names), ", "))
 	}
 	if c.Pushback != "" {
 		notes = append(notes, "pushback "+c.Pushback)

@@ -57,6 +57,8 @@ func statusServerOf(t *testing.T, v coordinator.View) (*httptest.Server, *boardS
 	s := web.New(web.Options{Now: func() time.Time { return statusT0.Add(90 * time.Second) }})
 	s.Observe(&coordinator.Event{Kind: coordinator.KindTick, At: statusT0}, []coordinator.Reply{{At: statusT0,
 		Reply: protocol.Escalate("web", protocol.HardBlocker, "missing_dependency: no schema", "RESOLVE web")}})
+	s.Named("@b2", "bob")
+	s.Named("@b3", "b3") // a name that is its id: shown once
 	src := &boardSource{view: v}
 	s.Attach(src)
 	ts := httptest.NewServer(s.Handler())
@@ -79,7 +81,7 @@ func midBuild() coordinator.View {
 
 func TestStatusPrintsTheBoard(t *testing.T) {
 	ts := statusServer(t, midBuild())
-	code, out, errOut := foreman(t, "status", "--url", ts.URL)
+	code, out, errOut := foreman(t, "status", "--board", ts.URL)
 	require.Equal(t, 0, code, errOut)
 	t.Log("\n" + out)
 	assert.NotContains(t, out, "\x1b[", "no colours off a terminal")
@@ -91,7 +93,7 @@ func TestStatusPrintsTheBoard(t *testing.T) {
 		regexp.MustCompile(`(?m)^COMPONENT +STATE +OWNER +PROGRESS +NEXT DEADLINE +WAITS / ESCALATION$`),
 		regexp.MustCompile(`(?m)^db +merged +@b1 +done +- +-$`),
 		// The deadline counts from the server's clock (90s after t0), not this machine's.
-		regexp.MustCompile(`(?m)^api +building +@b2 +40% +timeout in 28m30s +failed audits 1/3$`),
+		regexp.MustCompile(`(?m)^api +building +bob @b2 +40% +timeout in 28m30s +failed audits 1/3$`),
 		regexp.MustCompile(`(?m)^web +held +@b3 +- +- +ESCALATED hard-blocker: missing_dependency: no schema; RESOLVE web$`),
 		regexp.MustCompile(`(?m)^docs +pending +- +- +- +waits on web$`),
 	} {
@@ -105,6 +107,11 @@ func TestStatusPrintsTheBoard(t *testing.T) {
 		assert.NotEqual(t, ' ', rune(l[col]), "%q", l)
 		assert.Equal(t, ' ', rune(l[col-1]), "%q", l)
 	}
+
+	// --url is the chat server's everywhere: status names its own flag.
+	code, _, errOut = foreman(t, "status", "--url", ts.URL)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--url is the chat server's address, as in every other command; the board's is --board")
 }
 
 func TestStatusHeaderSaysPausedHaltedComplete(t *testing.T) {
@@ -120,7 +127,7 @@ func TestStatusHeaderSaysPausedHaltedComplete(t *testing.T) {
 	} {
 		v := midBuild()
 		edit(&v)
-		code, out, errOut := foreman(t, "status", "--url", strings.TrimPrefix(statusServer(t, v).URL, "http://"))
+		code, out, errOut := foreman(t, "status", "--board", strings.TrimPrefix(statusServer(t, v).URL, "http://"))
 		require.Equal(t, 0, code, errOut)
 		assert.Equal(t, want, strings.SplitN(out, "\n", 2)[0])
 		if v.Paused {
@@ -139,33 +146,33 @@ func TestStatusColoursOnATerminal(t *testing.T) {
 	assert.Contains(t, out, "\x1b[1;31mheld\x1b[0m")
 	assert.Contains(t, out, "\x1b[32mmerged\x1b[0m")
 	// Padding is outside the escape codes, so the columns still line up.
-	assert.Regexp(t, `\x1b\[34mbuilding\x1b\[0m {2}@b2`, out)
+	assert.Regexp(t, `\x1b\[34mbuilding\x1b\[0m {2}bob @b2`, out)
 }
 
 func TestStatusWhenForemanIsNotThere(t *testing.T) {
 	ts := httptest.NewServer(http.NotFoundHandler())
 	url := ts.URL
 	ts.Close()
-	code, _, errOut := foreman(t, "status", "--url", url)
+	code, _, errOut := foreman(t, "status", "--board", url)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "cannot reach foreman at "+url)
 
 	starting := httptest.NewServer(web.New(web.Options{}).Handler())
 	defer starting.Close()
-	code, out, _ := foreman(t, "status", "--url", starting.URL)
+	code, out, _ := foreman(t, "status", "--board", starting.URL)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "foreman: foreman is starting")
 }
 
 func TestStatusOfAStoppedForeman(t *testing.T) {
 	ts, src := statusServerOf(t, midBuild())
-	code, _, errOut := foreman(t, "status", "--url", ts.URL)
+	code, _, errOut := foreman(t, "status", "--board", ts.URL)
 	require.Equal(t, 0, code, errOut)
 	src.stopped.Store(true)
-	code, out, _ := foreman(t, "status", "--url", ts.URL)
+	code, out, _ := foreman(t, "status", "--board", ts.URL)
 	assert.Equal(t, 1, code, "the board is not current")
 	assert.Contains(t, out, "build shop: running, 1 of 4 merged\nforeman: foreman is not answering (stopped?); this is the last board it gave\n")
-	assert.Regexp(t, `(?m)^api +building +@b2`, out, "the last board is still printed")
+	assert.Regexp(t, `(?m)^api +building +bob @b2`, out, "the last board is still printed")
 }
 
 // TestRunServesTheBoard runs foreman run with --http against a local room
@@ -218,7 +225,7 @@ journal:
 		return resp.StatusCode == http.StatusOK
 	}, 10*time.Second, 20*time.Millisecond, "never healthy: %s", stderr.String())
 
-	code, out, errOut := foreman(t, "status", "--url", url)
+	code, out, errOut := foreman(t, "status", "--board", url)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "build shop: running, 0 of 2 merged")
 	assert.Regexp(t, `(?m)^db +pending +- +- +- +claimable$`, out)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -32,8 +31,8 @@ cycle it prints the cycle and exits 1.`,
 			if err != nil {
 				return err
 			}
-			if c.File == "" {
-				return errors.New("no config file: name one (foreman validate CONFIG, or -c), set FOREMAN_CONFIG, or write foreman.yaml here with foreman init")
+			if err := requireFile(c, "validate"); err != nil {
+				return err
 			}
 			if err := c.RequireBuild(); err != nil {
 				return err

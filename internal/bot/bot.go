@@ -21,6 +21,7 @@ import (
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/journal"
 	"github.com/agentforeman/foreman/internal/node"
+	"github.com/agentforeman/foreman/protocol"
 )
 
 // Timing of the shell. Deadlines themselves are the engine's, in room time.
@@ -59,6 +60,11 @@ type Options struct {
 	Observe func(ev *coordinator.Event, said []coordinator.Reply)
 	// Named, if set, is told each sender's display name as the room gives it.
 	Named func(id, name string)
+	// Members, if set, is told who is in the channel: foreman's own id
+	// (agentchat.Connected), the member list at each join (Joined), each
+	// join and leave (AgentJoined, AgentLeft), and losing the room
+	// (Disconnected). It runs in the bot's goroutine and must not wait.
+	Members func(ev agentchat.Event)
 	// Handled, if set, is called after each batch of events is handled,
 	// journaled and sent, with how long that took.
 	Handled func(d time.Duration, events int)
@@ -83,6 +89,8 @@ type Bot struct {
 	tag       string
 	room      roomClock
 	lastPing  time.Time
+	history   []agentchat.Message // the room's replay at the latest join
+	operators []string            // as last configured: who is told of a refused reload
 
 	health  atomic.Pointer[Health]
 	views   chan chan coordinator.View
@@ -115,7 +123,7 @@ func New(opts Options) (*Bot, error) {
 		opts.ShutdownGrace = defaultGrace
 	}
 	b := &Bot{opts: opts, cfg: cfg, log: opts.Logger, id: opts.Identity, views: make(chan chan coordinator.View),
-		stopped: make(chan struct{})}
+		stopped: make(chan struct{}), operators: cfg.Roles.Operators}
 	b.health.Store(&Health{})
 	if b.id == nil {
 		id, created, err := agentchat.LoadOrCreateIdentity(cfg.Server.Identity, cfg.Server.Name)
@@ -319,6 +327,12 @@ func (b *Bot) armTimer(t *time.Timer) {
 
 // handle takes one event from the room.
 func (b *Bot) handle(ev agentchat.Event) error {
+	if b.opts.Members != nil {
+		switch ev.(type) {
+		case agentchat.Connected, agentchat.Joined, agentchat.AgentJoined, agentchat.AgentLeft, agentchat.Disconnected:
+			b.opts.Members(ev)
+		}
+	}
 	switch ev := ev.(type) {
 	case agentchat.Connected:
 		b.setHealth(func(h *Health) { h.Connected = true })
@@ -330,6 +344,7 @@ func (b *Bot) handle(ev agentchat.Event) error {
 		}
 	case agentchat.Joined:
 		b.named(ev.Agents...)
+		b.history = ev.History
 		return b.joinedRoom(ev)
 	case agentchat.Message:
 		return b.heard(ev)
@@ -389,12 +404,17 @@ func message(m agentchat.Message) coordinator.Message {
 // delivered records that the room has lines, and says so in the log: until
 // then they were only queued.
 func (b *Bot) delivered(d agentchat.Delivered) {
+	seqs := d.Seqs[:0:0]
 	for _, s := range d.Seqs {
+		if s == 0 {
+			continue // a notice (Plain), not a reply of the engine's
+		}
+		seqs = append(seqs, s)
 		if l, ok := b.node.Line(s); ok {
 			b.logSaid(l.Text)
 		}
 	}
-	b.node.Confirm(d.Seqs, d.MsgID, d.TS)
+	b.node.Confirm(seqs, d.MsgID, d.TS)
 	if b.offline {
 		b.goOnline(d.TS)
 	}
@@ -468,6 +488,23 @@ func (b *Bot) flush() error {
 	return nil
 }
 
+// saidBefore reports whether the room's replay at the latest join holds
+// line from this identity: a refusal said by an earlier attempt is not
+// said again.
+func (b *Bot) saidBefore(line string) bool {
+	for _, m := range b.history {
+		if !m.Self || m.Notice {
+			continue
+		}
+		for l := range protocol.Lines(m.Body()) {
+			if strings.TrimSpace(l) == line {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func wireLine(l node.Line) agentchat.Line {
 	return agentchat.Line{Seq: l.Seq, Text: l.Text, Group: l.Group, Urgent: l.Urgent, Resent: l.Resent}
 }
@@ -483,6 +520,7 @@ func (b *Bot) reload() {
 	}
 	if err != nil {
 		b.log.Error().Err(err).Msg("reload refused: the config has an error; the build goes on unchanged")
+		b.client.Send(agentchat.Line{Text: reloadRefused(err, b.operators), Urgent: true, Plain: true})
 		return
 	}
 	if !b.node.Started() {
@@ -493,7 +531,19 @@ func (b *Bot) reload() {
 		Msg("reloading the components and the roles")
 	b.node.Wake(b.room.now())
 	roles := cfg.Roles
+	b.operators = roles.Operators
 	b.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: b.room.now(), Components: cfg.Build.Components, Roles: &roles})
+}
+
+// reloadRefused is what the room is told of a SIGHUP reload refused for
+// an error in the config: its operators are the ones to fix it. It is a
+// notice, not a reply of the engine's: nothing changed.
+func reloadRefused(err error, operators []string) string {
+	who := "fix the config"
+	if len(operators) > 0 {
+		who = strings.Join(operators, " ") + ": fix the config"
+	}
+	return protocol.Error(protocol.BuildSubject, fmt.Sprintf("reload refused, nothing changed: %v; %s, then send foreman SIGHUP again", err, who)).Text
 }
 
 func (b *Bot) saveAlive() {

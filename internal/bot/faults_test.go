@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -85,22 +86,49 @@ func TestJournalGoneRefusesToGuess(t *testing.T) {
 }
 
 // A second foreman with the same key and its own journal sees the first
-// one's build in the room and refuses to coordinate a parallel one.
+// one's build in the room, refuses to coordinate a parallel one and leaves
+// at once; the first, dropped by the server for it, comes back and goes
+// on. Started again, the second refuses again without saying it twice.
 func TestSecondForemanWithTheSameKeyRefuses(t *testing.T) {
-	r := roomtest.Start(t)
+	r := roomtest.StartWith(t, func(c *server.Config) { c.DisplaceDelay = 50 * time.Millisecond })
 	b1 := r.Join(t, "b1")
 	id := newID(t)
-	cfg := fastConfig(t, r.URL(), t.TempDir(), coordinator.Component{Name: "db"})
+	cfg := fastConfig(t, r.URL(), t.TempDir(), coordinator.Component{Name: "db"}, coordinator.Component{Name: "api"})
 	bot := id.AgentID()
-	_, stop := runBot(t, cfg, id)
-	b1.Await(bot, "TASKS db")
+	first, stop := runBot(t, cfg, id)
+	b1.Await(bot, "TASKS db api")
 
-	other := fastConfig(t, r.URL(), t.TempDir(), coordinator.Component{Name: "db"})
-	_, stop2 := runBot(t, other, id)
-	b1.Await(bot, "ERROR build foreman will not coordinate here")
-	var refused *RefusedError
-	require.True(t, errors.As(stop2(), &refused))
-	_ = stop()
+	for attempt := range 2 {
+		other := fastConfig(t, r.URL(), t.TempDir(), coordinator.Component{Name: "db"}, coordinator.Component{Name: "api"})
+		var logs roomtest.SyncBuffer
+		second, err := New(Options{Config: other, Identity: id, Logger: zerolog.New(&logs)})
+		require.NoError(t, err)
+		ran := make(chan error, 1)
+		go func() { ran <- second.Run(context.Background()) }()
+		if attempt == 0 {
+			line, _ := b1.Await(bot, "ERROR build foreman will not coordinate here")
+			assert.Contains(t, line, "so it left: nothing to do while that foreman runs; if it is gone, restore its journal or start over with foreman run --new-build")
+		}
+		var refused *RefusedError
+		select {
+		case err := <-ran:
+			require.True(t, errors.As(err, &refused), "attempt %d: Run returns the refusal: %v", attempt, err)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("attempt %d: the second foreman did not leave", attempt)
+		}
+		if attempt == 1 {
+			assert.Contains(t, logs.String(), "the room shows this refusal already")
+		}
+
+		// The first is back, and answers.
+		b1.Say("STATUS api")
+		_, seen := b1.Await(bot, "STATUS api pending")
+		for _, l := range seen {
+			assert.False(t, strings.HasPrefix(l, "ERROR build"), "attempt %d: said again: %s", attempt, l)
+		}
+	}
+	assert.True(t, first.Health().Joined)
+	require.NoError(t, stop())
 }
 
 // A stock room keeps 20 frames of history. When more than that was said

@@ -73,7 +73,7 @@ func (b *Bot) startBuild(at time.Time, history []agentchat.Message) error {
 				return b.refuse(&RefusedError{Why: fmt.Sprintf(
 					"this room shows %q, a build coordinated by this identity (%s), but %s has no record of it: its journal was deleted, emptied or moved, or another foreman uses this identity; restore the journal, or start over with --new-build",
 					m.Stamp.Tag, b.AgentID(), b.journalName()),
-					Room: fmt.Sprintf("its journal has no record of %q, which this identity coordinates here; restore the journal, or start over with foreman run --new-build", m.Stamp.Tag)})
+					Room: fmt.Sprintf("its journal has no record of %q, which this identity coordinates here, so it left: nothing to do while that foreman runs; if it is gone, restore its journal or start over with foreman run --new-build", m.Stamp.Tag)})
 			}
 		}
 	}
@@ -151,7 +151,12 @@ func (b *Bot) refuse(err error) error {
 		return err
 	}
 	b.log.Error().Msg(re.Why)
-	b.client.Send(agentchat.Line{Text: protocol.Error(protocol.BuildSubject, "foreman will not coordinate here: "+re.Room).Text, Urgent: true})
+	line := protocol.Error(protocol.BuildSubject, "foreman will not coordinate here: "+re.Room).Text
+	if b.saidBefore(line) {
+		b.log.Info().Msg("the room shows this refusal already, from an earlier attempt; it is not said again")
+		return err
+	}
+	b.client.Send(agentchat.Line{Text: line, Urgent: true, Plain: true})
 	deadline := time.Now().Add(refusalGrace)
 	for b.client.Stats().Queued > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)

@@ -176,10 +176,14 @@ func TestReload(t *testing.T) {
 	b1.Say("PAUSE\nRESUME")
 	b1.Await(bot, "OK RESUME")
 
+	// A config with an error changes nothing, and the operators are told
+	// in the room why.
 	empty := promoted
 	empty.Build.Components = nil
 	next <- &empty
 	reload <- struct{}{}
+	refused, _ := b1.Await(bot, "ERROR build reload refused, nothing changed: build.components: no components")
+	assert.Contains(t, refused, "; "+b1.ID+": fix the config, then send foreman SIGHUP again")
 	b1.Say("CLAIM cache")
 	b1.Await(bot, "ACK cache "+b1.ID)
 	require.NoError(t, stop())

@@ -38,6 +38,20 @@ type Config struct {
 	File    string // the file read, "" if none
 	// Warnings are problems that do not stop foreman, for the log.
 	Warnings []string
+
+	origins map[string]string // where each key's value came from; see Origin
+}
+
+// Origin says where key's value came from, in the words the user would
+// fix it with: a flag ("--url"), a variable ("FOREMAN_SERVER_URL"), the
+// file ("server.url in foreman.yaml"), or the default ("server.url's
+// default"). An error about a value that came from elsewhere than the
+// user thinks is solved in one step when it names the place.
+func (c *Config) Origin(key string) string {
+	if o, ok := c.origins[key]; ok {
+		return o
+	}
+	return key
 }
 
 // Server says where the room is and who foreman is there.
@@ -173,6 +187,10 @@ func Load(file string, flags *pflag.FlagSet, flagKeys map[string]string) (*Confi
 		return nil, src.rename(err)
 	}
 	c.Warnings = warnings
+	c.origins = map[string]string{}
+	for key := range defaults() {
+		c.origins[key] = src.origin(key, file != "" && v.InConfig(key))
+	}
 	return c, nil
 }
 
@@ -348,13 +366,32 @@ func Redacted(build string, comps []coordinator.Component) []string {
 	return out
 }
 
+// specDir says what is wrong with an owl spec directory that is not
+// there, before the spec's own reading looks in it for components.
+func specDir(dir string) error {
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s: no such directory", dir)
+	case err != nil:
+		return err
+	case !info.IsDir():
+		return fmt.Errorf("%s is a file, not an owl spec directory", dir)
+	}
+	return nil
+}
+
 func decodeBuild(v *viper.Viper, c *Config, src sources) error {
 	list, _ := v.Get("build.components").([]any)
 	switch {
 	case c.Build.Spec != "" && len(list) > 0:
 		return errorf("build.spec", "set either build.spec or build.components, not both")
 	case c.Build.Spec != "":
-		spec, err := ReadOwlSpec(src.path("build.spec", c.Build.Spec))
+		dir := src.path("build.spec", c.Build.Spec)
+		if err := specDir(dir); err != nil {
+			return errorf("build.spec", "%v", err)
+		}
+		spec, err := ReadOwlSpec(dir)
 		if err != nil {
 			return errorf("build.spec", "%v", err)
 		}

@@ -48,7 +48,9 @@ func TestOwlSpecRelativeToConfigFile(t *testing.T) {
 	assert.Equal(t, []coordinator.Component{{Name: "a", Deps: []string{"b"}}, {Name: "b"}}, c.Build.Components)
 
 	_, err = Load(writeConfig(t, "build:\n  spec: nowhere\n"), nil, nil)
-	assert.ErrorContains(t, err, "build.spec:")
+	assert.Regexp(t, `^build.spec: .*/nowhere: no such directory$`, err.Error(), "a missing spec is named as missing")
+	_, err = Load(writeConfig(t, "build:\n  spec: "+path+"\n"), nil, nil)
+	assert.EqualError(t, err, "build.spec: "+path+" is a file, not an owl spec directory")
 }
 
 func mustAbs(t *testing.T, p string) string {

@@ -58,6 +58,24 @@ func (s sources) path(key, value string) string {
 	return filepath.Join(filepath.Dir(s.file), value)
 }
 
+// origin names where key's value came from (see Config.Origin); inFile
+// says whether the config file sets it.
+func (s sources) origin(key string, inFile bool) string {
+	switch {
+	case s.fromFlag(key):
+		for name, k := range s.flagKeys {
+			if f := s.flags.Lookup(name); k == key && f != nil && f.Changed {
+				return "--" + name
+			}
+		}
+	case s.fromEnv(key):
+		return EnvVar(key)
+	case inFile:
+		return key + " in " + s.file
+	}
+	return key + "'s default"
+}
+
 // rename makes an error about a key set by the environment name the
 // variable, which is what the user has to fix.
 func (s sources) rename(err error) error {

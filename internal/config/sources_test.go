@@ -85,3 +85,24 @@ func TestAMisspeltDependencyIsNeverTheComponentItself(t *testing.T) {
 	_, err := Load(writeConfig(t, "build:\n  components:\n    - name: api\n      depends_on: [apii]\n    - name: web\n"), nil, nil)
 	assert.EqualError(t, err, `build.components[0].depends_on: "apii" is not a component`)
 }
+
+func TestOriginNamesWhereAValueCameFrom(t *testing.T) {
+	path := writeConfig(t, minimal+"server:\n  url: ws://127.0.0.1:7000\n")
+	c, err := Load(path, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "server.url in "+path, c.Origin("server.url"))
+	assert.Equal(t, "server.channel's default", c.Origin("server.channel"))
+
+	t.Setenv("FOREMAN_SERVER_URL", "ws://127.0.0.1:7001")
+	c, err = Load(path, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "FOREMAN_SERVER_URL", c.Origin("server.url"))
+
+	flags := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	flags.String("url", "", "")
+	require.NoError(t, flags.Parse([]string{"--url", "ws://127.0.0.1:7002"}))
+	c, err = Load(path, flags, map[string]string{"url": "server.url"})
+	require.NoError(t, err)
+	assert.Equal(t, "--url", c.Origin("server.url"))
+	assert.Equal(t, "ws://127.0.0.1:7002", c.Server.URL)
+}

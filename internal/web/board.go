@@ -25,9 +25,11 @@ type Board struct {
 	Layout      *Layout                     `json:"layout,omitempty"`
 	Escalations map[string]Escalation       `json:"escalations,omitempty"` // the open ones, by component (or "build")
 	Log         []Entry                     `json:"log"`
-	LogSeq      uint64                      `json:"log_seq"`         // the latest line's seq
-	Full        bool                        `json:"full"`            // Log holds every line kept, not only those after the client's last
-	Names       map[string]string           `json:"names,omitempty"` // display names by sender id; in a stream, only those new since the viewer's last event
+	LogSeq      uint64                      `json:"log_seq"`           // the latest line's seq
+	Full        bool                        `json:"full"`              // Log holds every line kept, not only those after the client's last
+	Names       map[string]string           `json:"names,omitempty"`   // display names by sender id; in a stream, only those new since the viewer's last event
+	Self        string                      `json:"self,omitempty"`    // foreman's own sender id
+	Members     *[]Member                   `json:"members,omitempty"` // who is in the channel; in a stream, only when it changed since the viewer's last event
 	Update      bool                        `json:"update,omitempty"`
 	Changed     []coordinator.ComponentView `json:"changed,omitempty"` // in an update: the components whose view changed, in view order
 }
@@ -62,11 +64,15 @@ func (s *Server) wholeBoard(ctx context.Context) Board {
 		Layout: sn.layout, Escalations: sn.escalations, Full: true}
 	src := s.source()
 	b.Health = healthOf(src, b.Now)
-	b.Room = roomStats(src)
+	b.Room = s.roomStats(src)
 	s.mu.Lock()
 	b.Log = append([]Entry{}, s.log.since(0)...)
 	b.LogSeq = s.log.seq
 	b.Names, _ = s.names.since(0)
+	if s.room.fed {
+		members := s.room.list()
+		b.Members, b.Self = &members, s.room.self
+	}
 	s.mu.Unlock()
 	return b
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -265,6 +266,15 @@ func TestBrowserShowsTheBuild(t *testing.T) {
 			}
 			assert.Regexp(t, contractTime, p.text("#elapsed"))
 			assert.Contains(t, p.eval(`document.querySelector('#log time').title`), "local time")
+			// Who is in the room, with full ids to read and copy.
+			p.waitFor("b1 in the member list, owning db", `document.querySelector('#members li[data-member="`+lb.id("b1")+`"] .what')?.textContent === 'owns db'`)
+			assert.Equal(t, lb.id("b1"), p.text(`#members li[data-member="`+lb.id("b1")+`"] .full-id`), "the whole id, as text")
+			assert.Equal(t, "b1", p.text(`#members li[data-member="`+lb.id("b1")+`"] .who`))
+			assert.Contains(t, p.text("#members-count"), "(", "a count")
+			p.do(chromedp.Click(`#members li[data-member="` + lb.id("b1") + `"] button.copy`))
+			p.waitFor("the id copied", `document.getElementById('copied').textContent === 'copied `+lb.id("b1")+`'`)
+			p.do(chromedp.Click(`#nodes li[data-name="db"] .owner .id`))
+			p.waitFor("a name on the board copies its id", `document.getElementById('copied').textContent === 'copied `+lb.id("b1")+`'`)
 		case "progress":
 			p.waitFor("db at 60%", node("db")+`?.dataset.progress === "60"`)
 			assert.Contains(t, p.text(`#nodes li[data-name="db"]`), "60%")
@@ -358,4 +368,45 @@ func TestBrowserShowsAHaltedBuild(t *testing.T) {
 	p.waitFor("the build running again", `document.getElementById('build-state').dataset.state === 'running'`)
 	p.waitFor("no back edge", `document.querySelectorAll('#edge-paths path.back').length === 0`)
 	p.waitFor("the attention panel gone", `document.getElementById('attention').hidden`)
+}
+
+// TestBrowserUsesThePanelAndWrapsLongReasons: a small graph grows to use
+// its panel, centred in it, and a long reason with no place to break (a
+// URL) wraps inside the attention panel and on its card instead of running
+// out of them.
+func TestBrowserUsesThePanelAndWrapsLongReasons(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	requireChromium(t)
+	lb := startLiveBuild(t, []coordinator.Component{{Name: "db"}, {Name: "api", Deps: []string{"db"}}}, "b1")
+	lb.expect("TASKS db")
+	lb.say("b1", "CLAIM db")
+	lb.expect("ACK db")
+	long := "missing_dependency: see https://example.test/" + strings.Repeat("x", 180)
+	lb.say("b1", "ABORT db "+long)
+	lb.expect("ESCALATE db hard-blocker")
+	p := openPage(t, lb.URL)
+	p.waitFor("the attention panel", `!document.getElementById('attention').hidden`)
+	p.waitState("db", "held")
+
+	zoom, err := strconv.ParseFloat(p.eval(`document.getElementById('canvas').style.zoom`), 64)
+	require.NoError(t, err)
+	assert.Greater(t, zoom, 1.0, "two cards in a wide panel are drawn larger")
+	p.requireAllCardsInView()
+	assert.Equal(t, "true", p.eval(`(() => {
+  const g = document.getElementById('graph').getBoundingClientRect();
+  const c = document.getElementById('canvas').getBoundingClientRect();
+  return String(Math.abs((c.left - g.left) - (g.right - c.right)) < 4);
+})()`), "centred across")
+
+	assert.Equal(t, "true", p.eval(`(() => {
+  const a = document.querySelector('#attention-list li');
+  return String(a.scrollWidth <= a.clientWidth && a.getBoundingClientRect().right <= document.getElementById('attention').getBoundingClientRect().right);
+})()`), "the reason wraps in the attention panel")
+	assert.Equal(t, "true", p.eval(`(() => {
+  const n = document.querySelector('#nodes li[data-name="db"] .note');
+  return String(n.scrollWidth <= n.clientWidth);
+})()`), "and on its card")
+	p.screenshot("board-small-long-reason.png")
 }

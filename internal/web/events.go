@@ -80,6 +80,8 @@ type viewer struct {
 	seq, graph uint64 // the snapshot its view is of, and that snapshot's graph; 0 before the first event
 	log        uint64 // the latest log line
 	names      uint64 // the latest name
+	members    uint64 // the member list's change count when it was last sent
+	sentRoom   bool   // the member list was sent at all
 }
 
 // event encodes the next event for vw from sn: the whole board the first
@@ -90,19 +92,26 @@ func (s *Server) event(sn *snapshot, vw *viewer) []byte {
 	now := s.opts.Now().UTC()
 	src := s.source()
 	mine := struct {
-		Now    time.Time         `json:"now"`
-		Health HealthReport      `json:"health"`
-		Room   RoomStats         `json:"room"`
-		Log    []Entry           `json:"log"`
-		LogSeq uint64            `json:"log_seq"`
-		Full   bool              `json:"full"`
-		Names  map[string]string `json:"names,omitempty"`
-		Update bool              `json:"update,omitempty"`
-	}{Now: now, Health: healthOf(src, now), Room: roomStats(src), Full: vw.log == 0}
+		Now     time.Time         `json:"now"`
+		Health  HealthReport      `json:"health"`
+		Room    RoomStats         `json:"room"`
+		Log     []Entry           `json:"log"`
+		LogSeq  uint64            `json:"log_seq"`
+		Full    bool              `json:"full"`
+		Names   map[string]string `json:"names,omitempty"`
+		Self    string            `json:"self,omitempty"`
+		Members *[]Member         `json:"members,omitempty"`
+		Update  bool              `json:"update,omitempty"`
+	}{Now: now, Health: healthOf(src, now), Room: s.roomStats(src), Full: vw.log == 0}
 	s.mu.Lock()
 	mine.Log = append([]Entry{}, s.log.since(vw.log)...)
 	mine.LogSeq = s.log.seq
 	mine.Names, vw.names = s.names.since(vw.names)
+	if s.room.fed && (!vw.sentRoom || vw.members != s.room.seq) {
+		members := s.room.list()
+		mine.Members, mine.Self = &members, s.room.self
+		vw.members, vw.sentRoom = s.room.seq, true
+	}
 	s.mu.Unlock()
 	vw.log = mine.LogSeq
 

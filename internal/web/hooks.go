@@ -15,6 +15,7 @@ import (
 func (s *Server) Observe(ev *coordinator.Event, said []coordinator.Reply) {
 	heardLines := 0
 	s.mu.Lock()
+	s.freshBuild(ev)
 	if ev.Kind == coordinator.KindMessage {
 		// A stamping sender (another foreman, say) ends its message with a
 		// stamp: bookkeeping for the sender, not a line anyone said.
@@ -28,11 +29,14 @@ func (s *Server) Observe(ev *coordinator.Event, said []coordinator.Reply) {
 	}
 	for _, r := range said {
 		s.log.add(r.At, "", true, r.Text)
+		s.tally.said(r.Reply)
 		if r.Verb == protocol.ReplyEscalate {
 			s.esc[r.Subject] = Escalation{Code: string(r.Code), Text: r.Detail, At: r.At}
 		}
 	}
+	s.tally.heard += int64(heardLines)
 	if heardLines > 0 || len(said) > 0 {
+		s.dirty = true
 		s.signalLocked(true)
 	}
 	s.mu.Unlock()
@@ -47,6 +51,10 @@ func (s *Server) Observe(ev *coordinator.Event, said []coordinator.Reply) {
 func (s *Server) Handled(d time.Duration, events int) {
 	s.metrics.handling.Observe(d.Seconds())
 	s.metrics.events.Add(float64(events))
+	s.mu.Lock()
+	s.tally.events += int64(events)
+	s.dirty = true
+	s.mu.Unlock()
 }
 
 // notify tells live boards to fetch the view again.

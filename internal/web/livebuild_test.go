@@ -107,7 +107,8 @@ func startLiveBuild(t *testing.T, comps []coordinator.Component, names ...string
 			lb.heardFromForeman(said)
 		},
 		Handled: lb.board.Handled,
-		Named:   lb.board.Named, // the members' names, as the room tells the bot
+		Named:   lb.board.Named,   // the members' names, as the room tells the bot
+		Members: lb.board.Members, // who is in the room
 	})
 	require.NoError(t, err)
 	lb.board.Attach(b)

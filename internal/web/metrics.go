@@ -126,8 +126,10 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	if src == nil {
 		return
 	}
-	st := src.RoomStats()
+	st := c.s.roomStats(src)
 	h := src.Health()
+	h.Commits += c.s.base.commits
+	h.Entries += c.s.base.entries
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}

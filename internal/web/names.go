@@ -31,6 +31,7 @@ func (s *Server) Named(id, name string) {
 	defer s.mu.Unlock()
 	if s.names.set(id, name) {
 		// A name changes no view: pages are told, but no new View is asked for.
+		s.dirty = true
 		s.signalLocked(false)
 	}
 }

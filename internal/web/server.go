@@ -21,6 +21,10 @@ type Options struct {
 	LogSize int           // room lines kept for the board (default 200)
 	Refresh time.Duration // how often a live board is sent again when nothing was said, for health and countdowns (default 5s)
 	Now     func() time.Time
+	// StateFile, if set, is where the board keeps its room log and
+	// counters across restarts of foreman (beside the journal's segments):
+	// read by New, written while serving and when Serve ends.
+	StateFile string
 }
 
 // Server serves the board, the JSON view, health and metrics.
@@ -38,6 +42,10 @@ type Server struct {
 	log     *roomLog
 	esc     map[string]Escalation // by subject
 	names   nameBook
+	room    roster
+	tally   tally
+	base    base          // set by New only
+	dirty   bool          // something to carry changed since the last save
 	changed chan struct{} // closed, and replaced, whenever something was heard, said or named
 	gen     uint64        // changes to the view signalled so far
 }
@@ -60,6 +68,11 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, log: newRoomLog(opts.LogSize), esc: map[string]Escalation{}, changed: make(chan struct{})}
 	s.metrics = newMetrics(s)
 	s.handler = s.routes()
+	if opts.StateFile != "" {
+		if err := s.loadCarried(); err != nil {
+			opts.Logger.Warn().Err(err).Msg("the board starts without its earlier log and counters")
+		}
+	}
 	return s
 }
 
@@ -118,6 +131,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	go s.follow(ctx)
+	if s.opts.StateFile != "" {
+		kept := make(chan struct{})
+		go func() { defer close(kept); s.keepCarried(ctx) }()
+		defer func() { <-kept }()
+	}
 	select {
 	case err := <-served:
 		return err

@@ -13,6 +13,7 @@
   const CARD_H = cssPx('--card-h', 138);
   const GAP_X = 44;
   const MIN_ZOOM = 0.7; // below this the text gets too small to read: scroll instead
+  const MAX_ZOOM = 1.5; // a small graph grows to use its panel, up to this
   const GAP_Y = 18;
   const PAD = 16;
   const LOG_MAX = 300;
@@ -29,6 +30,9 @@
   let startedAt = null; // the build's start, in ms on the server's clock; null until known
   let follow = true; // the log shows its newest line, until the reader scrolls up
   const names = new Map(); // sender id -> display name
+  let self = ''; // foreman's own sender id
+  let members = []; // who is in the room: {id, name, verified}
+  let membersDrawn = ''; // what the member list was last drawn from
   const cards = new Map(); // component name -> its card's elements
   let places = new Map(); // component name -> its place in the layout
   let index = new Map(); // component name -> its index in board.view.components
@@ -105,6 +109,79 @@
     }
     if (last < text.length) out.push(text.slice(last));
     return out;
+  }
+
+  // Copying an id: any element that shows one (data-id) copies it when
+  // clicked, for a command that wants it (ASSIGN c @id). The clipboard
+  // API needs a secure context (localhost is one); elsewhere the id is
+  // selected in a hidden field and copied the old way.
+  function copied(text) {
+    const e = $('copied');
+    e.textContent = text;
+  }
+
+  function copyId(id) {
+    const fallback = () => {
+      const ta = el('textarea');
+      ta.value = id;
+      ta.setAttribute('readonly', '');
+      ta.className = 'offscreen';
+      document.body.append(ta);
+      ta.select();
+      let ok = false;
+      try { ok = document.execCommand('copy'); } catch (err) { ok = false; }
+      ta.remove();
+      copied(ok ? 'copied ' + id : 'copy it by hand: ' + id);
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(id).then(() => copied('copied ' + id), fallback);
+    } else {
+      fallback();
+    }
+  }
+
+  document.addEventListener('click', (ev) => {
+    const t = ev.target.closest('[data-id], [data-copy]');
+    if (t) copyId(t.dataset.copy || t.dataset.id);
+  });
+
+  // drawMembers lists who is in the room, each with its full id (to read,
+  // select or copy) and what it owns, from the view. It is redrawn only
+  // when the list or an owner changed.
+  function drawMembers(b) {
+    if (b.self) self = b.self;
+    if (b.members) {
+      $('members-panel').hidden = false; // shown once the bot says who is here
+      members = b.members;
+      for (const m of members) if (m.name && !names.has(m.id)) names.set(m.id, m.name);
+    }
+    const owns = new Map();
+    for (const c of (b.view && b.view.components) || []) {
+      if (!c.owner) continue;
+      const list = owns.get(c.owner) || [];
+      list.push(c.name);
+      owns.set(c.owner, list);
+    }
+    const key = JSON.stringify([self, members, [...owns]]);
+    if (key === membersDrawn) return;
+    membersDrawn = key;
+    const ul = $('members');
+    ul.replaceChildren(...members.map((m) => {
+      const li = el('li', m.id === self ? 'self' : '');
+      li.dataset.member = m.id;
+      const name = who(m.id);
+      name.classList.add('who');
+      const mine = owns.get(m.id);
+      const what = el('span', 'what', mine ? 'owns ' + mine.join(', ') : '');
+      const full = el('code', 'full-id', m.id);
+      const copy = el('button', 'copy', 'Copy id');
+      copy.type = 'button';
+      copy.dataset.copy = m.id; // not data-id, which names redraw as text
+      copy.setAttribute('aria-label', 'Copy the id of ' + (m.name || m.id));
+      li.append(name, full, what, copy);
+      return li;
+    }));
+    $('members-count').textContent = '(' + members.length + ')';
   }
 
   function learnNames(more) {
@@ -375,14 +452,15 @@
 
   // fit scales the graph to its panel: to the width, and on a wide window
   // (where the panel fills the height left) to the height as well, so that
-  // no card is cut off; never below a size still readable.
+  // no card is cut off and a small graph grows to use the room it has (up
+  // to MAX_ZOOM); never below a size still readable.
   function fit() {
     const canvas = $('canvas');
     const w = parseFloat(canvas.style.width);
     const h = parseFloat(canvas.style.height);
     if (!w || !h) return;
     const graph = $('graph');
-    let zoom = Math.min(1, (graph.clientWidth - 4) / w);
+    let zoom = Math.min(MAX_ZOOM, (graph.clientWidth - 4) / w);
     if (sideBySide.matches) zoom = Math.min(zoom, (graph.clientHeight - 4) / h);
     canvas.style.zoom = String(Math.max(MIN_ZOOM, zoom));
   }
@@ -515,6 +593,7 @@
     board = b;
     skew = Date.parse(b.now) - Date.now();
     learnNames(b.names);
+    drawMembers(b);
     setStart(b);
     header(b);
     const problem = $('problem');
