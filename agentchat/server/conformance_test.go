@@ -201,7 +201,18 @@ func settle(p *chattest.Peer) {
 // that nothing comes before the answer to a PING when want is nil.
 func expectNext(t *testing.T, p *chattest.Peer, want obj, ids map[string]string, who string) {
 	t.Helper()
-	if want != nil {
+	if want == nil {
+		expectFrames(t, p, ids, who)
+		return
+	}
+	expectFrames(t, p, ids, who, want)
+}
+
+// expectFrames checks p's next frames (server notices aside) against
+// wants, and that nothing more comes before the answer to a PING.
+func expectFrames(t *testing.T, p *chattest.Peer, ids map[string]string, who string, wants ...obj) {
+	t.Helper()
+	for _, want := range wants {
 		got := nextFrame(p)
 		for k, v := range withIDs(want, ids) {
 			assert.Equal(t, v, got[k], "%s got %v", who, got)

@@ -105,7 +105,7 @@ type raw map[string]json.RawMessage
 
 func (r raw) str(key string) (string, bool) {
 	v, ok := r[key]
-	if !ok {
+	if !ok || string(v) == "null" { // JSON null reads into a string without complaint
 		return "", false
 	}
 	var s string
