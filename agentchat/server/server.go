@@ -1,8 +1,10 @@
 // Package server is an AgentChat-compatible chat server for local use,
 // demos and tests. It behaves like a stock AgentChat server wherever a
 // client can tell (handshake, channels, history replay, limits and error
-// codes; see docs/agentchat-compat.md), so that a client tested against it
-// works against the real one unchanged.
+// codes, an answer to every client frame a stock server accepts, presence,
+// GET /health; see docs/agentchat-compat.md), so that a client tested
+// against it works against the real one unchanged, and stock clients work
+// in it.
 package server
 
 import (
@@ -245,9 +247,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		case <-s.done:
 		}
 	}()
-	lurk := "new identities may send at once"
+	lurk := "new identities, and agents without a key, may send at once"
 	if cfg.Lurk {
-		lurk = fmt.Sprintf("new identities may send %s after they are first seen", cfg.LurkPeriod)
+		lurk = fmt.Sprintf("new identities may send %s after they are first seen, agents without a key never", cfg.LurkPeriod)
 	}
 	s.log.Info().Msgf("chat server listening on %s; channels %s; %s; the last %d messages of each channel are replayed on JOIN; %s",
 		s.URL(), strings.Join(cfg.Channels, " "), rateText(cfg.RateLimit), cfg.BufferSize, lurk)
