@@ -11,6 +11,7 @@ import (
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/agentchat/internal/chattest"
 	"github.com/agentforeman/foreman/agentchat/server"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
 func TestClientSignsInWithItsKey(t *testing.T) {
@@ -225,4 +226,35 @@ func TestPingReadsTheRoomsClock(t *testing.T) {
 	assert.Equal(t, "CLAIM api", m.Content)
 	c := next[agentchat.Clock](r)
 	assert.GreaterOrEqual(t, c.TS.UnixMilli(), int64(said["ts"].(float64)), "no earlier line is still to come")
+}
+
+// A stock room is full of frames foreman has no use for: presence, typing,
+// floor control, nick changes, verification requests. The client reads
+// past them without a log line each and carries on.
+func TestFramesForemanDoesNotUseAreIgnoredQuietly(t *testing.T) {
+	s := chattest.Start(t, server.Config{Channels: chattest.WithBuild()})
+	var log roomtest.SyncBuffer
+	id := chattest.NewIdentity(t, "foreman")
+	r := runLogged(t, agentchat.Config{URL: s.URL(), Identity: id}, &log)
+	r.ready()
+	before := log.String()
+
+	other := chattest.Member(t, s, "other")
+	for range 3 {
+		other.Send(chattest.Obj{"type": "SET_PRESENCE", "status": "busy", "status_text": "thinking"})
+		other.Send(chattest.Obj{"type": "TYPING", "channel": "#build"})
+		other.Send(chattest.Obj{"type": "RESPONDING_TO", "msg_id": "m", "channel": "#build", "started_at": 1})
+		other.Send(chattest.Obj{"type": "VERIFY_REQUEST", "target": id.AgentID(), "nonce": "0123456789abcdef"})
+	}
+	other.Send(chattest.Obj{"type": "SET_NICK", "nick": "renamed"})
+	other.Say("CLAIM api")
+	m := chat(r)
+	assert.Equal(t, "CLAIM api", m.Content)
+	assert.Equal(t, "renamed", m.FromName)
+
+	after := strings.TrimPrefix(log.String(), before)
+	for _, typ := range []string{"PRESENCE", "TYPING", "FLOOR", "VERIFY", "NICK", "cannot read"} {
+		assert.NotContains(t, after, typ)
+	}
+	assert.LessOrEqual(t, strings.Count(after, "\n"), 2, "a line or two for the newcomer at most:\n%s", after)
 }

@@ -1,7 +1,9 @@
 package agentchat
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -44,6 +46,33 @@ type frame struct {
 }
 
 const serverSender = "@server"
+
+// usedFrames are the server frames the client acts on. Every other type
+// (PRESENCE_CHANGED, TYPING, FLOOR_CLAIMED, YIELD, NICK_CHANGED, AGENTS,
+// VERIFY_REQUEST, ...) is read past without a word: a stock server sends
+// them to every member, and a log line each would drown the log.
+var usedFrames = map[string]bool{
+	"WELCOME": true, "CHALLENGE": true, "MSG": true, "JOINED": true, "AGENT_JOINED": true,
+	"AGENT_LEFT": true, "ERROR": true, "PONG": true, "SESSION_DISPLACED": true,
+}
+
+// decodeFrame reads one server frame. A frame of a type the client does
+// not use is read for its type only, so that a field it would read
+// differently (another server version's) cannot make it look broken.
+func decodeFrame(data []byte) *frame {
+	f := new(frame)
+	err := json.Unmarshal(data, f)
+	if err == nil {
+		return f
+	}
+	var typ struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(data, &typ) == nil && typ.Type != "" && !usedFrames[typ.Type] {
+		return &frame{Type: typ.Type}
+	}
+	return &frame{bad: fmt.Sprintf("%v: %.200s", err, bytes.TrimSpace(data))}
+}
 
 func msTime(ms int64) time.Time {
 	if ms == 0 {

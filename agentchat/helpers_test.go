@@ -3,6 +3,7 @@ package agentchat_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -27,6 +28,12 @@ type running struct {
 // stops it.
 func run(t *testing.T, cfg agentchat.Config) *running {
 	t.Helper()
+	return runLogged(t, cfg, io.Discard)
+}
+
+// runLogged is run with the client's log written to w as well.
+func runLogged(t *testing.T, cfg agentchat.Config, w io.Writer) *running {
+	t.Helper()
 	if cfg.Channel == "" {
 		cfg.Channel = chattest.Channel
 	}
@@ -36,7 +43,7 @@ func run(t *testing.T, cfg agentchat.Config) *running {
 	if cfg.RateLimit == 0 {
 		cfg.RateLimit = 50 * time.Millisecond
 	}
-	cfg.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+	cfg.Logger = zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), w)).Level(zerolog.DebugLevel)
 	r := &running{t: t, c: agentchat.New(cfg), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel

@@ -130,7 +130,7 @@ func readError(err error) error {
 func (s *session) handle(f *frame) error {
 	c := s.c
 	if f.bad != "" {
-		c.log.Warn().Str("frame", f.bad).Msg("ignored a frame from the chat server that is not JSON")
+		c.log.Warn().Str("frame", f.bad).Msg("ignored a frame from the chat server that foreman cannot read")
 		return nil
 	}
 	if s.phase == phaseHistory {

@@ -87,10 +87,7 @@ func (c *wsConn) readLoop() {
 			in.err = err
 		} else {
 			c.extendRead()
-			in.f = new(frame)
-			if derr := json.Unmarshal(data, in.f); derr != nil {
-				in.f = &frame{bad: fmt.Sprintf("%v: %.200s", derr, bytes.TrimSpace(data))}
-			}
+			in.f = decodeFrame(data)
 		}
 		select {
 		case c.in <- in:

@@ -27,6 +27,7 @@ type conn struct {
 	challenge *challenge
 	holding   bool // signed in, WELCOME held while an older session is displaced
 	lastMsg   time.Time
+	lastNick  time.Time   // the last SET_NICK that took
 	frames    []time.Time // arrival times within the flood window
 }
 

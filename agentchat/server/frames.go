@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"time"
-	"unicode/utf16"
 )
 
 // msgFrame is a chat message as broadcast and kept in history. Notices
@@ -97,11 +96,7 @@ func contentTooLong(s string) bool {
 	if len(s) <= maxContent {
 		return false // UTF-16 never needs more units than UTF-8 bytes
 	}
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n > maxContent
+	return jsLen(s) > maxContent
 }
 
 // raw is a client frame, read loosely: a field of the wrong JSON type
@@ -110,7 +105,7 @@ type raw map[string]json.RawMessage
 
 func (r raw) str(key string) (string, bool) {
 	v, ok := r[key]
-	if !ok {
+	if !ok || string(v) == "null" { // JSON null reads into a string without complaint
 		return "", false
 	}
 	var s string
@@ -120,9 +115,69 @@ func (r raw) str(key string) (string, bool) {
 	return s, true
 }
 
+// present: the field is there and not null.
 func (r raw) present(key string) bool {
 	v, ok := r[key]
 	return ok && string(v) != "null"
+}
+
+// has: the field is there, null included.
+func (r raw) has(key string) bool {
+	_, ok := r[key]
+	return ok
+}
+
+// text: the field is a string that is not empty.
+func (r raw) text(key string) bool {
+	s, ok := r.str(key)
+	return ok && s != ""
+}
+
+// truthy: the field is there and JavaScript would count it true (not
+// null, false, 0 or "").
+func (r raw) truthy(key string) bool {
+	v, ok := r[key]
+	if !ok {
+		return false
+	}
+	switch string(v) {
+	case "null", "false", `""`:
+		return false
+	}
+	if r.isNumber(key) {
+		return r.nonzero(key)
+	}
+	return true
+}
+
+func (r raw) isNumber(key string) bool {
+	v, ok := r[key]
+	if !ok || len(v) == 0 || v[0] == '"' {
+		return false
+	}
+	var n json.Number
+	return json.Unmarshal(v, &n) == nil
+}
+
+// nonzero: the field is a number other than 0.
+func (r raw) nonzero(key string) bool {
+	if !r.isNumber(key) {
+		return false
+	}
+	var f float64
+	return json.Unmarshal(r[key], &f) == nil && f != 0
+}
+
+func (r raw) isArray(key string) bool {
+	v := r[key]
+	return len(v) > 0 && v[0] == '['
+}
+
+// isObject: an object or an array, as JavaScript's typeof says "object"
+// for both (null is left out by the callers' truthiness check).
+func (r raw) isObject(key string) bool {
+	v := r[key]
+	return len(v) > 0 && (v[0] == '{' || v[0] == '[')
 }
 
 // number reads a JSON number as JavaScript would print it in a template

@@ -36,11 +36,30 @@ const (
 )
 
 type agent struct {
-	id, name  string
-	verified  bool
-	ephemeral bool
-	lurk      bool
-	lurkUntil time.Time // zero for ephemeral agents, who never unlock
+	id, name   string
+	pubkey     string // the PEM it signed in with; "" for ephemeral agents
+	verified   bool
+	ephemeral  bool
+	lurk       bool
+	lurkUntil  time.Time // zero for ephemeral agents, who never unlock
+	presence   string    // "" reads as online
+	statusText string    // "" reads as null
+}
+
+// lurking says whether a may not send yet. With Lurk off nobody lurks,
+// ephemeral agents included, as on a stock server run with
+// LURK_DISABLED=true (whatever WELCOME advertised).
+func (s *Server) lurking(a *agent, now time.Time) bool {
+	return s.cfg.Lurk && a.lurk && (a.ephemeral || now.Before(a.lurkUntil))
+}
+
+// lurkText is the stock server's LURK_MODE message; what is the thing
+// that unlocks ("sending unlocks", "proposals unlock", ...).
+func (s *Server) lurkText(a *agent, what string) string {
+	if a.ephemeral {
+		return "Persistent identity required to send messages"
+	}
+	return "New identity — " + what + " at " + isoTime(a.lurkUntil)
 }
 
 type challenge struct {
@@ -73,48 +92,73 @@ func (s *Server) handle(c *conn, data []byte) {
 		return
 	}
 	typ, _ := r.str("type")
-	switch typ {
-	case "":
+	if typ == "" {
 		c.send(errorFrame(errInvalidMsg, "Missing message type"))
-	case "IDENTIFY":
-		s.identify(c, r)
-	case "VERIFY_IDENTITY":
-		s.verify(c, r)
-	case "JOIN":
-		s.join(c, r)
-	case "LEAVE":
-		s.leave(c, r)
-	case "MSG":
-		s.msg(c, r)
-	case "CREATE_CHANNEL":
-		s.create(c, r)
-	case "LIST_CHANNELS":
-		s.listChannels(c)
-	case "PING":
-		c.send(frame("PONG", nil))
-	default:
-		c.send(errorFrame(errInvalidMsg, "Unknown message type: "+typ))
+		return
 	}
+	h := handlers[typ]
+	problem, known := check(typ, r)
+	switch {
+	case !known || h == nil:
+		c.send(errorFrame(errInvalidMsg, "Unknown message type: "+typ))
+	case problem != "":
+		c.send(errorFrame(errInvalidMsg, problem))
+	default:
+		h(s, c, r)
+	}
+}
+
+// handlers answers every client frame type the stock server accepts
+// (rules holds the same types); features this server does not host are
+// refused the way a stock server refuses a feature it has turned off.
+var handlers = map[string]func(*Server, *conn, raw){
+	"IDENTIFY":          (*Server).identify,
+	"VERIFY_IDENTITY":   (*Server).verify,
+	"JOIN":              (*Server).join,
+	"LEAVE":             (*Server).leave,
+	"MSG":               (*Server).msg,
+	"CREATE_CHANNEL":    (*Server).create,
+	"LIST_CHANNELS":     (*Server).listChannels,
+	"LIST_AGENTS":       (*Server).listAgents,
+	"PING":              func(_ *Server, c *conn, _ raw) { c.send(frame("PONG", nil)) },
+	"SET_PRESENCE":      (*Server).setPresence,
+	"SET_NICK":          (*Server).setNick,
+	"TYPING":            (*Server).typing,
+	"RESPONDING_TO":     (*Server).respondingTo,
+	"VERIFY_REQUEST":    (*Server).verifyRequest,
+	"VERIFY_RESPONSE":   (*Server).verifyResponse,
+	"INVITE":            refuseAlways("Private channels are disabled on this server"),
+	"FILE_CHUNK":        refuseAlways("File transfers are disabled."),
+	"CAPTCHA_RESPONSE":  (*Server).captchaResponse,
+	"PROPOSAL":          refuseSigned("Proposals require persistent identity", "proposals unlock", proposalsOff),
+	"ACCEPT":            refuseSigned("Accepting proposals requires persistent identity", "actions unlock", proposalsOff),
+	"REJECT":            refuseSigned("Rejecting proposals requires persistent identity", "actions unlock", proposalsOff),
+	"COMPLETE":          refuseSigned("Completing proposals requires persistent identity", "actions unlock", proposalsOff),
+	"DISPUTE":           refuseSigned("Disputing proposals requires persistent identity", "actions unlock", proposalsOff),
+	"DISPUTE_INTENT":    refuseSigned("Filing disputes requires persistent identity", "", disputesOff),
+	"DISPUTE_REVEAL":    refuseSignedIn(disputesOff),
+	"EVIDENCE":          refuseSignedIn(disputesOff),
+	"ARBITER_ACCEPT":    refuseSignedIn(disputesOff),
+	"ARBITER_DECLINE":   refuseSignedIn(disputesOff),
+	"ARBITER_VOTE":      refuseSignedIn(disputesOff),
+	"REGISTER_SKILLS":   refuseSigned("Skill registration requires persistent identity", "skill registration unlocks", skillsOff),
+	"SEARCH_SKILLS":     refuseSignedIn(skillsOff),
+	"ADMIN_APPROVE":     (*Server).adminAllowlist,
+	"ADMIN_REVOKE":      (*Server).adminAllowlist,
+	"ADMIN_LIST":        (*Server).adminAllowlist,
+	"ADMIN_KICK":        refuseAlways("Moderation not configured (no admin key)"),
+	"ADMIN_BAN":         refuseAlways("Moderation not configured (no admin key)"),
+	"ADMIN_UNBAN":       refuseAlways("Moderation not configured (no admin key)"),
+	"ADMIN_MOTD":        refuseAdmin,
+	"ADMIN_VERIFY":      refuseAdmin,
+	"ADMIN_OPEN_WINDOW": refuseAdmin,
 }
 
 func (s *Server) identify(c *conn, r raw) {
 	name, _ := r.str("name")
-	if !validName(name) {
-		c.send(errorFrame(errInvalidMsg, "Invalid agent name"))
-		return
-	}
 	pubkey := ""
 	if r.present("pubkey") {
-		pk, ok := r.str("pubkey")
-		if ok {
-			_, err := agentchat.ParsePublicPEM(pk)
-			ok = err == nil
-		}
-		if !ok {
-			c.send(errorFrame(errInvalidMsg, "Invalid public key format (must be Ed25519 PEM)"))
-			return
-		}
-		pubkey = pk
+		pubkey, _ = r.str("pubkey")
 	}
 	switch {
 	case c.agent != nil || c.holding:
@@ -162,20 +206,10 @@ func (s *Server) identify(c *conn, r raw) {
 }
 
 func (s *Server) verify(c *conn, r raw) {
-	chID, ok1 := r.str("challenge_id")
-	sig, ok2 := r.str("signature")
-	ts, ok3 := r.number("timestamp")
-	switch {
-	case !ok1 || chID == "":
-		c.send(errorFrame(errInvalidMsg, "Missing or invalid challenge_id"))
-		return
-	case !ok2 || sig == "":
-		c.send(errorFrame(errInvalidMsg, "Missing or invalid signature"))
-		return
-	case !ok3 || ts == "0":
-		c.send(errorFrame(errInvalidMsg, "Missing or invalid timestamp"))
-		return
-	case c.agent != nil || c.holding:
+	chID, _ := r.str("challenge_id")
+	sig, _ := r.str("signature")
+	ts, _ := r.number("timestamp")
+	if c.agent != nil || c.holding {
 		c.send(errorFrame(errInvalidMsg, "Already identified"))
 		return
 	}
@@ -211,7 +245,7 @@ func (s *Server) verify(c *conn, r raw) {
 	}
 	old := s.byID[id]
 	if old == nil || old == c {
-		s.welcome(c, id, ch.name)
+		s.welcome(c, id, ch.name, ch.pubkey)
 		return
 	}
 	// The stock server makes the newcomer wait before it takes over, so two
@@ -228,18 +262,18 @@ func (s *Server) verify(c *conn, r raw) {
 			cur.send(frame("SESSION_DISPLACED", fields{"reason": "Another connection verified this identity", "new_ip": host}))
 			s.closeConn(cur, websocket.CloseNormalClosure, "Identity claimed by verified connection")
 		}
-		s.welcome(c, id, ch.name)
+		s.welcome(c, id, ch.name, ch.pubkey)
 	})
 }
 
-func (s *Server) welcome(c *conn, id, name string) {
+func (s *Server) welcome(c *conn, id, name, pubkey string) {
 	now := time.Now().Truncate(time.Millisecond) // a stock server counts in ms
 	first, ok := s.st.firstSeen[id]
 	if !ok {
 		first = now
 		s.st.firstSeen[id] = now
 	}
-	a := &agent{id: id, name: name, verified: s.verified[id]}
+	a := &agent{id: id, name: name, pubkey: pubkey, verified: s.verified[id]}
 	young := now.Sub(first) < s.cfg.LurkPeriod
 	if s.cfg.Lurk && young {
 		a.lurk, a.lurkUntil = true, first.Add(s.cfg.LurkPeriod)
@@ -275,10 +309,6 @@ func (s *Server) signedIn(c *conn) {
 
 func (s *Server) join(c *conn, r raw) {
 	name, _ := r.str("channel")
-	if !validChannel(name) {
-		c.send(errorFrame(errInvalidMsg, "Invalid channel name"))
-		return
-	}
 	a := c.agent
 	if a == nil {
 		c.send(errorFrame(errAuthRequired, "Must IDENTIFY first"))
@@ -290,7 +320,7 @@ func (s *Server) join(c *conn, r raw) {
 		c.send(errorFrame(errChannelNotFound, "Channel "+name+" not found"))
 		return
 	case ch.verifiedOnly && !a.verified:
-		c.send(errorFrame(errNotInvited, "Channel "+name+" is for verified agents only"))
+		c.send(errorFrame(errAuthRequired, "Channel "+name+" requires verified identity"))
 		return
 	}
 	m := ch.members[c]
@@ -324,10 +354,6 @@ func (s *Server) join(c *conn, r raw) {
 
 func (s *Server) leave(c *conn, r raw) {
 	name, _ := r.str("channel")
-	if !validChannel(name) {
-		c.send(errorFrame(errInvalidMsg, "Invalid channel name"))
-		return
-	}
 	if c.agent == nil {
 		c.send(errorFrame(errAuthRequired, "Must IDENTIFY first"))
 		return
@@ -358,33 +384,21 @@ func (s *Server) part(ch *channel, c *conn) {
 
 func (s *Server) msg(c *conn, r raw) {
 	to, _ := r.str("to")
-	content, hasContent := r.str("content")
-	_, sigOK := r.str("sig")
-	switch {
-	case to == "":
-		c.send(errorFrame(errInvalidMsg, "Missing target"))
-		return
-	case !strings.HasPrefix(to, "#") && !strings.HasPrefix(to, "@"):
-		c.send(errorFrame(errInvalidMsg, "Invalid target (must start with # or @)"))
-		return
-	case !hasContent:
-		c.send(errorFrame(errInvalidMsg, "Missing or invalid content"))
-		return
-	case contentTooLong(content):
-		c.send(errorFrame(errInvalidMsg, "Content too long (max 2MB)"))
-		return
-	case r.present("sig") && !sigOK:
-		c.send(errorFrame(errInvalidMsg, "Invalid signature format"))
-		return
-	}
+	content, _ := r.str("content")
 	a := c.agent
 	if a == nil {
 		c.send(errorFrame(errAuthRequired, "Must IDENTIFY first"))
 		return
 	}
 	now := time.Now()
+	// A lurker's MSG is refused before the rate limit sees it, so it does
+	// not take the slot.
+	if s.lurking(a, now) {
+		c.send(errorFrame(errLurkMode, s.lurkText(a, "sending unlocks")))
+		return
+	}
 	if s.cfg.RateLimit > 0 {
-		// Every attempt takes the slot, refused ones included.
+		// Every other attempt takes the slot, refused ones included.
 		last := c.lastMsg
 		c.lastMsg = now
 		if now.Sub(last) < s.cfg.RateLimit {
@@ -392,16 +406,8 @@ func (s *Server) msg(c *conn, r raw) {
 			return
 		}
 	}
-	if a.lurk && (a.ephemeral || now.Before(a.lurkUntil)) {
-		if a.ephemeral {
-			c.send(errorFrame(errLurkMode, "Ephemeral identities can only listen. Connect with a persistent identity to send messages."))
-		} else {
-			c.send(errorFrame(errLurkMode, "New identity — sending unlocks at "+a.lurkUntil.UTC().Format("2006-01-02T15:04:05.000Z")))
-		}
-		return
-	}
 	if strings.HasPrefix(to, "@") {
-		c.send(errorFrame(errInvalidMsg, "Direct messages are disabled"))
+		c.send(errorFrame(errInvalidMsg, "Direct messages are disabled. Use a channel instead."))
 		return
 	}
 	ch := s.st.channels[to]
@@ -413,6 +419,7 @@ func (s *Server) msg(c *conn, r raw) {
 		c.send(errorFrame(errNotInvited, "Not a member of "+to))
 		return
 	}
+	s.floor.release(a.id, to) // a message ends the sender's claims to the floor
 	if !s.cfg.KeepContent {
 		content, _ = agentchat.Redact(content)
 	}
@@ -436,10 +443,6 @@ func perText(d time.Duration) string {
 
 func (s *Server) create(c *conn, r raw) {
 	name, _ := r.str("channel")
-	if !validChannel(name) {
-		c.send(errorFrame(errInvalidMsg, "Invalid channel name"))
-		return
-	}
 	a := c.agent
 	switch {
 	case a == nil:
@@ -450,6 +453,9 @@ func (s *Server) create(c *conn, r raw) {
 		return
 	case s.st.channels[name] != nil:
 		c.send(errorFrame(errChannelExists, "Channel "+name+" already exists"))
+		return
+	case r.truthy("invite_only"):
+		c.send(errorFrame(errInvalidMsg, "Private channels are disabled on this server"))
 		return
 	}
 	ch := s.createChannel(name)
@@ -468,12 +474,14 @@ func (s *Server) createChannel(name string) *channel {
 	return ch
 }
 
-func (s *Server) listChannels(c *conn) {
+func (s *Server) listChannels(c *conn, _ raw) {
 	list := []fields{}
 	for _, ch := range s.sortedChannels() {
-		if !ch.verifiedOnly {
-			list = append(list, fields{"name": ch.name, "agents": len(ch.members)})
+		f := fields{"name": ch.name, "agents": len(ch.members)}
+		if ch.verifiedOnly {
+			f["verifiedOnly"] = true
 		}
+		list = append(list, f)
 	}
 	c.send(frame("CHANNELS", fields{"list": list}))
 }
@@ -549,5 +557,6 @@ func (s *Server) detach(c *conn) {
 	for _, ch := range s.sortedChannels() {
 		s.part(ch, c)
 	}
+	s.floor.release(a.id, "")
 	s.log.Info().Msgf("%s (%s) disconnected", a.id, a.name)
 }

@@ -1,8 +1,10 @@
 // Package server is an AgentChat-compatible chat server for local use,
 // demos and tests. It behaves like a stock AgentChat server wherever a
 // client can tell (handshake, channels, history replay, limits and error
-// codes; see docs/agentchat-compat.md), so that a client tested against it
-// works against the real one unchanged.
+// codes, an answer to every client frame a stock server accepts, presence,
+// GET /health; see docs/agentchat-compat.md), so that a client tested
+// against it works against the real one unchanged, and stock clients work
+// in it.
 package server
 
 import (
@@ -24,8 +26,9 @@ import (
 // Config is the server's configuration. Zero fields take the stock
 // server's defaults unless said otherwise.
 type Config struct {
-	Listen string // address to listen on (default 127.0.0.1:6667; tests use 127.0.0.1:0)
-	Name   string // the server's name in WELCOME
+	Listen  string // address to listen on (default 127.0.0.1:6667; tests use 127.0.0.1:0)
+	Name    string // the server's name in WELCOME and /health
+	Version string // the version /health reports (default 0.0.0, as a stock server started without npm)
 
 	// Channels to create at start. nil: DefaultChannels (the stock set).
 	// #ops admits only verified agents, as on a stock server.
@@ -37,10 +40,11 @@ type Config struct {
 	MaxFrame   int64 // largest incoming frame in bytes (default 2 MiB)
 
 	// Lurk makes keys seen for the first time less than LurkPeriod ago
-	// read-only, as a stock server does by default. It is off by default
-	// here (a stock server with LURK_DISABLED=true): on a local server a
-	// new bot should not have to wait an hour. Ephemeral agents (no key)
-	// always lurk.
+	// read-only, and agents without a key (ephemeral) read-only for good,
+	// as a stock server does by default. It is off by default here (a
+	// stock server with LURK_DISABLED=true): on a local server a new bot
+	// should not have to wait an hour, and an agent without a key may send
+	// as soon as it has signed in.
 	Lurk       bool
 	LurkPeriod time.Duration // default 1h
 	// QuietLurk stops WELCOME advertising lurk when Lurk is off. A stock
@@ -60,6 +64,7 @@ type Config struct {
 	AllowUnverifiedCreate bool     // let any signed-in agent create channels
 
 	ChallengeTimeout time.Duration // to answer a CHALLENGE (default 60s)
+	VerifyTimeout    time.Duration // for an agent to answer a VERIFY_REQUEST about it (default 30s)
 	PingInterval     time.Duration // WebSocket pings (default 30s)
 	PongTimeout      time.Duration // silence after which a connection is cut (default 70s)
 	DisplaceDelay    time.Duration // how long a second sign-in with one key is held (default 5s)
@@ -95,6 +100,9 @@ func (c *Config) defaults() {
 	if c.Name == "" {
 		c.Name = "agentchat (foreman embedded)"
 	}
+	if c.Version == "" {
+		c.Version = "0.0.0"
+	}
 	if c.Channels == nil {
 		c.Channels = DefaultChannels()
 	}
@@ -111,6 +119,7 @@ func (c *Config) defaults() {
 	}
 	def(&c.LurkPeriod, time.Hour)
 	def(&c.ChallengeTimeout, 60*time.Second)
+	def(&c.VerifyTimeout, 30*time.Second)
 	def(&c.PingInterval, 30*time.Second)
 	def(&c.PongTimeout, 70*time.Second)
 	def(&c.DisplaceDelay, 5*time.Second)
@@ -170,12 +179,16 @@ type Server struct {
 
 	verified, allowed, banned map[string]bool
 
-	mu         sync.Mutex
-	closed     bool
-	conns      map[*conn]struct{}
-	byID       map[string]*conn
-	challenges map[string]*challenge
-	timers     map[*time.Timer]struct{}
+	started time.Time
+
+	mu            sync.Mutex
+	closed        bool
+	conns         map[*conn]struct{}
+	byID          map[string]*conn
+	challenges    map[string]*challenge
+	verifications map[string]*verification
+	floor         floor
+	timers        map[*time.Timer]struct{}
 }
 
 // Start listens and serves until ctx is done or Close is called.
@@ -208,6 +221,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		byID:       map[string]*conn{},
 		challenges: map[string]*challenge{},
 		timers:     map[*time.Timer]struct{}{},
+		started:    time.Now(),
+
+		verifications: map[string]*verification{},
+		floor:         floor{},
 	}
 	for _, ch := range s.st.channels {
 		ch.members, ch.ordered = map[*conn]*membership{}, nil
@@ -230,9 +247,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		case <-s.done:
 		}
 	}()
-	lurk := "new identities may send at once"
+	lurk := "new identities, and agents without a key, may send at once"
 	if cfg.Lurk {
-		lurk = fmt.Sprintf("new identities may send %s after they are first seen", cfg.LurkPeriod)
+		lurk = fmt.Sprintf("new identities may send %s after they are first seen, agents without a key never", cfg.LurkPeriod)
 	}
 	s.log.Info().Msgf("chat server listening on %s; channels %s; %s; the last %d messages of each channel are replayed on JOIN; %s",
 		s.URL(), strings.Join(cfg.Channels, " "), rateText(cfg.RateLimit), cfg.BufferSize, lurk)
@@ -325,9 +342,7 @@ var upgrader = websocket.Upgrader{
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !websocket.IsWebSocketUpgrade(r) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusUpgradeRequired)
-		fmt.Fprintln(w, "This is an AgentChat server (foreman's embedded one). Connect with a WebSocket client.")
+		s.serveHTTP(w, r)
 		return
 	}
 	ws, err := upgrader.Upgrade(w, r, nil)

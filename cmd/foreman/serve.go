@@ -6,6 +6,7 @@ import (
 	neturl "net/url"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -25,7 +26,12 @@ func (a *app) serveCommand() *cobra.Command {
 		Long: `serve runs an AgentChat-compatible chat server until interrupted (Ctrl-C or
 SIGTERM), for local builds, demos and tests. It behaves like a stock AgentChat
 server wherever a client can tell: the sign-in challenge, channels and their
-history, one message per second per connection, frame limits and error codes.
+history, one message per second per connection, frame limits and error codes,
+presence, nicks, typing and floor control, and GET /health on the same port.
+Every client frame a stock server accepts gets its answer; the features it
+does not host (proposals, disputes, skills, admin commands, file transfer,
+private channels) are refused as a stock server refuses a feature that is off.
+See docs/agentchat-compat.md.
 
 It listens where the config's server.url points (ws://127.0.0.1:6667 by
 default), so foreman run and foreman agent with the same config find it, and
@@ -34,9 +40,11 @@ CONFIG argument, -c, FOREMAN_CONFIG or foreman.yaml here), and says so
 before it binds a port. It starts with the stock channels
 (#general ... #ops) plus server.channel, or those given with --channel.
 Two things differ from a stock server by
-default: new identities may send at once instead of after an hour (--lurk
-restores the wait), and only the agent ids given with --verified count as
-vetted by the admin (only they may create channels, unless --open-create).`,
+default: new identities, and agents without a key, may send at once (as on a
+stock server run with LURK_DISABLED=true; --lurk restores the stock default:
+new keys wait an hour, agents without a key never send), and only the agent
+ids given with --verified count as vetted by the admin (only they may create
+channels, unless --open-create).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.loadConfig(cmd, configArg(args), map[string]string{"rate-limit": "server.rate_limit"})
@@ -61,6 +69,8 @@ vetted by the admin (only they may create channels, unless --open-create).`,
 			cfg.RateLimit = c.Server.RateLimit
 			cfg.Channels = append(server.DefaultChannels(), channels...)
 			cfg.Logger = log
+			info, _ := debug.ReadBuildInfo()
+			cfg.Version = moduleVersion(version, info) // what GET /health reports
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			srv, err := server.Start(ctx, cfg)
@@ -77,11 +87,13 @@ vetted by the admin (only they may create channels, unless --open-create).`,
 	f.StringSliceVar(&channels, "channel", nil, "channel to create besides the stock ones, repeatable (default: server.channel)")
 	f.Duration("rate-limit", time.Second, "one message per this interval per connection, 0 for no limit (default: server.rate_limit)")
 	f.IntVar(&cfg.BufferSize, "buffer-size", 20, "messages of history kept per channel and replayed on JOIN")
-	f.BoolVar(&cfg.Lurk, "lurk", false, "make new identities wait --lurk-period before they may send, like a stock server")
+	f.BoolVar(&cfg.Lurk, "lurk", false, "make new identities wait --lurk-period before they may send, and agents without a key never send, like a stock server")
 	f.DurationVar(&cfg.LurkPeriod, "lurk-period", time.Hour, "how long new identities wait with --lurk")
 	f.StringSliceVar(&cfg.Verified, "verified", nil, "agent id to treat as vetted by the admin (repeatable)")
 	f.BoolVar(&cfg.AllowUnverifiedCreate, "open-create", false, "let any agent create channels, not only verified ones")
-	f.StringVar(&cfg.Name, "name", "", "the server's name, told to clients when they sign in")
+	f.StringVar(&cfg.Name, "name", "", "the server's name, told to clients when they sign in and on GET /health")
+	f.DurationVar(&cfg.ChallengeTimeout, "challenge-timeout", time.Minute, "how long a client has to answer the sign-in challenge")
+	f.DurationVar(&cfg.VerifyTimeout, "verify-timeout", 30*time.Second, "how long an agent has to answer another's VERIFY_REQUEST about it")
 	return cmd
 }
 

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/agentchat/server"
 	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
@@ -56,6 +60,15 @@ func TestServeRunsUntilInterrupted(t *testing.T) {
 	}
 	cancel()
 	require.NoError(t, <-ran)
+
+	resp, err := http.Get("http" + strings.TrimPrefix(url, "ws") + "/health")
+	require.NoError(t, err)
+	var health server.Health
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&health))
+	resp.Body.Close()
+	assert.Equal(t, "healthy", health.Status)
+	assert.NotEmpty(t, health.Version)
+	assert.Equal(t, 10, health.Channels.Total, "the stock channels and #build")
 
 	require.NoError(t, syscall.Kill(syscall.Getpid(), syscall.SIGINT))
 	select {
