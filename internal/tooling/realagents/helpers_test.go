@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,25 +38,33 @@ type build struct {
 	foreman string
 }
 
-// startBuild writes a config with the components and rules given (YAML
-// lines under rules:), starts `foreman run` on it and waits for its first
-// TASKS, heard by watcher.
+// startBuild starts a room with foreman serve, writes a config for it with
+// the components and rules given (YAML lines under rules:), starts
+// `foreman run` on it and waits for its first TASKS, heard by watcher.
 func startBuild(t *testing.T, rules, mcpKeepalive string, comps ...string) (*build, *roomtest.Peer) {
 	t.Helper()
-	room := roomtest.Start(t)
-	watcher := room.Join(t, "watcher")
-	b := &build{t: t, room: room, dir: t.TempDir()}
-	var cfg strings.Builder
-	cfg.WriteString("server:\n  url: " + room.URL() + "\n  rate_limit: 10ms\n")
-	cfg.WriteString("build:\n  name: shop\n  components:\n")
-	for _, c := range comps {
-		cfg.WriteString("    - name: " + c + "\n")
-	}
-	cfg.WriteString("rules:\n  max_build_time: 0\n" + rules)
-	cfg.WriteString("journal:\n  path: journal\nhttp:\n  listen: \"\"\n")
-	cfg.WriteString("mcp:\n  keepalive: " + mcpKeepalive + "\n")
+	b := &build{t: t, dir: t.TempDir()}
 	b.config = filepath.Join(b.dir, "foreman.yaml")
-	require.NoError(t, os.WriteFile(b.config, []byte(cfg.String()), 0o644))
+	config := func(url string) {
+		var cfg strings.Builder
+		cfg.WriteString("server:\n  url: " + url + "\n  rate_limit: " + roomtest.Pace.String() + "\n")
+		cfg.WriteString("build:\n  name: shop\n  components:\n")
+		for _, c := range comps {
+			cfg.WriteString("    - name: " + c + "\n")
+		}
+		cfg.WriteString("rules:\n  max_build_time: 0\n" + rules)
+		cfg.WriteString("journal:\n  path: journal\nhttp:\n  listen: \"\"\n")
+		cfg.WriteString("mcp:\n  keepalive: " + mcpKeepalive + "\n")
+		require.NoError(t, os.WriteFile(b.config, []byte(cfg.String()), 0o644))
+	}
+	// serve reads the config once, before it binds a free port; everyone
+	// after it reads the room's URL from the config.
+	config("ws://127.0.0.1:1")
+	serve := b.start("serve", "--listen", "127.0.0.1:0", "--buffer-size", "5000", b.config)
+	url := serve.await(t, `listening on (ws://127\.0\.0\.1:\d+)`)
+	config(url)
+	b.room = roomtest.At(url, roomtest.Pace)
+	watcher := b.room.Join(t, "watcher")
 	b.foreman = identity(t, b.config)
 	b.run = b.start("run", "--log-level", "warn", b.config)
 	watcher.Await(b.foreman, "TASKS")
@@ -93,6 +102,27 @@ func (b *build) start(args ...string) *proc {
 	go func() { _ = p.cmd.Wait(); close(p.done) }()
 	b.t.Cleanup(func() { p.stop(b.t) })
 	return p
+}
+
+// await waits until the process's stderr matches re and returns the first
+// group.
+func (p *proc) await(t *testing.T, re string) string {
+	t.Helper()
+	pattern := regexp.MustCompile(re)
+	deadline := time.Now().Add(patience)
+	for {
+		if m := pattern.FindStringSubmatch(p.stderr.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%v ended before saying %s:\n%s", p.cmd.Args, re, p.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v did not say %s:\n%s", p.cmd.Args, re, p.stderr)
+		}
+	}
 }
 
 func (p *proc) stop(t *testing.T) {

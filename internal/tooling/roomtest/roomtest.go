@@ -23,7 +23,8 @@ const Pace = 10 * time.Millisecond
 // Room is an embedded AgentChat server with one channel, #build, and a
 // history long enough that nothing said during a test falls out of it.
 type Room struct {
-	Server *server.Server
+	Server *server.Server // nil for a room At a URL
+	url    string
 	rate   time.Duration
 }
 
@@ -55,6 +56,10 @@ func StartWith(t testing.TB, mutate func(*server.Config)) *Room {
 	return &Room{Server: srv, rate: rate}
 }
 
+// At is a room someone else runs (foreman serve, a stock server) at url,
+// paced at rate, for peers to join.
+func At(url string, rate time.Duration) *Room { return &Room{url: url, rate: rate} }
+
 // Rate is the room's rate limit.
 func (r *Room) Rate() time.Duration {
 	if r.rate == 0 {
@@ -64,7 +69,12 @@ func (r *Room) Rate() time.Duration {
 }
 
 // URL is where clients connect.
-func (r *Room) URL() string { return r.Server.URL() }
+func (r *Room) URL() string {
+	if r.Server == nil {
+		return r.url
+	}
+	return r.Server.URL()
+}
 
 // Peer is a scripted participant: a real client that says lines and reads
 // what others say.
