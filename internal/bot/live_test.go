@@ -47,8 +47,9 @@ func TestLiveSessionReplaysFromItsRecording(t *testing.T) {
 		coordinator.Component{Name: "api", Deps: []string{"db"}})
 	cfg.Roles.Auditors = []string{aud.ID}
 	// Long enough that the working builders, who check in with each step,
-	// never time out on a slow machine; only the silent one does.
-	cfg.Rules.CheckinInterval = time.Second
+	// never time out on a slow machine; only the silent one does. No
+	// builder waits on the silent one's TIMEOUT while it holds a component.
+	cfg.Rules.CheckinInterval = 2 * time.Second
 	bot := id.AgentID()
 	_, stop := runBot(t, cfg, id)
 
@@ -68,13 +69,13 @@ func TestLiveSessionReplaysFromItsRecording(t *testing.T) {
 	aud.Await(bot, "REVIEW db")
 	aud.Say("AUDIT db PASS")
 	b2.Await(bot, "MERGED db")
-	b2.Say("CLAIM api")
-	b2.Await(bot, "ACK api "+b2.ID)
 	b3.Await(bot, "TIMEOUT docs "+silent.ID) // the silent builder never checked in
 	b3.Say("CLAIM docs")
 	b3.Await(bot, "ACK docs "+b3.ID+" after TIMEOUT of "+silent.ID)
-	b2.Say("READY api pr/2")
 	b3.Say("READY docs pr/3")
+	b2.Say("CLAIM api")
+	b2.Await(bot, "ACK api "+b2.ID)
+	b2.Say("READY api pr/2")
 	aud.Await(bot, "REVIEW")
 	aud.Await(bot, "REVIEW")
 	aud.Say("AUDIT api PASS\nAUDIT docs PASS")
