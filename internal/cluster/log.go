@@ -1,0 +1,309 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentforeman/foreman/internal/journal"
+	"github.com/agentforeman/foreman/internal/node"
+)
+
+// Headers of the log's messages.
+const (
+	hdrEpoch  = "Foreman-Epoch"
+	hdrHolder = "Foreman-Holder"
+)
+
+// Log is a build's log in its stream: node.Storage for a foreman that holds
+// the build's lease. Every append expects the sequence of the last message
+// this process knows, so once another process has fenced the stream, the
+// next append fails and the log refuses everything after.
+type Log struct {
+	c      *Cluster
+	lease  *Lease
+	build  string
+	key    string
+	stream jetstream.Stream
+
+	last  uint64 // the stream's last sequence as this leader made it: the next append expects it
+	first uint64 // the stream's first sequence at open
+	epoch uint64
+	snap  *node.Snapshot
+	alive time.Time
+
+	mu      sync.Mutex
+	commits []commit // commits since the last purge: where a snapshot lets the log be cut
+	failed  error    // sticky: deposed, the lease lost, or the log gone
+
+	snapping sync.WaitGroup
+	busy     chan struct{}
+	// Snapshotted, if set, is told how each background snapshot went.
+	Snapshotted func(index uint64, took time.Duration, err error)
+}
+
+type commit struct {
+	seq  uint64 // the message's stream sequence
+	last uint64 // the index of its last entry
+}
+
+// OpenLog fences the build's stream for this leader and reads its latest
+// snapshot. newBuild starts the build's log over (foreman run --new-build).
+func (c *Cluster) OpenLog(ctx context.Context, l *Lease, newBuild bool) (*Log, error) {
+	lg := &Log{c: c, lease: l, build: l.build, key: l.key, epoch: l.Epoch(), busy: make(chan struct{}, 1)}
+	name := streamPrefix + l.key
+	if newBuild {
+		if err := c.js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, fmt.Errorf("starting %s over: %w", l.build, err)
+		}
+		_ = c.state.Purge(ctx, snapKey(l.key))
+		_ = c.state.Purge(ctx, aliveKey(l.key))
+	}
+	s, err := c.js.Stream(ctx, name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound) && (newBuild || lg.epoch == 1):
+		s, err = c.ensureStream(ctx, l.key)
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, &RefusedError{Why: fmt.Sprintf(
+			"the log of build %s (stream %s) is gone, though the build was led before (this is its epoch %d): it was deleted by hand, and foreman will not guess what it held; restore it, or start over with foreman run --new-build",
+			l.build, name, lg.epoch)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the log of %s: %w", l.build, err)
+	}
+	lg.stream = s
+	if err := lg.fence(ctx); err != nil {
+		return nil, err
+	}
+	if lg.snap, err = c.readSnapshot(ctx, l.key); err != nil {
+		return nil, err
+	}
+	if e, err := c.state.Get(ctx, aliveKey(l.key)); err == nil {
+		if ms, err := strconv.ParseInt(string(e.Value()), 10, 64); err == nil && ms > 0 {
+			lg.alive = time.UnixMilli(ms).UTC()
+		}
+	}
+	return lg, nil
+}
+
+// ensureStream makes the build's stream if it is not there.
+func (c *Cluster) ensureStream(ctx context.Context, key string) (jetstream.Stream, error) {
+	return c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        streamPrefix + key,
+		Description: "foreman: a build's log, one message per commit",
+		Subjects:    []string{logSubject(key), fenceSubject(key)},
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.opts.Replicas,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardNew, // never drop the log's old entries to make room
+		Duplicates:  2 * time.Minute,
+		AllowDirect: true,
+	})
+}
+
+// fence puts this leader's mark after everything in the stream: from here
+// on, an append by any earlier leader expects a sequence that is gone.
+// Appends a deposed leader slipped in first are read as part of the log.
+func (lg *Log) fence(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		info, err := lg.stream.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("the log of %s: %w", lg.build, err)
+		}
+		m := nats.NewMsg(fenceSubject(lg.key))
+		m.Header.Set(hdrEpoch, strconv.FormatUint(lg.epoch, 10))
+		m.Header.Set(hdrHolder, lg.c.opts.ID)
+		ack, err := lg.c.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequence(info.State.LastSeq))
+		if err == nil {
+			lg.last, lg.first = ack.Sequence, info.State.FirstSeq
+			return nil
+		}
+		if !wrongLastSeq(err) || attempt == 10 {
+			return fmt.Errorf("fencing the log of %s: %w", lg.build, err)
+		}
+	}
+}
+
+func wrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// Epoch is the epoch this log was fenced with.
+func (lg *Log) Epoch() uint64 { return lg.epoch }
+
+// Snapshot is the latest snapshot, as read at open.
+func (lg *Log) Snapshot() (*node.Snapshot, error) { return lg.snap, nil }
+
+// Entries reads the stream from its first message to the fence, calling fn
+// with every entry after index after.
+func (lg *Log) Entries(after uint64, fn func(node.Entry) error) error {
+	ctx := context.Background()
+	for seq := max(lg.first, 1); seq < lg.last; seq++ {
+		m, err := lg.stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // cut by a snapshot, or a fence purged with it
+		}
+		if err != nil {
+			return fmt.Errorf("reading the log of %s at %d: %w", lg.build, seq, err)
+		}
+		if m.Subject != logSubject(lg.key) {
+			continue
+		}
+		var last uint64
+		for rec := range bytes.SplitSeq(m.Data, []byte{'\n'}) {
+			e, err := journal.DecodeEntry(rec)
+			if err != nil {
+				return &RefusedError{Why: fmt.Sprintf("the log of %s (stream %s) is damaged at message %d: %v; foreman will not guess what it held: restore it, or start over with foreman run --new-build",
+					lg.build, streamPrefix+lg.key, seq, err)}
+			}
+			last = e.Index
+			if e.Index > after {
+				if err := fn(e); err != nil {
+					return err
+				}
+			}
+		}
+		lg.mu.Lock()
+		lg.commits = append(lg.commits, commit{seq: seq, last: last})
+		lg.mu.Unlock()
+	}
+	return nil
+}
+
+// Append adds entries as one message, expecting the stream's last sequence
+// to be this leader's last. A retry after a lost answer carries the same
+// message id; a different message in that place means another leader has
+// fenced the log: the log is then refused for good.
+func (lg *Log) Append(entries []node.Entry) error {
+	if err := lg.usable(); err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	var body []byte
+	for i, e := range entries {
+		rec, err := journal.EncodeEntry(e)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			body = append(body, '\n')
+		}
+		body = append(body, rec...)
+	}
+	id := fmt.Sprintf("%s/%d/%d", lg.key, lg.epoch, lg.last)
+	began := time.Now()
+	for {
+		if !lg.lease.Valid() {
+			return lg.fail(ErrLeaseLost)
+		}
+		m := nats.NewMsg(logSubject(lg.key))
+		m.Data = body
+		m.Header.Set(hdrEpoch, strconv.FormatUint(lg.epoch, 10))
+		ctx, cancel := context.WithTimeout(context.Background(), renewEvery(lg.lease.ttl))
+		ack, err := lg.c.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequence(lg.last), jetstream.WithMsgID(id))
+		cancel()
+		if err == nil {
+			lg.appended(ack.Sequence, entries[len(entries)-1].Index)
+			lg.c.m.appended(time.Since(began))
+			return nil
+		}
+		if wrongLastSeq(err) {
+			if lg.landed(id) {
+				lg.appended(lg.last+1, entries[len(entries)-1].Index)
+				lg.c.m.appended(time.Since(began))
+				return nil
+			}
+			lg.lease.lose(ErrDeposed)
+			return lg.fail(ErrDeposed)
+		}
+		if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrNoStreamResponse) && lg.gone() {
+			return lg.fail(&RefusedError{Why: fmt.Sprintf(
+				"the log of build %s (stream %s) is gone: it was deleted by hand while this foreman led the build; foreman will not guess what it held: restore it, or start over with foreman run --new-build",
+				lg.build, streamPrefix+lg.key)})
+		}
+		lg.c.log.Warn().Err(err).Str("build", lg.build).Msg("could not append to the log; trying again while the lease holds")
+		time.Sleep(retryPause)
+	}
+}
+
+// retryPause spaces the attempts of an append that failed at once (NATS
+// is reconnecting, a stream is electing its leader).
+const retryPause = 50 * time.Millisecond
+
+// landed reports whether the message after this leader's last is its own
+// (an append whose answer was lost).
+func (lg *Log) landed(id string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), renewEvery(lg.lease.ttl))
+	defer cancel()
+	m, err := lg.stream.GetMsg(ctx, lg.last+1)
+	return err == nil && m.Header.Get(jetstream.MsgIDHeader) == id
+}
+
+// gone reports whether the stream no longer exists.
+func (lg *Log) gone() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := lg.c.js.Stream(ctx, streamPrefix+lg.key)
+	return errors.Is(err, jetstream.ErrStreamNotFound)
+}
+
+func (lg *Log) appended(seq, last uint64) {
+	lg.mu.Lock()
+	lg.last = seq
+	lg.commits = append(lg.commits, commit{seq: seq, last: last})
+	lg.mu.Unlock()
+}
+
+func (lg *Log) usable() error {
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	return lg.failed
+}
+
+func (lg *Log) fail(err error) error {
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	if lg.failed == nil {
+		lg.failed = err
+	}
+	return lg.failed
+}
+
+// Alive is when a leader of the build was last running, as it noted.
+func (lg *Log) Alive() (time.Time, error) { return lg.alive, nil }
+
+// SaveAlive notes that this leader is running at t (room time).
+func (lg *Log) SaveAlive(t time.Time) error {
+	if err := lg.usable(); err != nil {
+		return err
+	}
+	if !lg.lease.Valid() {
+		return lg.fail(ErrLeaseLost)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), renewEvery(lg.lease.ttl))
+	defer cancel()
+	_, err := lg.c.state.Put(ctx, aliveKey(lg.key), []byte(strconv.FormatInt(t.UnixMilli(), 10)))
+	if err == nil {
+		lg.alive = t
+	}
+	return err
+}
+
+// Close waits for a snapshot being written.
+func (lg *Log) Close() error {
+	lg.snapping.Wait()
+	return nil
+}
+
+var _ node.Storage = (*Log)(nil)
