@@ -69,7 +69,7 @@ type Bot struct {
 	log    zerolog.Logger
 	id     *agentchat.Identity
 	st     node.Storage
-	j      *journal.Journal // nil without a journal
+	j      *journal.Journal  // nil without a journal
 	sess   *recovery.Session // joins, restarts and catch-up
 	node   *node.Node        // the session's
 	rec    *recorder
