@@ -6,11 +6,8 @@ package bot
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +18,7 @@ import (
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/journal"
 	"github.com/agentforeman/foreman/internal/node"
+	"github.com/agentforeman/foreman/internal/recovery"
 )
 
 // Timing of the shell. Deadlines themselves are the engine's, in room time.
@@ -71,18 +69,15 @@ type Bot struct {
 	log    zerolog.Logger
 	id     *agentchat.Identity
 	st     node.Storage
-	j      *journal.Journal // nil without a journal
-	node   *node.Node
+	j      *journal.Journal  // nil without a journal
+	sess   *recovery.Session // joins, restarts and catch-up
+	node   *node.Node        // the session's
 	rec    *recorder
 	client *agentchat.Client
 
-	joined    bool
-	restarted bool // the build began before this process: the first join catches up
-	caughtUp  bool
-	offline   bool // the engine knows its replies cannot reach the room
-	tag       string
-	room      roomClock
-	lastPing  time.Time
+	tag      string
+	room     roomClock
+	lastPing time.Time
 
 	health  atomic.Pointer[Health]
 	views   chan chan coordinator.View
@@ -138,15 +133,18 @@ func New(opts Options) (*Bot, error) {
 		b.st = node.NewMemoryStorage()
 	}
 	engCfg := cfg.Engine(b.id.AgentID())
-	n, err := node.Open(node.Config{Engine: engCfg, Storage: b.st, SnapshotEvery: opts.SnapshotEvery, Observe: b.observe})
+	sess, err := recovery.Open(recovery.Config{
+		Node:  node.Config{Engine: engCfg, Storage: b.st, SnapshotEvery: opts.SnapshotEvery, Observe: b.observe},
+		Build: cfg.Build.Name, History: cfg.Server.History, NewBuild: opts.NewBuild,
+		JournalName: b.journalName(), Self: b.id.AgentID(),
+	})
 	if err != nil {
 		b.st.Close()
 		return nil, err
 	}
-	b.node = n
-	b.restarted = n.Started()
-	b.offline = n.Engine().Offline()
-	if b.restarted {
+	b.sess, b.node = sess, sess.Node()
+	n := b.node
+	if sess.Restarted() {
 		at, _ := n.Engine().StartedAt()
 		b.setTag()
 		b.log.Info().Str("journal", cfg.Journal).Time("build_started", at).Int("unconfirmed_replies", len(n.Unconfirmed())).
@@ -183,22 +181,10 @@ func roomRate(d time.Duration) time.Duration {
 // stamp), so that it knows its own messages again however the room
 // rewrites them, and tells another build's from this one's.
 func (b *Bot) setTag() {
-	b.tag = stampTag(b.cfg.Build.Name, b.node.Engine().Instance())
+	b.tag = b.sess.Tag()
 	if b.client != nil {
 		b.client.SetTag(b.tag)
 	}
-}
-
-// stampTag is "foreman <build>/<instance>", with whatever a stamp cannot
-// hold made plain.
-func stampTag(build, instance string) string {
-	clean := strings.Map(func(r rune) rune {
-		if r < 0x21 || r > 0x7e || r == '[' || r == ']' || r == '#' {
-			return '_'
-		}
-		return r
-	}, build)
-	return "foreman " + clean + "/" + instance
 }
 
 // AgentID is foreman's sender id in the room.
@@ -302,7 +288,7 @@ func (b *Bot) Run(ctx context.Context) error {
 // is a pause (contract section 5).
 func (b *Bot) armTimer(t *time.Timer) {
 	t.Stop()
-	if !b.joined {
+	if !b.sess.InRoom() {
 		return
 	}
 	d, ok := b.node.Engine().NextDeadline()
@@ -310,7 +296,7 @@ func (b *Bot) armTimer(t *time.Timer) {
 		return
 	}
 	now := time.Now()
-	at := b.room.localFor(d, now)
+	at := b.room.localFor(d)
 	if next := b.lastPing.Add(minPingGap); at.Before(next) {
 		at = next
 	}
@@ -338,19 +324,14 @@ func (b *Bot) handle(ev agentchat.Event) error {
 		b.delivered(ev)
 	case agentchat.Clock:
 		b.room.saw(ev.TS)
-		if b.joined {
-			// Every line stamped before this reading has arrived; one
-			// stamped in its very millisecond may still follow it.
-			b.node.Wake(ev.TS.Add(-time.Millisecond))
-		}
+		b.sess.Clock(ev.TS)
 	case agentchat.Disconnected:
 		b.setHealth(func(h *Health) { h.Connected, h.Joined = false, false })
 		b.log.Warn().Err(ev.Err).Msg("lost the room; reconnecting (deadlines stop until foreman is back)")
-		b.goOffline()
-		b.joined = false
+		b.sess.Disconnected()
 	case agentchat.ServerError:
 		if ev.Code == agentchat.CodeLurkMode {
-			b.goOffline()
+			b.sess.Muted()
 		}
 		msg := ev.Advice
 		if msg == "" {
@@ -369,21 +350,17 @@ func (b *Bot) handle(ev agentchat.Event) error {
 // heard handles a message from the room.
 func (b *Bot) heard(m agentchat.Message) error {
 	b.room.saw(m.TS)
+	b.sess.Saw(m.TS)
 	if m.Self {
 		return b.ownMessage(m)
 	}
-	if m.Notice || !b.joined {
+	if m.Notice || !b.sess.InRoom() {
 		return nil
 	}
 	if b.opts.Named != nil && m.FromName != "" {
 		b.opts.Named(m.From, m.FromName)
 	}
-	b.node.Hear(message(m))
-	return nil
-}
-
-func message(m agentchat.Message) coordinator.Message {
-	return coordinator.Message{ID: m.ID, From: m.From, Name: m.FromName, Verified: m.Verified, At: m.TS, Content: m.Content}
+	return b.sess.Hear(m)
 }
 
 // delivered records that the room has lines, and says so in the log: until
@@ -394,29 +371,7 @@ func (b *Bot) delivered(d agentchat.Delivered) {
 			b.logSaid(l.Text)
 		}
 	}
-	b.node.Confirm(d.Seqs, d.MsgID, d.TS)
-	if b.offline {
-		b.goOnline(d.TS)
-	}
-}
-
-// goOffline tells the engine its replies cannot reach the room from the
-// last time the room was heard: deadlines stop.
-func (b *Bot) goOffline() {
-	if b.offline || !b.node.Started() {
-		return
-	}
-	b.offline = true
-	b.node.Step(coordinator.Event{Kind: coordinator.KindOffline, At: b.room.ts})
-}
-
-// goOnline: replies reach the room again from at; deadlines go on.
-func (b *Bot) goOnline(at time.Time) {
-	if !b.offline {
-		return
-	}
-	b.offline = false
-	b.node.Step(coordinator.Event{Kind: coordinator.KindOnline, At: at})
+	b.sess.Delivered(d)
 }
 
 func (b *Bot) named(agents ...agentchat.Agent) {
@@ -433,8 +388,8 @@ func (b *Bot) named(agents ...agentchat.Agent) {
 // flush persists what the node did and then sends what it said: never the
 // other way round, or a crash in between would lose what the room heard.
 func (b *Bot) flush() error {
-	rd := b.node.Ready()
-	if err := b.st.Append(rd.Entries); err != nil {
+	rd, err := b.sess.Commit()
+	if err != nil {
 		err = fmt.Errorf("journal: %w", err)
 		b.journalFailed(err)
 		return err
@@ -497,7 +452,7 @@ func (b *Bot) reload() {
 }
 
 func (b *Bot) saveAlive() {
-	if !b.joined {
+	if !b.sess.InRoom() {
 		return
 	}
 	if err := b.st.SaveAlive(b.room.now()); err != nil {
@@ -576,14 +531,4 @@ func (b *Bot) setHealth(f func(*Health)) {
 	h := *b.health.Load()
 	f(&h)
 	b.health.Store(&h)
-}
-
-// randomInstance names a new run of a build: six hex digits, enough to
-// tell apart the runs of one build name in one room.
-func randomInstance() string {
-	var buf [3]byte
-	if _, err := rand.Read(buf[:]); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return hex.EncodeToString(buf[:])
 }

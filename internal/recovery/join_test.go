@@ -1,4 +1,4 @@
-package bot
+package recovery
 
 import (
 	"testing"
@@ -19,9 +19,9 @@ func TestReachesBack(t *testing.T) {
 	msg := func(id string, s int) agentchat.Message {
 		return agentchat.Message{ID: id, TS: t0.Add(time.Duration(s) * time.Second)}
 	}
-	assert.True(t, reachesBack([]agentchat.Message{msg("m5", 5), msg("m6", 6)}, last), "holds the message itself")
-	assert.True(t, reachesBack([]agentchat.Message{msg("m4", 4), msg("m7", 7)}, last), "holds an older one (the echo itself was deleted)")
-	assert.False(t, reachesBack([]agentchat.Message{msg("m6", 6), msg("m7", 7)}, last), "starts after it: lines in between may be lost")
-	assert.False(t, reachesBack(nil, last), "no history")
-	assert.False(t, reachesBack([]agentchat.Message{msg("m1", 1)}, node.Echo{}), "nothing was ever confirmed")
+	assert.True(t, ReachesBack([]agentchat.Message{msg("m5", 5), msg("m6", 6)}, last), "holds the message itself")
+	assert.True(t, ReachesBack([]agentchat.Message{msg("m4", 4), msg("m7", 7)}, last), "holds an older one (the echo itself was deleted)")
+	assert.False(t, ReachesBack([]agentchat.Message{msg("m6", 6), msg("m7", 7)}, last), "starts after it: lines in between may be lost")
+	assert.False(t, ReachesBack(nil, last), "no history")
+	assert.False(t, ReachesBack([]agentchat.Message{msg("m1", 1)}, node.Echo{}), "nothing was ever confirmed")
 }
