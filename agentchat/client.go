@@ -64,6 +64,10 @@ type Config struct {
 	// Tag, if set, stamps every message with the numbers of its lines (see
 	// Stamp); SetTag sets it later.
 	Tag string
+	// Gate, if set, is asked right before each message is written to the
+	// connection: false drops it unsent (it stays unconfirmed). A leader
+	// that may have lost its lease must not say another line.
+	Gate func() bool
 
 	Logger zerolog.Logger
 }

@@ -60,6 +60,15 @@ type Options struct {
 	// Handled, if set, is called after each batch of events is handled,
 	// journaled and sent, with how long that took.
 	Handled func(d time.Duration, events int)
+	// Storage, if set, is the build's log in place of the journal at
+	// journal.path (the cluster's, in JetStream), named StorageName in
+	// refusals and logs. The bot closes it.
+	Storage     node.Storage
+	StorageName string
+	// Gate, if set, is asked right before each message goes to the room:
+	// false holds it back. A cluster leader's gate closes once its lease
+	// may lapse, so that a deposed leader never says a line.
+	Gate func() bool
 }
 
 // Bot is foreman in a room.
@@ -123,13 +132,16 @@ func New(opts Options) (*Bot, error) {
 		}
 		b.id = id
 	}
-	if cfg.Journal != "" {
+	switch {
+	case opts.Storage != nil:
+		b.st = opts.Storage
+	case cfg.Journal != "":
 		j, err := journal.Open(cfg.Journal, journal.Options{Snapshotted: b.snapshotted})
 		if err != nil {
 			return nil, fmt.Errorf("journal.path: %w", err)
 		}
 		b.j, b.st = j, j
-	} else {
+	default:
 		b.st = node.NewMemoryStorage()
 	}
 	engCfg := cfg.Engine(b.id.AgentID())
@@ -162,7 +174,7 @@ func New(opts Options) (*Bot, error) {
 	b.client = agentchat.New(agentchat.Config{
 		URL: cfg.Server.URL, Channel: cfg.Server.Channel, Name: cfg.Server.Name, Identity: b.id,
 		RateLimit: roomRate(cfg.Server.RateLimit), MaxMessage: cfg.Server.MaxMessage, CreateChannel: true,
-		FloodLimit: cfg.Server.FloodLimit, Tag: b.tag,
+		FloodLimit: cfg.Server.FloodLimit, Tag: b.tag, Gate: opts.Gate,
 		Logger: b.log.With().Str("part", "room").Logger(),
 	})
 	return b, nil
@@ -415,7 +427,7 @@ func (b *Bot) flush() error {
 	b.setHealth(func(h *Health) {
 		h.LastEvent = b.node.Engine().Now()
 		h.Queued = b.client.Stats().Queued
-		if b.j != nil && len(rd.Entries) > 0 {
+		if (b.j != nil || b.opts.Storage != nil) && len(rd.Entries) > 0 {
 			h.Commits++
 			h.Entries += int64(len(rd.Entries))
 		}
@@ -467,8 +479,17 @@ func (b *Bot) shutdown(batches <-chan []agentchat.Event, runErr <-chan error, st
 	queued := b.client.Stats().Queued
 	b.log.Info().Int("queued_replies", queued).Msg("shutting down: journal flushed, sending what is queued")
 	deadline := time.After(b.opts.ShutdownGrace)
-	for b.client.Stats().Queued > 0 && err == nil {
+	// A closed gate (a lease that may lapse) holds every line back: waiting
+	// for them would only delay the hand-over.
+	var gateCheck <-chan time.Time
+	if b.opts.Gate != nil {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		gateCheck = t.C
+	}
+	for b.client.Stats().Queued > 0 && err == nil && (b.opts.Gate == nil || b.opts.Gate()) {
 		select {
+		case <-gateCheck:
 		case evs, ok := <-batches:
 			if !ok {
 				return err

@@ -58,6 +58,9 @@ func (b *Bot) joinedRoom(ev agentchat.Joined) error {
 }
 
 func (b *Bot) journalName() string {
+	if b.opts.StorageName != "" {
+		return b.opts.StorageName
+	}
 	if b.cfg.Journal == "" {
 		return ""
 	}

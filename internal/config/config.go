@@ -34,7 +34,8 @@ type Config struct {
 	Record  string // path of the transcript to record; "" records none
 	HTTP    string // listen address of the board, metrics and health
 	Log     Log
-	File    string // the file read, "" if none
+	Cluster Cluster // NATS JetStream and leases; off by default
+	File    string  // the file read, "" if none
 	// Warnings are problems that do not stop foreman, for the log.
 	Warnings []string
 }
@@ -108,6 +109,7 @@ func defaults() map[string]any {
 		"log.level":          "info",
 		"log.format":         "auto",
 	}
+	clusterDefaults(d)
 	r := coordinator.DefaultRules()
 	for _, k := range coordinator.RuleKeys() {
 		d["rules."+k], _ = r.Get(k)
@@ -307,6 +309,9 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 	case "auto", "console", "json":
 	default:
 		return nil, errorf("log.format", "%q is not auto, console or json", c.Log.Format)
+	}
+	if err := decodeCluster(v, c, src); err != nil {
+		return nil, err
 	}
 	if err := decodeBuild(v, c, src); err != nil {
 		return nil, err
