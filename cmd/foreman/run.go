@@ -38,7 +38,13 @@ queued replies get a few seconds to go out); SIGHUP reloads the components,
 their dependencies (with the cycle check) and the roles from the config.
 
 --new-build starts a new build even when the room shows that this identity
-coordinates one there that its journal does not know (the journal was lost).`,
+coordinates one there that its journal does not know (the journal was lost).
+
+With cluster.nats set, run joins a pool of foremen sharing builds through NATS
+JetStream (README, "Running several foremen"): it leads the builds whose leases
+it holds, its config's or every one in cluster.builds, and stands by for the
+rest. SIGINT and SIGTERM then also release the leases, so that a standby
+takes over at once.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := a.configFile
@@ -71,6 +77,9 @@ coordinates one there that its journal does not know (the journal was lost).`,
 				}
 			}()
 			newBuild, _ := cmd.Flags().GetBool("new-build")
+			if c.Cluster.Enabled() {
+				return a.runInCluster(ctx, cmd, c, file, log, reload, newBuild)
+			}
 			opts := bot.Options{
 				Config: c, Logger: log, Reload: reload, NewBuild: newBuild,
 				ReloadConfig: func() (*config.Config, error) { return a.loadConfig(cmd, file, runFlagKeys) },

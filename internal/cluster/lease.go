@@ -14,6 +14,7 @@ import (
 
 // Record is a lease as the lease bucket holds it.
 type Record struct {
+	Build  string `json:"build"`            // the build's name, as its config spells it
 	Holder string `json:"holder,omitempty"` // the process leading the build; "" once released
 	Epoch  uint64 `json:"epoch"`            // grows at every takeover
 	TTLms  int64  `json:"ttl_ms"`           // the holder's time to live, which standbys wait out
@@ -60,7 +61,7 @@ type Lease struct {
 func (c *Cluster) Acquire(ctx context.Context, build, config string, o Observed) (*Lease, error) {
 	key := Key(build)
 	now := time.Now().UTC()
-	rec := Record{Holder: c.opts.ID, Epoch: o.Rec.Epoch + 1, TTLms: c.opts.Lease.Milliseconds(), Config: config, Since: now, Renewed: now}
+	rec := Record{Build: build, Holder: c.opts.ID, Epoch: o.Rec.Epoch + 1, TTLms: c.opts.Lease.Milliseconds(), Config: config, Since: now, Renewed: now}
 	if o.Absent {
 		// The stream comes first: a lease with no stream means that the
 		// stream was deleted, never that a leader died before making it.

@@ -9,10 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/pool"
 )
 
 // Options configure a Server. The zero value is usable.
@@ -21,6 +23,11 @@ type Options struct {
 	LogSize int           // room lines kept for the board (default 200)
 	Refresh time.Duration // how often a live board is sent again when nothing was said, for health and countdowns (default 5s)
 	Now     func() time.Time
+	// Cluster, if set, says who leads which build (foreman run in a
+	// cluster): on the board, in /api/view and at /api/cluster.
+	Cluster func() []pool.Lead
+	// Collectors are more metrics for /metrics (the cluster's).
+	Collectors []prometheus.Collector
 }
 
 // Server serves the board, the JSON view, health and metrics.
@@ -88,6 +95,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/view", s.serveView)
 	mux.HandleFunc("GET /events", s.serveEvents)
+	mux.HandleFunc("GET /api/cluster", s.serveCluster)
 	return secured(mux)
 }
 

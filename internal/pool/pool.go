@@ -1,0 +1,448 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentforeman/foreman/internal/bot"
+	"github.com/agentforeman/foreman/internal/cluster"
+	"github.com/agentforeman/foreman/internal/config"
+)
+
+// Build is one build the pool may lead.
+type Build struct {
+	Config *config.Config
+	// Reload reads the build's config again (SIGHUP); nil: never.
+	Reload func() (*config.Config, error)
+}
+
+// Options configure a Pool. Cluster and Builds are required.
+type Options struct {
+	Cluster  *cluster.Cluster
+	Builds   []Build
+	Capacity int // the most builds led at once; default: all of them
+	Logger   zerolog.Logger
+	// NewBuild starts each build's log over at this process's first
+	// takeover of it (foreman run --new-build).
+	NewBuild bool
+	// Bot, if set, adjusts the options of each bot the pool starts (the
+	// board's hooks).
+	Bot func(build string, o *bot.Options)
+	// Led, if set, is told when this process starts leading a build and
+	// when it stops (b nil).
+	Led func(build string, b *bot.Bot)
+	// Fatal ends Run at a build's refusal or failure, as foreman run
+	// alone exits; otherwise the pool leaves that build be and goes on.
+	// Losing a lease is never fatal: the process stands by again.
+	Fatal bool
+	// Reload delivers SIGHUP to every build led.
+	Reload <-chan struct{}
+	// Takeovers bounds how many builds are being opened at once (default 16).
+	Takeovers int
+}
+
+// Slot states.
+const (
+	Standby  = "standby"
+	Starting = "starting"
+	Leading  = "leading"
+	Refused  = "refused"
+)
+
+// Pool leads builds under leases.
+type Pool struct {
+	opts  Options
+	cl    *cluster.Cluster
+	log   zerolog.Logger
+	watch *cluster.Watch
+	peers *cluster.Peers
+	slots []*slot
+	sem   chan struct{}
+	fatal chan error
+	wg    sync.WaitGroup
+	ready time.Time // when the pool began to take leases
+
+	mu   sync.Mutex // every slot's state
+	held int
+}
+
+type slot struct {
+	b    Build
+	name string
+	fp   string
+
+	state    string
+	lease    *cluster.Lease
+	bot      *bot.Bot
+	problem  string    // why refused, or what went wrong last
+	retryAt  time.Time // not before then
+	newBuild bool
+	reload   chan struct{}
+	shed     chan struct{}
+}
+
+// New checks the builds (one name each) and prepares the pool.
+func New(opts Options) (*Pool, error) {
+	if len(opts.Builds) == 0 {
+		return nil, errors.New("no builds to lead")
+	}
+	if opts.Capacity <= 0 {
+		opts.Capacity = len(opts.Builds)
+	}
+	if opts.Takeovers <= 0 {
+		opts.Takeovers = 16
+	}
+	p := &Pool{opts: opts, cl: opts.Cluster, log: opts.Logger, sem: make(chan struct{}, opts.Takeovers), fatal: make(chan error, 1)}
+	seen := map[string]string{}
+	for _, b := range opts.Builds {
+		name := b.Config.Build.Name
+		if f, dup := seen[name]; dup {
+			return nil, fmt.Errorf("%s: build.name: %q is also the name of the build in %s; every build of a pool needs its own", b.Config.File, name, f)
+		}
+		seen[name] = b.Config.File
+		p.slots = append(p.slots, &slot{b: b, name: name, fp: Fingerprint(b.Config), state: Standby,
+			newBuild: opts.NewBuild, reload: make(chan struct{}, 1)})
+	}
+	return p, nil
+}
+
+// tick is how often the pool looks for builds to take, besides whenever a
+// lease changes: a lapse is seen within a tick.
+func (p *Pool) tick() time.Duration { return min(p.cl.LeaseTTL()/10, 250*time.Millisecond) }
+
+// Run stands by and leads until ctx ends: then every build led is shut
+// down gracefully and its lease released, so standbys take over at once.
+func (p *Pool) Run(ctx context.Context) error {
+	w, err := p.cl.WatchLeases(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	p.watch = w
+	if p.peers, err = p.cl.Peers(ctx); err != nil {
+		return err
+	}
+	defer p.peers.Stop()
+	select {
+	case <-w.Ready():
+	case <-ctx.Done():
+		return nil
+	}
+	// Before taking anything, see who else is in the pool, so that the
+	// builds are shared from the start.
+	p.peers.Announce(ctx, 0, p.opts.Capacity)
+	select {
+	case <-time.After(p.cl.LeaseTTL() / 2):
+	case <-ctx.Done():
+		return nil
+	}
+	p.ready = time.Now()
+	p.log.Info().Str("id", p.cl.ID()).Int("builds", len(p.slots)).Int("capacity", p.opts.Capacity).
+		Dur("lease", p.cl.LeaseTTL()).Msg("in the cluster: standing by, and leading what is free")
+
+	runCtx, stopAll := context.WithCancel(context.Background())
+	defer stopAll()
+	t := time.NewTicker(p.tick())
+	defer t.Stop()
+	announce := time.NewTicker(p.cl.LeaseTTL() / 2)
+	defer announce.Stop()
+	var fatal error
+	for fatal == nil {
+		select {
+		case <-ctx.Done():
+		case fatal = <-p.fatal:
+		case <-w.Changed():
+		case <-t.C:
+		case <-announce.C:
+			p.peers.Announce(ctx, p.heldNow(), p.opts.Capacity)
+		case <-p.opts.Reload:
+			p.reloadAll()
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if err := p.consider(runCtx); err != nil {
+			fatal = err
+		}
+	}
+	stopAll()
+	p.wg.Wait()
+	p.peers.Leave()
+	return fatal
+}
+
+func (p *Pool) heldNow() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
+}
+
+// share is this process's fair part of the builds: all of them split
+// over the processes alive, rounded up.
+func (p *Pool) share() int {
+	n := max(1, p.peers.Alive())
+	return (len(p.slots) + n - 1) / n
+}
+
+// consider takes the free builds this process may lead, and hands over
+// some when it leads more than its share while others have room.
+func (p *Pool) consider(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	limit := min(p.opts.Capacity, p.share())
+	for _, s := range p.slots {
+		if s.state != Standby && s.state != Refused || now.Before(s.retryAt) {
+			continue
+		}
+		o := p.watch.Lease(s.name)
+		if !o.Absent && o.Rec.Config != "" && o.Rec.Config != s.fp {
+			err := &cluster.RefusedError{Why: fmt.Sprintf(
+				"build %s: this foreman's config (fingerprint %s, from %s) is not the one its leader runs (%s): it will not stand by for it; give every foreman of the build the same config",
+				s.name, s.fp, s.b.Config.File, o.Rec.Config)}
+			if p.opts.Fatal {
+				return err
+			}
+			if s.problem != err.Why {
+				p.log.Error().Str("build", s.name).Msg(err.Why)
+			}
+			s.state, s.problem, s.retryAt = Refused, err.Why, now.Add(p.cl.LeaseTTL())
+			continue
+		}
+		if s.state == Refused {
+			s.state, s.problem = Standby, ""
+		}
+		o, free := p.watch.Free(s.name)
+		if !free || p.held >= p.opts.Capacity {
+			continue
+		}
+		if p.held >= limit && p.freeFor(o) < p.cl.LeaseTTL() {
+			continue // let a process under its share take it; take it if none does
+		}
+		s.state = Starting
+		p.held++
+		p.wg.Add(1)
+		go p.lead(ctx, s, o)
+	}
+	if excess := p.held - limit; excess > max(1, limit/10) && p.peers.Room() > 0 {
+		p.shed(min(excess, 10))
+	}
+	return nil
+}
+
+// freeFor is how long a free lease has been free, as this process saw it.
+func (p *Pool) freeFor(o cluster.Observed) time.Duration {
+	switch {
+	case o.Absent && o.Rev == 0:
+		return time.Since(p.ready)
+	case o.Absent, o.Rec.Holder == "":
+		return p.cl.Mono() - o.Seen
+	}
+	return p.cl.Mono() - o.Seen - o.Rec.TTL()
+}
+
+// shed hands over n builds: their leaders stop gracefully and release the
+// leases, and this process waits a while before it takes any of them back.
+func (p *Pool) shed(n int) {
+	for i := len(p.slots) - 1; i >= 0 && n > 0; i-- {
+		s := p.slots[i]
+		if s.state == Leading && s.shed != nil {
+			close(s.shed)
+			s.shed = nil
+			n--
+		}
+	}
+}
+
+func (p *Pool) reloadAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.slots {
+		if s.state == Leading {
+			select {
+			case s.reload <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// set changes a slot's state under the lock.
+func (p *Pool) set(s *slot, f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f()
+}
+
+// lead takes the build over and leads it until the lease is lost, the bot
+// stops, or the pool stops.
+func (p *Pool) lead(ctx context.Context, s *slot, o cluster.Observed) {
+	defer p.wg.Done()
+	log := p.log.With().Str("build", s.name).Logger()
+	err := p.leadOnce(ctx, s, o, log)
+	p.set(s, func() {
+		p.held--
+		s.lease, s.bot, s.shed = nil, nil, nil
+		s.state = Standby
+		if err == nil {
+			return
+		}
+		s.problem = err.Error()
+		var refused *cluster.RefusedError
+		var botRefused *bot.RefusedError
+		switch {
+		case errors.Is(err, cluster.ErrTaken):
+			s.problem = ""
+		case errors.Is(err, errHandedOver):
+			s.problem, s.retryAt = "", time.Now().Add(2*p.cl.LeaseTTL())
+		case errors.Is(err, cluster.ErrDeposed), errors.Is(err, cluster.ErrLeaseLost):
+			log.Warn().Err(err).Msg("no longer leading the build; standing by")
+		case errors.As(err, &refused), errors.As(err, &botRefused):
+			s.state, s.retryAt = Refused, time.Now().Add(30*time.Second)
+			log.Error().Err(err).Msg("refused to lead the build")
+			p.fail(err)
+		default:
+			s.retryAt = time.Now().Add(p.cl.LeaseTTL())
+			log.Error().Err(err).Msg("the build stopped; standing by for it")
+			p.fail(err)
+		}
+	})
+}
+
+func (p *Pool) fail(err error) {
+	if !p.opts.Fatal {
+		return
+	}
+	select {
+	case p.fatal <- err:
+	default:
+	}
+}
+
+var errHandedOver = errors.New("handed over to a process with room")
+
+func (p *Pool) leadOnce(ctx context.Context, s *slot, o cluster.Observed, log zerolog.Logger) error {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			<-p.sem
+		}
+	}()
+	began := time.Now()
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	l, err := p.cl.Acquire(octx, s.name, s.fp, o)
+	if err != nil {
+		return err
+	}
+	release := func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := l.Release(rctx); err != nil {
+			log.Warn().Err(err).Msg("could not release the lease")
+		}
+	}
+	newBuild := s.newBuild
+	lg, err := p.cl.OpenLog(octx, l, newBuild)
+	if err != nil {
+		release()
+		return err
+	}
+	s.newBuild = false
+	lg.Snapshotted = func(index uint64, took time.Duration, err error) {
+		if err != nil {
+			log.Error().Err(err).Uint64("index", index).Msg("could not save a snapshot; the log still holds everything")
+		}
+	}
+	bopts := bot.Options{
+		Config: s.b.Config, Logger: log, Storage: lg, Gate: l.Valid, NewBuild: newBuild,
+		StorageName:  fmt.Sprintf("the cluster's log of %s (stream %s)", s.name, cluster.StreamName(s.name)),
+		ReloadConfig: s.b.Reload, Reload: s.reload,
+	}
+	if p.opts.Bot != nil {
+		p.opts.Bot(s.name, &bopts)
+	}
+	b, err := bot.New(bopts)
+	if err != nil {
+		lg.Close()
+		release()
+		return err
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- b.Run(runCtx) }()
+	shed := make(chan struct{})
+	p.set(s, func() { s.state, s.lease, s.bot, s.shed, s.problem = Leading, l, b, shed, "" })
+	opened = true
+	<-p.sem
+	log.Info().Uint64("epoch", l.Epoch()).Dur("took", time.Since(began)).Msg("leading the build")
+	if p.opts.Led != nil {
+		p.opts.Led(s.name, b)
+		defer p.opts.Led(s.name, nil)
+	}
+	handedOver := false
+	select {
+	case <-l.Lost():
+		stop()
+		err = <-done
+		if err == nil || !errors.Is(err, cluster.ErrDeposed) {
+			err = l.Err()
+		}
+	case err = <-done:
+	case <-ctx.Done():
+		stop()
+		err = <-done
+	case <-shed:
+		handedOver = true
+		stop()
+		err = <-done
+	}
+	release()
+	if handedOver && err == nil {
+		log.Info().Msg("handed the build over to a process with room")
+		return errHandedOver
+	}
+	return err
+}
+
+// Lead is who leads a build, as this process sees it.
+type Lead struct {
+	Build   string `json:"build"`
+	Leader  string `json:"leader,omitempty"` // the process holding the lease; "" if none
+	Epoch   uint64 `json:"epoch"`
+	This    bool   `json:"this"`              // this process leads it
+	State   string `json:"state"`             // this process's part: standby, starting, leading, refused
+	Problem string `json:"problem,omitempty"` // why refused, or what stopped it last
+}
+
+// Status lists the pool's builds, by name.
+func (p *Pool) Status() []Lead {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Lead, 0, len(p.slots))
+	for _, s := range p.slots {
+		l := Lead{Build: s.name, State: s.state, Problem: s.problem}
+		if p.watch != nil {
+			o := p.watch.Lease(s.name)
+			l.Leader, l.Epoch = o.Rec.Holder, o.Rec.Epoch
+		}
+		if s.lease != nil {
+			l.Leader, l.Epoch, l.This = p.cl.ID(), s.lease.Epoch(), true
+		}
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Build < out[j].Build })
+	return out
+}
