@@ -227,7 +227,7 @@ func (lg *Log) Append(entries []node.Entry) error {
 			lg.lease.lose(ErrDeposed)
 			return lg.fail(ErrDeposed)
 		}
-		if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrNoStreamResponse) && lg.gone() {
+		if errors.Is(err, jetstream.ErrStreamNotFound) || lg.gone() {
 			return lg.fail(&RefusedError{Why: fmt.Sprintf(
 				"the log of build %s (stream %s) is gone: it was deleted by hand while this foreman led the build; foreman will not guess what it held: restore it, or start over with foreman run --new-build",
 				lg.build, streamPrefix+lg.key)})
