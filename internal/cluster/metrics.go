@@ -17,7 +17,7 @@ type Metrics struct {
 
 // NewMetrics makes the cluster's metrics.
 func NewMetrics() *Metrics {
-	return &Metrics{
+	m := &Metrics{
 		Renewals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "foreman_cluster_lease_renewals_total",
 			Help: "Lease renewals by result: ok, retry (the answer was lost, the renewal landed), failed, deposed."}, []string{"result"}),
 		Takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "foreman_cluster_takeovers_total",
@@ -30,6 +30,10 @@ func NewMetrics() *Metrics {
 			Help:    "Time to append one commit to a build's stream, until JetStream acknowledged it.",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14)}),
 	}
+	for _, r := range []string{"ok", "retry", "failed", "deposed"} {
+		m.Renewals.WithLabelValues(r) // a rate over a fresh process is 0, not absent
+	}
+	return m
 }
 
 // Collectors lists the metrics, to register.
