@@ -22,13 +22,19 @@ type Server struct {
 }
 
 // Start starts a single server on a random port, stopped when the test ends.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *Server { return StartWith(t, nil) }
+
+// StartWith is Start with the server's options changed by mutate first.
+func StartWith(t testing.TB, mutate func(*server.Options)) *Server {
 	t.Helper()
 	s := &Server{t: t, opts: server.Options{
 		ServerName: "n0", Host: "127.0.0.1", Port: freePort(t), JetStream: true,
 		StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
 		JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 1 << 30,
 	}}
+	if mutate != nil {
+		mutate(&s.opts)
+	}
 	s.Start()
 	t.Cleanup(s.Stop)
 	return s
