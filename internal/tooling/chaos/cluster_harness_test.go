@@ -162,7 +162,7 @@ func (f *foremen) logs() string {
 	for _, m := range f.procs {
 		for i := 1; i <= m.starts; i++ {
 			data, _ := os.ReadFile(m.logPath(i))
-			fmt.Fprintf(&out, "--- %s run %d\n%s", m.name, i, tail(string(data), 25))
+			fmt.Fprintf(&out, "--- %s run %d (%d bytes)\n%s", m.name, i, len(data), tail(string(data), 25))
 		}
 	}
 	return out.String()
