@@ -375,17 +375,13 @@ func stampRoom(tag string) int {
 func (c *Client) take() *batch {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b := c.queue.take(c.cfg.MaxMessage, stampRoom(c.tag))
+	b := takeBatch(&c.queue, c.cfg.MaxMessage, c.tag)
 	if b == nil {
 		return nil
 	}
 	c.inflightN = len(b.lines)
 	if b.cut > 0 {
 		c.log.Warn().Msgf("a line of %d bytes is longer than a whole message may be (%d bytes); only its start is sent", b.cut, c.cfg.MaxMessage)
-	}
-	if c.tag != "" {
-		b.stamp = stampOf(c.tag, b)
-		b.content += "\n" + b.stamp.String()
 	}
 	return b
 }

@@ -6,6 +6,7 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -178,6 +179,9 @@ func (n *Node) ConfirmRanges(rs []Range, msgID string, ts time.Time) {
 	if len(keep) == 0 {
 		return
 	}
+	// A stamp lists its message's lines in the order they went out,
+	// urgent groups first, not in order of their numbers.
+	slices.SortFunc(keep, func(a, b Range) int { return cmp.Compare(a.From, b.From) })
 	keep = mergeRanges(keep)
 	n.index++
 	e := Entry{Index: n.index, Confirm: &Confirm{Seqs: keep, MsgID: msgID, TS: ts}}
