@@ -77,11 +77,3 @@ func decodeEntry(data []byte) (node.Entry, error) {
 	}
 	return e, nil
 }
-
-// EncodeEntry is an entry in the journal's record format, for another
-// storage that keeps the same log (the cluster's, in JetStream): one format
-// for the log wherever it is kept.
-func EncodeEntry(e node.Entry) ([]byte, error) { return encodeEntry(e) }
-
-// DecodeEntry reads what EncodeEntry wrote.
-func DecodeEntry(data []byte) (node.Entry, error) { return decodeEntry(data) }
