@@ -124,10 +124,13 @@ func (p *Pool) Run(ctx context.Context) error {
 		return err
 	}
 	defer w.Stop()
-	p.watch = w
-	if p.peers, err = p.cl.Peers(ctx); err != nil {
+	peers, err := p.cl.Peers(ctx)
+	if err != nil {
 		return err
 	}
+	p.mu.Lock()
+	p.watch, p.peers = w, peers
+	p.mu.Unlock()
 	defer p.peers.Stop()
 	select {
 	case <-w.Ready():
