@@ -227,6 +227,18 @@ func (ls *leases) holder() (string, uint64) {
 	return h.holder, h.epoch
 }
 
+// waitEpoch waits until the lease has an epoch past after, whoever holds it.
+func (ls *leases) waitEpoch(after uint64, timeout time.Duration) (string, uint64, bool) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if h, e := ls.holder(); h != "" && e > after {
+			return h, e, true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return "", 0, false
+}
+
 // waitHolder waits until someone other than not holds the lease.
 func (ls *leases) waitHolder(not string, timeout time.Duration) (string, uint64, bool) {
 	deadline := time.Now().Add(timeout)

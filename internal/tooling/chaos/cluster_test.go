@@ -103,12 +103,13 @@ func TestClusterKill9(t *testing.T) {
 	if clusterFull() {
 		size, procs, lease = 40, 3, cluster.DefaultLease
 	}
-	ns := natstest.Start(t)
 	rng := rand.New(rand.NewPCG(20, 9))
 	var failovers []time.Duration
 	done := 0
 	for trial := 0; done < kills; trial++ {
 		t.Run(fmt.Sprint("trial", trial), func(t *testing.T) {
+			ns := natstest.Start(t)
+			began := time.Now()
 			comps := chain(size)
 			if size == 7 {
 				comps = bookshop
@@ -121,21 +122,27 @@ func TestClusterKill9(t *testing.T) {
 				if _, over := s.lines.waitFor("COMPLETE", time.Time{}, 0); over {
 					break
 				}
+				_, epoch := s.lease.holder()
 				lead.kill()
 				killed := time.Now()
 				done++
 				s.prober.Say(fmt.Sprintf("CLAIM probe%d", done))
 				lead.start()
-				first, ok := s.lines.firstAfter(killed, lead.name, 60*time.Second)
+				// The killed process is dead: any line after the kill is the
+				// new leader's, even if the restarted one won the lease.
+				first, ok := s.lines.firstAfter(killed, "", 60*time.Second)
 				if _, over := s.lines.waitFor("COMPLETE", time.Time{}, 0); !ok && over {
 					done-- // complete just before the kill: a finished build answers nothing
 					break
 				}
 				require.True(t, ok, "no leader spoke after kill %d\n%s", done, s.f.logs())
 				failovers = append(failovers, first.At.Sub(killed))
-				lead = s.leader(t, lead.name, killed)
+				h, _, ok := s.lease.waitEpoch(epoch, 60*time.Second)
+				require.True(t, ok, "no new epoch after kill %d", done)
+				lead = s.f.member(h)
 			}
 			s.complete(t, 3*time.Minute)
+			t.Logf("%d kills so far; this build complete after %v", done, time.Since(began).Round(time.Millisecond))
 			s.lines.check(t, comps, s.lease, s.f)
 			// Its own stamp: the leaders' logs end at one leader.
 			for _, m := range s.f.procs {
