@@ -164,56 +164,64 @@ func TestClusterKill9(t *testing.T) {
 // over, then wakes it: the woken process must not say one line, and
 // stands by again.
 func TestClusterSIGSTOP(t *testing.T) {
-	ns := natstest.Start(t)
-	lease := time.Second
-	s := newScene(t, ns.URL(), nil, lease, 2, bookshop)
-	s.startAll()
-	old := s.leader(t, "", time.Time{})
-	time.Sleep(300 * time.Millisecond)
-	old.signal(syscall.SIGSTOP)
-	stopped := time.Now()
-	s.prober.Say("CLAIM probe1")
-	s.leader(t, old.name, stopped)
-	old.signal(syscall.SIGCONT)
-	woke := time.Now()
-	s.prober.Say("CLAIM probe2")
-	s.complete(t, 2*time.Minute)
-	for _, l := range s.lines.said() {
-		if l.Name == old.name && l.At.After(woke) {
-			t.Errorf("the deposed leader said %q after it woke", l.Text)
-		}
+	for trial := range clusterScale("CLUSTER_TRIALS", 1, 5) {
+		t.Run(fmt.Sprint("trial", trial), func(t *testing.T) {
+			ns := natstest.Start(t)
+			lease := time.Second
+			s := newScene(t, ns.URL(), nil, lease, 2, bookshop)
+			s.startAll()
+			old := s.leader(t, "", time.Time{})
+			time.Sleep(time.Duration(100+rand.IntN(900)) * time.Millisecond) // somewhere in the build
+			old.signal(syscall.SIGSTOP)
+			stopped := time.Now()
+			s.prober.Say("CLAIM probe1")
+			s.leader(t, old.name, stopped)
+			old.signal(syscall.SIGCONT)
+			woke := time.Now()
+			s.prober.Say("CLAIM probe2")
+			s.complete(t, 2*time.Minute)
+			for _, l := range s.lines.said() {
+				if l.Name == old.name && l.At.After(woke) {
+					t.Errorf("the deposed leader said %q after it woke", l.Text)
+				}
+			}
+			s.lines.check(t, bookshop, s.lease, s.f)
+			assert.True(t, old.running(), "the woken process stands by again")
+		})
 	}
-	s.lines.check(t, bookshop, s.lease, s.f)
-	assert.True(t, old.running(), "the woken process stands by again")
 }
 
 // TestClusterCutFromNATS parts the leader from NATS but not from the room:
 // it goes silent before its lease can lapse, a standby takes over, and once
 // NATS is back the old leader stands by.
 func TestClusterCutFromNATS(t *testing.T) {
-	ns := natstest.Start(t)
-	proxies := []*natstest.Proxy{natstest.NewProxy(t, ns.URL()), natstest.NewProxy(t, ns.URL())}
-	lease := time.Second
-	s := newScene(t, ns.URL(), func(i int) string { return proxies[i].URL() }, lease, 2, bookshop)
-	s.startAll()
-	old := s.leader(t, "", time.Time{})
-	time.Sleep(300 * time.Millisecond)
-	i := 0
-	if old.name == "p2" {
-		i = 1
+	for trial := range clusterScale("CLUSTER_TRIALS", 1, 5) {
+		t.Run(fmt.Sprint("trial", trial), func(t *testing.T) {
+			ns := natstest.Start(t)
+			proxies := []*natstest.Proxy{natstest.NewProxy(t, ns.URL()), natstest.NewProxy(t, ns.URL())}
+			lease := time.Second
+			s := newScene(t, ns.URL(), func(i int) string { return proxies[i].URL() }, lease, 2, bookshop)
+			s.startAll()
+			old := s.leader(t, "", time.Time{})
+			time.Sleep(time.Duration(100+rand.IntN(900)) * time.Millisecond)
+			i := 0
+			if old.name == "p2" {
+				i = 1
+			}
+			proxies[i].Cut()
+			cut := time.Now()
+			s.prober.Say("CLAIM probe1")
+			s.leader(t, old.name, cut)
+			for _, l := range s.lines.said() {
+				if l.Name == old.name && l.At.After(cut.Add(lease)) {
+					t.Errorf("the leader cut off from NATS said %q %v after the cut", l.Text, l.At.Sub(cut))
+				}
+			}
+			proxies[i].Restore()
+			s.complete(t, 2*time.Minute)
+			s.lines.check(t, bookshop, s.lease, s.f)
+		})
 	}
-	proxies[i].Cut()
-	cut := time.Now()
-	s.prober.Say("CLAIM probe1")
-	s.leader(t, old.name, cut)
-	for _, l := range s.lines.said() {
-		if l.Name == old.name && l.At.After(cut.Add(lease)) {
-			t.Errorf("the leader cut off from NATS said %q %v after the cut", l.Text, l.At.Sub(cut))
-		}
-	}
-	proxies[i].Restore()
-	s.complete(t, 2*time.Minute)
-	s.lines.check(t, bookshop, s.lease, s.f)
 }
 
 // TestClusterNATSLeaderKilled runs the build on a NATS cluster of three with
@@ -223,25 +231,29 @@ func TestClusterNATSLeaderKilled(t *testing.T) {
 	if !clusterFull() {
 		t.Skip("the three-node NATS cluster runs in the long form (make chaos, or CLUSTER=full)")
 	}
-	nc := natstest.StartCluster(t)
-	s := newScene(t, nc.URL(), nil, cluster.DefaultLease, 2, bookshop)
-	for _, m := range s.f.procs {
-		data, err := os.ReadFile(m.config)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(m.config, []byte(strings.Replace(string(data), "cluster:\n", "cluster:\n  replicas: 3\n", 1)), 0o600))
+	for trial := range clusterScale("CLUSTER_TRIALS", 1, 5) {
+		t.Run(fmt.Sprint("trial", trial), func(t *testing.T) {
+			nc := natstest.StartCluster(t)
+			s := newScene(t, nc.URL(), nil, cluster.DefaultLease, 2, bookshop)
+			for _, m := range s.f.procs {
+				data, err := os.ReadFile(m.config)
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(m.config, []byte(strings.Replace(string(data), "cluster:\n", "cluster:\n  replicas: 3\n", 1)), 0o600))
+			}
+			s.startAll()
+			s.leader(t, "", time.Time{})
+			time.Sleep(time.Second)
+			n := nc.WaitLeader()
+			n.Stop()
+			t.Logf("stopped %s, JetStream's leader", n.Name())
+			s.prober.Say("CLAIM probe1")
+			nc.WaitLeader()
+			time.Sleep(2 * time.Second)
+			n.Start()
+			s.complete(t, 3*time.Minute)
+			s.lines.check(t, bookshop, s.lease, s.f)
+		})
 	}
-	s.startAll()
-	s.leader(t, "", time.Time{})
-	time.Sleep(time.Second)
-	n := nc.WaitLeader()
-	n.Stop()
-	t.Logf("stopped %s, JetStream's leader", n.Name())
-	s.prober.Say("CLAIM probe1")
-	nc.WaitLeader()
-	time.Sleep(2 * time.Second)
-	n.Start()
-	s.complete(t, 3*time.Minute)
-	s.lines.check(t, bookshop, s.lease, s.f)
 }
 
 // TestClusterStandbyWithAnotherConfig: a standby whose config differs from
