@@ -155,7 +155,7 @@ func TestClusterKill9(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("%d kills of the leader (lease %v, %d processes): failover to the new leader's first line p50 %v, p99 %v, max %v",
+	t.Logf("%d kills of the leader (lease %v, %d processes): failover to the new leader's answer to a line said after the kill: p50 %v, p99 %v, max %v",
 		len(failovers), lease, procs, percentile(failovers, 50).Round(time.Millisecond),
 		percentile(failovers, 99).Round(time.Millisecond), percentile(failovers, 100).Round(time.Millisecond))
 }
