@@ -65,7 +65,8 @@ type Config struct {
 	// Stamp); SetTag sets it later.
 	Tag string
 	// Gate, if set, is asked right before each message is written to the
-	// connection: false drops it unsent (it stays unconfirmed). A leader
+	// connection: false drops it unsent. It stays unconfirmed, so a later
+	// connection sends it again if the gate is open then. A cluster leader
 	// that may have lost its lease must not say another line.
 	Gate func() bool
 
