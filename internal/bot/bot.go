@@ -159,7 +159,7 @@ func New(opts Options) (*Bot, error) {
 	if sess.Restarted() {
 		at, _ := n.Engine().StartedAt()
 		b.setTag()
-		b.log.Info().Str("journal", cfg.Journal).Time("build_started", at).Int("unconfirmed_replies", len(n.Unconfirmed())).
+		b.log.Info().Str("journal", b.journalName()).Time("build_started", at).Int("unconfirmed_replies", len(n.Unconfirmed())).
 			Msg("resuming the build from the journal")
 	}
 	if cfg.Record != "" {

@@ -306,6 +306,9 @@ func (p *Pool) lead(ctx context.Context, s *slot, o cluster.Observed) {
 			s.problem, s.retryAt = "", time.Now().Add(2*p.cl.LeaseTTL())
 		case errors.Is(err, cluster.ErrDeposed), errors.Is(err, cluster.ErrLeaseLost):
 			log.Warn().Err(err).Msg("no longer leading the build; standing by")
+		case errors.As(err, new(*transientError)):
+			s.retryAt = time.Now().Add(p.cl.LeaseTTL())
+			log.Warn().Err(err).Msg("could not take the build over; standing by, and trying again")
 		case errors.As(err, &refused), errors.As(err, &botRefused):
 			s.state, s.retryAt = Refused, time.Now().Add(30*time.Second)
 			log.Error().Err(err).Msg("refused to lead the build")
@@ -330,6 +333,22 @@ func (p *Pool) fail(err error) {
 
 var errHandedOver = errors.New("handed over to a process with room")
 
+// transientError is trouble reaching JetStream while taking a build over
+// (a NATS node down, a stream electing its leader): the process stands by
+// and tries again, however few builds it runs.
+type transientError struct{ err error }
+
+func (e *transientError) Error() string { return e.err.Error() }
+func (e *transientError) Unwrap() error { return e.err }
+
+func transient(err error) error {
+	var refused *cluster.RefusedError
+	if errors.Is(err, cluster.ErrTaken) || errors.As(err, &refused) {
+		return err
+	}
+	return &transientError{err}
+}
+
 func (p *Pool) leadOnce(ctx context.Context, s *slot, o cluster.Observed, log zerolog.Logger) error {
 	select {
 	case p.sem <- struct{}{}:
@@ -347,7 +366,7 @@ func (p *Pool) leadOnce(ctx context.Context, s *slot, o cluster.Observed, log ze
 	defer cancel()
 	l, err := p.cl.Acquire(octx, s.name, s.fp, o)
 	if err != nil {
-		return err
+		return transient(err)
 	}
 	release := func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -360,7 +379,7 @@ func (p *Pool) leadOnce(ctx context.Context, s *slot, o cluster.Observed, log ze
 	lg, err := p.cl.OpenLog(octx, l, newBuild)
 	if err != nil {
 		release()
-		return err
+		return transient(err)
 	}
 	s.newBuild = false
 	lg.Snapshotted = func(index uint64, took time.Duration, err error) {

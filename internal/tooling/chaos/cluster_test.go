@@ -59,6 +59,9 @@ func newScene(t *testing.T, natsURL string, perProcess func(i int) string, lease
 	s.lines = listen(room.Join(t, "observer"), s.f.id)
 	s.prober = room.Join(t, "prober")
 	s.lease = followLeases(t, natsURL)
+	if os.Getenv("CLUSTER_LOGS") != "" {
+		t.Cleanup(func() { t.Log(s.f.logs()) })
+	}
 	auditor(aud, s.f.id)
 	for _, c := range comps {
 		builder(room.Join(t, "b-"+c.Name), s.f.id, c.Name)

@@ -83,10 +83,8 @@ type Cluster struct {
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
 	const n = 3
-	routePorts := make([]int, n)
-	for i := range routePorts {
-		routePorts[i] = freePort(t)
-	}
+	ports := freePorts(t, 2*n) // all at once, so that no two are the same
+	routePorts, clientPorts := ports[:n], ports[n:]
 	var routes []string
 	for _, p := range routePorts {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
@@ -94,7 +92,7 @@ func StartCluster(t testing.TB) *Cluster {
 	c := &Cluster{}
 	for i := range n {
 		s := &Server{t: t, opts: server.Options{
-			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: freePort(t), JetStream: true,
+			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: clientPorts[i], JetStream: true,
 			StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
 			JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 1 << 30,
 			Cluster: server.ClusterOpts{Name: "foreman-test", Host: "127.0.0.1", Port: routePorts[i]},
@@ -136,12 +134,13 @@ func (c *Cluster) Leader() *Server {
 	return nil
 }
 
-// WaitLeader waits until JetStream has a leader.
+// WaitLeader waits until JetStream has a leader and every running server
+// is current with it.
 func (c *Cluster) WaitLeader() *Server {
 	c.Servers[0].t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if l := c.Leader(); l != nil {
+		if l := c.Leader(); l != nil && c.current() {
 			return l
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -150,10 +149,26 @@ func (c *Cluster) WaitLeader() *Server {
 	return nil
 }
 
-func freePort(t testing.TB) int {
+func (c *Cluster) current() bool {
+	for _, s := range c.Servers {
+		if s.srv != nil && !s.srv.JetStreamIsCurrent() {
+			return false
+		}
+	}
+	return true
+}
+
+func freePort(t testing.TB) int { return freePorts(t, 1)[0] }
+
+// freePorts finds n free ports, holding each until all are found.
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	var out []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return out
 }
