@@ -74,14 +74,15 @@ func (ps *Peers) Announce(ctx context.Context, held, capacity int) {
 	ps.mu.Unlock()
 }
 
-// alive lists the processes heard from within two leases.
+// alive lists the processes heard from within one and a half leases (they
+// announce themselves every half lease).
 func (ps *Peers) alive() map[string]Presence {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	now := ps.c.mono()
 	out := map[string]Presence{}
 	for id, p := range ps.seen {
-		if !p.gone && now-p.seen < 2*ps.c.opts.Lease {
+		if !p.gone && now-p.seen < 3*ps.c.opts.Lease/2 {
 			out[id] = p.p
 		}
 	}

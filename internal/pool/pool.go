@@ -225,8 +225,8 @@ func (p *Pool) consider(ctx context.Context) error {
 		if !free || p.held >= p.opts.Capacity {
 			continue
 		}
-		if p.held >= limit && p.freeFor(o) < p.cl.LeaseTTL() {
-			continue // let a process under its share take it; take it if none does
+		if over := p.held - limit; over >= 0 && p.freeFor(o) < p.orphanAfter()+time.Duration(over)*p.tick()/4 {
+			continue // let a process under its share take it, or one less over it; take it if none does
 		}
 		s.state = Starting
 		p.held++
@@ -238,6 +238,12 @@ func (p *Pool) consider(ctx context.Context) error {
 	}
 	return nil
 }
+
+// orphanAfter is how long a free build waits for a process under its share
+// before any process with room takes it: a few ticks, so that a dead
+// process's builds are shared out and still taken soon after their leases
+// lapse (its peers may not know yet that it is gone).
+func (p *Pool) orphanAfter() time.Duration { return max(3*p.tick(), p.cl.LeaseTTL()/4) }
 
 // freeFor is how long a free lease has been free, as this process saw it.
 func (p *Pool) freeFor(o cluster.Observed) time.Duration {
