@@ -74,15 +74,16 @@ func (ps *Peers) Announce(ctx context.Context, held, capacity int) {
 	ps.mu.Unlock()
 }
 
-// alive lists the processes heard from within one and a half leases (they
-// announce themselves every half lease).
+// alive lists the processes heard from within three leases (they announce
+// themselves every half lease; under load an announcement can be late, and
+// the count is only for sharing builds out).
 func (ps *Peers) alive() map[string]Presence {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	now := ps.c.mono()
 	out := map[string]Presence{}
 	for id, p := range ps.seen {
-		if !p.gone && now-p.seen < 3*ps.c.opts.Lease/2 {
+		if !p.gone && now-p.seen < 3*ps.c.opts.Lease {
 			out[id] = p.p
 		}
 	}

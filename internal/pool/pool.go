@@ -68,8 +68,10 @@ type Pool struct {
 	wg    sync.WaitGroup
 	ready time.Time // when the pool began to take leases
 
-	mu   sync.Mutex // every slot's state
-	held int
+	mu        sync.Mutex // every slot's state
+	held      int
+	overSince time.Time // when the process went well over its share
+	lastShed  time.Time
 }
 
 type slot struct {
@@ -233,8 +235,19 @@ func (p *Pool) consider(ctx context.Context) error {
 		p.wg.Add(1)
 		go p.lead(ctx, s, o)
 	}
-	if excess := p.held - limit; excess > max(1, limit/10) && p.peers.Room() > 0 {
-		p.shed(min(excess, 10))
+	// Hand over builds only when well over the share for two leases on
+	// end, and a few at a time: the count of processes alive wavers under
+	// load, and shedding on every wave would move builds back and forth.
+	if excess := p.held - limit; excess > max(2, limit/5) && p.peers.Room() > 0 {
+		if p.overSince.IsZero() {
+			p.overSince = now
+		}
+		if now.Sub(p.overSince) >= 2*p.cl.LeaseTTL() && now.Sub(p.lastShed) >= p.cl.LeaseTTL() {
+			p.shed(min(max(1, excess/2), 10))
+			p.lastShed = now
+		}
+	} else {
+		p.overSince = time.Time{}
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func TestClusterScale(t *testing.T) {
 		require.NoError(t, os.MkdirAll(m.dir, 0o700))
 		m.config = filepath.Join(m.dir, "foreman.yaml")
 		require.NoError(t, os.WriteFile(m.config, fmt.Appendf(nil,
-			"cluster:\n  nats: %s\n  lease: %s\n  id: %s\n  capacity: %d\n  builds: %s\nhttp:\n  listen: \"\"\nlog:\n  format: json\n  level: warn\n",
+			"cluster:\n  nats: %s\n  lease: %s\n  id: %s\n  capacity: %d\n  builds: %s\nhttp:\n  listen: \"\"\nlog:\n  format: json\n  level: info\n",
 			ns.URL(), lease, m.name, n, builds), 0o600))
 		f.procs = append(f.procs, m)
 		t.Cleanup(m.kill)
