@@ -19,6 +19,10 @@ type Record struct {
 	Epoch  uint64 `json:"epoch"`            // grows at every takeover
 	TTLms  int64  `json:"ttl_ms"`           // the holder's time to live, which standbys wait out
 	Config string `json:"config,omitempty"` // the fingerprint of the build's configuration the holder runs
+	// AliveMS is when the holder last noted it was running, in room time
+	// (Unix ms): a takeover counts the time after it as a pause. It rides
+	// on the renewals, which cost a write anyway.
+	AliveMS int64 `json:"alive_ms,omitempty"`
 	// Since and Renewed are the holder's wall clock, for people: nothing
 	// compares them with another clock.
 	Since   time.Time `json:"since,omitzero"`
@@ -61,7 +65,8 @@ type Lease struct {
 func (c *Cluster) Acquire(ctx context.Context, build, config string, o Observed) (*Lease, error) {
 	key := Key(build)
 	now := time.Now().UTC()
-	rec := Record{Build: build, Holder: c.opts.ID, Epoch: o.Rec.Epoch + 1, TTLms: c.opts.Lease.Milliseconds(), Config: config, Since: now, Renewed: now}
+	rec := Record{Build: build, Holder: c.opts.ID, Epoch: o.Rec.Epoch + 1, TTLms: c.opts.Lease.Milliseconds(), Config: config,
+		AliveMS: o.Rec.AliveMS, Since: now, Renewed: now}
 	if o.Absent {
 		// The stream comes first: a lease with no stream means that the
 		// stream was deleted, never that a leader died before making it.
@@ -147,6 +152,24 @@ func (l *Lease) extend(sent time.Duration) {
 	l.until.Store(int64(sent + l.ttl - margin(l.ttl)))
 }
 
+// setAlive notes that the holder runs at t (room time); the next renewal
+// stores it.
+func (l *Lease) setAlive(t time.Time) {
+	l.mu.Lock()
+	l.rec.AliveMS = t.UnixMilli()
+	l.mu.Unlock()
+}
+
+// alive is the latest time a holder of the lease noted it was running.
+func (l *Lease) alive() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rec.AliveMS == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(l.rec.AliveMS).UTC()
+}
+
 // Valid reports whether this process may still speak for the build: it
 // holds the lease and is well inside its time to live.
 func (l *Lease) Valid() bool {
@@ -228,7 +251,7 @@ func (l *Lease) renew() {
 	switch {
 	case err == nil:
 		l.mu.Lock()
-		l.rec, l.rev = rec, newRev
+		l.rev, l.rec.Renewed = newRev, rec.Renewed // not the whole record: an alive mark may have come meanwhile
 		l.mu.Unlock()
 		select {
 		case <-l.stop: // lost or released meanwhile: stay silent

@@ -64,7 +64,6 @@ func (c *Cluster) OpenLog(ctx context.Context, l *Lease, newBuild bool) (*Log, e
 			return nil, fmt.Errorf("starting %s over: %w", l.build, err)
 		}
 		_ = c.state.Purge(ctx, snapKey(l.key))
-		_ = c.state.Purge(ctx, aliveKey(l.key))
 	}
 	s, err := c.js.Stream(ctx, name)
 	switch {
@@ -85,10 +84,8 @@ func (c *Cluster) OpenLog(ctx context.Context, l *Lease, newBuild bool) (*Log, e
 	if lg.snap, err = c.readSnapshot(ctx, l.key); err != nil {
 		return nil, err
 	}
-	if e, err := c.state.Get(ctx, aliveKey(l.key)); err == nil {
-		if ms, err := strconv.ParseInt(string(e.Value()), 10, 64); err == nil && ms > 0 {
-			lg.alive = time.UnixMilli(ms).UTC()
-		}
+	if !newBuild {
+		lg.alive = l.alive() // the last leader's, carried over by the takeover
 	}
 	return lg, nil
 }
@@ -283,7 +280,8 @@ func (lg *Log) fail(err error) error {
 // Alive is when a leader of the build was last running, as it noted.
 func (lg *Log) Alive() (time.Time, error) { return lg.alive, nil }
 
-// SaveAlive notes that this leader is running at t (room time).
+// SaveAlive notes that this leader is running at t (room time), in the
+// lease's record: the next renewal stores it.
 func (lg *Log) SaveAlive(t time.Time) error {
 	if err := lg.usable(); err != nil {
 		return err
@@ -291,13 +289,9 @@ func (lg *Log) SaveAlive(t time.Time) error {
 	if !lg.lease.Valid() {
 		return lg.fail(ErrLeaseLost)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), renewEvery(lg.lease.ttl))
-	defer cancel()
-	_, err := lg.c.state.Put(ctx, aliveKey(lg.key), []byte(strconv.FormatInt(t.UnixMilli(), 10)))
-	if err == nil {
-		lg.alive = t
-	}
-	return err
+	lg.lease.setAlive(t) // with the next renewal
+	lg.alive = t
+	return nil
 }
 
 // Close waits for a snapshot being written.

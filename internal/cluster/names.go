@@ -9,7 +9,7 @@ import (
 // shares them.
 const (
 	LeaseBucket    = "FOREMAN_LEASES"    // one lease per build
-	StateBucket    = "FOREMAN_STATE"     // alive marks, snapshot pointers, registered builds
+	StateBucket    = "FOREMAN_STATE"     // the builds' snapshot pointers
 	NodeBucket     = "FOREMAN_NODES"     // the processes of the pool, for sharing builds out
 	SnapshotBucket = "FOREMAN_SNAPSHOTS" // object store: the builds' snapshots
 	streamPrefix   = "FOREMAN_LOG_"
@@ -37,6 +37,4 @@ func StreamName(build string) string { return streamPrefix + Key(build) }
 
 func logSubject(key string) string   { return "foreman." + key + ".log" }
 func fenceSubject(key string) string { return "foreman." + key + ".fence" }
-func aliveKey(key string) string     { return "alive." + key }
 func snapKey(key string) string      { return "snap." + key }
-func buildKey(key string) string     { return "build." + key }

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -127,6 +128,33 @@ func TestClusterScale(t *testing.T) {
 	require.True(t, ok, "the survivors did not take every build over: %v\n%s", h2, f.logs())
 	t.Logf("kill -9 of %s (%d builds): the two others lead every build %v later (lease %v): %v",
 		victim.name, h[victim.name], time.Since(killed).Round(time.Millisecond), lease, h2)
+	var took []time.Duration
+	for _, m := range f.procs {
+		if m != victim {
+			took = append(took, takeovers(m.logPath(1), killed)...)
+		}
+	}
+	t.Logf("each takeover after the kill, from taking the lease to the bot started: p50 %v, p99 %v, max %v (%d)",
+		percentile(took, 50).Round(time.Millisecond), percentile(took, 99).Round(time.Millisecond),
+		percentile(took, 100).Round(time.Millisecond), len(took))
+}
+
+// takeovers reads, from a foreman's JSON log, how long each takeover after
+// since took ("leading the build", its "took" in milliseconds).
+func takeovers(path string, since time.Time) []time.Duration {
+	data, _ := os.ReadFile(path)
+	var out []time.Duration
+	for _, l := range strings.Split(string(data), "\n") {
+		var e struct {
+			Message string    `json:"message"`
+			Took    float64   `json:"took"`
+			Time    time.Time `json:"time"`
+		}
+		if json.Unmarshal([]byte(l), &e) == nil && e.Message == "leading the build" && !e.Time.Before(since.Truncate(time.Second)) {
+			out = append(out, time.Duration(e.Took*float64(time.Millisecond)))
+		}
+	}
+	return out
 }
 
 // rssKB is a process's resident memory in KiB.
