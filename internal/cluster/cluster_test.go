@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -332,4 +333,34 @@ func TestKeys(t *testing.T) {
 	assert.Equal(t, "my_2eshop_2a", Key("my.shop*"))
 	assert.NotEqual(t, Key("a_2e"), Key("a."))
 	assert.Equal(t, "FOREMAN_LOG_shop", StreamName("shop"))
+}
+
+// A long log (more commits since the snapshot than are read one by one) is
+// read in batches, to the same node.
+func TestLongLogReadInBatches(t *testing.T) {
+	srv := natstest.Start(t)
+	a := connect(t, srv.URL(), "a")
+	la, lg := lead(t, a, watch(t, a), "shop")
+	n, err := node.Open(node.Config{Engine: engine(), Storage: lg, SnapshotEvery: -1})
+	require.NoError(t, err)
+	n.Step(coordinator.Event{Kind: coordinator.KindStart, At: t0, Instance: "abc123"})
+	persist(t, lg, n)
+	for i := range 3 * directReads {
+		n.Hear(heard(fmt.Sprintf("m%d", i), "@a", fmt.Sprintf("PROGRESS db %d", i%100), 1+i))
+		if i == 0 {
+			n.Hear(heard("claim", "@a", "CLAIM db", 1))
+		}
+		persist(t, lg, n)
+	}
+	require.NoError(t, la.Release(context.Background()))
+
+	b := connect(t, srv.URL(), "b")
+	_, lg2 := lead(t, b, watch(t, b), "shop")
+	require.Greater(t, lg2.last-lg2.first, uint64(directReads))
+	again, err := node.Open(node.Config{Engine: engine(), Storage: lg2})
+	require.NoError(t, err)
+	id, _ := again.LastMessage()
+	assert.Equal(t, fmt.Sprintf("m%d", 3*directReads-1), id)
+	assert.Equal(t, n.Produced(), again.Produced())
+	assert.Equal(t, n.Engine().View(), again.Engine().View())
 }

@@ -138,5 +138,10 @@ func (lg *Log) cut(ctx context.Context, index uint64) error {
 	if keep == 0 {
 		return nil
 	}
-	return lg.stream.Purge(ctx, jetstream.WithPurgeSubject(logSubject(lg.key)), jetstream.WithPurgeSequence(keep))
+	if err := lg.stream.Purge(ctx, jetstream.WithPurgeSubject(logSubject(lg.key)), jetstream.WithPurgeSequence(keep)); err != nil {
+		return err
+	}
+	// The fences of earlier takeovers: only the last one tells anything
+	// (the epoch to grow past if the lease is ever made again).
+	return lg.stream.Purge(ctx, jetstream.WithPurgeSubject(fenceSubject(lg.key)), jetstream.WithPurgeKeep(1))
 }
