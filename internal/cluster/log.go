@@ -110,9 +110,12 @@ func (c *Cluster) ensureStream(ctx context.Context, key string) (jetstream.Strea
 // Appends a deposed leader slipped in first are read as part of the log.
 func (lg *Log) fence(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
-		info, err := lg.stream.Info(ctx)
-		if err != nil {
-			return fmt.Errorf("the log of %s: %w", lg.build, err)
+		info := lg.stream.CachedInfo() // as it was when the stream was looked up: one round trip less
+		if attempt > 0 || info == nil {
+			var err error
+			if info, err = lg.stream.Info(ctx); err != nil {
+				return fmt.Errorf("the log of %s: %w", lg.build, err)
+			}
 		}
 		m := nats.NewMsg(fenceSubject(lg.key))
 		m.Header.Set(hdrEpoch, strconv.FormatUint(lg.epoch, 10))

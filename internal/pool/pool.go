@@ -387,6 +387,7 @@ func (p *Pool) leadOnce(ctx context.Context, s *slot, o cluster.Observed, log ze
 	if err != nil {
 		return transient(err)
 	}
+	acquired := time.Now()
 	release := func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -400,6 +401,7 @@ func (p *Pool) leadOnce(ctx context.Context, s *slot, o cluster.Observed, log ze
 		release()
 		return transient(err)
 	}
+	logOpened := time.Now()
 	s.newBuild = false
 	lg.Snapshotted = func(index uint64, took time.Duration, err error) {
 		if err != nil {
@@ -428,7 +430,9 @@ func (p *Pool) leadOnce(ctx context.Context, s *slot, o cluster.Observed, log ze
 	p.set(s, func() { s.state, s.lease, s.bot, s.shed, s.problem = Leading, l, b, shed, "" })
 	opened = true
 	<-p.sem
-	log.Info().Uint64("epoch", l.Epoch()).Dur("took", time.Since(began)).Msg("leading the build")
+	log.Info().Uint64("epoch", l.Epoch()).Dur("took", time.Since(began)).
+		Dur("lease", acquired.Sub(began)).Dur("log", logOpened.Sub(acquired)).Dur("bot", time.Since(logOpened)).
+		Msg("leading the build")
 	if p.opts.Led != nil {
 		p.opts.Led(s.name, b)
 		defer p.opts.Led(s.name, nil)

@@ -128,30 +128,40 @@ func TestClusterScale(t *testing.T) {
 	require.True(t, ok, "the survivors did not take every build over: %v\n%s", h2, f.logs())
 	t.Logf("kill -9 of %s (%d builds): the two others lead every build %v later (lease %v): %v",
 		victim.name, h[victim.name], time.Since(killed).Round(time.Millisecond), lease, h2)
-	var took []time.Duration
+	parts := map[string][]time.Duration{}
 	for _, m := range f.procs {
 		if m != victim {
-			took = append(took, takeovers(m.logPath(1), killed)...)
+			for k, v := range takeovers(m.logPath(1), killed) {
+				parts[k] = append(parts[k], v...)
+			}
 		}
 	}
-	t.Logf("each takeover after the kill, from taking the lease to the bot started: p50 %v, p99 %v, max %v (%d)",
-		percentile(took, 50).Round(time.Millisecond), percentile(took, 99).Round(time.Millisecond),
-		percentile(took, 100).Round(time.Millisecond), len(took))
+	for _, k := range []string{"took", "lease", "log", "bot"} {
+		t.Logf("each takeover after the kill, %s: p50 %v, p99 %v, max %v (%d)", k,
+			percentile(parts[k], 50).Round(time.Millisecond), percentile(parts[k], 99).Round(time.Millisecond),
+			percentile(parts[k], 100).Round(time.Millisecond), len(parts[k]))
+	}
 }
 
 // takeovers reads, from a foreman's JSON log, how long each takeover after
-// since took ("leading the build", its "took" in milliseconds).
-func takeovers(path string, since time.Time) []time.Duration {
+// since took ("leading the build": took, in all; lease, taking it; log,
+// fencing and reading the log; bot, starting the bot; in milliseconds).
+func takeovers(path string, since time.Time) map[string][]time.Duration {
 	data, _ := os.ReadFile(path)
-	var out []time.Duration
+	out := map[string][]time.Duration{}
 	for _, l := range strings.Split(string(data), "\n") {
-		var e struct {
-			Message string    `json:"message"`
-			Took    float64   `json:"took"`
-			Time    time.Time `json:"time"`
+		var e map[string]any
+		if json.Unmarshal([]byte(l), &e) != nil || e["message"] != "leading the build" {
+			continue
 		}
-		if json.Unmarshal([]byte(l), &e) == nil && e.Message == "leading the build" && !e.Time.Before(since.Truncate(time.Second)) {
-			out = append(out, time.Duration(e.Took*float64(time.Millisecond)))
+		at, _ := time.Parse(time.RFC3339, fmt.Sprint(e["time"]))
+		if at.Before(since.Truncate(time.Second)) {
+			continue
+		}
+		for _, k := range []string{"took", "lease", "log", "bot"} {
+			if ms, ok := e[k].(float64); ok {
+				out[k] = append(out[k], time.Duration(ms*float64(time.Millisecond)))
+			}
 		}
 	}
 	return out
