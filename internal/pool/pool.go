@@ -206,8 +206,12 @@ func (p *Pool) consider(ctx context.Context) error {
 		if s.state != Standby && s.state != Refused || now.Before(s.retryAt) {
 			continue
 		}
+		// A leader, alive or dead without a word, that runs another config
+		// for the build: taking over would run the build two ways. A
+		// released lease is an operator's clean stop; a new config then is
+		// a restart with a changed config, as alone.
 		o := p.watch.Lease(s.name)
-		if !o.Absent && o.Rec.Config != "" && o.Rec.Config != s.fp {
+		if !o.Absent && o.Rec.Holder != "" && o.Rec.Config != "" && o.Rec.Config != s.fp {
 			err := &cluster.RefusedError{Why: fmt.Sprintf(
 				"build %s: this foreman's config (fingerprint %s, from %s) is not the one its leader runs (%s): it will not stand by for it; give every foreman of the build the same config",
 				s.name, s.fp, s.b.Config.File, o.Rec.Config)}

@@ -127,3 +127,28 @@ func TestPoolRefusesTwoBuildsOfOneName(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "build.name")
 }
+
+// A standby with another config for a build refuses to stand by while its
+// leader runs; once the leader has released the build (a clean stop), the
+// new config takes it over, as a restart with a changed config does.
+func TestPoolAnotherConfig(t *testing.T) {
+	room := roomtest.StartWith(t, func(c *server.Config) {
+		c.Channels = []string{"#b0"}
+		c.RateLimit = roomtest.Pace
+	})
+	ns := natstest.Start(t)
+	bs := builds(t, room, 1)
+	a := start(t, ns.URL(), "a", bs, 1)
+	require.Eventually(t, func() bool { return a.leading() == 1 }, 60*time.Second, 20*time.Millisecond)
+
+	other := *bs[0].Config
+	other.Build.Components = other.Build.Components[:1]
+	b := start(t, ns.URL(), "b", []Build{{Config: &other}}, 1)
+	require.Eventually(t, func() bool { return b.p.Status()[0].State == Refused }, 60*time.Second, 20*time.Millisecond)
+	assert.Contains(t, b.p.Status()[0].Problem, "is not the one its leader runs")
+
+	a.stop()
+	require.NoError(t, <-a.done)
+	a.done <- nil
+	require.Eventually(t, func() bool { return b.leading() == 1 }, 60*time.Second, 20*time.Millisecond, "%+v", b.p.Status())
+}
