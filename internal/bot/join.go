@@ -48,6 +48,10 @@ func (b *Bot) joinedRoom(ev agentchat.Joined) error {
 		}
 		b.client.Send(lines...)
 	}
+	if j.Reloaded {
+		b.log.Info().Int("components", len(b.cfg.Build.Components)).
+			Msg("the configuration changed while foreman was down: its components and roles were applied as a reload")
+	}
 	if j.Gap != nil {
 		b.log.Warn().Time("since", j.Gap.Since).Time("until", j.Gap.Until).
 			Msg("the room's history no longer reaches back to the last line foreman handled; said so in the room")

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,6 +48,9 @@ type Joined struct {
 	// line handled.
 	Missed int
 	Gap    *coordinator.Event
+	// Reloaded: the configuration changed while foreman was down; its
+	// components and roles were applied as a reload.
+	Reloaded bool
 }
 
 // Join starts the build on the first join, and on a later one (after a
@@ -74,6 +78,7 @@ func (s *Session) Join(j Join) (Joined, error) {
 			s.node.Step(coordinator.Event{Kind: coordinator.KindAdvance, At: alive})
 		}
 		s.node.Step(coordinator.Event{Kind: coordinator.KindRecover, At: at})
+		out.Reloaded = s.applyConfig(at)
 	}
 	missed, gap := s.missed(j, at)
 	for _, m := range missed {
@@ -110,7 +115,12 @@ func (s *Session) startBuild(at time.Time, history []agentchat.Message) (Joined,
 		}
 	}
 	s.joined = true
-	s.node.Step(coordinator.Event{Kind: coordinator.KindStart, At: at, Seen: seen, Instance: s.cfg.Instance()})
+	// The components and roles go in the log with the start: a restart
+	// replays the log with these, whatever the configuration says by then.
+	eng := s.cfg.Node.Engine
+	roles := eng.Roles
+	s.node.Step(coordinator.Event{Kind: coordinator.KindStart, At: at, Seen: seen, Instance: s.cfg.Instance(),
+		Components: eng.Components, Roles: &roles})
 	s.setTag()
 	return Joined{Started: true, Before: len(history)}, nil
 }
@@ -240,4 +250,25 @@ func (s *Session) missed(j Join, at time.Time) ([]agentchat.Message, *coordinato
 		until = history[0].TS
 	}
 	return out, &coordinator.Event{Kind: coordinator.KindGap, At: at, Since: lastAt, Until: until}
+}
+
+// applyConfig, after a restart, applies the configuration as it is now when
+// its components or roles are not the ones the log ended with: as a
+// reload, so that the log still replays exactly.
+func (s *Session) applyConfig(at time.Time) bool {
+	want := s.cfg.Node.Engine
+	comps, roles := s.node.Engine().Configured()
+	if slices.EqualFunc(comps, want.Components, func(a, b coordinator.Component) bool {
+		return a.Name == b.Name && slices.Equal(a.Deps, b.Deps)
+	}) && sameRoles(roles, want.Roles) {
+		return false
+	}
+	r := want.Roles
+	s.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: at, Components: want.Components, Roles: &r})
+	return true
+}
+
+func sameRoles(a, b coordinator.Roles) bool {
+	return slices.Equal(a.Operators, b.Operators) && slices.Equal(a.Auditors, b.Auditors) &&
+		slices.Equal(a.CI, b.CI) && slices.Equal(a.Merger, b.Merger)
 }
