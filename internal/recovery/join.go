@@ -25,6 +25,10 @@ type Join struct {
 	At      time.Time           // the room's clock when it let foreman in
 	History []agentchat.Message // its replay, oldest first, minus what this connection already delivered
 	Created bool                // foreman created the channel: it had no history
+	// Replayed is how many frames the room replayed, Overlap whether some
+	// were ones this connection had already delivered (agentchat.Joined).
+	Replayed int
+	Overlap  bool
 }
 
 // Joined is what a join did, for the shell to act on and to log.
@@ -168,6 +172,10 @@ var forgetOneConfirmation bool
 // the history cannot vouch for, because it no longer reaches back to the
 // last message the room confirmed, are marked as possibly repeated.
 func (s *Session) resumeReplies(history []agentchat.Message) (found int, sure bool, resend []node.Line) {
+	// The history must reach back to the last echo the log knew of, not to
+	// one it holds itself: what was sent after the log's last echo and has
+	// left the history is unknown, however recent the echoes it shows.
+	last := s.node.LastEcho()
 	forgot := false
 	for _, m := range history {
 		if !m.Self || m.Stamp == nil || m.Stamp.Tag != s.tag {
@@ -188,7 +196,7 @@ func (s *Session) resumeReplies(history []agentchat.Message) (found int, sure bo
 		}
 		s.node.ConfirmRanges(rs, m.ID, m.TS)
 	}
-	sure = ReachesBack(history, s.node.LastEcho())
+	sure = ReachesBack(history, last)
 	resend = s.node.Unconfirmed()
 	for i := range resend {
 		resend[i].Resent = !sure
@@ -205,6 +213,16 @@ func ReachesBack(history []agentchat.Message, last node.Echo) bool {
 	}
 	for _, m := range history {
 		if m.ID != "" && m.ID == last.MsgID || !m.TS.After(last.TS) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsOwn reports whether the history holds one of this build's messages.
+func (s *Session) holdsOwn(history []agentchat.Message) bool {
+	for _, m := range history {
+		if m.Self && m.Stamp != nil && m.Stamp.Tag == s.tag {
 			return true
 		}
 	}
@@ -242,9 +260,18 @@ func (s *Session) missed(j Join, at time.Time) ([]agentchat.Message, *coordinato
 	switch {
 	case len(history) > 0 && !history[0].TS.After(lastAt):
 		return out, nil // the history reaches back past the last line handled
-	case !j.Created && len(history) < s.cfg.History:
-		return out, nil // the room dropped nothing: it keeps more than it has
+	case j.Overlap:
+		// The replay holds what this connection delivered before it
+		// dropped, and everything since: the room lost nothing.
+		return out, nil
+	case lastID == "" && !j.Created && j.Replayed < s.cfg.History && s.holdsOwn(history):
+		// Nothing handled yet, and the room keeps more than it has,
+		// this build's first words included: it lost nothing.
+		return out, nil
 	}
+	// A replay shorter than the room keeps proves nothing by itself: the
+	// room may have been restarted, and its channel made again (by an
+	// earlier life of this foreman that died before it could say so).
 	until := at
 	if len(history) > 0 {
 		until = history[0].TS
