@@ -206,13 +206,15 @@ func (s *Session) resumeReplies(history []agentchat.Message) (found int, sure bo
 
 // ReachesBack reports whether the history holds everything said since the
 // room last confirmed one of foreman's messages: it holds that message, or
-// one no newer. The history is the room's latest frames, without holes.
+// one older. The history is the room's latest frames, without holes. One
+// of the same millisecond proves nothing: the room stamps many messages
+// with one time, and it may have come after.
 func ReachesBack(history []agentchat.Message, last node.Echo) bool {
 	if last.TS.IsZero() {
 		return false
 	}
 	for _, m := range history {
-		if m.ID != "" && m.ID == last.MsgID || !m.TS.After(last.TS) {
+		if m.ID != "" && m.ID == last.MsgID || m.TS.Before(last.TS) {
 			return true
 		}
 	}
@@ -258,8 +260,11 @@ func (s *Session) missed(j Join, at time.Time) ([]agentchat.Message, *coordinato
 		}
 	}
 	switch {
-	case len(history) > 0 && !history[0].TS.After(lastAt):
-		return out, nil // the history reaches back past the last line handled
+	case len(history) > 0 && history[0].TS.Before(lastAt):
+		// The history reaches back past the last line handled. A line of
+		// the very same millisecond proves nothing: the room stamps many
+		// lines with one time, and lines between may have left.
+		return out, nil
 	case j.Overlap:
 		// The replay holds what this connection delivered before it
 		// dropped, and everything since: the room lost nothing.
