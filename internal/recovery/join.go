@@ -221,16 +221,6 @@ func ReachesBack(history []agentchat.Message, last node.Echo) bool {
 	return false
 }
 
-// holdsOwn reports whether the history holds one of this build's messages.
-func (s *Session) holdsOwn(history []agentchat.Message) bool {
-	for _, m := range history {
-		if m.Self && m.Stamp != nil && m.Stamp.Tag == s.tag {
-			return true
-		}
-	}
-	return false
-}
-
 // missed returns the history's messages after the last one handled. When
 // the history no longer reaches back to it (the room keeps only its last
 // few frames, and forgets them all when restarted), lines may be lost:
@@ -269,14 +259,11 @@ func (s *Session) missed(j Join, at time.Time) ([]agentchat.Message, *coordinato
 		// The replay holds what this connection delivered before it
 		// dropped, and everything since: the room lost nothing.
 		return out, nil
-	case lastID == "" && !j.Created && j.Replayed < s.cfg.History && s.holdsOwn(history):
-		// Nothing handled yet, and the room keeps more than it has,
-		// this build's first words included: it lost nothing.
-		return out, nil
 	}
-	// A replay shorter than the room keeps proves nothing by itself: the
-	// room may have been restarted, and its channel made again (by an
-	// earlier life of this foreman that died before it could say so).
+	// A replay shorter than the room keeps proves nothing by itself, nor do
+	// this build's own messages in it: the room may have been restarted,
+	// and its channel made again (by an earlier life of this foreman that
+	// died before it could say so, and then sent its replies again).
 	until := at
 	if len(history) > 0 {
 		until = history[0].TS
