@@ -82,6 +82,10 @@ func (s *Session) Join(j Join) (Joined, error) {
 			s.node.Step(coordinator.Event{Kind: coordinator.KindAdvance, At: alive})
 		}
 		s.node.Step(coordinator.Event{Kind: coordinator.KindRecover, At: at})
+		s.reload = true // the configuration may have changed while foreman was down
+	}
+	if s.reload {
+		s.reload = false
 		out.Reloaded = s.applyConfig(at)
 	}
 	missed, gap := s.missed(j, at)
@@ -290,4 +294,23 @@ func (s *Session) applyConfig(at time.Time) bool {
 func sameRoles(a, b coordinator.Roles) bool {
 	return slices.Equal(a.Operators, b.Operators) && slices.Equal(a.Auditors, b.Auditors) &&
 		slices.Equal(a.CI, b.CI) && slices.Equal(a.Merger, b.Merger)
+}
+
+// Reload is SIGHUP: the configuration's components and roles, read again.
+// In the room they apply at once, after the deadlines due by at; out of it
+// (before the first join after a restart, or cut off) they wait for the
+// next join: a deadline fired now would count foreman's time away against
+// a builder. It reports whether they applied now.
+func (s *Session) Reload(at time.Time, comps []coordinator.Component, roles coordinator.Roles) bool {
+	if !s.node.Started() {
+		return false // the build starts with the configuration as it is then
+	}
+	s.cfg.Node.Engine.Components, s.cfg.Node.Engine.Roles = comps, roles
+	if !s.joined {
+		s.reload = true
+		return false
+	}
+	s.node.Wake(at)
+	s.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: at, Components: comps, Roles: &roles})
+	return true
 }

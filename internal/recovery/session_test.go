@@ -191,3 +191,31 @@ func TestOwnRepliesInAShortHistoryProveNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, j.Gap)
 }
+
+// A reload (SIGHUP) that comes after a restart but before foreman is back
+// in the room waits for the room: applied at once, its deadlines due by
+// then would fire through foreman's time away, and the configuration read
+// at the start would be applied over it at the join. (Found by the
+// simulator, seed 3794: a SIGHUP while foreman was down timed out two
+// builders who had checked in.)
+func TestReloadOutOfTheRoomWaitsForTheJoin(t *testing.T) {
+	st := node.NewMemoryStorage()
+	eng := engine("db")
+	eng.Rules.MaxBuildTime = 0
+	s := open(t, st, eng)
+	_, err := s.Join(Join{At: t0, Created: true})
+	require.NoError(t, err)
+	require.NoError(t, s.Hear(msg("m1", "@a", "CLAIM db", 1)))
+	commit(t, s)
+
+	again := open(t, st, eng) // down for an hour: a pause, not a missed check-in
+	more := []coordinator.Component{{Name: "db"}, {Name: "web"}}
+	assert.False(t, again.Reload(t0.Add(time.Hour), more, coordinator.Roles{}), "not in the room: it waits")
+	assert.False(t, again.Node().HasReady(), "nothing fired, nothing said")
+	j, err := again.Join(Join{At: t0.Add(time.Hour + time.Second), Replayed: 1,
+		History: []agentchat.Message{msg("m1", "@a", "CLAIM db", 1)}})
+	require.NoError(t, err)
+	assert.True(t, j.Reloaded)
+	assert.Equal(t, []string{"TASKS web"}, lineTexts(commit(t, again).Messages), "the reload, and no TIMEOUT")
+	assert.True(t, again.Reload(t0.Add(time.Hour+2*time.Second), more, coordinator.Roles{}), "in the room: at once")
+}
