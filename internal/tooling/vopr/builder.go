@@ -164,6 +164,10 @@ func (b *builder) reply(a *agent, r reply) {
 			}
 		}
 	case protocol.ReplyStatus:
+		if r.c == b.c && b.c != "" {
+			b.status(a, r)
+			return
+		}
 		// The board, asked for when it knew of nothing to claim.
 		if state, rest := cut(r.rest); state == "pending" && !strings.Contains(rest, "waits=") && !b.avoid[r.c] &&
 			!slices.Contains(b.tasks, r.c) {
@@ -361,12 +365,37 @@ func (b *builder) ready(a *agent) {
 	epoch := b.epoch
 	var again func()
 	again = func() {
-		if b.epoch == epoch && b.st == reviewing && !b.sure {
+		if b.epoch != epoch || b.st != reviewing {
+			return
+		}
+		if !b.sure {
 			b.sayState(a, line("READY", b.c, a.name+"/"+b.c))
 			a.later(b.patience, again)
+			return
 		}
+		// In review for long: what happened may have been missed (cut
+		// off while the room lost its history). Ask.
+		a.say("STATUS " + b.c)
+		a.later(10*b.patience, again)
 	}
 	a.later(b.patience, again)
+}
+
+// status is the board's line on its own component, asked for when unsure.
+func (b *builder) status(a *agent, r reply) {
+	state, rest := cut(r.rest)
+	mine := strings.Contains(" "+rest+" ", " owner="+a.id+" ")
+	switch {
+	case !mine:
+		if b.st != claiming {
+			b.drop(a)
+		}
+	case (state == "building" || state == "blocked") && b.st == reviewing:
+		b.work(a, 1)
+	case state == "held" && b.st != held:
+		b.epoch++
+		b.st = held
+	}
 }
 
 // sayAgain answers a gap notice: what it said last about where it stands.

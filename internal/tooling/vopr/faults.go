@@ -192,6 +192,19 @@ func (p *plan) inject(f fault) {
 	fm := w.fm
 	up := fm != nil && !fm.dead
 	b := w.rnd.IntN(len(w.builders))
+	switch f {
+	case faultBlocked, faultConflict, faultAbort:
+		// These need a builder at work: take one if there is one.
+		var busy []int
+		for i, x := range w.builders {
+			if x.st == working || f == faultAbort && x.st == blocked {
+				busy = append(busy, i)
+			}
+		}
+		if len(busy) > 0 {
+			b = busy[w.rnd.IntN(len(busy))]
+		}
+	}
 	bld, ba := w.builders[b], w.bagents[b]
 	names := w.componentNames()
 	switch f {

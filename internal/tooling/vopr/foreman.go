@@ -100,6 +100,10 @@ func (p *proc) handle(ev agentchat.Event) error {
 	switch ev := ev.(type) {
 	case agentchat.Joined:
 		p.clock.Saw(ev.TS, now)
+		if p.w.opts.Trace != nil {
+			alive, _ := p.st.Alive()
+			p.w.trace("foreman %d joins: engine at %s, alive mark %s", p.life, p.w.since(p.sess.Node().Engine().Now()), p.w.since(alive))
+		}
 		j, err := p.sess.Join(recovery.Join{At: ev.TS, History: ev.History, Created: ev.Created, Replayed: ev.Replayed, Overlap: ev.Overlap})
 		if err != nil {
 			return p.refuse(err)
@@ -230,14 +234,13 @@ func (p *proc) armTimer() {
 	})
 }
 
-// reload is SIGHUP: the components and the roles read again.
+// reload is SIGHUP: the components and the roles read again (the bot's
+// reload, through the session).
 func (p *proc) reload(comps []coordinator.Component, roles coordinator.Roles) {
 	if p.dead || p.stalled || !p.sess.Node().Started() {
 		return
 	}
-	now := p.clock.Now(p.w.now())
-	p.sess.Node().Wake(now)
-	p.sess.Node().Step(coordinator.Event{Kind: coordinator.KindReload, At: now, Components: comps, Roles: &roles})
+	p.sess.Reload(p.clock.Now(p.w.now()), comps, roles)
 	p.flush()
 }
 

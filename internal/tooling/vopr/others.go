@@ -78,9 +78,16 @@ func (u *auditor) audit(a *agent, c string, after time.Duration) {
 		}
 		if a.chance(u.failP) {
 			a.say(line("AUDIT", c, "FAIL", "missing tests for the error path"))
-			return
+		} else {
+			a.say(line("AUDIT", c, "PASS"))
 		}
-		a.say(line("AUDIT", c, "PASS"))
+		// Nothing came of it after a long while (the verdict may have been
+		// lost, or what followed missed while cut off): audit again.
+		a.later(20*time.Minute, func() {
+			if u.inReview[c] {
+				u.audit(a, c, time.Second)
+			}
+		})
 	})
 }
 
@@ -138,12 +145,20 @@ func (o *operator) reply(a *agent, r reply) {
 		if r.c == protocol.BuildSubject || !holds(r.code) || !protocol.ValidComponent(r.c) {
 			return
 		}
-		c := r.c
-		a.later(a.jitter(o.delay), func() { o.settle(a, c) })
+		c, code := r.c, r.code
+		a.later(a.jitter(o.delay), func() { o.settle(a, c, code) })
 	case protocol.ReplyStatus:
 		o.halted = strings.Contains(r.rest, "paused=yes")
-		if state, _ := cut(r.rest); state == "held" && o.calm {
+		state, rest := cut(r.rest)
+		switch {
+		case !o.calm:
+		case state == "held":
 			o.command(a, line("RESOLVE", r.c, "looked at the board"))
+		case state == "pending" && barredAll(rest, a.w.engCfg.Rules.MaxBuilders):
+			// Nobody may take it: give it to someone, which lifts the bar.
+			if b := a.w.someBuilder(a.rnd); b != "" {
+				o.command(a, line("ASSIGN", r.c, b))
+			}
 		}
 	case protocol.ReplyError:
 		if r.c == a.id && strings.Contains(r.rest, "not paused") {
@@ -170,9 +185,12 @@ func (o *operator) sayAgain(a *agent) {
 	}
 }
 
-func (o *operator) settle(a *agent, c string) {
+// settle decides a hold as the escalation suggests: RESOLVE mostly,
+// sometimes RELEASE or ASSIGN (but never RELEASE what every builder is
+// barred from: nobody could take it).
+func (o *operator) settle(a *agent, c, code string) {
 	switch n := a.rnd.IntN(10); {
-	case n < 7 || o.calm:
+	case n < 7 || o.calm || n < 9 && code == string(protocol.AuditExhausted):
 		o.command(a, line("RESOLVE", c, "decided"))
 	case n < 9:
 		o.command(a, "RELEASE "+c)
@@ -287,4 +305,14 @@ func (m *mallory) hostile(a *agent, comps []string) {
 		"\x1b[31mCLAIM " + c,
 	}
 	a.say(lines[a.rnd.IntN(len(lines))])
+}
+
+// barredAll reports whether a STATUS line's fields bar at least n builders.
+func barredAll(fields string, n int) bool {
+	for _, f := range strings.Fields(fields) {
+		if list, ok := strings.CutPrefix(f, "barred="); ok {
+			return len(strings.Split(list, ",")) >= n
+		}
+	}
+	return false
 }

@@ -61,12 +61,13 @@ func (v *Violation) Replay() string {
 // world is one seed's run: the stage's clock, the room, foreman, the
 // agents, the faults and the checks.
 type world struct {
-	seed   uint64
-	opts   Options
-	rnd    *rand.Rand
-	stage  *sim.Stage
-	plan   *plan
-	engCfg coordinator.Config
+	seed     uint64
+	opts     Options
+	rnd      *rand.Rand
+	stage    *sim.Stage
+	plan     *plan
+	engCfg   coordinator.Config
+	startCfg coordinator.Config // as the build started (reloads change engCfg)
 
 	room          *room
 	foremanID     string
@@ -189,6 +190,7 @@ func newWorld(opts Options) *world {
 	}
 	w.engCfg.Mentions = []string{"@foreman", w.foremanID}
 	w.engCfg.Self = w.foremanID
+	w.startCfg = w.engCfg
 	w.check = newChecker(w)
 	return w
 }
