@@ -51,6 +51,7 @@ type builder struct {
 
 	silentUntil time.Time
 	repeat      bool
+	secret      bool // its branches look like secrets
 }
 
 func newBuilder(w *world, r interface{ Int64N(int64) int64 }) *builder {
@@ -64,6 +65,7 @@ func newBuilder(w *world, r interface{ Int64N(int64) int64 }) *builder {
 		avoid:    map[string]bool{},
 	}
 	b.patience = 3*b.step + time.Minute
+	b.secret = r.Int64N(8) == 0
 	b.giveUp = 4 * w.engCfg.Rules.CheckinInterval * time.Duration(w.engCfg.Rules.MissedCheckins)
 	return b
 }
@@ -359,9 +361,18 @@ func (b *builder) tick(a *agent, epoch int) {
 	})
 }
 
+// pr is the branch it names in READY: now and then one the room takes
+// for a secret and rewrites, in foreman's REVIEW too.
+func (b *builder) pr(a *agent) string {
+	if b.secret {
+		return "sk-" + a.name + strings.Repeat("x", 24) + "/" + b.c
+	}
+	return a.name + "/" + b.c
+}
+
 func (b *builder) ready(a *agent) {
 	b.st, b.sure = reviewing, false
-	b.sayState(a, line("READY", b.c, a.name+"/"+b.c))
+	b.sayState(a, line("READY", b.c, b.pr(a)))
 	epoch := b.epoch
 	var again func()
 	again = func() {
@@ -369,7 +380,7 @@ func (b *builder) ready(a *agent) {
 			return
 		}
 		if !b.sure {
-			b.sayState(a, line("READY", b.c, a.name+"/"+b.c))
+			b.sayState(a, line("READY", b.c, b.pr(a)))
 			a.later(b.patience, again)
 			return
 		}
@@ -407,7 +418,7 @@ func (b *builder) sayAgain(a *agent) {
 		b.sayState(a, line("PROGRESS", b.c, strconv.Itoa(b.pct)))
 	case reviewing:
 		if !b.sure {
-			b.sayState(a, line("READY", b.c, a.name+"/"+b.c))
+			b.sayState(a, line("READY", b.c, b.pr(a)))
 		}
 	}
 }

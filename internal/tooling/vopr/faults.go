@@ -374,8 +374,8 @@ func (p *plan) damage() {
 	w.trace("the journal: %s", f)
 }
 
-// reload is SIGHUP: the same components (or one more), and the auditors
-// listed or not.
+// reload is SIGHUP: the configuration edited (one more component, the
+// auditors listed or not) or not, and read again.
 func (w *world) reload() {
 	comps := w.engCfg.Components
 	roles := w.engCfg.Roles
@@ -385,7 +385,16 @@ func (w *world) reload() {
 		comps = append(append([]coordinator.Component(nil), comps...), coordinator.Component{Name: name})
 		w.engCfg.Components = comps
 	}
-	w.trace("inject: reload (%d components)", len(comps))
+	if w.rnd.IntN(2) == 0 {
+		// The auditors listed, or not (then anyone but the builder audits).
+		if len(roles.Auditors) > 0 {
+			roles.Auditors = nil
+		} else {
+			roles.Auditors = []string{w.audAgent.id}
+		}
+		w.engCfg.Roles = roles
+	}
+	w.trace("inject: reload (%d components, auditors %v)", len(comps), roles.Auditors)
 	w.fm.reload(comps, roles)
 }
 

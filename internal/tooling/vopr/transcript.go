@@ -35,6 +35,7 @@ func Record(opts Options, history, room io.Writer) (Result, error) {
 func (w *world) writeTranscript(out io.Writer) error {
 	tw := transcript.NewWriter(out, w.startCfg)
 	tw.Comment(fmt.Sprintf("foreman sim, seed %d: the journal's history; run it again with: foreman sim --seeds 1 --from %d -v", w.seed, w.seed))
+	tw.Comment("a message of several lines is written a line each: replayed so, its malformed lines get an ERROR each, not one for the message")
 	if v := w.violation; v != nil {
 		tw.Comment(fmt.Sprintf("at step %d (%s): %s: %s", v.Step, v.At, v.Invariant, strings.ReplaceAll(v.Detail, "\n", " ")))
 	}

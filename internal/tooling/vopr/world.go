@@ -89,6 +89,7 @@ type world struct {
 	bagents  []*agent
 	op       *operator
 	opAgent  *agent
+	audAgent *agent
 	mal      *agent
 
 	check     *checker
@@ -177,7 +178,7 @@ func newWorld(opts Options) *world {
 		w.builders = append(w.builders, b)
 		w.bagents = append(w.bagents, a)
 	}
-	aud := w.newAgent("auditor", newAuditor(time.Duration(30+w.rnd.IntN(150))*time.Second, w.rnd.Float64()*0.4))
+	w.audAgent = w.newAgent("auditor", newAuditor(time.Duration(30+w.rnd.IntN(150))*time.Second, w.rnd.Float64()*0.4))
 	w.op = newOperator(time.Duration(1+w.rnd.IntN(10)) * time.Minute)
 	w.opAgent = w.newAgent("operator", w.op)
 	if w.plan.on(faultFlood) || w.plan.on(faultHostile) || w.rnd.IntN(3) == 0 {
@@ -186,7 +187,7 @@ func newWorld(opts Options) *world {
 	}
 	w.engCfg.Roles.Operators = []string{w.opAgent.id}
 	if w.rnd.IntN(2) == 0 {
-		w.engCfg.Roles.Auditors = []string{aud.id}
+		w.engCfg.Roles.Auditors = []string{w.audAgent.id}
 	}
 	w.engCfg.Mentions = []string{"@foreman", w.foremanID}
 	w.engCfg.Self = w.foremanID
