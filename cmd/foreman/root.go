@@ -78,6 +78,7 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.initCommand(),
 		a.promptCommand(),
 		a.clusterCommand(),
+		a.simCommand(),
 	)
 	return root
 }

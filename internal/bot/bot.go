@@ -458,9 +458,9 @@ func (b *Bot) reload() {
 	}
 	b.log.Info().Int("components", len(cfg.Build.Components)).Int("operators", len(cfg.Roles.Operators)).
 		Msg("reloading the components and the roles")
-	b.node.Wake(b.room.now())
-	roles := cfg.Roles
-	b.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: b.room.now(), Components: cfg.Build.Components, Roles: &roles})
+	if !b.sess.Reload(b.room.now(), cfg.Build.Components, cfg.Roles) {
+		b.log.Info().Msg("foreman is not in the room: the reload applies when it is back")
+	}
 }
 
 func (b *Bot) saveAlive() {

@@ -24,7 +24,7 @@ func (b *Bot) joinedRoom(ev agentchat.Joined) error {
 	b.room.saw(at)
 	b.setHealth(func(h *Health) { h.Joined = true })
 	b.log.Info().Str("channel", ev.Channel).Int("agents", len(ev.Agents)).Bool("created", ev.Created).Msg("joined the channel")
-	j, err := b.sess.Join(recovery.Join{At: at, History: ev.History, Created: ev.Created})
+	j, err := b.sess.Join(recovery.Join{At: at, History: ev.History, Created: ev.Created, Replayed: ev.Replayed, Overlap: ev.Overlap})
 	if err != nil {
 		return b.refuse(err)
 	}
@@ -47,6 +47,10 @@ func (b *Bot) joinedRoom(ev agentchat.Joined) error {
 			lines[i] = wireLine(l)
 		}
 		b.client.Send(lines...)
+	}
+	if j.Reloaded {
+		b.log.Info().Int("components", len(b.cfg.Build.Components)).
+			Msg("the configuration changed while foreman was down: its components and roles were applied as a reload")
 	}
 	if j.Gap != nil {
 		b.log.Warn().Time("since", j.Gap.Since).Time("until", j.Gap.Until).

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,10 @@ type Join struct {
 	At      time.Time           // the room's clock when it let foreman in
 	History []agentchat.Message // its replay, oldest first, minus what this connection already delivered
 	Created bool                // foreman created the channel: it had no history
+	// Replayed is how many frames the room replayed, Overlap whether some
+	// were ones this connection had already delivered (agentchat.Joined).
+	Replayed int
+	Overlap  bool
 }
 
 // Joined is what a join did, for the shell to act on and to log.
@@ -47,6 +52,9 @@ type Joined struct {
 	// line handled.
 	Missed int
 	Gap    *coordinator.Event
+	// Reloaded: the configuration changed while foreman was down; its
+	// components and roles were applied as a reload.
+	Reloaded bool
 }
 
 // Join starts the build on the first join, and on a later one (after a
@@ -74,6 +82,11 @@ func (s *Session) Join(j Join) (Joined, error) {
 			s.node.Step(coordinator.Event{Kind: coordinator.KindAdvance, At: alive})
 		}
 		s.node.Step(coordinator.Event{Kind: coordinator.KindRecover, At: at})
+		s.reload = true // the configuration may have changed while foreman was down
+	}
+	if s.reload {
+		s.reload = false
+		out.Reloaded = s.applyConfig(at)
 	}
 	missed, gap := s.missed(j, at)
 	for _, m := range missed {
@@ -110,7 +123,12 @@ func (s *Session) startBuild(at time.Time, history []agentchat.Message) (Joined,
 		}
 	}
 	s.joined = true
-	s.node.Step(coordinator.Event{Kind: coordinator.KindStart, At: at, Seen: seen, Instance: s.cfg.Instance()})
+	// The components and roles go in the log with the start: a restart
+	// replays the log with these, whatever the configuration says by then.
+	eng := s.cfg.Node.Engine
+	roles := eng.Roles
+	s.node.Step(coordinator.Event{Kind: coordinator.KindStart, At: at, Seen: seen, Instance: s.cfg.Instance(),
+		Components: eng.Components, Roles: &roles})
 	s.setTag()
 	return Joined{Started: true, Before: len(history)}, nil
 }
@@ -158,6 +176,10 @@ var forgetOneConfirmation bool
 // the history cannot vouch for, because it no longer reaches back to the
 // last message the room confirmed, are marked as possibly repeated.
 func (s *Session) resumeReplies(history []agentchat.Message) (found int, sure bool, resend []node.Line) {
+	// The history must reach back to the last echo the log knew of, not to
+	// one it holds itself: what was sent after the log's last echo and has
+	// left the history is unknown, however recent the echoes it shows.
+	last := s.node.LastEcho()
 	forgot := false
 	for _, m := range history {
 		if !m.Self || m.Stamp == nil || m.Stamp.Tag != s.tag {
@@ -178,7 +200,7 @@ func (s *Session) resumeReplies(history []agentchat.Message) (found int, sure bo
 		}
 		s.node.ConfirmRanges(rs, m.ID, m.TS)
 	}
-	sure = ReachesBack(history, s.node.LastEcho())
+	sure = ReachesBack(history, last)
 	resend = s.node.Unconfirmed()
 	for i := range resend {
 		resend[i].Resent = !sure
@@ -188,13 +210,15 @@ func (s *Session) resumeReplies(history []agentchat.Message) (found int, sure bo
 
 // ReachesBack reports whether the history holds everything said since the
 // room last confirmed one of foreman's messages: it holds that message, or
-// one no newer. The history is the room's latest frames, without holes.
+// one older. The history is the room's latest frames, without holes. One
+// of the same millisecond proves nothing: the room stamps many messages
+// with one time, and it may have come after.
 func ReachesBack(history []agentchat.Message, last node.Echo) bool {
 	if last.TS.IsZero() {
 		return false
 	}
 	for _, m := range history {
-		if m.ID != "" && m.ID == last.MsgID || !m.TS.After(last.TS) {
+		if m.ID != "" && m.ID == last.MsgID || m.TS.Before(last.TS) {
 			return true
 		}
 	}
@@ -230,14 +254,63 @@ func (s *Session) missed(j Join, at time.Time) ([]agentchat.Message, *coordinato
 		}
 	}
 	switch {
-	case len(history) > 0 && !history[0].TS.After(lastAt):
-		return out, nil // the history reaches back past the last line handled
-	case !j.Created && len(history) < s.cfg.History:
-		return out, nil // the room dropped nothing: it keeps more than it has
+	case len(history) > 0 && history[0].TS.Before(lastAt):
+		// The history reaches back past the last line handled. A line of
+		// the very same millisecond proves nothing: the room stamps many
+		// lines with one time, and lines between may have left.
+		return out, nil
+	case j.Overlap:
+		// The replay holds what this connection delivered before it
+		// dropped, and everything since: the room lost nothing.
+		return out, nil
 	}
+	// A replay shorter than the room keeps proves nothing by itself, nor do
+	// this build's own messages in it: the room may have been restarted,
+	// and its channel made again (by an earlier life of this foreman that
+	// died before it could say so, and then sent its replies again).
 	until := at
 	if len(history) > 0 {
 		until = history[0].TS
 	}
 	return out, &coordinator.Event{Kind: coordinator.KindGap, At: at, Since: lastAt, Until: until}
+}
+
+// applyConfig, after a restart, applies the configuration as it is now when
+// its components or roles are not the ones the log ended with: as a
+// reload, so that the log still replays exactly.
+func (s *Session) applyConfig(at time.Time) bool {
+	want := s.cfg.Node.Engine
+	comps, roles := s.node.Engine().Configured()
+	if slices.EqualFunc(comps, want.Components, func(a, b coordinator.Component) bool {
+		return a.Name == b.Name && slices.Equal(a.Deps, b.Deps)
+	}) && sameRoles(roles, want.Roles) {
+		return false
+	}
+	r := want.Roles
+	s.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: at, Components: want.Components, Roles: &r})
+	return true
+}
+
+func sameRoles(a, b coordinator.Roles) bool {
+	return slices.Equal(a.Operators, b.Operators) && slices.Equal(a.Auditors, b.Auditors) &&
+		slices.Equal(a.CI, b.CI) && slices.Equal(a.Merger, b.Merger)
+}
+
+// Reload is SIGHUP: the configuration's components and roles, read again.
+// In the room they apply at once, after the deadlines due by at; out of it
+// (before the first join after a restart, or cut off) they wait for the
+// next join: a deadline fired now would count foreman's time away against
+// a builder. It reports whether they applied now.
+func (s *Session) Reload(at time.Time, comps []coordinator.Component, roles coordinator.Roles) bool {
+	if !s.node.Started() {
+		return false // the build starts with the configuration as it is then
+	}
+	s.cfg.Node.Engine.Components, s.cfg.Node.Engine.Roles = comps, roles
+	if !s.joined {
+		s.reload = true
+		return false
+	}
+	s.node.Wake(at)
+	s.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: at, Components: comps, Roles: &roles})
+	return true
 }

@@ -22,6 +22,8 @@ func TestReachesBack(t *testing.T) {
 	assert.True(t, ReachesBack([]agentchat.Message{msg("m5", 5), msg("m6", 6)}, last), "holds the message itself")
 	assert.True(t, ReachesBack([]agentchat.Message{msg("m4", 4), msg("m7", 7)}, last), "holds an older one (the echo itself was deleted)")
 	assert.False(t, ReachesBack([]agentchat.Message{msg("m6", 6), msg("m7", 7)}, last), "starts after it: lines in between may be lost")
+	assert.False(t, ReachesBack([]agentchat.Message{msg("m5b", 5), msg("m7", 7)}, last),
+		"another of the same millisecond may have come after it: lines between may be lost")
 	assert.False(t, ReachesBack(nil, last), "no history")
 	assert.False(t, ReachesBack([]agentchat.Message{msg("m1", 1)}, node.Echo{}), "nothing was ever confirmed")
 }

@@ -64,6 +64,7 @@ type Session struct {
 	caughtUp  bool
 	joined    bool
 	offline   bool      // the engine knows its replies cannot reach the room
+	reload    bool      // the configuration was read again while out of the room
 	roomTS    time.Time // the room's latest timestamp seen
 }
 

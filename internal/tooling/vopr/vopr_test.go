@@ -1,0 +1,90 @@
+package vopr
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/transcript"
+)
+
+// envInt reads a whole number from the environment, or def.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, name)
+	return n
+}
+
+// TestSeeds runs the simulator over a few seeds (make sim runs thousands:
+// VOPR_SEEDS and VOPR_FROM choose others). A failure names the seed, the
+// step and the command that replays it.
+func TestSeeds(t *testing.T) {
+	n, from := envInt(t, "VOPR_SEEDS", 30), envInt(t, "VOPR_FROM", 1)
+	if testing.Short() {
+		n = min(n, 5)
+	}
+	sum := RunMany(uint64(from), n, 0, nil)
+	for _, v := range sum.Violations {
+		t.Errorf("%v\n  run it again: %s", v, v.Replay())
+	}
+	assert.Equal(t, n, sum.Seeds)
+	assert.Positive(t, sum.Steps)
+	t.Logf("%d seeds, %d steps, %d complete, %d held, %d at a limit", sum.Seeds, sum.Steps, sum.Complete, sum.Held, sum.Limits)
+}
+
+// A seed tells the same story every time: the same steps, the same faults,
+// the same transcript, byte for byte.
+func TestSameSeedSameStory(t *testing.T) {
+	run := func() (Result, string, string) {
+		var hist, room bytes.Buffer
+		r, err := Record(Options{Seed: 7}, &hist, &room)
+		require.NoError(t, err)
+		return r, hist.String(), room.String()
+	}
+	r1, h1, m1 := run()
+	r2, h2, m2 := run()
+	assert.Equal(t, r1, r2)
+	assert.Equal(t, h1, h2)
+	assert.Equal(t, m1, m2)
+	assert.Positive(t, r1.Steps)
+	assert.NotEmpty(t, m1)
+}
+
+// What a seed's journal held, written as a transcript, replays exactly
+// through the engine (foreman replay), restarts and gaps included. A
+// transcript has one line per line, so a message of several malformed
+// lines (a flood) replays with an ERROR per line instead of one per
+// message: seeds without floods are the ones checked.
+func TestTranscriptsReplay(t *testing.T) {
+	checked := 0
+	for seed := uint64(1); checked < 6 && seed < 100; seed++ {
+		if w := newWorld(Options{Seed: seed}); w.plan.on(faultFlood) {
+			continue
+		}
+		var hist bytes.Buffer
+		r, err := Record(Options{Seed: seed}, &hist, nil)
+		require.NoError(t, err)
+		require.Nil(t, r.Violation)
+		tr, err := transcript.Parse(fmt.Sprintf("seed-%d.txt", seed), &hist)
+		require.NoError(t, err)
+		res, err := transcript.Replay(tr)
+		require.NoError(t, err)
+		if !assert.True(t, res.Passed(), "seed %d", seed) {
+			var diff bytes.Buffer
+			res.WriteDiff(&diff)
+			t.Log(diff.String())
+		}
+		checked++
+	}
+	assert.Equal(t, 6, checked)
+}
