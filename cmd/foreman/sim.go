@@ -16,7 +16,7 @@ func (a *app) simCommand() *cobra.Command {
 	var seeds, workers int
 	var from uint64
 	var out string
-	var verbose bool
+	var verbose, takeovers bool
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Run the deterministic fault simulator over many seeds",
@@ -38,10 +38,10 @@ if any seed failed.`,
 				return fmt.Errorf("--seeds: %d is not a number of seeds", seeds)
 			}
 			if verbose && seeds == 1 {
-				return a.simOne(from, out)
+				return a.simOne(vopr.Options{Seed: from, Takeovers: takeovers}, out)
 			}
 			began := time.Now()
-			sum := vopr.RunMany(from, seeds, workers, func(r vopr.Result) {
+			sum := vopr.RunManyWith(vopr.Options{Takeovers: takeovers}, from, seeds, workers, func(r vopr.Result) {
 				if verbose {
 					fmt.Fprintln(a.stdout, simLine(r))
 				}
@@ -65,6 +65,7 @@ if any seed failed.`,
 	cmd.Flags().IntVar(&workers, "workers", 0, "seeds run at once (0: one per CPU)")
 	cmd.Flags().StringVar(&out, "out", "sim-failures", "where a failing seed's transcripts go")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "a line per seed; with --seeds 1, every step")
+	cmd.Flags().BoolVar(&takeovers, "takeovers", false, "every stall is a cluster's takeover: a standby leads behind a fence while foreman is stopped, which wakes deposed")
 	return cmd
 }
 
@@ -82,8 +83,8 @@ func simLine(r vopr.Result) string {
 }
 
 // simOne runs one seed and shows every step.
-func (a *app) simOne(seed uint64, out string) error {
-	r, err := a.record(seed, out, func(step int, at time.Duration, what string) {
+func (a *app) simOne(opts vopr.Options, out string) error {
+	r, err := a.record(opts, out, func(step int, at time.Duration, what string) {
 		fmt.Fprintf(a.stdout, "%7d %14s  %s\n", step, at.Round(time.Millisecond), what)
 	})
 	if err != nil {
@@ -99,7 +100,9 @@ func (a *app) simOne(seed uint64, out string) error {
 
 // record runs a seed again, writing its transcripts to dir; it returns the
 // paths it wrote in the result's lines.
-func (a *app) record(seed uint64, dir string, trace func(int, time.Duration, string)) (vopr.Result, error) {
+func (a *app) record(opts vopr.Options, dir string, trace func(int, time.Duration, string)) (vopr.Result, error) {
+	seed := opts.Seed
+	opts.Trace = trace
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return vopr.Result{}, err
 	}
@@ -115,7 +118,7 @@ func (a *app) record(seed uint64, dir string, trace func(int, time.Duration, str
 		return vopr.Result{}, err
 	}
 	defer rf.Close()
-	r, err := vopr.Record(vopr.Options{Seed: seed, Trace: trace}, hf, rf)
+	r, err := vopr.Record(opts, hf, rf)
 	if err != nil {
 		return r, err
 	}
@@ -126,7 +129,7 @@ func (a *app) record(seed uint64, dir string, trace func(int, time.Duration, str
 func (a *app) simFailure(v *vopr.Violation, out string) {
 	fmt.Fprintf(a.stdout, "\nFAIL %s\n", v)
 	fmt.Fprintf(a.stdout, "  run it again: %s\n", v.Replay())
-	if _, err := a.record(v.Seed, out, nil); err != nil {
+	if _, err := a.record(vopr.Options{Seed: v.Seed, Takeovers: v.Takeovers}, out, nil); err != nil {
 		fmt.Fprintf(a.stdout, "  could not write its transcripts: %v\n", err)
 	}
 }

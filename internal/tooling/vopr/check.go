@@ -24,6 +24,7 @@ const (
 	invEnd         = "every build ends COMPLETE or with each unfinished component held with a reason"
 	invPersist     = "no reply is sent before the journal holds it"
 	invRefusal     = "foreman refuses only what it cannot account for"
+	invDeposed     = "a foreman whose build a standby took over says nothing more"
 )
 
 // said is one reply the engine said.
@@ -98,6 +99,9 @@ func (c *checker) fail(inv, format string, args ...any) {
 
 // observed is the live node's Observe: what an event said, not yet durable.
 func (c *checker) observed(p *proc, ev *coordinator.Event, out []coordinator.Reply) {
+	if p.deposed {
+		return // what it handles after the takeover never reaches the log
+	}
 	if p.twin || len(out) == 0 {
 		if !p.twin {
 			c.observe[ev] = nil
@@ -238,6 +242,9 @@ func (c *checker) sending(lines []agentchat.Line, resent bool) {
 
 // joined is foreman back in the room: the time away ends.
 func (c *checker) joined(p *proc, j recovery.Joined, ev agentchat.Joined) {
+	if p.deposed {
+		return
+	}
 	if p.twin {
 		if j.Started {
 			c.w.limitReached("a second foreman with this identity started a build: the room's history no longer showed the first one's stamps (docs/RELIABILITY.md, known limits)")

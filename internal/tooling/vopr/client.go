@@ -1,6 +1,7 @@
 package vopr
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/agentforeman/foreman/agentchat"
@@ -230,6 +231,9 @@ func (c *client) send(lines ...agentchat.Line) {
 
 // maybeSend sends the next batch if the pace allows, or waits until it does.
 func (c *client) maybeSend() {
+	if c.p.deposed {
+		return // the gate: a leader whose lease may have lapsed says nothing
+	}
 	if !c.live || c.inflight != nil || c.paceArmed || c.out.Len() == 0 || (c.p.stalled && !c.leaving) {
 		return
 	}
@@ -257,7 +261,7 @@ func (c *client) maybeSend() {
 	c.w.after(echoTimeout, func() {
 		if gen == c.echoGen && c.inflight != nil && c.live && !c.p.stalled {
 			// No echo: reconnect, and look for the message in the replay.
-			if !c.p.twin {
+			if !c.p.twin && !c.p.deposed {
 				c.w.check.gone(c.w.room.now())
 			}
 			c.conn.hangUp()
@@ -268,7 +272,13 @@ func (c *client) maybeSend() {
 	if c.w.opts.Trace != nil {
 		c.w.trace("client %d sends %q", c.p.life, content)
 	}
-	conn.send(func() { c.w.room.msg(conn, content) })
+	p := c.p
+	conn.send(func() {
+		if p.deposed {
+			c.w.fail(invDeposed, fmt.Sprintf("foreman life %d said %q after a standby took its build over", p.life, content))
+		}
+		c.w.room.msg(conn, content)
+	})
 }
 
 // paceFrom: the next message one period after the room took the last, by
@@ -325,7 +335,7 @@ func (c *client) dropped() {
 	c.live, c.pinging, c.paceArmed = false, false, false
 	c.paceGen++
 	c.echoGen++
-	if c.leaving || c.p.dead {
+	if c.leaving || c.p.dead || c.p.deposed {
 		return
 	}
 	c.p.deliver(agentchat.Disconnected{})

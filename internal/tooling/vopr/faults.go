@@ -45,6 +45,7 @@ const (
 	faultRedacted                 // seen: a message the room rewrote
 	faultGap                      // seen: a gap notice foreman said
 	faultRestart                  // seen: foreman started again
+	faultTakeover                 // seen: a standby took over while foreman was stalled (Options.Takeovers)
 	numFaults
 	numInjected = faultRefused
 )
@@ -58,6 +59,7 @@ var faultNames = [numFaults]string{
 	"lines about another's component", "BLOCKED", "CONFLICT", "ABORT", "PAUSE/RESUME", "ASSIGN",
 	"RELEASE", "reload (SIGHUP)",
 	"message refused as too fast", "message redacted", "gap notice said", "foreman restarted",
+	"takeover while stalled",
 }
 
 func (f fault) String() string { return faultNames[f] }
@@ -245,6 +247,10 @@ func (p *plan) inject(f fault) {
 		w.startTwin()
 	case faultStall:
 		if !up || fm.stalled {
+			return
+		}
+		if w.opts.Takeovers {
+			w.takeover(fm)
 			return
 		}
 		d := time.Duration(1+r.IntN(20)) * time.Second

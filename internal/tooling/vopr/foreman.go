@@ -23,15 +23,18 @@ const (
 // what it said handed to the client; deadlines ask the room for its clock
 // and fire by it; the alive mark is saved every two seconds.
 type proc struct {
-	w     *world
-	life  int
-	id    string
-	twin  bool // a second foreman with this identity and a journal of its own
-	d     *disk
-	st    *storage
-	sess  *recovery.Session
-	cl    *client
-	clock recovery.RoomClock
+	w    *world
+	life int
+	id   string
+	twin bool // a second foreman with this identity and a journal of its own
+	// deposed: a standby took the build over while this one was stalled
+	// (Options.Takeovers); its gate is shut and its log fenced.
+	deposed bool
+	d       *disk
+	st      *storage
+	sess    *recovery.Session
+	cl      *client
+	clock   recovery.RoomClock
 
 	dead     bool
 	lastPing time.Time
@@ -111,7 +114,7 @@ func (p *proc) handle(ev agentchat.Event) error {
 		p.w.check.joined(p, j, ev)
 		if j.Started {
 			p.cl.tag = p.sess.Tag()
-			if !p.twin {
+			if !p.twin && !p.deposed {
 				p.w.tag = p.sess.Tag()
 			}
 		}
@@ -281,6 +284,16 @@ func (p *proc) exit(err error) {
 	}
 	var re *refusal
 	refused := errors.As(err, &re)
+	if p.deposed {
+		// The cluster's bot stops with its log fenced: nothing of its
+		// last words is written, and its alive marks went with its lease.
+		p.dead = true
+		if p.cl != nil {
+			p.cl.hangUp()
+		}
+		p.w.ended(p, err)
+		return
+	}
 	if p.sess != nil && p.sess.Node().Started() {
 		// internal/bot's close: what is left goes to the journal, then a
 		// last snapshot, which holds what a failed commit did not.

@@ -43,6 +43,11 @@ func (s *Summary) Add(r Result) {
 // each, if set, is called with every result, from one goroutine at a time,
 // in no set order.
 func RunMany(from uint64, n int, workers int, each func(Result)) Summary {
+	return RunManyWith(Options{}, from, n, workers, each)
+}
+
+// RunManyWith is RunMany with the options of every run but its seed.
+func RunManyWith(opts Options, from uint64, n int, workers int, each func(Result)) Summary {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -54,7 +59,9 @@ func RunMany(from uint64, n int, workers int, each func(Result)) Summary {
 		go func() {
 			defer wg.Done()
 			for s := range seeds {
-				results <- Run(Options{Seed: s})
+				o := opts
+				o.Seed = s
+				results <- Run(o)
 			}
 		}()
 	}

@@ -23,6 +23,7 @@ type disk struct {
 	snapSum uint32
 	alive   aliveMark   // the mark as it is on the disk
 	writes  []aliveMark // marks written since, not yet on the disk for sure
+	fence   int         // in a cluster, the life that fenced the log last: an earlier one may not write
 }
 
 type record struct {
@@ -38,7 +39,7 @@ type aliveMark struct {
 }
 
 func (d *disk) clone() *disk {
-	c := &disk{snap: append([]byte(nil), d.snap...), snapSum: d.snapSum, alive: d.alive}
+	c := &disk{snap: append([]byte(nil), d.snap...), snapSum: d.snapSum, alive: d.alive, fence: d.fence}
 	if d.snap == nil {
 		c.snap = nil
 	}
@@ -153,9 +154,18 @@ func (s *storage) Entries(after uint64, fn func(node.Entry) error) error {
 
 var errDiskFull = errors.New("journal: write failed: no space left on device")
 
+// errDeposed is the cluster's fence: a later leader has fenced the log.
+var errDeposed = errors.New("another foreman has taken this build over (its fence is in the log)")
+
+// fenced reports whether a later life has fenced the log (a takeover).
+func (s *storage) fenced() bool { return s.d.fence > s.life }
+
 func (s *storage) Append(entries []node.Entry) error {
 	if len(entries) == 0 {
 		return nil
+	}
+	if s.fenced() {
+		return errDeposed
 	}
 	if s.fail {
 		s.fail = false
@@ -189,7 +199,7 @@ func (s *storage) SaveSnapshot(snap *node.Snapshot) error {
 	s.busy = true
 	life := s.life
 	s.w.after(s.w.plan.snapshotDelay(), func() {
-		if s.w.fm == nil || s.w.fm.life != life || s.w.fm.dead {
+		if s.w.fm == nil || s.w.fm.life != life || s.w.fm.dead || s.fenced() {
 			return
 		}
 		s.land(data, snap.Index)
@@ -212,6 +222,9 @@ func (s *storage) land(data []byte, index uint64) {
 
 // saveNow writes a snapshot at once (foreman's last one, on a clean exit).
 func (s *storage) saveNow(snap *node.Snapshot) {
+	if s.fenced() {
+		return
+	}
 	data, err := json.Marshal(snap)
 	if err == nil {
 		s.land(data, snap.Index)
@@ -221,6 +234,9 @@ func (s *storage) saveNow(snap *node.Snapshot) {
 func (s *storage) Alive() (time.Time, error) { return s.mark.at, nil }
 
 func (s *storage) SaveAlive(t time.Time) error {
+	if s.fenced() {
+		return errDeposed
+	}
 	s.mark = aliveMark{at: t, index: s.last, written: s.w.now()}
 	s.d.writes = append(s.d.writes, s.mark)
 	return nil

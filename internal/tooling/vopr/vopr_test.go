@@ -88,3 +88,21 @@ func TestTranscriptsReplay(t *testing.T) {
 	}
 	assert.Equal(t, 6, checked)
 }
+
+// TestTakeovers runs seeds whose stalls are a cluster's takeovers: foreman
+// stops past its lease, a standby fences the log and leads it, and the
+// stopped one wakes deposed. Every invariant holds, and the deposed one
+// never speaks again (VOPR_TAKEOVER_SEEDS runs more).
+func TestTakeovers(t *testing.T) {
+	n, from := envInt(t, "VOPR_TAKEOVER_SEEDS", 30), envInt(t, "VOPR_FROM", 1)
+	if testing.Short() {
+		n = min(n, 5)
+	}
+	sum := RunManyWith(Options{Takeovers: true}, uint64(from), n, 0, nil)
+	for _, v := range sum.Violations {
+		t.Errorf("%v\n  run it again: %s", v, v.Replay())
+	}
+	assert.Positive(t, sum.Faults[faultTakeover], "no seed took a build over")
+	t.Logf("%d seeds, %d takeovers, %d steps, %d complete, %d held, %d at a limit",
+		sum.Seeds, sum.Faults[faultTakeover], sum.Steps, sum.Complete, sum.Held, sum.Limits)
+}

@@ -21,6 +21,11 @@ type Options struct {
 	// Trace, if set, is told every step's time and what happened, for
 	// reading a failing seed.
 	Trace func(step int, at time.Duration, what string)
+	// Takeovers makes every stall a cluster's takeover (internal/cluster):
+	// foreman stops past its lease, a standby opens the same log behind a
+	// fence and leads, and the stopped one wakes deposed. Off, the seeds
+	// tell the stories they always told.
+	Takeovers bool
 }
 
 // Result is what one seed's run found.
@@ -47,6 +52,7 @@ type Violation struct {
 	At        time.Duration // virtual time since the world began
 	Invariant string
 	Detail    string
+	Takeovers bool // the run's stalls were takeovers (Options.Takeovers)
 }
 
 func (v *Violation) Error() string {
@@ -55,6 +61,9 @@ func (v *Violation) Error() string {
 
 // Replay is the command that runs this seed again.
 func (v *Violation) Replay() string {
+	if v.Takeovers {
+		return fmt.Sprintf("foreman sim --takeovers --seeds 1 --from %d -v", v.Seed)
+	}
 	return fmt.Sprintf("foreman sim --seeds 1 --from %d -v", v.Seed)
 }
 
@@ -115,7 +124,7 @@ func (w *world) fail(inv, detail string) {
 	if w.violation != nil || w.limit != "" {
 		return
 	}
-	w.violation = &Violation{Seed: w.seed, Step: w.steps, At: w.now().Sub(epoch), Invariant: inv, Detail: detail}
+	w.violation = &Violation{Seed: w.seed, Step: w.steps, At: w.now().Sub(epoch), Invariant: inv, Detail: detail, Takeovers: w.opts.Takeovers}
 }
 
 func (w *world) limitReached(why string) {
@@ -269,6 +278,50 @@ func (w *world) drain() {
 }
 
 // startForeman starts a foreman process on the journal.
+// leaseTTL and renewEvery are a cluster's default lease (internal/cluster).
+const (
+	leaseTTL   = 3 * time.Second
+	renewEvery = leaseTTL / 4
+)
+
+// takeover is a cluster's failover while foreman is stopped: its lease
+// lapses, a standby fences the log (the journal, shared) and leads it as a
+// restart would, and the stopped process wakes later, deposed. Its gate is
+// shut (it may say nothing), its first commit finds the fence, and within a
+// renewal it learns that the lease is gone and stops; it never signs in
+// again (a stock room would hold its sign-in longer than that).
+func (w *world) takeover(fm *proc) {
+	stalledAt := w.now()
+	w.trace("inject: foreman stalls past its lease; a standby will take over")
+	fm.stall()
+	w.after(leaseTTL, func() {
+		if fm.dead || w.fm != fm || w.restartAt {
+			return
+		}
+		w.count(faultTakeover)
+		fm.deposed = true
+		w.check.lifeEnded()
+		w.check.gone(w.room.now())
+		// The alive mark rides on the lease's renewals, which stopped with
+		// the process: what it noted since its last renewal is lost.
+		w.disk.crash(stalledAt, renewEvery)
+		w.disk.fence = w.life + 1
+		w.trace("the standby fences the log and takes the build over")
+		w.startForeman()
+	})
+	w.after(leaseTTL+time.Duration(1+w.rnd.IntN(20))*time.Second, func() {
+		if !fm.deposed {
+			fm.resume()
+			return
+		}
+		w.trace("the deposed foreman (life %d) wakes", fm.life)
+		fm.resume()
+		w.after(renewEvery, func() { fm.exit(errLeaseLost) })
+	})
+}
+
+var errLeaseLost = errors.New("could not renew the lease in time: another foreman leads")
+
 func (w *world) startForeman() {
 	w.restartAt = false
 	w.life++
@@ -287,6 +340,10 @@ func (w *world) startForeman() {
 // ended is a foreman process gone: killed (err nil) or stopped. Whether
 // stopping was right is judged here; then it is started again.
 func (w *world) ended(p *proc, err error) {
+	if p.deposed {
+		w.trace("the deposed foreman (life %d) stopped: %v", p.life, err)
+		return
+	}
 	if p.twin {
 		w.trace("the second foreman stopped: %v", err)
 		if w.twin == p {
@@ -368,7 +425,7 @@ func (w *world) restoreLater() {
 // killPoint is a point in foreman's loop where it may be killed: false if
 // it was.
 func (w *world) killPoint(p *proc, where string) bool {
-	if p.twin || w.calm || !w.plan.on(faultKill) || w.rnd.Float64() >= w.plan.killP {
+	if p.twin || p.deposed || w.calm || !w.plan.on(faultKill) || w.rnd.Float64() >= w.plan.killP {
 		return true
 	}
 	switch where {
