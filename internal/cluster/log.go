@@ -90,9 +90,11 @@ func (c *Cluster) OpenLog(ctx context.Context, l *Lease, newBuild bool) (*Log, e
 	return lg, nil
 }
 
-// ensureStream makes the build's stream if it is not there.
+// ensureStream makes the build's stream if it is not there. Standbys may
+// race to make it; on a NATS cluster a create that loses such a race can go
+// unanswered, so each attempt is short, and the next finds the stream made.
 func (c *Cluster) ensureStream(ctx context.Context, key string) (jetstream.Stream, error) {
-	return c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	cfg := jetstream.StreamConfig{
 		Name:        streamPrefix + key,
 		Description: "foreman: a build's log, one message per commit",
 		Subjects:    []string{logSubject(key), fenceSubject(key)},
@@ -102,7 +104,26 @@ func (c *Cluster) ensureStream(ctx context.Context, key string) (jetstream.Strea
 		Discard:     jetstream.DiscardNew, // never drop the log's old entries to make room
 		Duplicates:  2 * time.Minute,
 		AllowDirect: true,
-	})
+	}
+	for {
+		s, err := c.js.Stream(ctx, cfg.Name)
+		if err == nil || !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return s, err
+		}
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		s, err = c.js.CreateStream(actx, cfg)
+		cancel()
+		switch {
+		case err == nil:
+			return s, nil
+		case ctx.Err() != nil:
+			return nil, err
+		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse), errors.Is(err, context.DeadlineExceeded):
+			continue // another made it, or is making it: look again
+		default:
+			return nil, err
+		}
+	}
 }
 
 // fence puts this leader's mark after everything in the stream: from here
