@@ -40,6 +40,7 @@ type member struct {
 	dir    string
 	config string
 	cmd    *exec.Cmd
+	done   chan struct{} // closed once cmd has exited and been waited for
 	starts int
 }
 
@@ -111,20 +112,30 @@ func (m *member) start() {
 	m.cmd = exec.Command(foremanBin, "run", m.config)
 	m.cmd.Stdout, m.cmd.Stderr = log, log
 	require.NoError(m.f.t, m.cmd.Start())
-	cmd := m.cmd
-	go func() { _ = cmd.Wait(); log.Close() }()
+	cmd, done := m.cmd, make(chan struct{})
+	m.done = done
+	go func() { _ = cmd.Wait(); log.Close(); close(done) }()
 }
 
 func (m *member) running() bool {
-	return m.cmd != nil && m.cmd.ProcessState == nil && m.cmd.Process.Signal(syscall.Signal(0)) == nil
+	if m.done == nil {
+		return false
+	}
+	select {
+	case <-m.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // kill stops the process with SIGKILL: no cleanup of any kind.
 func (m *member) kill() {
-	if m.cmd != nil && m.running() {
+	if m.running() {
 		_ = m.cmd.Process.Kill()
-		for deadline := time.Now().Add(10 * time.Second); m.running() && time.Now().Before(deadline); {
-			time.Sleep(5 * time.Millisecond)
+		select {
+		case <-m.done:
+		case <-time.After(10 * time.Second):
 		}
 	}
 }
@@ -133,19 +144,13 @@ func (m *member) signal(s syscall.Signal) { _ = m.cmd.Process.Signal(s) }
 
 // exited waits for the process to end and returns its exit code and log.
 func (m *member) exited(timeout time.Duration) (int, string, bool) {
-	deadline := time.Now().Add(timeout)
-	for m.running() && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if m.running() {
+	select {
+	case <-m.done:
+	case <-time.After(timeout):
 		return 0, "", false
 	}
 	data, _ := os.ReadFile(m.logPath(m.starts))
-	code := -1
-	if m.cmd.ProcessState != nil {
-		code = m.cmd.ProcessState.ExitCode()
-	}
-	return code, string(data), true
+	return m.cmd.ProcessState.ExitCode(), string(data), true
 }
 
 func (f *foremen) member(name string) *member {
