@@ -140,6 +140,18 @@ func (m *member) kill() {
 	}
 }
 
+// standingBy waits until the process has joined the pool (it waits half a
+// lease to see its peers before it takes or watches for anything).
+func (m *member) standingBy(timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		data, _ := os.ReadFile(m.logPath(m.starts))
+		if strings.Contains(string(data), "in the cluster: standing by") {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *member) signal(s syscall.Signal) { _ = m.cmd.Process.Signal(s) }
 
 // exited waits for the process to end and returns its exit code and log.

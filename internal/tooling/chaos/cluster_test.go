@@ -311,3 +311,43 @@ func TestClusterDeletedByHand(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterHandOver stops the leader with SIGTERM: it sends what is
+// queued, releases the lease, and a standby takes over at once, without
+// waiting the lease out. Logged: from the signal to the new leader's lease,
+// and to its answer to a line said once it holds it.
+func TestClusterHandOver(t *testing.T) {
+	ns := natstest.Start(t)
+	s := newScene(t, ns.URL(), nil, cluster.DefaultLease, 2, bookshop)
+	s.startAll()
+	var taken, answered []time.Duration
+	lead := s.leader(t, "", time.Time{})
+	for i := range clusterScale("CLUSTER_HANDOVERS", 1, 5) {
+		if _, over := s.lines.waitFor("COMPLETE", time.Time{}, 0); over {
+			break
+		}
+		for _, m := range s.f.procs {
+			require.True(t, m.standingBy(30*time.Second), "%s never joined the pool", m.name)
+		}
+		_, epoch := s.lease.holder()
+		lead.signal(syscall.SIGTERM)
+		stopped := time.Now()
+		h, _, ok := s.lease.waitEpoch(epoch, 30*time.Second)
+		require.True(t, ok, "nobody took the lease over\n%s", s.f.logs())
+		taken = append(taken, time.Since(stopped))
+		s.prober.Say(fmt.Sprintf("CLAIM handover%d", i))
+		answer, ok := s.lines.waitFor(fmt.Sprintf("REJECT handover%d ", i), stopped, 60*time.Second)
+		require.True(t, ok, "nobody answered after the hand-over\n%s", s.f.logs())
+		answered = append(answered, answer.At.Sub(stopped))
+		code, _, ok := lead.exited(30 * time.Second)
+		require.True(t, ok, "the leader did not stop on SIGTERM")
+		assert.Zero(t, code)
+		lead.start()
+		lead = s.f.member(h)
+	}
+	s.complete(t, 2*time.Minute)
+	s.lines.check(t, bookshop, s.lease, s.f)
+	t.Logf("%d hand-overs on SIGTERM (lease %v): the lease taken p50 %v, max %v; the new leader's answer p50 %v, max %v",
+		len(taken), cluster.DefaultLease, percentile(taken, 50).Round(time.Millisecond), percentile(taken, 100).Round(time.Millisecond),
+		percentile(answered, 50).Round(time.Millisecond), percentile(answered, 100).Round(time.Millisecond))
+}
