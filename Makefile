@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin/foreman
 FUZZTIME ?= 30s
 
-.PHONY: all build install test lint bench fuzz chaos replay clean
+.PHONY: all build install test lint bench fuzz chaos sim replay clean
 
 all: lint test build
 
@@ -48,6 +48,15 @@ demo:
 # The full fault set: many kill -9 trials and restarts (make test runs a short form).
 chaos:
 	CHAOS=full $(GO) test ./internal/tooling/chaos -v -count=1 -timeout 30m
+
+# The fault simulator (internal/tooling/vopr): foreman's whole loop on a
+# virtual clock under seeded faults, its promises checked after every step.
+# CI runs these seeds; SIMSEEDS=100000 for a long run, SIMFROM to start
+# elsewhere. A failing seed prints the command that replays it.
+SIMSEEDS ?= 5000
+SIMFROM  ?= 1
+sim:
+	$(GO) run ./cmd/foreman sim --seeds $(SIMSEEDS) --from $(SIMFROM)
 
 # The live load goals, measured on this machine: 1,000 agents claiming over
 # 10s with no rate limit, then 200 simultaneous claims under the stock one
