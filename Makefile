@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin/foreman
 FUZZTIME ?= 30s
 
-.PHONY: all build install test lint bench fuzz chaos scale replay clean
+.PHONY: all build install test lint bench fuzz chaos scale sim replay clean
 
 all: lint test build
 
@@ -55,6 +55,15 @@ chaos:
 # lead a killed process's builds. Heavy (both CPUs for minutes): not in test.
 scale:
 	CLUSTER_SCALE=1000 $(GO) test ./internal/tooling/chaos -run TestClusterScale -v -count=1 -timeout 60m
+
+# The fault simulator (internal/tooling/vopr): foreman's whole loop on a
+# virtual clock under seeded faults, its promises checked after every step.
+# CI runs these seeds; SIMSEEDS=100000 for a long run, SIMFROM to start
+# elsewhere. A failing seed prints the command that replays it.
+SIMSEEDS ?= 5000
+SIMFROM  ?= 1
+sim:
+	$(GO) run ./cmd/foreman sim --seeds $(SIMSEEDS) --from $(SIMFROM)
 
 # The live load goals, measured on this machine: 1,000 agents claiming over
 # 10s with no rate limit, then 200 simultaneous claims under the stock one

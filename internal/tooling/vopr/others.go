@@ -34,6 +34,14 @@ func (u *auditor) reply(a *agent, r reply) {
 			u.order = append(u.order, r.c)
 		}
 		u.audit(a, r.c, u.delay)
+	case protocol.ReplyStatus:
+		// The board shows a review it never heard of (it was cut off
+		// while the room lost its history): audit it.
+		if state, rest := cut(r.rest); state == "review" && !strings.Contains(rest, "approved=yes") && !u.inReview[r.c] {
+			u.inReview[r.c] = true
+			u.order = append(u.order, r.c)
+			u.audit(a, r.c, time.Minute)
+		}
 	case protocol.ReplyMerged, protocol.ReplyFix, protocol.ReplyRetry, protocol.ReplyTimeout:
 		u.done(r.c)
 	case protocol.ReplyReject:

@@ -226,7 +226,7 @@ func (w *world) run() {
 		w.stage.Step()
 		w.steps++
 		if w.violation == nil && !w.draining && w.check.complete && w.fm != nil && !w.fm.dead && w.calm &&
-			w.fm.sess.Node().Engine().View().Complete {
+			w.fm.sess.InRoom() && w.fm.sess.Node().Engine().View().Complete {
 			w.drain()
 		}
 	}
