@@ -62,8 +62,12 @@ scale:
 # elsewhere. A failing seed prints the command that replays it.
 SIMSEEDS ?= 5000
 SIMFROM  ?= 1
+# Then seeds whose stalls are a cluster's takeovers (a standby leads behind
+# a fence while foreman is stopped).
+SIMTAKEOVERS ?= 1000
 sim:
 	$(GO) run ./cmd/foreman sim --seeds $(SIMSEEDS) --from $(SIMFROM)
+	$(GO) run ./cmd/foreman sim --takeovers --seeds $(SIMTAKEOVERS) --from $(SIMFROM)
 
 # The live load goals, measured on this machine: 1,000 agents claiming over
 # 10s with no rate limit, then 200 simultaneous claims under the stock one
