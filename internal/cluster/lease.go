@@ -152,6 +152,14 @@ func (l *Lease) extend(sent time.Duration) {
 	l.until.Store(int64(sent + l.ttl - margin(l.ttl)))
 }
 
+// SetConfig notes the fingerprint of the config the holder now runs (after
+// a reload); the next renewal stores it, for standbys to compare theirs.
+func (l *Lease) SetConfig(fp string) {
+	l.mu.Lock()
+	l.rec.Config = fp
+	l.mu.Unlock()
+}
+
 // setAlive notes that the holder runs at t (room time); the next renewal
 // stores it.
 func (l *Lease) setAlive(t time.Time) {

@@ -414,8 +414,21 @@ func (p *Pool) leadOnce(ctx context.Context, s *slot, o cluster.Observed, log ze
 	}
 	bopts := bot.Options{
 		Config: s.b.Config, Logger: log, Storage: lg, Gate: l.Valid, NewBuild: newBuild,
-		StorageName:  fmt.Sprintf("the cluster's log of %s (stream %s)", s.name, cluster.StreamName(s.name)),
-		ReloadConfig: s.b.Reload, Reload: s.reload,
+		StorageName: fmt.Sprintf("the cluster's log of %s (stream %s)", s.name, cluster.StreamName(s.name)),
+		Reload:      s.reload,
+	}
+	if s.b.Reload != nil {
+		// A reload changes the config the standbys must match: the lease
+		// says so from its next renewal.
+		bopts.ReloadConfig = func() (*config.Config, error) {
+			c, err := s.b.Reload()
+			if err == nil {
+				fp := Fingerprint(c)
+				l.SetConfig(fp)
+				p.set(s, func() { s.fp = fp })
+			}
+			return c, err
+		}
 	}
 	if p.opts.Bot != nil {
 		p.opts.Bot(s.name, &bopts)

@@ -152,3 +152,47 @@ func TestPoolAnotherConfig(t *testing.T) {
 	a.done <- nil
 	require.Eventually(t, func() bool { return b.leading() == 1 }, 60*time.Second, 20*time.Millisecond, "%+v", b.p.Status())
 }
+
+// A reload (SIGHUP) changes the config standbys must match: the lease
+// carries the new fingerprint, and a standby started with the new config
+// stands by.
+func TestPoolReloadChangesTheFingerprint(t *testing.T) {
+	room := roomtest.StartWith(t, func(c *server.Config) {
+		c.Channels = []string{"#b0"}
+		c.RateLimit = roomtest.Pace
+	})
+	ns := natstest.Start(t)
+	bs := builds(t, room, 1)
+	file := bs[0].Config.File
+	bs[0].Reload = func() (*config.Config, error) { return config.Load(file, nil, nil) }
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := cluster.Connect(ctx, cluster.Options{URL: ns.URL(), ID: "a", Lease: time.Second, Logger: zerolog.Nop()})
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	reload := make(chan struct{}, 1)
+	p, err := New(Options{Cluster: cl, Builds: bs, Logger: zerolog.Nop(), Reload: reload})
+	require.NoError(t, err)
+	run, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(run) }()
+	t.Cleanup(func() { stop(); <-done })
+	a := &member{p: p}
+	require.Eventually(t, func() bool { return a.leading() == 1 }, 60*time.Second, 20*time.Millisecond)
+
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, append(data, "    - name: web\n      depends_on: [api]\n"...), 0o600))
+	changed, err := config.Load(file, nil, nil)
+	require.NoError(t, err)
+	reload <- struct{}{}
+	require.Eventually(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.watch.Lease("b0").Rec.Config == Fingerprint(changed)
+	}, 60*time.Second, 20*time.Millisecond, "the lease never carried the reloaded config")
+
+	b := start(t, ns.URL(), "b", []Build{{Config: changed}}, 1)
+	require.Never(t, func() bool { return b.p.Status()[0].State == Refused }, time.Second, 50*time.Millisecond,
+		"a standby with the reloaded config was refused: %+v", b.p.Status())
+}
