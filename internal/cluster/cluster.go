@@ -67,6 +67,12 @@ func (e *RefusedError) Error() string { return e.Why }
 func Connect(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.ID == "" {
 		host, _ := os.Hostname()
+		host = strings.Map(func(r rune) rune { // an id is a KV key
+			if r < 0x80 && (r == '-' || r == '.' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return r
+			}
+			return '-'
+		}, host)
 		opts.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	if opts.Lease <= 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ func clusterDefaults(d map[string]any) {
 	d["cluster.id"] = ""
 	d["cluster.replicas"] = 1
 }
+
+// idRE is what a NATS KV key may hold: a process's id is one.
+var idRE = regexp.MustCompile(`^[-/_=.A-Za-z0-9]{1,128}$`)
 
 // Bounds on the lease: shorter than this and a busy machine's scheduling
 // alone could run a lease out between renewals; longer, and a dead leader's
@@ -76,8 +80,8 @@ func decodeCluster(v *viper.Viper, c *Config, src sources) error {
 			return errorf("cluster.nats", "%q is not a nats:// or tls:// URL (several are separated by commas)", strings.TrimSpace(u))
 		}
 	}
-	if cl.ID != "" && strings.ContainsAny(cl.ID, " \t\n*>.") {
-		return errorf("cluster.id", "%q is not a name: no spaces, dots, * or >", cl.ID)
+	if cl.ID != "" && !idRE.MatchString(cl.ID) {
+		return errorf("cluster.id", "%q is not a name: letters, digits and . _ - = / only (it is a key in NATS)", cl.ID)
 	}
 	if cl.NATS == "" {
 		for _, k := range []string{"cluster.builds", "cluster.id"} {

@@ -45,7 +45,7 @@ func TestClusterErrorsNameTheKey(t *testing.T) {
 		"cluster:\n  nats: nats://x\n  replicas: 9\n":       "cluster.replicas: 9 is over the most allowed, 5",
 		"cluster:\n  nats: nats://x\n  builds: /nonexist\n": "cluster.builds: /nonexist is not a directory of build configs",
 		"cluster:\n  builds: /tmp\n":                        "cluster.builds: needs cluster.nats",
-		"cluster:\n  nats: nats://x\n  id: a.b\n":           `cluster.id: "a.b" is not a name`,
+		"cluster:\n  nats: nats://x\n  id: a*b\n":           `cluster.id: "a*b" is not a name`,
 		"cluster:\n  leese: 3s\n":                           "cluster.leese: unknown key (did you mean cluster.lease?)",
 	}
 	for yaml, want := range cases {
