@@ -197,7 +197,15 @@ func writeClusterStatus(w io.Writer, st []cluster.BuildStatus, now time.Time) {
 		return
 	}
 	sort.Slice(st, func(i, j int) bool { return st[i].Build < st[j].Build })
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var buf strings.Builder
+	defer func() {
+		for _, l := range strings.SplitAfter(buf.String(), "\n") {
+			if l != "" {
+				fmt.Fprintln(w, strings.TrimRight(l, " \n"))
+			}
+		}
+	}()
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUILD\tLEADER\tEPOCH\tRENEWED\tLOG\tLAG\tNOTE")
 	for _, b := range st {
 		leader, renewed := b.Leader, "-"

@@ -77,6 +77,7 @@ cluster:
 
 	code, out, errOut = foreman(t, "cluster", "status", cfg)
 	require.Equal(t, 0, code, errOut)
+	t.Log("foreman cluster status:\n" + out)
 	assert.Regexp(t, `(?m)^BUILD +LEADER +EPOCH +RENEWED +LOG +LAG +NOTE$`, out)
 	assert.Regexp(t, `(?m)^shop +alpha +1 +\S+ ago +\d+ +0`, out)
 
