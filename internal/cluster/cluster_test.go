@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -363,4 +365,35 @@ func TestLongLogReadInBatches(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("m%d", 3*directReads-1), id)
 	assert.Equal(t, n.Produced(), again.Produced())
 	assert.Equal(t, n.Engine().View(), again.Engine().View())
+}
+
+// A commit larger than one NATS message goes as several, and reads back
+// whole; an entry that cannot fit at all is refused with what to do.
+func TestLargeCommitIsSplit(t *testing.T) {
+	srv := natstest.StartWith(t, func(o *server.Options) { o.MaxPayload = 64 << 10 })
+	a := connect(t, srv.URL(), "a")
+	la, lg := lead(t, a, watch(t, a), "shop")
+	n, err := node.Open(node.Config{Engine: engine(), Storage: lg, SnapshotEvery: -1})
+	require.NoError(t, err)
+	n.Step(coordinator.Event{Kind: coordinator.KindStart, At: t0, Instance: "abc123"})
+	long := strings.Repeat("x", 20<<10)
+	for i := range 10 {
+		n.Hear(heard(fmt.Sprintf("m%d", i), "@a", "chat "+long, 1+i))
+	}
+	before := lg.last
+	persist(t, lg, n)
+	assert.Greater(t, lg.last-before, uint64(1), "one commit, several messages")
+	require.NoError(t, la.Release(context.Background()))
+
+	b := connect(t, srv.URL(), "b")
+	_, lg2 := lead(t, b, watch(t, b), "shop")
+	again, err := node.Open(node.Config{Engine: engine(), Storage: lg2})
+	require.NoError(t, err)
+	id, _ := again.LastMessage()
+	assert.Equal(t, "m9", id)
+
+	again.Hear(heard("huge", "@a", "chat "+strings.Repeat("y", 70<<10), 20))
+	err = lg2.Append(again.Ready().Entries)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "max_payload")
 }

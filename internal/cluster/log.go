@@ -262,25 +262,45 @@ func (lg *Log) read(seq uint64, data []byte, after uint64, fn func(node.Entry) e
 // Append adds entries as one message, expecting the stream's last sequence
 // to be this leader's last. A retry after a lost answer carries the same
 // message id; a different message in that place means another leader has
-// fenced the log: the log is then refused for good.
+// fenced the log: the log is then refused for good. A commit larger than
+// NATS takes in one message goes as several, each stored before the next
+// (as the journal writes a large batch), and no reply leaves before all.
 func (lg *Log) Append(entries []node.Entry) error {
 	if err := lg.usable(); err != nil {
 		return err
 	}
-	if len(entries) == 0 {
-		return nil
-	}
+	limit := int(lg.c.nc.MaxPayload()) - 1024 // headers
 	var body []byte
-	for i, e := range entries {
+	var last uint64
+	for _, e := range entries {
 		rec, err := journal.EncodeEntry(e)
 		if err != nil {
 			return err
 		}
-		if i > 0 {
+		if len(rec) > limit {
+			return fmt.Errorf("entry %d takes %d bytes, more than one NATS message may hold (the server's max_payload, %d): raise max_payload in the NATS server's config",
+				e.Index, len(rec), lg.c.nc.MaxPayload())
+		}
+		if len(body) > 0 && len(body)+1+len(rec) > limit {
+			if err := lg.publish(body, last); err != nil {
+				return err
+			}
+			body = body[:0]
+		}
+		if len(body) > 0 {
 			body = append(body, '\n')
 		}
 		body = append(body, rec...)
+		last = e.Index
 	}
+	if len(body) == 0 {
+		return nil
+	}
+	return lg.publish(body, last)
+}
+
+// publish appends one message of records, whose last entry is last.
+func (lg *Log) publish(body []byte, last uint64) error {
 	id := fmt.Sprintf("%s/%d/%d", lg.key, lg.epoch, lg.last)
 	began := time.Now()
 	for {
@@ -294,13 +314,13 @@ func (lg *Log) Append(entries []node.Entry) error {
 		ack, err := lg.c.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequence(lg.last), jetstream.WithMsgID(id))
 		cancel()
 		if err == nil {
-			lg.appended(ack.Sequence, entries[len(entries)-1].Index)
+			lg.appended(ack.Sequence, last)
 			lg.c.m.appended(time.Since(began))
 			return nil
 		}
 		if wrongLastSeq(err) {
 			if lg.landed(id) {
-				lg.appended(lg.last+1, entries[len(entries)-1].Index)
+				lg.appended(lg.last+1, last)
 				lg.c.m.appended(time.Since(began))
 				return nil
 			}
@@ -311,6 +331,9 @@ func (lg *Log) Append(entries []node.Entry) error {
 			return lg.fail(&RefusedError{Why: fmt.Sprintf(
 				"the log of build %s (stream %s) is gone: it was deleted by hand while this foreman led the build; foreman will not guess what it held: restore it, or start over with foreman run --new-build",
 				lg.build, streamPrefix+lg.key)})
+		}
+		if errors.Is(err, nats.ErrMaxPayload) {
+			return lg.fail(fmt.Errorf("a commit of %d bytes is over the NATS server's max_payload: %w", len(body), err))
 		}
 		lg.c.log.Warn().Err(err).Str("build", lg.build).Msg("could not append to the log; trying again while the lease holds")
 		time.Sleep(retryPause)
