@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin/foreman
 FUZZTIME ?= 30s
 
-.PHONY: all build install test lint bench fuzz chaos replay clean
+.PHONY: all build install test lint bench fuzz chaos scale sim replay clean
 
 all: lint test build
 
@@ -31,7 +31,7 @@ lint:
 # The engine, grammar, replay and recovery benchmarks (docs/PERFORMANCE.md),
 # then the engine's throughput again on one core.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./coordinator/graph ./internal/web
+	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./coordinator/graph ./internal/web ./internal/cluster
 	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' -benchmem -cpu 1 ./coordinator
 
 # Short fuzzing runs of the grammar and the engine; FUZZTIME=10m for long ones.
@@ -46,9 +46,29 @@ fuzz:
 demo:
 	$(GO) run ./cmd/foreman demo $(ARGS)
 
-# The full fault set: many kill -9 trials and restarts (make test runs a short form).
+# The full fault set: many kill -9 trials and restarts, and the cluster's
+# faults on in-process NATS servers (make test runs a short form).
 chaos:
-	CHAOS=full $(GO) test ./internal/tooling/chaos -v -count=1 -timeout 30m
+	CHAOS=full $(GO) test ./internal/tooling/chaos -v -count=1 -timeout 60m
+
+# 1,000 builds of 20 components shared by three foreman processes through
+# one NATS server: memory per build, and how long the survivors take to
+# lead a killed process's builds. Heavy (both CPUs for minutes): not in test.
+scale:
+	CLUSTER_SCALE=1000 $(GO) test ./internal/tooling/chaos -run TestClusterScale -v -count=1 -timeout 60m
+
+# The fault simulator (internal/tooling/vopr): foreman's whole loop on a
+# virtual clock under seeded faults, its promises checked after every step.
+# CI runs these seeds; SIMSEEDS=100000 for a long run, SIMFROM to start
+# elsewhere. A failing seed prints the command that replays it.
+SIMSEEDS ?= 5000
+SIMFROM  ?= 1
+# Then seeds whose stalls are a cluster's takeovers (a standby leads behind
+# a fence while foreman is stopped).
+SIMTAKEOVERS ?= 1000
+sim:
+	$(GO) run ./cmd/foreman sim --seeds $(SIMSEEDS) --from $(SIMFROM)
+	$(GO) run ./cmd/foreman sim --takeovers --seeds $(SIMTAKEOVERS) --from $(SIMFROM)
 
 # The live load goals, measured on this machine: 1,000 agents claiming over
 # 10s with no rate limit, then 200 simultaneous claims under the stock one

@@ -80,6 +80,11 @@ type Config struct {
 	DisplacedWait   time.Duration
 	MaxDisplaced    int
 	DisplacedWindow time.Duration
+	// Gate, if set, is asked right before each message is written to the
+	// connection: false drops it unsent. It stays unconfirmed, so a later
+	// connection sends it again if the gate is open then. A cluster leader
+	// that may have lost its lease must not say another line.
+	Gate func() bool
 
 	Logger zerolog.Logger
 }
@@ -435,17 +440,13 @@ func stampRoom(tag string) int {
 func (c *Client) take() *batch {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b := c.queue.take(c.cfg.MaxMessage, stampRoom(c.tag))
+	b := takeBatch(&c.queue, c.cfg.MaxMessage, c.tag)
 	if b == nil {
 		return nil
 	}
 	c.inflightN = len(b.lines)
 	if b.cut > 0 {
 		c.log.Warn().Msgf("a line of %d bytes is longer than a whole message may be (%d bytes); only its start is sent", b.cut, c.cfg.MaxMessage)
-	}
-	if c.tag != "" && !b.plain {
-		b.stamp = stampOf(c.tag, b)
-		b.content += "\n" + b.stamp.String()
 	}
 	return b
 }

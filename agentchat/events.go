@@ -32,10 +32,16 @@ type Agent struct {
 // buffer, minus what this Client already delivered, oldest first; the
 // client's own earlier messages are in it with Self set.
 type Joined struct {
-	Channel   string
-	Agents    []Agent
-	History   []Message
-	Created   bool // the client created the channel (it had no history)
+	Channel string
+	Agents  []Agent
+	History []Message
+	Created bool // the client created the channel (it had no history)
+	// Replayed is how many frames the room replayed, before those already
+	// delivered were left out; Overlap says some were. A replay that
+	// overlaps what this client delivered reaches back past the
+	// disconnect: the room lost nothing meanwhile.
+	Replayed  int
+	Overlap   bool
 	Reconnect bool
 	TS        time.Time // the server's clock when it let the client in
 }

@@ -249,7 +249,10 @@ func (s *session) onJoined(f *frame) error {
 
 func (s *session) collect(f *frame) {
 	m := f.message(s.agentID)
-	if !s.c.seen.has(m.key()) {
+	s.joined.Replayed++
+	if s.c.seen.has(m.key()) {
+		s.joined.Overlap = true
+	} else {
 		s.history = append(s.history, m)
 	}
 	s.quiet.set(s.c.cfg.HistoryWait)

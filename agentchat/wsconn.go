@@ -20,12 +20,20 @@ import (
 type wsConn struct {
 	ws           *websocket.Conn
 	in           chan incoming
-	out          chan []byte
+	out          chan outFrame
+	gate         func() bool
 	done         chan struct{}
 	closeOnce    sync.Once
 	wg           sync.WaitGroup
 	readTimeout  time.Duration
 	writeTimeout time.Duration
+}
+
+// outFrame is a frame to write; line marks a message to the room, which
+// the gate may hold back.
+type outFrame struct {
+	data []byte
+	line bool
 }
 
 type incoming struct {
@@ -50,7 +58,8 @@ func dial(ctx context.Context, url string, cfg *Config) (*wsConn, error) {
 	c := &wsConn{
 		ws:           ws,
 		in:           make(chan incoming, 64),
-		out:          make(chan []byte, 16),
+		out:          make(chan outFrame, 16),
+		gate:         cfg.Gate,
 		done:         make(chan struct{}),
 		readTimeout:  cfg.ReadTimeout,
 		writeTimeout: cfg.WriteTimeout,
@@ -110,9 +119,12 @@ func (c *wsConn) writeLoop(ping time.Duration) {
 	}
 	for {
 		select {
-		case data := <-c.out:
+		case f := <-c.out:
+			if f.line && c.gate != nil && !c.gate() {
+				continue // checked as late as can be: the next step is the socket
+			}
 			c.ws.SetWriteDeadline(time.Now().Add(c.writeTimeout))
-			if err := c.ws.WriteMessage(websocket.TextMessage, data); err != nil {
+			if err := c.ws.WriteMessage(websocket.TextMessage, f.data); err != nil {
 				c.ws.Close() // the reader then reports the failure
 				return
 			}
@@ -135,8 +147,9 @@ func (c *wsConn) send(v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
+	_, line := v.(msgFrame)
 	select {
-	case c.out <- bytes.TrimRight(buf.Bytes(), "\n"):
+	case c.out <- outFrame{data: bytes.TrimRight(buf.Bytes(), "\n"), line: line}:
 		return nil
 	case <-c.done:
 		return net.ErrClosed

@@ -199,6 +199,11 @@ func (e *Engine) Accepts(m Message) bool {
 // StartedAt is when the build started; false if it has not.
 func (e *Engine) StartedAt() (time.Time, bool) { return e.startAt, e.started }
 
+// Configured is the components as last declared (by the configuration, or
+// the latest reload; edits made in the room are not in it) and the roles as
+// they stand. The slices are the engine's: read them only.
+func (e *Engine) Configured() ([]Component, Roles) { return e.cfg.Components, e.cfg.Roles }
+
 // Instance names this run of the build (KindStart's Instance).
 func (e *Engine) Instance() string { return e.instance }
 

@@ -42,8 +42,8 @@ type Event struct {
 	Kind       Kind
 	At         time.Time
 	Msg        Message     // KindMessage; Msg.At is At
-	Components []Component // KindReload: the whole new list
-	Roles      *Roles      // KindReload: the roles as now configured; nil leaves them
+	Components []Component // KindReload: the whole new list; KindStart: the list the build starts with (a log replays with it)
+	Roles      *Roles      // KindReload: the roles as now configured, nil leaves them; KindStart: the roles it starts with
 	Seen       []string    // KindStart: ids of messages said before the build began, which are never commands
 	Instance   string      // KindStart: names this run of the build apart from others of the same name
 	Since      time.Time   // KindGap: the last line the coordinator is sure to have heard

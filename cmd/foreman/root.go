@@ -78,6 +78,8 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.initCommand(),
 		a.promptCommand(),
 		a.mcpCommand(),
+		a.clusterCommand(),
+		a.simCommand(),
 	)
 	return root
 }

@@ -47,7 +47,13 @@ unless --halted: then foreman joins with the build halted, says the cycle in
 the room, and an operator mends it there (UNDEPEND) or by a SIGHUP reload.
 
 The journal (journal.path, --journal) is a directory foreman creates and
-locks; another foreman cannot open it while this one runs.`,
+locks; another foreman cannot open it while this one runs.
+
+With cluster.nats set, run joins a pool of foremen sharing builds through NATS
+JetStream (README, "Running several foremen"): it leads the builds whose leases
+it holds, its config's or every one in cluster.builds, and stands by for the
+rest. SIGINT and SIGTERM then also release the leases, so that a standby
+takes over at once.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := configArg(args)
@@ -88,6 +94,9 @@ locks; another foreman cannot open it while this one runs.`,
 				}
 			}()
 			newBuild, _ := cmd.Flags().GetBool("new-build")
+			if c.Cluster.Enabled() {
+				return a.runInCluster(ctx, cmd, c, file, log, reload, newBuild)
+			}
 			opts := bot.Options{
 				Config: c, Logger: log, Reload: reload, NewBuild: newBuild,
 				ReloadConfig: func() (*config.Config, error) { return a.loadConfig(cmd, file, runFlagKeys) },

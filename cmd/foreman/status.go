@@ -214,12 +214,34 @@ func buildState(v *coordinator.View) (text, style string) {
 }
 
 func writeRoom(w io.Writer, b *web.Board, color bool) {
+	writeLeaders(w, b)
 	h := b.Health
 	if h.Healthy {
 		fmt.Fprintf(w, "room: in the room, %d replies queued, %d messages sent\n", b.Room.Queued, b.Room.MessagesSent)
 		return
 	}
 	fmt.Fprintln(w, "room:", paint(color, "31", strings.Join(h.Problems, "; ")))
+}
+
+// writeLeaders says, in a cluster, which process leads which build.
+func writeLeaders(w io.Writer, b *web.Board) {
+	for _, l := range b.Cluster {
+		who := "nobody (a standby takes it over)"
+		if l.Leader != "" {
+			who = fmt.Sprintf("%s, epoch %d", l.Leader, l.Epoch)
+			if l.This {
+				who += " (this process)"
+			}
+		}
+		line := fmt.Sprintf("led by: %s", who)
+		if len(b.Cluster) > 1 {
+			line = fmt.Sprintf("build %s led by: %s", l.Build, who)
+		}
+		if l.Problem != "" {
+			line += "; " + l.Problem
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 func ownerOf(c coordinator.ComponentView, names map[string]string) string {

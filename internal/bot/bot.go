@@ -6,8 +6,6 @@ package bot
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,6 +19,7 @@ import (
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/journal"
 	"github.com/agentforeman/foreman/internal/node"
+	"github.com/agentforeman/foreman/internal/recovery"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -68,6 +67,15 @@ type Options struct {
 	// Handled, if set, is called after each batch of events is handled,
 	// journaled and sent, with how long that took.
 	Handled func(d time.Duration, events int)
+	// Storage, if set, is the build's log in place of the journal at
+	// journal.path (the cluster's, in JetStream), named StorageName in
+	// refusals and logs. The bot closes it.
+	Storage     node.Storage
+	StorageName string
+	// Gate, if set, is asked right before each message goes to the room:
+	// false holds it back. A cluster leader's gate closes once its lease
+	// may lapse, so that a deposed leader never says a line.
+	Gate func() bool
 }
 
 // Bot is foreman in a room.
@@ -77,15 +85,12 @@ type Bot struct {
 	log    zerolog.Logger
 	id     *agentchat.Identity
 	st     node.Storage
-	j      *journal.Journal // nil without a journal
-	node   *node.Node
+	j      *journal.Journal  // nil without a journal
+	sess   *recovery.Session // joins, restarts and catch-up
+	node   *node.Node        // the session's
 	rec    *recorder
 	client *agentchat.Client
 
-	joined    bool
-	restarted bool // the build began before this process: the first join catches up
-	caughtUp  bool
-	offline   bool // the engine knows its replies cannot reach the room
 	tag       string
 	room      roomClock
 	lastPing  time.Time
@@ -136,28 +141,34 @@ func New(opts Options) (*Bot, error) {
 		}
 		b.id = id
 	}
-	if cfg.Journal != "" {
+	switch {
+	case opts.Storage != nil:
+		b.st = opts.Storage
+	case cfg.Journal != "":
 		j, err := journal.Open(cfg.Journal, journal.Options{Snapshotted: b.snapshotted})
 		if err != nil {
 			return nil, fmt.Errorf("journal.path: %w", err)
 		}
 		b.j, b.st = j, j
-	} else {
+	default:
 		b.st = node.NewMemoryStorage()
 	}
 	engCfg := cfg.Engine(b.id.AgentID())
-	n, err := node.Open(node.Config{Engine: engCfg, Storage: b.st, SnapshotEvery: opts.SnapshotEvery, Observe: b.observe})
+	sess, err := recovery.Open(recovery.Config{
+		Node:  node.Config{Engine: engCfg, Storage: b.st, SnapshotEvery: opts.SnapshotEvery, Observe: b.observe},
+		Build: cfg.Build.Name, History: cfg.Server.History, NewBuild: opts.NewBuild,
+		JournalName: b.journalName(), Self: b.id.AgentID(),
+	})
 	if err != nil {
 		b.st.Close()
 		return nil, err
 	}
-	b.node = n
-	b.restarted = n.Started()
-	b.offline = n.Engine().Offline()
-	if b.restarted {
+	b.sess, b.node = sess, sess.Node()
+	n := b.node
+	if sess.Restarted() {
 		at, _ := n.Engine().StartedAt()
 		b.setTag()
-		b.log.Info().Str("journal", cfg.Journal).Time("build_started", at).Int("unconfirmed_replies", len(n.Unconfirmed())).
+		b.log.Info().Str("journal", b.journalName()).Time("build_started", at).Int("unconfirmed_replies", len(n.Unconfirmed())).
 			Msg("resuming the build from the journal")
 	}
 	if cfg.Record != "" {
@@ -172,7 +183,7 @@ func New(opts Options) (*Bot, error) {
 	b.client = agentchat.New(agentchat.Config{
 		URL: cfg.Server.URL, Channel: cfg.Server.Channel, Name: cfg.Server.Name, Identity: b.id,
 		RateLimit: roomRate(cfg.Server.RateLimit), MaxMessage: cfg.Server.MaxMessage, CreateChannel: true,
-		FloodLimit: cfg.Server.FloodLimit, Tag: b.tag,
+		FloodLimit: cfg.Server.FloodLimit, Tag: b.tag, Gate: opts.Gate,
 		Logger: b.log.With().Str("part", "room").Logger(),
 	})
 	return b, nil
@@ -191,22 +202,10 @@ func roomRate(d time.Duration) time.Duration {
 // stamp), so that it knows its own messages again however the room
 // rewrites them, and tells another build's from this one's.
 func (b *Bot) setTag() {
-	b.tag = stampTag(b.cfg.Build.Name, b.node.Engine().Instance())
+	b.tag = b.sess.Tag()
 	if b.client != nil {
 		b.client.SetTag(b.tag)
 	}
-}
-
-// stampTag is "foreman <build>/<instance>", with whatever a stamp cannot
-// hold made plain.
-func stampTag(build, instance string) string {
-	clean := strings.Map(func(r rune) rune {
-		if r < 0x21 || r > 0x7e || r == '[' || r == ']' || r == '#' {
-			return '_'
-		}
-		return r
-	}, build)
-	return "foreman " + clean + "/" + instance
 }
 
 // AgentID is foreman's sender id in the room.
@@ -310,7 +309,7 @@ func (b *Bot) Run(ctx context.Context) error {
 // is a pause (contract section 5).
 func (b *Bot) armTimer(t *time.Timer) {
 	t.Stop()
-	if !b.joined {
+	if !b.sess.InRoom() {
 		return
 	}
 	d, ok := b.node.Engine().NextDeadline()
@@ -318,7 +317,7 @@ func (b *Bot) armTimer(t *time.Timer) {
 		return
 	}
 	now := time.Now()
-	at := b.room.localFor(d, now)
+	at := b.room.localFor(d)
 	if next := b.lastPing.Add(minPingGap); at.Before(next) {
 		at = next
 	}
@@ -353,19 +352,14 @@ func (b *Bot) handle(ev agentchat.Event) error {
 		b.delivered(ev)
 	case agentchat.Clock:
 		b.room.saw(ev.TS)
-		if b.joined {
-			// Every line stamped before this reading has arrived; one
-			// stamped in its very millisecond may still follow it.
-			b.node.Wake(ev.TS.Add(-time.Millisecond))
-		}
+		b.sess.Clock(ev.TS)
 	case agentchat.Disconnected:
 		b.setHealth(func(h *Health) { h.Connected, h.Joined = false, false })
 		b.log.Warn().Err(ev.Err).Msg("lost the room; reconnecting (deadlines stop until foreman is back)")
-		b.goOffline()
-		b.joined = false
+		b.sess.Disconnected()
 	case agentchat.ServerError:
 		if ev.Code == agentchat.CodeLurkMode {
-			b.goOffline()
+			b.sess.Muted()
 		}
 		msg := ev.Advice
 		if msg == "" {
@@ -384,59 +378,28 @@ func (b *Bot) handle(ev agentchat.Event) error {
 // heard handles a message from the room.
 func (b *Bot) heard(m agentchat.Message) error {
 	b.room.saw(m.TS)
+	b.sess.Saw(m.TS)
 	if m.Self {
 		return b.ownMessage(m)
 	}
-	if m.Notice || !b.joined {
+	if m.Notice || !b.sess.InRoom() {
 		return nil
 	}
 	if b.opts.Named != nil && m.FromName != "" {
 		b.opts.Named(m.From, m.FromName)
 	}
-	b.node.Hear(message(m))
-	return nil
-}
-
-func message(m agentchat.Message) coordinator.Message {
-	return coordinator.Message{ID: m.ID, From: m.From, Name: m.FromName, Verified: m.Verified, At: m.TS, Content: m.Content}
+	return b.sess.Hear(m)
 }
 
 // delivered records that the room has lines, and says so in the log: until
 // then they were only queued.
 func (b *Bot) delivered(d agentchat.Delivered) {
-	seqs := d.Seqs[:0:0]
 	for _, s := range d.Seqs {
-		if s == 0 {
-			continue // a notice (Plain), not a reply of the engine's
-		}
-		seqs = append(seqs, s)
 		if l, ok := b.node.Line(s); ok {
 			b.logSaid(l.Text)
 		}
 	}
-	b.node.Confirm(seqs, d.MsgID, d.TS)
-	if b.offline {
-		b.goOnline(d.TS)
-	}
-}
-
-// goOffline tells the engine its replies cannot reach the room from the
-// last time the room was heard: deadlines stop.
-func (b *Bot) goOffline() {
-	if b.offline || !b.node.Started() {
-		return
-	}
-	b.offline = true
-	b.node.Step(coordinator.Event{Kind: coordinator.KindOffline, At: b.room.ts})
-}
-
-// goOnline: replies reach the room again from at; deadlines go on.
-func (b *Bot) goOnline(at time.Time) {
-	if !b.offline {
-		return
-	}
-	b.offline = false
-	b.node.Step(coordinator.Event{Kind: coordinator.KindOnline, At: at})
+	b.sess.Delivered(d)
 }
 
 func (b *Bot) named(agents ...agentchat.Agent) {
@@ -453,8 +416,8 @@ func (b *Bot) named(agents ...agentchat.Agent) {
 // flush persists what the node did and then sends what it said: never the
 // other way round, or a crash in between would lose what the room heard.
 func (b *Bot) flush() error {
-	rd := b.node.Ready()
-	if err := b.st.Append(rd.Entries); err != nil {
+	rd, err := b.sess.Commit()
+	if err != nil {
 		err = fmt.Errorf("journal: %w", err)
 		b.journalFailed(err)
 		return err
@@ -480,7 +443,7 @@ func (b *Bot) flush() error {
 	b.setHealth(func(h *Health) {
 		h.LastEvent = b.node.Engine().Now()
 		h.Queued = b.client.Stats().Queued
-		if b.j != nil && len(rd.Entries) > 0 {
+		if (b.j != nil || b.opts.Storage != nil) && len(rd.Entries) > 0 {
 			h.Commits++
 			h.Entries += int64(len(rd.Entries))
 		}
@@ -529,10 +492,10 @@ func (b *Bot) reload() {
 	}
 	b.log.Info().Int("components", len(cfg.Build.Components)).Int("operators", len(cfg.Roles.Operators)).
 		Msg("reloading the components and the roles")
-	b.node.Wake(b.room.now())
-	roles := cfg.Roles
-	b.operators = roles.Operators
-	b.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: b.room.now(), Components: cfg.Build.Components, Roles: &roles})
+	b.operators = cfg.Roles.Operators
+	if !b.sess.Reload(b.room.now(), cfg.Build.Components, cfg.Roles) {
+		b.log.Info().Msg("foreman is not in the room: the reload applies when it is back")
+	}
 }
 
 // reloadRefused is what the room is told of a SIGHUP reload refused for
@@ -547,7 +510,7 @@ func reloadRefused(err error, operators []string) string {
 }
 
 func (b *Bot) saveAlive() {
-	if !b.joined {
+	if !b.sess.InRoom() {
 		return
 	}
 	if err := b.st.SaveAlive(b.room.now()); err != nil {
@@ -562,8 +525,17 @@ func (b *Bot) shutdown(batches <-chan []agentchat.Event, runErr <-chan error, st
 	queued := b.client.Stats().Queued
 	b.log.Info().Int("queued_replies", queued).Msg("shutting down: journal flushed, sending what is queued")
 	deadline := time.After(b.opts.ShutdownGrace)
-	for b.client.Stats().Queued > 0 && err == nil {
+	// A closed gate (a lease that may lapse) holds every line back: waiting
+	// for them would only delay the hand-over.
+	var gateCheck <-chan time.Time
+	if b.opts.Gate != nil {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		gateCheck = t.C
+	}
+	for b.client.Stats().Queued > 0 && err == nil && (b.opts.Gate == nil || b.opts.Gate()) {
 		select {
+		case <-gateCheck:
 		case evs, ok := <-batches:
 			if !ok {
 				return err
@@ -626,14 +598,4 @@ func (b *Bot) setHealth(f func(*Health)) {
 	h := *b.health.Load()
 	f(&h)
 	b.health.Store(&h)
-}
-
-// randomInstance names a new run of a build: six hex digits, enough to
-// tell apart the runs of one build name in one room.
-func randomInstance() string {
-	var buf [3]byte
-	if _, err := rand.Read(buf[:]); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return hex.EncodeToString(buf[:])
 }

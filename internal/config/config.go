@@ -35,7 +35,8 @@ type Config struct {
 	HTTP    string // listen address of the board, metrics and health
 	Log     Log
 	MCP     MCP
-	File    string // the file read, "" if none
+	Cluster Cluster // NATS JetStream and leases; off by default
+	File    string  // the file read, "" if none
 	// Warnings are problems that do not stop foreman, for the log.
 	Warnings []string
 
@@ -133,6 +134,7 @@ func defaults() map[string]any {
 		"log.format":         "auto",
 		"mcp.keepalive":      "30m",
 	}
+	clusterDefaults(d)
 	r := coordinator.DefaultRules()
 	for _, k := range coordinator.RuleKeys() {
 		d["rules."+k], _ = r.Get(k)
@@ -339,6 +341,9 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 	case "auto", "console", "json":
 	default:
 		return nil, errorf("log.format", "%q is not auto, console or json", c.Log.Format)
+	}
+	if err := decodeCluster(v, c, src); err != nil {
+		return nil, err
 	}
 	if err := decodeBuild(v, c, src); err != nil {
 		return nil, err

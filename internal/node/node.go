@@ -6,6 +6,7 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -73,13 +74,16 @@ func Open(cfg Config) (*Node, error) {
 		if err := n.restore(snap); err != nil {
 			return nil, err
 		}
-	} else if n.eng, err = coordinator.New(cfg.Engine); err != nil {
-		return nil, err
 	}
 	n.recovering = true
 	err = n.st.Entries(n.index, func(e Entry) error {
 		if e.Index != n.index+1 {
 			return fmt.Errorf("journal: entry %d follows entry %d", e.Index, n.index)
+		}
+		if n.eng == nil {
+			if err := n.create(e); err != nil {
+				return err
+			}
 		}
 		n.index = e.Index
 		n.run(e)
@@ -89,7 +93,34 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n.eng == nil {
+		if err := n.create(Entry{}); err != nil {
+			return nil, err
+		}
+	}
 	return n, nil
+}
+
+// create makes the engine a log without a snapshot starts from. The build's
+// start records the components and roles it started with: a log replays
+// with those, whatever the configuration says now (a restart after the
+// configuration changed applies the change afterwards, as a reload).
+func (n *Node) create(first Entry) error {
+	cfg := n.cfg.Engine
+	if ev := first.Event; ev != nil && ev.Kind == coordinator.KindStart {
+		if ev.Components != nil {
+			cfg.Components = ev.Components
+		}
+		if ev.Roles != nil {
+			cfg.Roles = *ev.Roles
+		}
+	}
+	eng, err := coordinator.New(cfg)
+	if err != nil {
+		return err
+	}
+	n.eng = eng
+	return nil
 }
 
 func (n *Node) restore(s *Snapshot) error {
@@ -178,6 +209,9 @@ func (n *Node) ConfirmRanges(rs []Range, msgID string, ts time.Time) {
 	if len(keep) == 0 {
 		return
 	}
+	// A stamp lists its message's lines in the order they went out,
+	// urgent groups first, not in order of their numbers.
+	slices.SortFunc(keep, func(a, b Range) int { return cmp.Compare(a.From, b.From) })
 	keep = mergeRanges(keep)
 	n.index++
 	e := Entry{Index: n.index, Confirm: &Confirm{Seqs: keep, MsgID: msgID, TS: ts}}

@@ -24,12 +24,16 @@ type Range struct {
 	To   uint64 `json:"to"`
 }
 
-// Ranges compresses sorted sequence numbers into ranges.
+// Ranges compresses sequence numbers into ranges, in order. The numbers
+// of one message need not be sorted: an urgent group goes out before older
+// ones in the same message.
 func Ranges(seqs []uint64) []Range {
+	seqs = slices.Clone(seqs)
+	slices.Sort(seqs)
 	var out []Range
 	for _, s := range seqs {
-		if n := len(out); n > 0 && out[n-1].To+1 == s {
-			out[n-1].To = s
+		if n := len(out); n > 0 && out[n-1].To+1 >= s {
+			out[n-1].To = max(out[n-1].To, s)
 			continue
 		}
 		out = append(out, Range{s, s})

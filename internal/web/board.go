@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/pool"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -32,6 +33,7 @@ type Board struct {
 	Members     *[]Member                   `json:"members,omitempty"` // who is in the channel; in a stream, only when it changed since the viewer's last event
 	Update      bool                        `json:"update,omitempty"`
 	Changed     []coordinator.ComponentView `json:"changed,omitempty"` // in an update: the components whose view changed, in view order
+	Cluster     []pool.Lead                 `json:"cluster,omitempty"` // in a cluster: who leads which build
 }
 
 // RoomStats are the room connection's counters.
@@ -65,6 +67,7 @@ func (s *Server) wholeBoard(ctx context.Context) Board {
 	src := s.source()
 	b.Health = healthOf(src, b.Now)
 	b.Room = s.roomStats(src)
+	b.Cluster = s.cluster()
 	s.mu.Lock()
 	b.Log = append([]Entry{}, s.log.since(0)...)
 	b.LogSeq = s.log.seq
@@ -109,4 +112,22 @@ func (s *Server) serveView(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusServiceUnavailable
 	}
 	writeJSON(w, code, b)
+}
+
+// cluster is who leads which build, in a cluster; nil alone.
+func (s *Server) cluster() []pool.Lead {
+	if s.opts.Cluster == nil {
+		return nil
+	}
+	return s.opts.Cluster()
+}
+
+// serveCluster is /api/cluster: who leads which build, as this process
+// sees it (404 when foreman runs alone).
+func (s *Server) serveCluster(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Cluster == nil {
+		http.Error(w, "foreman runs alone here: no cluster", http.StatusNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.cluster())
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/agentforeman/foreman/internal/pool"
 )
 
 // minEventGap keeps a burst of room traffic to a few board updates a
@@ -102,7 +104,8 @@ func (s *Server) event(sn *snapshot, vw *viewer) []byte {
 		Self    string            `json:"self,omitempty"`
 		Members *[]Member         `json:"members,omitempty"`
 		Update  bool              `json:"update,omitempty"`
-	}{Now: now, Health: healthOf(src, now), Room: s.roomStats(src), Full: vw.log == 0}
+		Lead    []pool.Lead       `json:"cluster,omitempty"`
+	}{Now: now, Health: healthOf(src, now), Room: s.roomStats(src), Full: vw.log == 0, Lead: s.cluster()}
 	s.mu.Lock()
 	mine.Log = append([]Entry{}, s.log.since(vw.log)...)
 	mine.LogSeq = s.log.seq

@@ -71,6 +71,7 @@ func newMetrics(s *Server) *metrics {
 		&sourceCollector{s: s},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(s.opts.Collectors...)
 	return m
 }
 

@@ -9,10 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/pool"
 )
 
 // Options configure a Server. The zero value is usable.
@@ -25,6 +27,11 @@ type Options struct {
 	// counters across restarts of foreman (beside the journal's segments):
 	// read by New, written while serving and when Serve ends.
 	StateFile string
+	// Cluster, if set, says who leads which build (foreman run in a
+	// cluster): on the board, in /api/view and at /api/cluster.
+	Cluster func() []pool.Lead
+	// Collectors are more metrics for /metrics (the cluster's).
+	Collectors []prometheus.Collector
 }
 
 // Server serves the board, the JSON view, health and metrics.
@@ -101,6 +108,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/view", s.serveView)
 	mux.HandleFunc("GET /events", s.serveEvents)
+	mux.HandleFunc("GET /api/cluster", s.serveCluster)
 	return secured(mux)
 }
 

@@ -97,6 +97,9 @@ func (s *Server) take(ctx context.Context, prev *snapshot) *snapshot {
 
 	if src := s.source(); src == nil {
 		sn.problem = "foreman is starting"
+		if s.opts.Cluster != nil {
+			sn.problem = "standing by: this foreman leads no build now ('led by' says who does)"
+		}
 	} else {
 		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), viewTimeout)
 		v, err := src.View(vctx)

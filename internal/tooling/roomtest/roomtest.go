@@ -90,6 +90,7 @@ type Peer struct {
 // Said is one line someone said.
 type Said struct {
 	From string
+	Name string // the sender's display name as the room gave it
 	Text string
 	Msg  int // which message it came in, counting every message the peer heard
 	At   time.Time
@@ -128,7 +129,7 @@ func (r *Room) Join(t testing.TB, name string) *Peer {
 				now := time.Now()
 				again := ev.Stamp != nil && ev.Stamp.Again
 				for _, l := range strings.Split(ev.Body(), "\n") {
-					p.lines <- Said{From: ev.From, Text: l, Msg: msgs, At: now, Again: again}
+					p.lines <- Said{From: ev.From, Name: ev.FromName, Text: l, Msg: msgs, At: now, Again: again}
 				}
 			}
 		}

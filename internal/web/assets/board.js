@@ -329,6 +329,13 @@
     const bs = $('build-state');
     bs.dataset.state = state;
     bs.textContent = text;
+    // In a cluster: which process leads this build (or each of the pool's).
+    const lead = b.cluster || [];
+    $('leader-row').hidden = lead.length === 0;
+    $('leader').textContent = lead.map(function (l) {
+      const who = l.leader ? l.leader + (l.this ? ' (this process)' : '') + ', epoch ' + l.epoch : 'nobody';
+      return (lead.length > 1 ? l.build + ': ' : '') + who;
+    }).join(' · ');
     const h = b.health;
     $('room').textContent = h.healthy
       ? 'in the room · ' + b.room.queued + ' queued · ' + b.room.messages_sent + ' sent'
