@@ -70,7 +70,7 @@ cluster:
 		return resp.StatusCode == http.StatusOK
 	}, 20*time.Second, 20*time.Millisecond, "never healthy: %s", stderr.String())
 
-	code, out, errOut := foreman(t, "status", "--url", url)
+	code, out, errOut := foreman(t, "status", "--board", url)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "build shop: running, 0 of 2 merged")
 	assert.Contains(t, out, "led by: alpha, epoch 1 (this process)")
