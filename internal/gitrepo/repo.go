@@ -178,3 +178,7 @@ func exitCode(err error) int {
 	}
 	return -1
 }
+
+// Git runs any git command in the repository, for tests and tools: the
+// arguments are the caller's to make safe.
+func (r *Repo) Git(ctx context.Context, args ...string) (string, error) { return r.git(ctx, args...) }
