@@ -34,6 +34,7 @@ type Config struct {
 	Record  string // path of the transcript to record; "" records none
 	HTTP    string // listen address of the board, metrics and health
 	Log     Log
+	Host    Host
 	File    string // the file read, "" if none
 	// Warnings are problems that do not stop foreman, for the log.
 	Warnings []string
@@ -108,6 +109,7 @@ func defaults() map[string]any {
 		"log.level":          "info",
 		"log.format":         "auto",
 	}
+	hostDefaults(d)
 	r := coordinator.DefaultRules()
 	for _, k := range coordinator.RuleKeys() {
 		d["rules."+k], _ = r.Get(k)
@@ -309,6 +311,9 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 		return nil, errorf("log.format", "%q is not auto, console or json", c.Log.Format)
 	}
 	if err := decodeBuild(v, c, src); err != nil {
+		return nil, err
+	}
+	if err := decodeHost(v, c, src); err != nil {
 		return nil, err
 	}
 	c.Build.Warnings = Redacted(c.Build.Name, c.Build.Components)
