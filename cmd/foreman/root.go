@@ -77,6 +77,7 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.benchCommand(),
 		a.initCommand(),
 		a.promptCommand(),
+		a.hostCommand(),
 	)
 	return root
 }
