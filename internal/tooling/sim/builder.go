@@ -30,6 +30,12 @@ type Builder struct {
 	Rest time.Duration
 	// Quirks script what goes wrong, by component; each fires once.
 	Quirks map[string]Quirk
+	// Push, if set, is called just before READY with the component, the
+	// branch READY names and how many FIXes the builder has had on it: a
+	// builder with a real repository commits and pushes its work there
+	// (foreman host then checks it). An error goes into a PROGRESS note,
+	// and READY follows anyway: the host answers for a missing branch.
+	Push func(component, branch string, fixes int) error
 }
 
 // QuirkKind is what a scripted quirk does.
@@ -93,6 +99,8 @@ type builder struct {
 	note  string
 	dep   string // what it is blocked on
 	epoch int    // bumped to cancel the work timers of an earlier state
+
+	fixes int // FIXes on c since its ACK, for Push
 
 	tasks    []string
 	taken    map[string]bool
@@ -177,6 +185,7 @@ func (b *builder) coordinator(w world, r reply) {
 		if mine && b.c == r.C && b.st != silent {
 			_, findings := word(r.Rest)
 			b.epoch++
+			b.fixes++
 			// Fixing reopens the work: progress steps back from READY.
 			b.st, b.pct, b.left, b.note = working, 60, b.s.FixSteps, "fixing: "+findings
 			b.later(w, b.step)
@@ -248,7 +257,7 @@ func (b *builder) pick() string {
 // begin starts work on c, from the progress an earlier builder left.
 func (b *builder) begin(w world, c string, from int) {
 	b.epoch++
-	b.st, b.c, b.pct, b.lines, b.left, b.note = working, c, from, 0, b.s.Steps, ""
+	b.st, b.c, b.pct, b.lines, b.left, b.note, b.fixes = working, c, from, 0, b.s.Steps, "", 0
 	if from > 0 {
 		b.note = fmt.Sprintf("picking up from %d%%", from)
 	}
@@ -278,7 +287,13 @@ func (b *builder) step(w world) {
 	}
 	if b.left--; b.left <= 0 {
 		b.pct = 100
-		w.say(line("READY", b.c, b.name+"/"+b.c))
+		branch := b.name + "/" + b.c
+		if b.s.Push != nil {
+			if err := b.s.Push(b.c, branch, b.fixes); err != nil {
+				w.say(line("PROGRESS", b.c, "100", "push failed: "+err.Error()))
+			}
+		}
+		w.say(line("READY", b.c, branch))
 		b.st = reviewing
 		return
 	}
