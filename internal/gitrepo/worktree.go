@@ -28,9 +28,9 @@ func (r *Repo) RemoveWorktree(ctx context.Context, dir string) error {
 	return nil
 }
 
-// PruneWorktrees forgets worktrees whose directories are gone, as after a
-// crash, and removes every directory under root (the host's own) that is
-// not a worktree git still knows.
+// PruneWorktrees removes everything under root (the host's own directory of
+// worktrees, pruned when no run is live: after a crash) and has git forget
+// worktrees whose directories are gone.
 func (r *Repo) PruneWorktrees(ctx context.Context, root string) error {
 	if root != "" {
 		entries, _ := os.ReadDir(root)

@@ -72,6 +72,7 @@ type comp struct {
 	ref     string // the last READY's or REVIEW's ref
 	run     *run   // its one job, queued or running
 	asked   bool   // a STATUS c is out to confirm an approval
+	early   bool   // an AUDIT PASS came before the REVIEW it answers reached the host
 	waiting *ready // a READY heard before the host knew c (replayed once a STATUS says)
 	gen     int    // the join whose STATUS answer last described it
 	dupe    string // a READY from the owner heard while c was in CI already: foreman may have taken it after a FIX the host had not heard yet

@@ -349,3 +349,22 @@ func TestQueueAnswersStatus(t *testing.T) {
 		assert.Zero(t, cmd.Verb, "a queue line is chat, never a protocol line: %s", l)
 	}
 }
+
+// An auditor quick on the trigger passes c after the host's CI PASS and
+// before foreman's REVIEW reaches the host: foreman took the audit, so the
+// host asks once the REVIEW is in.
+func TestAuditBeforeReviewArrives(t *testing.T) {
+	s := newHarness(t, func(c *Config) { c.MaxParallel = 2 })
+	s.built("api", "@b1")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m1"})
+	assert.Empty(t, s.hear("@aud", "AUDIT api PASS").Say)
+	assert.Equal(t, []string{"STATUS api"}, s.foreman("REVIEW api @b1 b1/api").Say)
+	assert.Equal(t, Land, s.started(s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes")).Kind)
+
+	// Without such an audit, REVIEW asks nothing.
+	s.built("db", "@b2")
+	j = s.started(s.hear("@b2", "READY db b2/db"))
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m2"})
+	assert.Empty(t, s.foreman("REVIEW db @b2 b2/db").Say)
+}

@@ -76,10 +76,19 @@ func (h *Core) ready(from, name, ref string) {
 // foreman's answer says is approved.
 func (h *Core) auditPassed(from, name string) {
 	c := h.comps[name]
-	if !h.cfg.External || c == nil || c.phase != review || c.asked || from == c.owner {
+	if !h.cfg.External || c == nil || c.asked || from == c.owner {
 		return
 	}
 	if len(h.cfg.Auditors) > 0 && !contains(h.cfg.Auditors, from) {
+		return
+	}
+	if c.phase == inCI || c.phase == unknown {
+		// foreman may have said REVIEW already (the host's CI PASS was
+		// handled) and be slow to send it: ask once the REVIEW is here.
+		c.early = true
+		return
+	}
+	if c.phase != review {
 		return
 	}
 	c.asked = true
@@ -119,8 +128,13 @@ func (h *Core) fromForeman(line string) {
 		c.owner = ""
 	case protocol.ReplyReview:
 		c := h.get(r.C)
+		early := c.early
 		h.leave(c, review)
 		c.owner, c.ref = r.Agent, firstWord(r.Rest)
+		if early && h.cfg.External {
+			c.asked = true
+			h.say("STATUS " + c.name)
+		}
 	case protocol.ReplyMerged:
 		h.leave(h.get(r.C), merged)
 	case protocol.ReplyEscalate:
@@ -230,7 +244,7 @@ func (h *Core) status(name, rest string) {
 // leave moves c to phase p, out of wherever it was: its run, if any, is
 // stale and stops, and will never be reported.
 func (h *Core) leave(c *comp, p phase) {
-	c.phase, c.asked, c.waiting = p, false, nil
+	c.phase, c.asked, c.waiting, c.early = p, false, nil, false
 	if p != building {
 		c.dupe = ""
 	}

@@ -24,6 +24,9 @@ type Spec struct {
 	Timeout  time.Duration
 	Log      string // the log file, created or truncated
 	LogLimit int64  // bytes of output kept in the log (default 8 MiB)
+	// Started, if set, is told each command's process group as it starts,
+	// so that a host killed outright can find and end it on its restart.
+	Started func(pgid int)
 }
 
 // DefaultLogLimit bounds a log when the Spec does not.
@@ -121,6 +124,9 @@ func runOne(limit context.Context, s Spec, argv []string, log *capped) (int, err
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		return -1, err
+	}
+	if s.Started != nil {
+		s.Started(cmd.Process.Pid)
 	}
 	err = cmd.Wait()
 	_ = killGroup(cmd)

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/agentforeman/foreman/internal/gitrepo"
@@ -58,9 +59,19 @@ func New(o Options) (*Runner, error) {
 	return &Runner{o: o, passed: map[string]bool{}}, nil
 }
 
-// Prune removes what a crash left in the work directory: worktrees of runs
-// that never ended.
+// Prune ends and removes what a crash left in the work directory: the
+// process groups of checks still running (a host killed outright does not
+// take them along) and the worktrees of runs that never ended.
 func (r *Runner) Prune(ctx context.Context) error {
+	files, _ := filepath.Glob(filepath.Join(r.o.Work, "*.pgid"))
+	for _, f := range files {
+		if data, err := os.ReadFile(f); err == nil {
+			if pgid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pgid > 1 {
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+		}
+		_ = os.Remove(f)
+	}
 	return r.o.Repo.PruneWorktrees(ctx, r.o.Work)
 }
 
@@ -183,8 +194,9 @@ func (r *Runner) runChecks(ctx context.Context, j host.Job, commit, base string,
 		o.URL = strings.TrimSuffix(r.o.LogURL, "/") + "/" + url.PathEscape(name)
 	}
 	dir := filepath.Join(r.o.Work, "run-"+strconv.Itoa(j.Run))
-	tmp := dir + ".tmp"
+	tmp, pgids := dir+".tmp", dir+".pgid"
 	defer os.RemoveAll(tmp)
+	defer os.Remove(pgids)
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return checks.Result{}, err
 	}
@@ -196,8 +208,9 @@ func (r *Runner) runChecks(ctx context.Context, j host.Job, commit, base string,
 		"FOREMAN_COMPONENT": j.Component, "FOREMAN_REF": j.Ref, "FOREMAN_COMMIT": commit,
 		"FOREMAN_BASE": base, "FOREMAN_TARGET": r.o.Target,
 	})
+	started := func(pgid int) { _ = os.WriteFile(pgids, []byte(strconv.Itoa(pgid)), 0o644) }
 	return checks.Run(ctx, checks.Spec{Dir: dir, Commands: r.o.Checks, Env: env, Timeout: r.o.Timeout,
-		Log: o.Log, LogLimit: r.o.LogLimit})
+		Log: o.Log, LogLimit: r.o.LogLimit, Started: started})
 }
 
 func (r *Runner) notePassed(tree string) {
