@@ -121,6 +121,8 @@ type worldOptions struct {
 	ciTimeout   string
 	maxParallel int
 	merge       string // rules.merge (default external)
+	auditor     string // roles.auditors (default the aud peer)
+	rules       string // more rules: lines, indented two spaces
 }
 
 func newWorld(t *testing.T, o worldOptions) *world {
@@ -154,6 +156,9 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	require.NoError(t, hid.Save(filepath.Join(dir, "host.json")))
 	w.foreman, w.host = fid.AgentID(), hid.AgentID()
 
+	if o.auditor == "" {
+		o.auditor = w.peers["aud"].ID
+	}
 	merge := o.merge
 	if merge == "" {
 		merge = "external"
@@ -188,7 +193,7 @@ rules:
   checkin_interval: 1h
   audit_timeout: 1h
   max_build_time: 0
-journal:
+%sjournal:
   path: journal
 http:
   listen: ""
@@ -198,7 +203,7 @@ host:
   env: ["HELPER=%s", "GATE=%s", "RECORD=%s"]
   max_parallel: %d
   identity: host.json
-`, w.room.URL(), comps.String(), w.peers["op"].ID, w.peers["aud"].ID, w.host, w.host, merge, o.ciTimeout,
+`, w.room.URL(), comps.String(), w.peers["op"].ID, o.auditor, w.host, w.host, merge, o.ciTimeout, o.rules,
 		os.Args[0]+" -test.run=^$", o.mode, w.gate, w.record, o.maxParallel)
 	w.cfgPath = filepath.Join(dir, "foreman.yaml")
 	require.NoError(t, os.WriteFile(w.cfgPath, []byte(yaml), 0o644))
@@ -410,7 +415,14 @@ func (w *world) queue() host.QueueView {
 func (w *world) waitQueue(what string, ok func(host.QueueView) bool) {
 	w.t.Helper()
 	require.Eventually(w.t, func() bool { return ok(w.queue()) }, 3*time.Minute, 10*time.Millisecond,
-		"the queue never showed %s: %+v", what, w.queue())
+		"the queue never showed %s: %+v\nthe room said:\n%s", what, w.queue(), w.dump())
 }
 
 var gitrepoAuthor = gitrepo.Author{Name: "builder", Email: "b@example.com"}
+
+func (w *world) readFile(path string) string {
+	w.t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(w.t, err)
+	return string(data)
+}

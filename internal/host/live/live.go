@@ -48,17 +48,18 @@ type Options struct {
 
 // shell is one run of the host.
 type shell struct {
-	o       Options
-	log     zerolog.Logger
-	core    *host.Core
-	client  *agentchat.Client
-	results chan host.Outcome
-	jobs    map[int]context.CancelFunc
-	wg      sync.WaitGroup
-	jobCtx  context.Context
-	seq     uint64
-	stopped bool // no more lines are said
-	err     error
+	o         Options
+	log       zerolog.Logger
+	core      *host.Core
+	client    *agentchat.Client
+	results   chan host.Outcome
+	jobs      map[int]context.CancelFunc
+	wg        sync.WaitGroup
+	jobCtx    context.Context
+	seq       uint64
+	stopped   bool   // no more lines are said
+	lastQueue string // the queue view last written, without its time
+	err       error
 }
 
 // Run is the host until ctx ends, the room refuses it for good, or its
@@ -179,9 +180,7 @@ func (s *shell) apply(a host.Actions) {
 		s.log.Info().Strs("said", a.Say).Msg("saying")
 		s.client.Send(lines...)
 	}
-	if len(a.Records)+len(a.Start)+len(a.Cancel)+len(a.Say) > 0 {
-		s.writeQueue()
-	}
+	s.writeQueue()
 }
 
 func (s *shell) start(j host.Job) {
@@ -227,12 +226,21 @@ func (s *shell) stop(stopJobs context.CancelFunc, err error) error {
 }
 
 // writeQueue writes the queue view where foreman status and the board read
-// it: whole, through a rename, so no reader sees half of it.
+// it, when it changed: whole, through a rename, so no reader sees half of
+// it.
 func (s *shell) writeQueue() {
 	if s.o.QueueFile == "" {
 		return
 	}
-	data, err := json.MarshalIndent(s.core.Queue(), "", "  ")
+	v := s.core.Queue()
+	v.At = time.Time{}
+	same, err := json.Marshal(v)
+	if err != nil || string(same) == s.lastQueue {
+		return
+	}
+	s.lastQueue = string(same)
+	v.At = time.Now()
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err == nil {
 		tmp := s.o.QueueFile + ".tmp"
 		if err = os.WriteFile(tmp, append(data, '\n'), 0o644); err == nil {

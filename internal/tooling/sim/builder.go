@@ -131,6 +131,7 @@ func (b *builder) start(w world) { b.consider(w) }
 // assigned (to anyone: once it is free again TASKS says so) or merged
 // after it. It reads the room's history on joining, and every live line.
 func (b *builder) catchUp(r reply) {
+	r = mergedByOthers(r)
 	switch r.Verb {
 	case protocol.ReplyTasks:
 		b.tasks = r.List
@@ -145,6 +146,7 @@ func (b *builder) catchUp(r reply) {
 func (b *builder) agent(world, string, string) {}
 
 func (b *builder) coordinator(w world, r reply) {
+	r = mergedByOthers(r)
 	b.catchUp(r)
 	mine := r.Agent == w.self()
 	switch r.Verb {
@@ -211,6 +213,16 @@ func (b *builder) coordinator(w world, r reply) {
 			b.st = held
 		}
 	}
+}
+
+// mergedByOthers reads OK MERGED c (merge mode external: an operator or
+// the merger said MERGED c, and foreman took it) as MERGED c.
+func mergedByOthers(r reply) reply {
+	if r.Verb == protocol.ReplyOK && r.C == "MERGED" {
+		c, _ := word(r.Rest)
+		return reply{Verb: protocol.ReplyMerged, C: c}
+	}
+	return r
 }
 
 // consider decides what to claim, if the builder is free. The choice is

@@ -249,3 +249,14 @@ func last(lines []string) string {
 	}
 	return lines[len(lines)-1]
 }
+
+func TestBuilderHearsMergedInMergeModeExternal(t *testing.T) {
+	w, b := newWorld(t, me), newBuilder("ada", steady())
+	claimed(w, b, "db")
+	w.hear(b, "TASKS auth")
+	w.advance(14 * time.Minute)
+	assert.Equal(t, "READY db ada/db", last(w.take()))
+	w.hear(b, "OK MERGED db")
+	w.advance(time.Minute)
+	assert.Equal(t, []string{"CLAIM auth"}, w.take(), "free again once foreman took the merger's MERGED")
+}
