@@ -81,7 +81,7 @@ coordinates one there that its journal does not know (the journal was lost).`,
 			if c.HTTP != "" {
 				var url string
 				var stopBoard func()
-				board, url, stopBoard, err = web.Start(c.HTTP, web.Options{Logger: log.With().Str("part", "http").Logger()})
+				board, url, stopBoard, err = web.Start(c.HTTP, web.Options{Logger: log.With().Str("part", "http").Logger(), HostLogs: c.Host.Logs})
 				if err != nil {
 					return fmt.Errorf("http.listen: %w", err)
 				}

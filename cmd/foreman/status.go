@@ -35,7 +35,8 @@ deadline, and what it waits on or why it is held, under a header with the
 build's name, how many components are merged, and whether it is paused,
 halted or complete. It reads the same JSON as the web board (/api/view), from
 the config's http.listen (as foreman run serves it), or --url.
-Colours are used on a terminal only (and never with NO_COLOR set). It exits 1
+Where foreman host (same config) has written its queue (host.logs/queue.json),
+the CI queue follows. Colours are used on a terminal only (and never with NO_COLOR set). It exits 1
 when foreman has no current board to give (starting, or stopped).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -55,6 +56,7 @@ when foreman has no current board to give (starting, or stopped).`,
 			}
 			color := !noColor && os.Getenv("NO_COLOR") == "" && colorTerminal(a.stdout)
 			writeStatus(a.stdout, b, color)
+			writeHostQueue(a.stdout, c.Host.Logs, time.Now())
 			if b.View == nil || b.Stale {
 				return &exitError{code: 1, silent: true, err: errors.New(b.Problem)}
 			}

@@ -21,6 +21,9 @@ type Options struct {
 	LogSize int           // room lines kept for the board (default 200)
 	Refresh time.Duration // how often a live board is sent again when nothing was said, for health and countdowns (default 5s)
 	Now     func() time.Time
+	// HostLogs is foreman host's host.logs directory, if it is on this
+	// machine: the board then serves its queue and logs (hostqueue.go).
+	HostLogs string
 }
 
 // Server serves the board, the JSON view, health and metrics.
@@ -88,6 +91,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/view", s.serveView)
 	mux.HandleFunc("GET /events", s.serveEvents)
+	mux.HandleFunc("GET /ci/queue", s.serveCIQueue)
+	mux.HandleFunc("GET /ci/logs/{name}", s.serveCILog)
 	return secured(mux)
 }
 
