@@ -276,3 +276,13 @@ func TestPruneWorktreesAfterACrash(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, out, "run-1")
 }
+
+func TestOpenRefusesADirectoryInsideARepository(t *testing.T) {
+	r := newRepo(t, false)
+	sub := filepath.Join(r.Dir(), "sub")
+	require.NoError(t, os.MkdirAll(sub, 0o755))
+	_, err := Open(ctx, sub)
+	assert.ErrorContains(t, err, "not a git repository (it is inside "+r.Dir()+")")
+	_, err = Open(ctx, r.Dir())
+	assert.NoError(t, err)
+}

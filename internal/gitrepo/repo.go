@@ -45,7 +45,26 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		return nil, fmt.Errorf("%s: git rev-parse said %q", abs, out)
 	}
 	r.gitDir, r.bare = lines[0], lines[1] == "true"
+	// git looks upwards for a repository: a directory inside one is not
+	// one, and the host must not work on its parent by mistake.
+	top := r.gitDir
+	if !r.bare {
+		out, err := r.git(ctx, "rev-parse", "--show-toplevel")
+		if err != nil {
+			return nil, fmt.Errorf("%s: not a git repository (%v)", abs, err)
+		}
+		top = strings.TrimSpace(out)
+	}
+	if !sameDir(top, abs) {
+		return nil, fmt.Errorf("%s: not a git repository (it is inside %s)", abs, top)
+	}
 	return r, nil
+}
+
+func sameDir(a, b string) bool {
+	ra, errA := filepath.EvalSymlinks(a)
+	rb, errB := filepath.EvalSymlinks(b)
+	return errA == nil && errB == nil && ra == rb
 }
 
 // Dir is where the repository is.
