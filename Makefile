@@ -41,9 +41,14 @@ fuzz:
 
 # A whole build on this machine: chat server, foreman and simulated agents
 # (ARGS="--minute 50ms --ci" to change it; see `foreman demo --help`).
-.PHONY: demo
+.PHONY: demo demo-git
 demo:
 	$(GO) run ./cmd/foreman demo $(ARGS)
+
+# The same story with the work made real: builders push to a temporary git
+# repository, foreman host checks and lands it; ends with git log --graph.
+demo-git:
+	$(GO) run ./cmd/foreman demo --git $(ARGS)
 
 # The full fault set: many kill -9 trials and restarts (make test runs a short form).
 chaos:

@@ -286,3 +286,14 @@ func TestOpenRefusesADirectoryInsideARepository(t *testing.T) {
 	_, err = Open(ctx, r.Dir())
 	assert.NoError(t, err)
 }
+
+func TestTheHostsRefUpdatesAreLogged(t *testing.T) {
+	r := newRepo(t, true)
+	main := tip(t, r, "main")
+	next := commit(t, r, "", main, map[string]string{"a": "a"})
+	require.NoError(t, r.UpdateRef(ctx, "refs/heads/main", next, main, "foreman host: land a"))
+	ups, err := r.Reflog(ctx, "refs/heads/main")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(ups), 2, "a bare repository keeps a reflog of what the host moved")
+	assert.Equal(t, RefUpdate{Commit: next, Reason: "foreman host: land a"}, ups[0])
+}

@@ -103,3 +103,25 @@ func (r *Repo) UpdateRef(ctx context.Context, ref, new, old, reason string) erro
 	}
 	return err
 }
+
+// RefUpdate is one entry of a ref's reflog.
+type RefUpdate struct {
+	Commit string
+	Reason string // the message the update was made with
+}
+
+// Reflog lists what ref (a full name) was moved to, newest first, with why.
+// A ref never moved with a reflog has none.
+func (r *Repo) Reflog(ctx context.Context, ref string) ([]RefUpdate, error) {
+	out, err := r.git(ctx, "reflog", "show", "--format=%H %gs", "--end-of-options", ref)
+	if err != nil {
+		return nil, err
+	}
+	var ups []RefUpdate
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if commit, reason, ok := strings.Cut(line, " "); ok {
+			ups = append(ups, RefUpdate{Commit: commit, Reason: reason})
+		}
+	}
+	return ups, nil
+}

@@ -93,8 +93,11 @@ func cleanEnv(env []string) []string {
 }
 
 // fixed are the settings every command runs with: no hooks, no signing,
-// no pager, a known committer.
+// no pager, a known committer, and a reflog for every ref the host moves
+// (even in a bare repository): what the target held, and when, stays on
+// record.
 var fixed = []string{
+	"-c", "core.logAllRefUpdates=always",
 	"-c", "core.hooksPath=" + os.DevNull,
 	"-c", "commit.gpgSign=false",
 	"-c", "core.pager=cat",

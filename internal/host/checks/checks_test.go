@@ -37,6 +37,11 @@ func helper(mode string) int {
 		return 1
 	case "quiet":
 		return 3
+	case "lint":
+		fmt.Println("checking 3 files")
+		fmt.Println("shelf/books.txt:2: trailing whitespace.")
+		fmt.Println("+all books ")
+		return 2
 	case "hang", "background":
 		// A grandchild in the same group, which must die with it.
 		child, err := os.StartProcess(os.Args[0], []string{os.Args[0]}, &os.ProcAttr{Env: []string{"HELPER=sleep"}})
@@ -110,6 +115,11 @@ func TestPassAndFail(t *testing.T) {
 	log := readLog(t, s)
 	assert.Contains(t, log, "login_test.go:12: want 200, got 500")
 	assert.Contains(t, log, "[exited with status 1]")
+
+	s = withMode(spec(t, "x"), "lint")
+	res, err = Run(context.Background(), s)
+	require.NoError(t, err)
+	assert.Equal(t, "shelf/books.txt:2: trailing whitespace.", res.Line, "path:line: is a diagnostic")
 
 	s = withMode(spec(t, "x"), "quiet")
 	res, err = Run(context.Background(), s)

@@ -85,8 +85,8 @@ func (c *capped) endLine() {
 		return
 	}
 	c.last = append(c.last[:0], line...)
-	if c.first == "" && mayFail(line) {
-		if l := clean(string(line)); failureRE.MatchString(l) {
+	if c.first == "" && (mayFail(line) || diagnostic(line)) {
+		if l := clean(string(line)); failureRE.MatchString(l) || diagnostic(line) {
 			c.first = l
 		}
 	}
@@ -105,6 +105,20 @@ func mayFail(line []byte) bool {
 		}
 	}
 	return false
+}
+
+// diagnostic reports a line in the form compilers, linters and git diff
+// --check use for a problem: path:line: message (or path:line:col:).
+func diagnostic(line []byte) bool {
+	i := bytes.IndexByte(line, ':')
+	if i <= 0 || i > 200 || bytes.IndexByte(line[:i], ' ') >= 0 {
+		return false
+	}
+	j := i + 1
+	for j < len(line) && line[j] >= '0' && line[j] <= '9' {
+		j++
+	}
+	return j > i+1 && j < len(line) && line[j] == ':'
 }
 
 // failureRE is what reads as a failure in the output of common tools: go

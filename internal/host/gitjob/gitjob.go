@@ -225,9 +225,26 @@ func (r *Runner) hasPassed(tree string) bool {
 	return r.passed[tree]
 }
 
-// failed is the outcome of checks that did not pass.
+// failed is the outcome of checks that did not pass: the check, named
+// short, and its first failing line.
 func failed(res checks.Result, o host.Outcome) host.Outcome {
 	o.Result = host.Failed
-	o.Line = res.Command + ": " + res.Line
+	o.Line = shortCommand(res.Command) + ": " + res.Line
 	return o
+}
+
+// shortCommand names a check as people call it: the program, and its
+// first argument when that is a word like a subcommand or a target (make
+// test, go vet, git diff), not an option or a path.
+func shortCommand(cmd string) string {
+	words := strings.Fields(cmd)
+	if len(words) == 0 {
+		return cmd
+	}
+	name := filepath.Base(words[0])
+	if len(words) > 1 && len(words[1]) <= 20 && !strings.HasPrefix(words[1], "-") && !strings.HasPrefix(words[1], ".") &&
+		!strings.ContainsAny(words[1], "/=$'\"") {
+		name += " " + words[1]
+	}
+	return name
 }

@@ -47,12 +47,27 @@ func TestCheckFails(t *testing.T) {
 	f.commit("b1/cart", "main", map[string]string{"cart.txt": "total = BUG\n"}, "cart")
 	o := f.check("cart", "refs/heads/b1/cart")
 	require.Equal(t, host.Failed, o.Result)
-	assert.True(t, strings.HasSuffix(o.Line, "-test.run=^$: FAIL: cart.txt holds BUG"), o.Line)
+	assert.Equal(t, "gitjob.test: FAIL: cart.txt holds BUG", o.Line, "the check, named short, and its first failing line")
 	assert.NotEmpty(t, o.Commit)
 	log, err := os.ReadFile(o.Log)
 	require.NoError(t, err)
 	assert.Contains(t, string(log), "FAIL: cart.txt holds BUG")
 	f.noWorktreesLeft()
+}
+
+func TestShortCommand(t *testing.T) {
+	for in, want := range map[string]string{
+		"make test":                          "make test",
+		"/usr/bin/go vet ./...":              "go vet",
+		"git diff --check 4b825dc HEAD":      "git diff",
+		"sh -c make lint && make test":       "sh",
+		"./scripts/check.sh --fast":          "check.sh",
+		"npm run test:unit":                  "npm run",
+		"pytest tests/":                      "pytest",
+		"env GOFLAGS=-count=1 go test ./...": "env",
+	} {
+		assert.Equal(t, want, shortCommand(in), in)
+	}
 }
 
 func TestCheckAHangingCheck(t *testing.T) {

@@ -21,19 +21,23 @@ func (w *world) checkedTrees() map[string]bool {
 	return trees
 }
 
-// everyLandingPassed: every commit main moved to (its first-parent line,
-// past the root) has a tree whose checks passed.
+// everyLandingPassed: every commit the host moved main to (main's reflog
+// keeps them) has a tree whose checks passed, and there was at least one.
 func (w *world) everyLandingPassed() {
 	w.t.Helper()
 	trees := w.checkedTrees()
-	root := strings.TrimSpace(w.git("rev-list", "--max-parents=0", "main"))
-	for _, line := range strings.Split(strings.TrimSpace(w.git("log", "--first-parent", "--format=%H %T", "main")), "\n") {
-		commit, tree, _ := strings.Cut(line, " ")
-		if commit == root {
+	ups, err := w.repo.Reflog(bg, "refs/heads/main")
+	require.NoError(w.t, err)
+	landed := 0
+	for _, u := range ups {
+		if !strings.HasPrefix(u.Reason, "foreman host: land ") {
 			continue
 		}
-		assert.True(w.t, trees[tree], "main went to %s, whose tree was never checked:\n%s", commit, w.git("log", "--graph", "--oneline", "main"))
+		landed++
+		tree := strings.TrimSpace(w.git("rev-parse", u.Commit+"^{tree}"))
+		assert.True(w.t, trees[tree], "main went to %s (%s), whose tree was never checked:\n%s", u.Commit, u.Reason, w.git("log", "--graph", "--oneline", "main"))
 	}
+	assert.Positive(w.t, landed)
 }
 
 // Items 5 and 6: a landing after main moved merges again, checks that, and

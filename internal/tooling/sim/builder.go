@@ -36,6 +36,9 @@ type Builder struct {
 	// (foreman host then checks it). An error goes into a PROGRESS note,
 	// and READY follows anyway: the host answers for a missing branch.
 	Push func(component, branch string, fixes int) error
+	// Begin, if set, is called when the builder starts work on a
+	// component (its ACK): where a real builder would branch off.
+	Begin func(component, branch string)
 }
 
 // QuirkKind is what a scripted quirk does.
@@ -270,6 +273,9 @@ func (b *builder) pick() string {
 func (b *builder) begin(w world, c string, from int) {
 	b.epoch++
 	b.st, b.c, b.pct, b.lines, b.left, b.note, b.fixes = working, c, from, 0, b.s.Steps, "", 0
+	if b.s.Begin != nil {
+		b.s.Begin(c, b.name+"/"+c)
+	}
 	if from > 0 {
 		b.note = fmt.Sprintf("picking up from %d%%", from)
 	}
