@@ -268,7 +268,7 @@ func TestPruneWorktreesAfterACrash(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "work")
 	require.NoError(t, r.AddWorktree(ctx, filepath.Join(root, "run-1"), tip(t, r, "main")))
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "run-2", "half"), 0o755)) // a worktree add cut short
-	require.NoError(t, r.PruneWorktrees(ctx, root))
+	require.NoError(t, r.PruneWorktrees(ctx, root, nil))
 	entries, err := os.ReadDir(root)
 	require.NoError(t, err)
 	assert.Empty(t, entries)
@@ -296,4 +296,39 @@ func TestTheHostsRefUpdatesAreLogged(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(ups), 2, "a bare repository keeps a reflog of what the host moved")
 	assert.Equal(t, RefUpdate{Commit: next, Reason: "foreman host: land a"}, ups[0])
+}
+
+func TestResetWorktreeIsAsGoodAsFresh(t *testing.T) {
+	r := newRepo(t, true)
+	main := tip(t, r, "main")
+	a := commit(t, r, "", main, map[string]string{"a.txt": "a\n", "keep.txt": "from a\n"})
+	b := commit(t, r, "", main, map[string]string{"b.txt": "b\n", "keep.txt": "from b\n"})
+	dir := filepath.Join(t.TempDir(), "slot")
+	require.NoError(t, r.AddWorktree(ctx, dir, a))
+	// What a run may leave behind: a rebase stopped on a conflict, a
+	// changed file, build output.
+	_, err := r.gitIn(ctx, dir, "rebase", b)
+	require.Error(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("changed\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "out"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "out", "bin"), []byte("x"), 0o644))
+
+	require.NoError(t, r.ResetWorktree(ctx, dir, b))
+	out, err := r.gitIn(ctx, dir, "status", "--porcelain", "--ignored")
+	require.NoError(t, err)
+	assert.Empty(t, out)
+	head, err := r.gitIn(ctx, dir, "rev-parse", "HEAD")
+	require.NoError(t, err)
+	assert.Equal(t, b+"\n", head)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{".git", "b.txt", "keep.txt"}, names)
+	data, _ := os.ReadFile(filepath.Join(dir, "keep.txt"))
+	assert.Equal(t, "from b\n", string(data))
+	_, err = os.Stat(filepath.Join(r.worktreeGitDir(ctx, dir), "rebase-merge"))
+	assert.True(t, os.IsNotExist(err), "the stopped rebase was aborted")
 }

@@ -82,15 +82,16 @@ func (r *Runner) check(ctx context.Context, j host.Job) host.Outcome {
 	return o
 }
 
-// rebase rebases tip onto base in a private worktree, removed afterwards:
-// the new tip, or clean false when the rebase stopped on a conflict.
+// rebase rebases tip onto base in a private worktree (a slot, reset to
+// tip first): the new tip, or clean false when the rebase stopped on a
+// conflict (and was aborted).
 func (r *Runner) rebase(ctx context.Context, j host.Job, tip, base string) (string, bool, error) {
-	dir := fmt.Sprintf("%s/rebase-%d", r.o.Work, j.Run)
-	if err := r.o.Repo.AddWorktree(ctx, dir, tip); err != nil {
+	s := r.takeSlot()
+	defer r.giveSlot(s)
+	if err := r.ready(ctx, s, tip); err != nil {
 		return "", false, err
 	}
-	defer r.o.Repo.RemoveWorktree(context.WithoutCancel(ctx), dir)
-	head, conflict, err := r.o.Repo.Rebase(ctx, dir, base)
+	head, conflict, err := r.o.Repo.Rebase(ctx, s.dir, base)
 	if err != nil {
 		return "", false, err
 	}

@@ -44,6 +44,8 @@ type Runner struct {
 	o      Options
 	mu     sync.Mutex
 	passed map[string]bool // trees whose checks passed in this process
+	free   []*slot         // slot worktrees not in use
+	slots  int             // slots made so far
 }
 
 // New makes a runner; it makes the log and work directories.
@@ -72,7 +74,7 @@ func (r *Runner) Prune(ctx context.Context) error {
 		}
 		_ = os.Remove(f)
 	}
-	return r.o.Repo.PruneWorktrees(ctx, r.o.Work)
+	return r.o.Repo.PruneWorktrees(ctx, r.o.Work, isSlot)
 }
 
 // Run does j and says how it went. A cancelled ctx gives Cancelled.
@@ -185,25 +187,28 @@ func logName(j host.Job) string {
 	return b.String() + "-" + strconv.Itoa(j.Run) + ".log"
 }
 
-// runChecks runs the checks on commit in a fresh detached worktree, removed
-// afterwards. It fills the outcome's log and URL.
+// runChecks runs the checks on commit in a worktree that holds exactly
+// that commit (a slot, reset and cleaned: see slots.go). It fills the
+// outcome's log and URL.
 func (r *Runner) runChecks(ctx context.Context, j host.Job, commit, base string, o *host.Outcome) (checks.Result, error) {
 	name := logName(j)
 	o.Log = filepath.Join(r.o.Logs, name)
 	if r.o.LogURL != "" {
 		o.URL = strings.TrimSuffix(r.o.LogURL, "/") + "/" + url.PathEscape(name)
 	}
-	dir := filepath.Join(r.o.Work, "run-"+strconv.Itoa(j.Run))
-	tmp, pgids := dir+".tmp", dir+".pgid"
+	run := filepath.Join(r.o.Work, "run-"+strconv.Itoa(j.Run))
+	tmp, pgids := run+".tmp", run+".pgid"
 	defer os.RemoveAll(tmp)
 	defer os.Remove(pgids)
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return checks.Result{}, err
 	}
-	if err := r.o.Repo.AddWorktree(ctx, dir, commit); err != nil {
+	s := r.takeSlot()
+	defer r.giveSlot(s)
+	if err := r.ready(ctx, s, commit); err != nil {
 		return checks.Result{}, err
 	}
-	defer r.o.Repo.RemoveWorktree(context.WithoutCancel(ctx), dir)
+	dir := s.dir
 	env := checks.Env(tmp, r.o.Env, map[string]string{
 		"FOREMAN_COMPONENT": j.Component, "FOREMAN_REF": j.Ref, "FOREMAN_COMMIT": commit,
 		"FOREMAN_BASE": base, "FOREMAN_TARGET": r.o.Target,

@@ -102,12 +102,12 @@ func TestConflicts(t *testing.T) {
 func TestStaleRunsAreNeverReported(t *testing.T) {
 	w := newWorld(t, worldOptions{mode: "gate"})
 	w.startHost()
-	for c, leave := range map[string]struct{ who, line, then string }{
-		"db":  {"op", "RELEASE db", "OK RELEASE db"},
-		"api": {"b2", "ABORT api context_exhaustion_handoff", "TASKS"},
-		"web": {"op", "ASSIGN web @B3", "ACK web"},
+	for _, leave := range []struct{ c, b, who, line, then string }{
+		{"db", "b1", "op", "RELEASE db", "OK RELEASE db"},
+		{"api", "b2", "b2", "ABORT api context_exhaustion_handoff", "TASKS"},
+		{"web", "b3", "op", "ASSIGN web @B3", "ACK web"},
 	} {
-		b := map[string]string{"db": "b1", "api": "b2", "web": "b3"}[c]
+		c, b := leave.c, leave.b
 		w.claim(b, c)
 		w.commit(b+"/"+c, "main", map[string]string{c + ".txt": c})
 		w.say(b, "READY "+c+" "+b+"/"+c)
