@@ -94,14 +94,15 @@ type run struct {
 
 // Core is the host's state machine. Not safe for concurrent use.
 type Core struct {
-	cfg     Config
-	reader  protocol.Reader
-	comps   map[string]*comp
-	order   []*run // queued, oldest first
-	running map[int]*run
-	passes  map[string]Pass
-	lastRun int
-	now     time.Time
+	cfg      Config
+	reader   protocol.Reader
+	comps    map[string]*comp
+	declared map[string]bool // cfg.Components
+	order    []*run          // queued, oldest first
+	running  map[int]*run
+	passes   map[string]Pass
+	lastRun  int
+	now      time.Time
 
 	gen       int       // joins so far: a STATUS line heard since the last one is fresh
 	synced    bool      // every declared component has had a fresh STATUS line
@@ -116,12 +117,16 @@ type Core struct {
 func New(cfg Config, st State) *Core {
 	cfg.defaults()
 	h := &Core{
-		cfg:     cfg,
-		reader:  protocol.Reader{Mentions: cfg.Mentions},
-		comps:   map[string]*comp{},
-		running: map[int]*run{},
-		passes:  map[string]Pass{},
-		lastRun: st.LastRun,
+		cfg:      cfg,
+		reader:   protocol.Reader{Mentions: cfg.Mentions},
+		comps:    map[string]*comp{},
+		declared: map[string]bool{},
+		running:  map[int]*run{},
+		passes:   map[string]Pass{},
+		lastRun:  st.LastRun,
+	}
+	for _, c := range cfg.Components {
+		h.declared[c] = true
 	}
 	for k, p := range st.Passes {
 		h.passes[k] = p

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -367,4 +368,16 @@ func TestAuditBeforeReviewArrives(t *testing.T) {
 	j = s.started(s.hear("@b2", "READY db b2/db"))
 	s.finish(j.Run, Outcome{Result: Passed, Commit: "m2"})
 	assert.Empty(t, s.foreman("REVIEW db @b2 b2/db").Say)
+}
+
+// Names only foreman can make known: a flood of READY for made-up
+// components costs the host nothing.
+func TestMadeUpNamesAreNotKept(t *testing.T) {
+	s := newHarness(t, nil)
+	for i := range 1000 {
+		s.hear("@x", fmt.Sprintf("READY made-up-%d x", i))
+	}
+	assert.Len(t, s.h.comps, 0)
+	s.hear("@b1", "READY api b1/api") // declared: kept until STATUS says who owns it
+	assert.Len(t, s.h.comps, 1)
 }

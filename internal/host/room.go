@@ -56,7 +56,13 @@ func (h *Core) ready(from, name, ref string) {
 	if !h.cfg.Gating {
 		return // READY goes straight to review: foreman says REVIEW
 	}
-	c := h.get(name)
+	c := h.comps[name]
+	if c == nil {
+		if !h.declared[name] {
+			return // a name foreman never said: anyone may write anything
+		}
+		c = h.get(name)
+	}
 	switch {
 	case c.phase == unknown:
 		c.waiting = &ready{from, ref} // until a STATUS answer says who owns c

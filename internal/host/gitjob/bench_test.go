@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,11 +18,32 @@ import (
 	"github.com/agentforeman/foreman/internal/host"
 )
 
-// bigRepo is a bare repository of 10,000 files and 1,000 commits on main,
-// made with git fast-import: the size the host's overhead is measured at.
-func bigRepo(b *testing.B, files, commits int) *gitrepo.Repo {
+// benchDir holds what the benchmarks share (TestMain removes it): a
+// repository of 10,000 files is made once, and each runner's first slot
+// once (writing 10,000 files takes seconds on a slow disk; later runs
+// write only what differs).
+var (
+	benchDir  string
+	benchOnce sync.Once
+	benchRepo *gitrepo.Repo
+)
+
+func sharedRepo(b *testing.B) *gitrepo.Repo {
+	benchOnce.Do(func() {
+		var err error
+		benchDir, err = os.MkdirTemp("", "gitjob-bench-")
+		require.NoError(b, err)
+		benchRepo = bigRepo(b, benchDir, 10000, 1000)
+	})
+	return benchRepo
+}
+
+// bigRepo is a bare repository of files files and commits commits on
+// main, made with git fast-import: the size the host's overhead is
+// measured at.
+func bigRepo(b *testing.B, root string, files, commits int) *gitrepo.Repo {
 	b.Helper()
-	dir := filepath.Join(b.TempDir(), "big.git")
+	dir := filepath.Join(root, "big.git")
 	repo, err := gitrepo.Init(ctx, dir, "main", true)
 	require.NoError(b, err)
 	base, err := repo.RevParse(ctx, "refs/heads/main")
@@ -65,11 +87,35 @@ func branchOff(b *testing.B, repo *gitrepo.Repo, name string, back int) string {
 	return c
 }
 
-func benchRunner(b *testing.B, repo *gitrepo.Repo) *Runner {
-	dir := b.TempDir()
+var (
+	runnersMu sync.Mutex
+	runners   = map[int]*Runner{}
+)
+
+// benchRunner is a runner with no-op checks (true) and slots ready slots
+// already made, shared by the benchmarks.
+func benchRunner(b *testing.B, repo *gitrepo.Repo, slots int) *Runner {
+	runnersMu.Lock()
+	defer runnersMu.Unlock()
+	if r := runners[slots]; r != nil {
+		return r
+	}
+	dir := filepath.Join(benchDir, fmt.Sprintf("runner-%d", slots))
 	r, err := New(Options{Repo: repo, Target: "main", AutoRebase: true, Timeout: time.Minute,
 		Checks: [][]string{{"true"}}, Logs: filepath.Join(dir, "logs"), Work: filepath.Join(dir, "work")})
 	require.NoError(b, err)
+	main, err := repo.RevParse(ctx, "refs/heads/main")
+	require.NoError(b, err)
+	var made []*slot
+	for range slots {
+		s := r.takeSlot()
+		require.NoError(b, r.ready(ctx, s, main))
+		made = append(made, s)
+	}
+	for _, s := range made {
+		r.giveSlot(s)
+	}
+	runners[slots] = r
 	return r
 }
 
@@ -79,11 +125,12 @@ func benchRunner(b *testing.B, repo *gitrepo.Repo) *Runner {
 // made, a fresh worktree of it checked out, the check run, the worktree
 // removed, the branch looked at again.
 func BenchmarkReadyToVerdict(b *testing.B) {
-	repo := bigRepo(b, 10000, 1000)
-	r := benchRunner(b, repo)
+	repo := sharedRepo(b)
+	r := benchRunner(b, repo, 1)
+	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
-		name := fmt.Sprintf("b/c%d", i)
+		name := fmt.Sprintf("b/n%d/c%d", b.N, i)
 		branchOff(b, repo, name, 3)
 		b.StartTimer()
 		o := r.Run(ctx, host.Job{Run: i + 1, Kind: host.Check, Component: "c", Ref: name, Owner: "@b"})
@@ -97,14 +144,14 @@ func BenchmarkReadyToVerdict(b *testing.B) {
 // core and the git jobs together, with max_parallel 1 and 4: the core
 // decides, jobs run in goroutines as the live shell runs them.
 func BenchmarkQueueThroughput(b *testing.B) {
-	repo := bigRepo(b, 10000, 1000)
+	repo := sharedRepo(b)
 	for _, p := range []int{1, 4} {
 		b.Run(fmt.Sprintf("max_parallel=%d", p), func(b *testing.B) {
-			r := benchRunner(b, repo)
+			r := benchRunner(b, repo, p)
 			const batch = 8
 			var refs []string
 			for i := range b.N * batch {
-				name := fmt.Sprintf("p%d/c%d", p, i)
+				name := fmt.Sprintf("p%d/n%d/c%d", p, b.N, i)
 				branchOff(b, repo, name, 3)
 				refs = append(refs, name)
 			}

@@ -21,7 +21,11 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv("HELPER"); mode != "" {
 		os.Exit(helper(mode))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
 }
 
 // helper is a check. Every mode records the tree it was run on (for the
