@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,6 +88,9 @@ func branchOff(b *testing.B, repo *gitrepo.Repo, name string, back int) string {
 	return c
 }
 
+// branches numbers the benchmarks' branches: the repository is shared.
+var branches atomic.Int64
+
 var (
 	runnersMu sync.Mutex
 	runners   = map[int]*Runner{}
@@ -128,12 +132,12 @@ func BenchmarkReadyToVerdict(b *testing.B) {
 	repo := sharedRepo(b)
 	r := benchRunner(b, repo, 1)
 	b.ResetTimer()
-	for i := range b.N {
+	for range b.N {
 		b.StopTimer()
-		name := fmt.Sprintf("b/n%d/c%d", b.N, i)
+		name := fmt.Sprintf("b/c%d", branches.Add(1))
 		branchOff(b, repo, name, 3)
 		b.StartTimer()
-		o := r.Run(ctx, host.Job{Run: i + 1, Kind: host.Check, Component: "c", Ref: name, Owner: "@b"})
+		o := r.Run(ctx, host.Job{Run: int(branches.Load()), Kind: host.Check, Component: "c", Ref: name, Owner: "@b"})
 		if o.Result != host.Passed {
 			b.Fatalf("%+v", o)
 		}
@@ -150,8 +154,8 @@ func BenchmarkQueueThroughput(b *testing.B) {
 			r := benchRunner(b, repo, p)
 			const batch = 8
 			var refs []string
-			for i := range b.N * batch {
-				name := fmt.Sprintf("p%d/n%d/c%d", p, b.N, i)
+			for range b.N * batch {
+				name := fmt.Sprintf("p%d/c%d", p, branches.Add(1))
 				branchOff(b, repo, name, 3)
 				refs = append(refs, name)
 			}

@@ -53,8 +53,15 @@ func New(o Options) (*Runner, error) {
 	if o.MaxMoves <= 0 {
 		o.MaxMoves = 5
 	}
-	for _, d := range []string{o.Logs, o.Work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	// git runs in the repository and the checks in a worktree: a relative
+	// path would mean something else to each.
+	for _, d := range []*string{&o.Logs, &o.Work} {
+		abs, err := filepath.Abs(*d)
+		if err != nil {
+			return nil, err
+		}
+		*d = abs
+		if err := os.MkdirAll(abs, 0o755); err != nil {
 			return nil, err
 		}
 	}

@@ -315,3 +315,22 @@ func TestLandWaitsForALockedOrDirtyRepository(t *testing.T) {
 	assert.Equal(t, "api\n", string(data))
 	assert.Empty(t, f.git("status", "--porcelain"))
 }
+
+// host.logs and host.work are relative to the configuration file, and so
+// often relative to where the host runs: they must mean the same to git
+// (which runs in the repository) and to the checks (in a worktree).
+func TestRelativeDirectories(t *testing.T) {
+	f := newFixture(t, true, nil)
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.Chdir(wd) })
+	require.NoError(t, os.Chdir(f.dir))
+	r, err := New(Options{Repo: f.repo, Target: "main", Timeout: time.Minute, Checks: [][]string{{"true"}},
+		Logs: "rel/logs", Work: "rel/work"})
+	require.NoError(t, err)
+	f.commit("b1/api", "main", map[string]string{"a": "a"}, "a")
+	o := r.Run(ctx, host.Job{Run: 1, Kind: host.Check, Component: "api", Ref: "b1/api"})
+	require.Equal(t, host.Passed, o.Result, "%+v", o)
+	assert.Equal(t, filepath.Join(f.dir, "rel", "logs", "api-1.log"), o.Log)
+	assert.DirExists(t, filepath.Join(f.dir, "rel", "work", "slot-1"))
+}
