@@ -202,3 +202,18 @@ func throughQueue(b *testing.B, r *Runner, p int, refs []string) int {
 	wg.Wait()
 	return verdicts
 }
+
+// BenchmarkFreshWorktree is what a check would cost to set up in a worktree
+// made from nothing (git worktree add, then remove) on the same
+// repository: the reason checks run in slots that are reset instead.
+func BenchmarkFreshWorktree(b *testing.B) {
+	repo := sharedRepo(b)
+	main, err := repo.RevParse(ctx, "refs/heads/main")
+	require.NoError(b, err)
+	dir := filepath.Join(benchDir, "fresh")
+	b.ResetTimer()
+	for range b.N {
+		require.NoError(b, repo.AddWorktree(ctx, dir, main))
+		require.NoError(b, repo.RemoveWorktree(ctx, dir))
+	}
+}
