@@ -58,9 +58,10 @@ const (
 	approved       // AUDIT PASS confirmed by STATUS (merge mode external)
 	merged
 	held
+	reported // the host said its verdict; foreman's answer (REVIEW, FIX...) is on its way
 )
 
-var phaseNames = [...]string{"unknown", "pending", "building", "ci", "review", "approved", "merged", "held"}
+var phaseNames = [...]string{"unknown", "pending", "building", "ci", "review", "approved", "merged", "held", "reported"}
 
 func (p phase) String() string { return phaseNames[p] }
 

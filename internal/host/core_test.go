@@ -381,3 +381,27 @@ func TestMadeUpNamesAreNotKept(t *testing.T) {
 	s.hear("@b1", "READY api b1/api") // declared: kept until STATUS says who owns it
 	assert.Len(t, s.h.comps, 1)
 }
+
+// A view of c said before the host's verdict reached foreman (someone's
+// STATUS) comes after the verdict: it must not start c's job again.
+func TestOlderViewsDoNotRestartWhatWasReported(t *testing.T) {
+	s := newHarness(t, nil)
+	s.built("api", "@b1")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m1"})
+	assert.Empty(t, s.foreman("STATUS api ci owner=@b1 pr=b1/api").Start, "no second check, no second verdict")
+	s.foreman("REVIEW api @b1 b1/api")
+	s.hear("@aud", "AUDIT api PASS")
+	land := s.started(s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes"))
+	a := s.finish(land.Run, Outcome{Result: Landed, Commit: "m1"})
+	assert.Contains(t, a.Say, "MERGED api")
+	assert.Empty(t, s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes").Start, "no second landing, no second MERGED")
+	s.foreman("OK MERGED api")
+
+	// A verdict foreman refused leaves the host not knowing: the next view says.
+	s.built("db", "@b2")
+	j = s.started(s.hear("@b2", "READY db b2/db"))
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m2"})
+	s.foreman("REJECT db @host not waiting for CI (held)")
+	assert.NotEmpty(t, s.foreman("STATUS db ci owner=@b2 pr=b2/db").Start)
+}

@@ -88,7 +88,7 @@ func (h *Core) auditPassed(from, name string) {
 	if len(h.cfg.Auditors) > 0 && !contains(h.cfg.Auditors, from) {
 		return
 	}
-	if c.phase == inCI || c.phase == unknown {
+	if c.phase == inCI || c.phase == reported || c.phase == unknown {
 		// foreman may have said REVIEW already (the host's CI PASS was
 		// handled) and be slow to send it: ask once the REVIEW is here.
 		c.early = true
@@ -178,9 +178,16 @@ func (h *Core) confirmed(command string) {
 }
 
 // refused is a REJECT of one of the host's own lines: nothing changed.
+// After a refused verdict the host no longer knows where c is: the next
+// view (STATUS) says.
 func (h *Core) refused(name, reason string) {
-	if c := h.comps[name]; c != nil && strings.HasPrefix(reason, "unknown component") {
+	c := h.comps[name]
+	switch {
+	case c == nil:
+	case strings.HasPrefix(reason, "unknown component"):
 		delete(h.comps, name)
+	case c.phase == reported:
+		c.phase = unknown
 	}
 }
 
@@ -209,6 +216,8 @@ func (h *Core) status(name, rest string) {
 		c.ref = pr
 	}
 	switch {
+	case c.phase == reported || c.phase == merged && state != "merged":
+		// The host's own verdict or landing is newer than this view.
 	case state == "ci":
 		if c.phase != inCI || c.run == nil {
 			c.phase = inCI

@@ -33,6 +33,9 @@ func (h *Core) verdict(c *comp, r *run, o Outcome) {
 			mention(r.Owner), c.name, o.Rebased.Branch, h.cfg.Target, short(o.Rebased.From), short(o.Rebased.To)))
 	}
 	h.record(Record{Op: OpEnd, Run: r.Run, Component: c.name, Result: o.Result.String(), Commit: o.Commit})
+	// Until foreman answers, an older view of c (a STATUS said before the
+	// verdict reached it) must not start c's job again.
+	c.phase = reported
 	var line string
 	switch o.Result {
 	case Passed:
@@ -47,6 +50,7 @@ func (h *Core) verdict(c *comp, r *run, o Outcome) {
 	case Invalid:
 		line = "CI " + c.name + " FAIL " + bound(o.Line, detailRoom)
 	case Landed:
+		c.phase = merged
 		delete(h.passes, c.name)
 		h.record(Record{Op: OpLanded, Component: c.name, Commit: o.Commit})
 		how := "landed"
