@@ -31,6 +31,10 @@ func TestReadyToMerged(t *testing.T) {
 		assert.Contains(t, l, why, ref)
 		w.expect(w.foreman, "FIX db "+w.id("b1"))
 	}
+	// Spaces or control characters make a malformed line: foreman says
+	// ERROR, and the host has nothing to check.
+	w.say("b1", "READY db b1 db")
+	w.expect(w.foreman, "ERROR "+w.id("b1")+" READY")
 	w.commit("main", "main", map[string]string{"README": "the shop\n"}) // main moved on since b1 began
 	w.commit("b1/db", "main~1", map[string]string{"db.sql": "create table books;\n"})
 	w.say("b1", "READY db b1/db")
@@ -44,6 +48,7 @@ func TestReadyToMerged(t *testing.T) {
 	w.expect(w.foreman, "OK MERGED db")
 	assert.Equal(t, commit, w.tip("main"), "what passed landed, as it was checked")
 	assert.Len(t, w.said(w.host, "MERGED"), 1)
+	assert.Len(t, w.said(w.host, "CI db "), 6, "five refusals and a pass; nothing for the malformed line")
 }
 
 // Item 3: a failing check steps the builder back with the first failing
