@@ -31,8 +31,15 @@ lint:
 # The engine, grammar, replay and recovery benchmarks (docs/PERFORMANCE.md),
 # then the engine's throughput again on one core.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./coordinator/graph ./internal/web
+	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./coordinator/graph ./internal/web ./internal/host
 	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' -benchmem -cpu 1 ./coordinator
+
+# foreman host on a repository of 10,000 files and 1,000 commits: its work
+# per READY, the queue's throughput, a fresh worktree (a few minutes).
+.PHONY: bench-host
+bench-host:
+	$(GO) test -run '^$$' -bench 'ReadyToVerdict|QueueThroughput' -benchtime 20x ./internal/host/gitjob
+	$(GO) test -run '^$$' -bench 'FreshWorktree' -benchtime 3x ./internal/host/gitjob
 
 # Short fuzzing runs of the grammar and the engine; FUZZTIME=10m for long ones.
 fuzz:
