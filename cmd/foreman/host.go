@@ -24,8 +24,9 @@ host.repo. It makes the work real:
                     is merged with host.target without a working tree (git
                     merge-tree), rebased in a private worktree if that
                     conflicts and host.auto_rebase is on, and host.checks
-                    run in a fresh worktree of the merge result, in their
-                    own process group, with a clean environment, under
+                    run in a worktree holding exactly the merge result
+                    (reset and cleaned: as fresh as a new checkout), each
+                    in its own process group, with a clean environment, under
                     rules.ci_timeout: CI c PASS <commit>, CI c FAIL <commit>
                     <first failing line> log=<path> [url=...], or
                     CI c CONFLICT <files>

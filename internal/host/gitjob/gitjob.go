@@ -1,8 +1,8 @@
 // Package gitjob does the git work of foreman host's jobs on one
 // repository: a check (the builder's ref validated, merged with the target
 // without a working tree, rebased in a private worktree if that conflicts
-// and auto_rebase is on, the checks run in a fresh detached worktree of the
-// merge result) and a landing (a compare-and-swap of the target to what
+// and auto_rebase is on, the checks run in a worktree holding exactly the
+// merge result: see slots.go) and a landing (a compare-and-swap of the target to what
 // passed, or, when the target moved, a new merge checked again first).
 package gitjob
 
