@@ -77,8 +77,8 @@ commands:
 		case ctx.Err() != nil:
 			return Result{}, ctx.Err()
 		case limit.Err() != nil:
-			log.note(fmt.Sprintf("[killed with its process group: the checks took longer than %s]", s.Timeout))
-			res = Result{Command: name, TimedOut: true, Line: fmt.Sprintf("timed out after %s (killed with its process group)", s.Timeout)}
+			log.note(fmt.Sprintf("[killed with its process group: the checks took longer than %s]", short(s.Timeout)))
+			res = Result{Command: name, TimedOut: true, Line: fmt.Sprintf("timed out after %s (killed with its process group)", short(s.Timeout))}
 		case runErr != nil:
 			log.note("[did not run: " + runErr.Error() + "]")
 			res = Result{Command: name, Line: "did not run: " + runErr.Error()}
@@ -186,4 +186,16 @@ func lookPath(name string, env []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: not found on the checks' PATH", name)
+}
+
+// short writes a duration as people do: 10m, 1h30m, 2s.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }

@@ -246,6 +246,12 @@ func TestEnvIsClean(t *testing.T) {
 	}
 }
 
+func TestShortDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{10 * time.Minute: "10m", 90 * time.Minute: "1h30m", 2 * time.Hour: "2h", 2 * time.Second: "2s", 1500 * time.Millisecond: "1.5s"} {
+		assert.Equal(t, want, short(d))
+	}
+}
+
 func TestSplit(t *testing.T) {
 	for in, want := range map[string][]string{
 		"make test":                    {"make", "test"},
