@@ -31,8 +31,15 @@ lint:
 # The engine, grammar, replay and recovery benchmarks (docs/PERFORMANCE.md),
 # then the engine's throughput again on one core.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./coordinator/graph ./internal/web ./internal/cluster
+	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./coordinator/graph ./internal/web ./internal/cluster ./internal/host
 	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' -benchmem -cpu 1 ./coordinator
+
+# foreman host on a repository of 10,000 files and 1,000 commits: its work
+# per READY, the queue's throughput, a fresh worktree (a few minutes).
+.PHONY: bench-host
+bench-host:
+	$(GO) test -run '^$$' -bench 'ReadyToVerdict|QueueThroughput' -benchtime 20x ./internal/host/gitjob
+	$(GO) test -run '^$$' -bench 'FreshWorktree' -benchtime 3x ./internal/host/gitjob
 
 # Short fuzzing runs of the grammar and the engine; FUZZTIME=10m for long ones.
 fuzz:
@@ -42,9 +49,15 @@ fuzz:
 
 # A whole build on this machine: chat server, foreman and simulated agents
 # (ARGS="--minute 50ms --ci" to change it; see `foreman demo --help`).
-.PHONY: demo
+.PHONY: demo demo-git
 demo:
 	$(GO) run ./cmd/foreman demo $(ARGS)
+
+# The same story with the work made real: builders push to a temporary git
+# repository, foreman host checks and lands it; ends with git log --graph.
+.PHONY: demo-git
+demo-git:
+	$(GO) run ./cmd/foreman demo --git $(ARGS)
 
 # The full fault set: many kill -9 trials and restarts, and the cluster's
 # faults on in-process NATS servers (make test runs a short form).

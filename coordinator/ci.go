@@ -15,10 +15,15 @@ const (
 )
 
 // ciVerdict handles CI c PASS|FAIL|CONFLICT from the CI role (contract
-// section 5, CI gating).
+// section 5, CI gating), and from the merger about an approved component
+// (section 7).
 func (e *Engine) ciVerdict(agent string, cmd protocol.Command) {
 	c, ok := e.lookup(agent, cmd.Component)
 	if !ok {
+		return
+	}
+	if c.approved {
+		e.mergerVerdict(agent, c, cmd)
 		return
 	}
 	switch {
@@ -36,6 +41,26 @@ func (e *Engine) ciVerdict(agent string, cmd protocol.Command) {
 	case cmd.Verdict == protocol.MergeConflict:
 		e.ciFailed(c, mergeConflict, cmd.Text)
 	default:
+		e.ciFailed(c, checksFailed, cmd.Text)
+	}
+}
+
+// mergerVerdict handles CI about an approved component (merge mode
+// external; only then is anything approved): the merger found that what
+// would land no longer passes, or no longer merges, because the target
+// moved. That steps c back to its builder as a CI failure does, whether or
+// not CI gating is on. Nobody else may say it, and PASS says nothing new.
+func (e *Engine) mergerVerdict(agent string, c *component, cmd protocol.Command) {
+	switch {
+	case !e.roles.merger[agent]:
+		e.reject(c, agent, "already approved; only the merger may report CI on it now, or say MERGED")
+	case cmd.Verdict == protocol.Pass:
+		e.reject(c, agent, "already approved; say MERGED %s once it has landed", c.name)
+	case cmd.Verdict == protocol.MergeConflict:
+		c.approved = false
+		e.ciFailed(c, mergeConflict, cmd.Text)
+	default:
+		c.approved = false
 		e.ciFailed(c, checksFailed, cmd.Text)
 	}
 }

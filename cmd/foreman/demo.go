@@ -42,6 +42,12 @@ minute per sender (50ms at the default): the stock 1s scaled by the clock
 would be under 2ms, a pace no room keeps. Below about 50ms a minute the chat
 client's flood guard (2.5 messages a second) starts to stretch the story.
 
+With --git, the work is real: the builders commit files on branches of a
+temporary git repository and foreman host (the CI role and the merger, merge
+mode external) checks each READY with git diff --check on what would land,
+rebases a branch that conflicts when a rebase is clean, steps back one that
+fails, and lands approved work on main; the demo ends with git log --graph.
+
 With --http, the live board (as foreman run serves it) follows the build in a
 browser; it stays up after the build, with the final board, until Ctrl-C.`,
 		Args: cobra.NoArgs,
@@ -91,6 +97,7 @@ browser; it stays up after the build, with the final board, until Ctrl-C.`,
 	f.Uint64Var(&seed, "seed", 1, "seed of the agents' reaction jitter")
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:0", "chat server address; port 0 picks a free one")
 	f.BoolVar(&o.CI, "ci", false, "turn CI gating on, with a CI bot")
+	f.BoolVar(&o.Git, "git", false, "make the work real: builders push to a temporary git repository, foreman host checks and lands it; ends with git log --graph")
 	f.BoolVar(&noColor, "no-color", false, "no colours, even on a terminal")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print only the summary")
 	f.StringVar(&o.Dir, "dir", "", "keep the journal and the recorded transcript in this directory")

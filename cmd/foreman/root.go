@@ -80,6 +80,7 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.mcpCommand(),
 		a.clusterCommand(),
 		a.simCommand(),
+		a.hostCommand(),
 	)
 	return root
 }

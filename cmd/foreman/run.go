@@ -107,7 +107,7 @@ takes over at once.`,
 			if c.HTTP != "" {
 				var url string
 				var stopBoard func()
-				wo := web.Options{Logger: log.With().Str("part", "http").Logger()}
+				wo := web.Options{Logger: log.With().Str("part", "http").Logger(), HostLogs: c.Host.Logs}
 				if c.Journal != "" {
 					// Beside the journal's segments: the board's log and
 					// counters go on where they were after a restart.

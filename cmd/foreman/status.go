@@ -37,7 +37,8 @@ halted or complete. Owners are shown by name with their sender id
 (b1 @cb883c6b0913051a), as the room named them. It reads the same JSON as the
 web board (/api/view), from the config's http.listen (as foreman run serves
 it), or --board. (--url, as everywhere else, would be the chat server's.)
-Colours are used on a terminal only (and never with NO_COLOR set). It exits 1
+Where foreman host (same config) has written its queue
+(host.logs/queue.json), the CI queue follows. Colours are used on a terminal only (and never with NO_COLOR set). It exits 1
 when foreman has no current board to give (starting, or stopped).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -60,6 +61,7 @@ when foreman has no current board to give (starting, or stopped).`,
 			}
 			color := !noColor && os.Getenv("NO_COLOR") == "" && colorTerminal(a.stdout)
 			writeStatus(a.stdout, b, color)
+			writeHostQueue(a.stdout, c.Host.Logs, time.Now())
 			if b.View == nil || b.Stale {
 				return &exitError{code: 1, silent: true, err: errors.New(b.Problem)}
 			}

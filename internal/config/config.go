@@ -36,6 +36,7 @@ type Config struct {
 	Log     Log
 	MCP     MCP
 	Cluster Cluster // NATS JetStream and leases; off by default
+	Host    Host    // foreman host: the git repository it checks and lands in
 	File    string  // the file read, "" if none
 	// Warnings are problems that do not stop foreman, for the log.
 	Warnings []string
@@ -135,6 +136,7 @@ func defaults() map[string]any {
 		"mcp.keepalive":      "30m",
 	}
 	clusterDefaults(d)
+	hostDefaults(d)
 	r := coordinator.DefaultRules()
 	for _, k := range coordinator.RuleKeys() {
 		d["rules."+k], _ = r.Get(k)
@@ -346,6 +348,9 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 		return nil, err
 	}
 	if err := decodeBuild(v, c, src); err != nil {
+		return nil, err
+	}
+	if err := decodeHost(v, c, src); err != nil {
 		return nil, err
 	}
 	c.Build.Warnings = append(c.Build.Warnings, Redacted(c.Build.Name, c.Build.Components)...)

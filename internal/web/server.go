@@ -32,6 +32,9 @@ type Options struct {
 	Cluster func() []pool.Lead
 	// Collectors are more metrics for /metrics (the cluster's).
 	Collectors []prometheus.Collector
+	// HostLogs is foreman host's host.logs directory, if it is on this
+	// machine: the board then serves its queue and logs (hostqueue.go).
+	HostLogs string
 }
 
 // Server serves the board, the JSON view, health and metrics.
@@ -109,6 +112,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/view", s.serveView)
 	mux.HandleFunc("GET /events", s.serveEvents)
 	mux.HandleFunc("GET /api/cluster", s.serveCluster)
+	mux.HandleFunc("GET /ci/queue", s.serveCIQueue)
+	mux.HandleFunc("GET /ci/logs/{name}", s.serveCILog)
 	return secured(mux)
 }
 

@@ -31,6 +31,12 @@ type Options struct {
 	Seed   uint64 // the agents' reaction jitter
 	Listen string // the chat server's address (default 127.0.0.1:0, a free port)
 	CI     bool   // turn ci_gating on and add a CI bot
+	// Git makes the work real: a temporary git repository the builders
+	// push to, and foreman host as the CI role and the merger (merge mode
+	// external), checking each READY and landing what is approved; the
+	// demo ends with git log --graph of main. It implies CI gating, with
+	// the host instead of a CI bot.
+	Git bool
 
 	Out   io.Writer // the chat log and the summary; nil: nowhere
 	Color bool      // ANSI colours in Out
@@ -114,6 +120,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	s := &show{o: o, res: &Result{Build: buildName, Components: len(Bookshop()), Minute: o.Minute, Dir: o.Dir},
 		complete: make(chan struct{})}
+	if o.Git {
+		if s.git, err = newGitStage(ctx, dir); err != nil {
+			return nil, err
+		}
+	}
 	botID, err := agentchat.NewIdentity(botName)
 	if err != nil {
 		return nil, err
@@ -123,6 +134,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	members := map[string]Member{botID.AgentID(): {Name: botName, Role: RoleCoordinator}}
+	if s.git != nil {
+		members[s.git.id.AgentID()] = Member{Name: hostName, Role: sim.RoleCI}
+	}
 	for _, p := range parts {
 		members[p.ID()] = Member{Name: p.Name(), Role: p.Role()}
 	}
@@ -169,8 +183,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 
+	cfg := s.config(srv.URL(), rate, dir, parts)
+	if s.git != nil {
+		s.git.config(cfg, botID.AgentID())
+	}
 	b, err := bot.New(bot.Options{
-		Config: s.config(srv.URL(), rate, dir, parts), Logger: o.Logger, Identity: botID,
+		Config: cfg, Logger: o.Logger, Identity: botID,
 		Observe: s.observe, Handled: o.Handled, Named: o.Named, ShutdownGrace: 2 * time.Second,
 	})
 	if err != nil {
@@ -180,6 +198,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.OnBot(b)
 	}
 	goRun(botName, b.Run)
+	if s.git != nil {
+		goRun(hostName, func(ctx context.Context) error { return s.git.run(ctx, cfg, o.Logger) })
+	}
 
 	limit := time.NewTimer(o.Limit)
 	defer limit.Stop()
@@ -194,6 +215,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cancel()
 	wg.Wait()
 	res := s.result()
+	if s.git != nil {
+		res.Repo = s.git.repo.Dir()
+		res.GitLog = s.git.graph(context.Background())
+	}
 	res.WriteSummary(o.Out, o.Color)
 	return res, err
 }
@@ -228,6 +253,8 @@ type show struct {
 	complete chan struct{}
 	ended    time.Time
 
+	git *gitStage // the --git demo's repository and host; nil without --git
+
 	// identity gives each member its key; nil: a fresh one each run.
 	identity func(name string) *agentchat.Identity
 	// now is the clock that ends an unfinished build; nil: the wall clock.
@@ -255,6 +282,9 @@ func (s *show) cast(url string, rate time.Duration, coord string) ([]*sim.Partic
 		return err
 	}
 	for i, b := range cast() {
+		if s.git != nil {
+			b.script.Push, b.script.Begin = s.git.push(b.name), s.git.begin
+		}
 		if err := add(sim.NewBuilder(cfg(b.name, i), b.script)); err != nil {
 			return nil, err
 		}
@@ -262,7 +292,7 @@ func (s *show) cast(url string, rate time.Duration, coord string) ([]*sim.Partic
 	if err := add(sim.NewAuditor(cfg(auditorName, 10), auditorScript())); err != nil {
 		return nil, err
 	}
-	if s.o.CI {
+	if s.o.CI && s.git == nil {
 		if err := add(sim.NewCI(cfg(ciName, 11), ciScript())); err != nil {
 			return nil, err
 		}
@@ -299,10 +329,17 @@ func (s *show) intro(parts []*sim.Participant) {
 	if s.o.CI {
 		ci = "on"
 	}
+	if s.git != nil {
+		cast = append(cast, "foreman host "+hostName+" (CI and merger)")
+		ci = "on, by foreman host on a real repository, merge mode external"
+	}
 	// The rules that differ from the defaults are said, so that FIX n/2 is
 	// not read as foreman miscounting the default three attempts.
 	fmt.Fprintf(s.o.Out, "foreman demo: building %s (%s)\n%s\nclock: one contract minute = %s; times below are contract time; CI gating %s; %d audit attempts\n\n",
 		buildName, strings.Join(names, ", "), strings.Join(cast, "; "), s.o.Minute, ci, rules(s.o.CI).AuditAttempts)
+	if s.git != nil {
+		fmt.Fprintf(s.o.Out, "git: the builders push branches to %s; the host checks each READY with `git diff --check` on what would land, rebases what conflicts when a rebase is clean, and lands approved work on main\n\n", s.git.repo.Dir())
+	}
 }
 
 var roleLabels = map[string]string{
@@ -323,11 +360,15 @@ func (s *show) config(url string, rate time.Duration, dir string, parts []*sim.P
 			roles.Operators = append(roles.Operators, p.ID())
 		}
 	}
+	r := rules(s.o.CI)
+	if s.git != nil {
+		r = gitRules()
+	}
 	return &config.Config{
 		Server:  config.Server{URL: url, Channel: channel, Name: botName, RateLimit: rate},
 		Build:   config.Build{Name: buildName, Components: Bookshop()},
 		Roles:   roles,
-		Rules:   scaled(rules(s.o.CI), s.o.Minute),
+		Rules:   scaled(r, s.o.Minute),
 		Journal: filepath.Join(dir, journalFile),
 		Record:  filepath.Join(dir, buildName+".txt"),
 		HTTP:    s.o.HTTP,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/bot"
+	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/protocol"
 	"github.com/agentforeman/foreman/transcript"
 )
@@ -167,4 +168,69 @@ func TestLiveDemoCompletesAndReplays(t *testing.T) {
 		rep.WriteDiff(&diff)
 		t.Fatalf("the recording does not replay:\n%s", diff.String())
 	}
+}
+
+// TestLiveGitDemo runs the --git demo: builders push real commits, foreman
+// host checks and lands them. The scripted git troubles happen whatever
+// the machine's load: cart conflicts and is rebased, catalog's first push
+// fails its check and is stepped back; main ends with every component, and
+// every tree main held passed the check.
+func TestLiveGitDemo(t *testing.T) {
+	var out bytes.Buffer
+	dir := t.TempDir()
+	res, err := Run(context.Background(), Options{Minute: 100 * time.Millisecond, Seed: 1, Out: &out, Git: true, Dir: dir})
+	require.NoError(t, err, out.String())
+	require.True(t, res.Complete, out.String())
+	assert.Equal(t, 7, res.Merges, "merged by the host: foreman says OK MERGED")
+	var hostLines []string
+	for _, e := range res.Room {
+		if e.Name == hostName {
+			hostLines = append(hostLines, e.Line)
+		}
+	}
+	assert.True(t, has(hostLines, "CI catalog FAIL "), "%q", hostLines)
+	assert.True(t, has(res.Said(protocol.ReplyFix), "FIX catalog "), "stepped back")
+	rebased := 0
+	for _, l := range hostLines {
+		if strings.Contains(l, "cart: rebased ") && strings.Contains(l, "/cart onto main") {
+			rebased++
+		}
+	}
+	assert.Equal(t, 1, rebased, "%q", hostLines)
+	assert.Len(t, filterPrefix(hostLines, "MERGED "), 7)
+	assert.Contains(t, out.String(), "log --oneline --graph main\n")
+	assert.Contains(t, res.GitLog, "catalog: the work (push 2)")
+
+	repo, err := gitrepo.Open(context.Background(), res.Repo)
+	require.NoError(t, err)
+	ups, err := repo.Reflog(context.Background(), "refs/heads/main")
+	require.NoError(t, err)
+	landed := 0
+	for _, u := range ups {
+		if !strings.HasPrefix(u.Reason, "foreman host: land ") {
+			continue
+		}
+		landed++
+		_, err := repo.Git(context.Background(), "diff", "--check", emptyTree, u.Commit)
+		assert.NoError(t, err, "main held %s (%s), which fails the check", u.Commit, u.Reason)
+	}
+	assert.Equal(t, 7, landed, "each component landed once")
+	files, err := repo.Git(context.Background(), "ls-tree", "-r", "--name-only", "main")
+	require.NoError(t, err)
+	for _, c := range Bookshop() {
+		assert.Contains(t, files, c.Name+"/"+c.Name+".txt")
+	}
+
+	_, err = Simulate(Options{Git: true})
+	assert.ErrorContains(t, err, "no virtual clock")
+}
+
+func filterPrefix(lines []string, prefix string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package demo
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/agentforeman/foreman/protocol"
@@ -27,6 +28,8 @@ type Result struct {
 	Room       []Entry // every line the watcher heard, in the room's order
 	Dir        string  // where the journal and recording were kept; "" if removed
 	Virtual    bool    // played on a virtual clock (Simulate): Real is virtual time too
+	Repo       string  // the --git demo's repository
+	GitLog     string  // git log --oneline --graph of its main, at the end
 
 	Claims, Rejects, Timeouts, Retries, Fixes, Escalations, Merges int
 }
@@ -52,6 +55,10 @@ func (r *Result) count() {
 			continue
 		}
 		switch protocol.VerbOf(e.Line) {
+		case protocol.ReplyOK:
+			if strings.HasPrefix(e.Line, "OK MERGED ") { // merge mode external: foreman took the merger's MERGED
+				r.Merges++
+			}
 		case protocol.ReplyReject:
 			r.Rejects++
 		case protocol.ReplyTimeout:
@@ -90,5 +97,8 @@ func (r *Result) WriteSummary(w io.Writer, color bool) {
 		r.Claims, r.Rejects, r.Timeouts, r.Retries, r.Fixes, r.Escalations, r.Merges)
 	if r.Dir != "" {
 		fmt.Fprintf(w, "journal and recording kept in %s\n", r.Dir)
+	}
+	if r.GitLog != "" {
+		fmt.Fprintf(w, "\n$ git -C %s log --oneline --graph main\n%s", r.Repo, r.GitLog)
 	}
 }

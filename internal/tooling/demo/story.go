@@ -37,6 +37,16 @@ func rules(ci bool) coordinator.Rules {
 	return r
 }
 
+// gitRules are the rules of the --git demo: CI gating (by foreman host),
+// merge mode external, and a CI timeout long enough for real checks on a
+// busy machine.
+func gitRules() coordinator.Rules {
+	r := rules(true)
+	r.CITimeout = time.Hour
+	r.Merge = coordinator.MergeExternal
+	return r
+}
+
 // scaled stretches every duration of r to real time.
 func scaled(r coordinator.Rules, minute time.Duration) coordinator.Rules {
 	// Rules count whole milliseconds, as the room's clock does.

@@ -26,8 +26,12 @@ var virtualStart = time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)
 //
 // Of the options, Minute, Seed, CI, Out, Color, Quiet, Observe and Limit
 // (in virtual time) count; there is no server, bot, journal or recording,
-// so Listen, Dir, HTTP, OnBot, Handled and Logger do not.
+// so Listen, Dir, HTTP, OnBot, Handled and Logger do not. Git needs real
+// git and a real host: it is refused here (Run plays it).
 func Simulate(o Options) (*Result, error) {
+	if o.Git {
+		return nil, errors.New("the --git demo runs git and foreman host for real: it has no virtual clock (use Run)")
+	}
 	o.Dir = ""
 	o.defaults()
 	rate := RateLimit(o.Minute)

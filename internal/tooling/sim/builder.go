@@ -30,6 +30,15 @@ type Builder struct {
 	Rest time.Duration
 	// Quirks script what goes wrong, by component; each fires once.
 	Quirks map[string]Quirk
+	// Push, if set, is called just before READY with the component, the
+	// branch READY names and how many FIXes the builder has had on it: a
+	// builder with a real repository commits and pushes its work there
+	// (foreman host then checks it). An error goes into a PROGRESS note,
+	// and READY follows anyway: the host answers for a missing branch.
+	Push func(component, branch string, fixes int) error
+	// Begin, if set, is called when the builder starts work on a
+	// component (its ACK): where a real builder would branch off.
+	Begin func(component, branch string)
 }
 
 // QuirkKind is what a scripted quirk does.
@@ -94,6 +103,8 @@ type builder struct {
 	dep   string // what it is blocked on
 	epoch int    // bumped to cancel the work timers of an earlier state
 
+	fixes int // FIXes on c since its ACK, for Push
+
 	tasks    []string
 	taken    map[string]bool
 	avoid    map[string]bool // never claimed again: RETRY'd, aborted, gone silent on
@@ -123,6 +134,7 @@ func (b *builder) start(w world) { b.consider(w) }
 // assigned (to anyone: once it is free again TASKS says so) or merged
 // after it. It reads the room's history on joining, and every live line.
 func (b *builder) catchUp(r reply) {
+	r = mergedByOthers(r)
 	switch r.Verb {
 	case protocol.ReplyTasks:
 		b.tasks = r.List
@@ -137,6 +149,7 @@ func (b *builder) catchUp(r reply) {
 func (b *builder) agent(world, string, string) {}
 
 func (b *builder) coordinator(w world, r reply) {
+	r = mergedByOthers(r)
 	b.catchUp(r)
 	mine := r.Agent == w.self()
 	switch r.Verb {
@@ -177,6 +190,7 @@ func (b *builder) coordinator(w world, r reply) {
 		if mine && b.c == r.C && b.st != silent {
 			_, findings := word(r.Rest)
 			b.epoch++
+			b.fixes++
 			// Fixing reopens the work: progress steps back from READY.
 			b.st, b.pct, b.left, b.note = working, 60, b.s.FixSteps, "fixing: "+findings
 			b.later(w, b.step)
@@ -202,6 +216,16 @@ func (b *builder) coordinator(w world, r reply) {
 			b.st = held
 		}
 	}
+}
+
+// mergedByOthers reads OK MERGED c (merge mode external: an operator or
+// the merger said MERGED c, and foreman took it) as MERGED c.
+func mergedByOthers(r reply) reply {
+	if r.Verb == protocol.ReplyOK && r.C == "MERGED" {
+		c, _ := word(r.Rest)
+		return reply{Verb: protocol.ReplyMerged, C: c}
+	}
+	return r
 }
 
 // consider decides what to claim, if the builder is free. The choice is
@@ -248,7 +272,10 @@ func (b *builder) pick() string {
 // begin starts work on c, from the progress an earlier builder left.
 func (b *builder) begin(w world, c string, from int) {
 	b.epoch++
-	b.st, b.c, b.pct, b.lines, b.left, b.note = working, c, from, 0, b.s.Steps, ""
+	b.st, b.c, b.pct, b.lines, b.left, b.note, b.fixes = working, c, from, 0, b.s.Steps, "", 0
+	if b.s.Begin != nil {
+		b.s.Begin(c, b.name+"/"+c)
+	}
 	if from > 0 {
 		b.note = fmt.Sprintf("picking up from %d%%", from)
 	}
@@ -278,7 +305,13 @@ func (b *builder) step(w world) {
 	}
 	if b.left--; b.left <= 0 {
 		b.pct = 100
-		w.say(line("READY", b.c, b.name+"/"+b.c))
+		branch := b.name + "/" + b.c
+		if b.s.Push != nil {
+			if err := b.s.Push(b.c, branch, b.fixes); err != nil {
+				w.say(line("PROGRESS", b.c, "100", "push failed: "+err.Error()))
+			}
+		}
+		w.say(line("READY", b.c, branch))
 		b.st = reviewing
 		return
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -216,4 +217,46 @@ func TestBuilderPicksUpFromTheProgressTheACKReports(t *testing.T) {
 	w.hear(b, "ACK cart "+me+" after RETRY of @dex (2/2 audits failed): progress 80%, PR dex/cart, last audit: discounts ignored")
 	w.advance(4 * time.Minute)
 	assert.Equal(t, []string{"PROGRESS cart 85 picking up from 80%"}, w.take())
+}
+
+func TestBuilderPushesBeforeEachReady(t *testing.T) {
+	type push struct {
+		c, branch string
+		fixes     int
+	}
+	var pushed []push
+	s := steady()
+	s.Push = func(c, branch string, fixes int) error {
+		pushed = append(pushed, push{c, branch, fixes})
+		if fixes == 1 {
+			return errors.New("remote hung up")
+		}
+		return nil
+	}
+	w, b := newWorld(t, me), newBuilder("ada", s)
+	claimed(w, b, "db")
+	w.advance(14 * time.Minute)
+	assert.Equal(t, "READY db ada/db", last(w.take()))
+	w.hear(b, "FIX db "+me+" 1/5 CI failed: abc make: FAIL")
+	w.advance(7 * time.Minute)
+	assert.Equal(t, []string{"PROGRESS db 80 fixing: CI failed: abc make: FAIL", "PROGRESS db 100 push failed: remote hung up", "READY db ada/db"}, w.take())
+	assert.Equal(t, []push{{"db", "ada/db", 0}, {"db", "ada/db", 1}}, pushed)
+}
+
+func last(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return lines[len(lines)-1]
+}
+
+func TestBuilderHearsMergedInMergeModeExternal(t *testing.T) {
+	w, b := newWorld(t, me), newBuilder("ada", steady())
+	claimed(w, b, "db")
+	w.hear(b, "TASKS auth")
+	w.advance(14 * time.Minute)
+	assert.Equal(t, "READY db ada/db", last(w.take()))
+	w.hear(b, "OK MERGED db")
+	w.advance(time.Minute)
+	assert.Equal(t, []string{"CLAIM auth"}, w.take(), "free again once foreman took the merger's MERGED")
 }

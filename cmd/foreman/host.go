@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentforeman/foreman/internal/host/live"
+)
+
+func (a *app) hostCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "host [CONFIG]",
+		Short: "Check builders' branches and land approved work on a git repository (CI and merge queue)",
+		Long: `host joins the room with its own key (host.identity) as the CI role, and as
+the merger when rules.merge is external, bound to the git repository
+host.repo. It makes the work real:
+
+  READY c <branch>  the branch (or full commit id) is checked: a bad or
+                    missing ref is refused at once (CI c FAIL ...); else it
+                    is merged with host.target without a working tree (git
+                    merge-tree), rebased in a private worktree if that
+                    conflicts and host.auto_rebase is on, and host.checks
+                    run in a worktree holding exactly the merge result
+                    (reset and cleaned: as fresh as a new checkout), each
+                    in its own process group, with a clean environment, under
+                    rules.ci_timeout: CI c PASS <commit>, CI c FAIL <commit>
+                    <first failing line> log=<path> [url=...], or
+                    CI c CONFLICT <files>
+  AUDIT c PASS      (merge external) once foreman's STATUS c says approved,
+                    what passed lands on host.target by compare-and-swap,
+                    or, if the target moved, a new merge is checked and
+                    landed; then MERGED c. If that fails: CI c FAIL|CONFLICT,
+                    and c goes back to its builder.
+
+At most host.max_parallel jobs run at once; the rest wait in a queue that
+STATUS in the room, foreman status and the board show. A run whose component
+leaves CI (FIX, RETRY, ABORT, RELEASE, ASSIGN...) is cancelled and never
+reported. The host's ledger (host.ledger) and the room let it restart, even
+after kill -9, without landing anything twice or reporting a stale run.
+See docs/HOST.md.`,
+		Example: `  foreman identity --identity .foreman/host.json   # the id to list in roles.ci and roles.merger
+  foreman host                                      # with host.repo set in foreman.yaml`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.loadConfig(cmd, configArg(args), nil)
+			if err != nil {
+				return err
+			}
+			log, err := a.logger(c)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return live.Main(ctx, c, log, a.stderr)
+		},
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/gitrepo"
+)
+
+// foreman host refuses, in one line naming the key, every configuration
+// it cannot work with, before it joins any room.
+func TestHostRefusesBadConfigurations(t *testing.T) {
+	dir := t.TempDir()
+	_, err := gitrepo.Init(context.Background(), filepath.Join(dir, "repo.git"), "main", true)
+	require.NoError(t, err)
+	fid, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	require.NoError(t, fid.Save(filepath.Join(dir, "foreman.json")))
+	hid, err := agentchat.NewIdentity("host")
+	require.NoError(t, err)
+	require.NoError(t, hid.Save(filepath.Join(dir, "host.json")))
+	other := "@0123456789abcdef"
+
+	base := func(host, rules, roles string) string {
+		return fmt.Sprintf(`server:
+  url: ws://127.0.0.1:1
+  identity: foreman.json
+build:
+  components:
+    - name: db
+roles:
+%srules:
+%shost:
+  identity: host.json
+%s`, roles, rules, host)
+	}
+	gated, external := "  ci_gating: on\n", "  ci_gating: on\n  merge: external\n"
+	mine := fmt.Sprintf("  ci: [%q]\n  merger: [%q]\n", hid.AgentID(), hid.AgentID())
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"no repo":       {base("", gated, mine), "host.repo: not set"},
+		"nothing to do": {base("  repo: repo.git\n", "  ci_gating: off\n", mine), "rules.ci_gating: off, and rules.merge is accept"},
+		"not a repo":    {base("  repo: .\n", gated, mine), "host.repo: " + dir + ": not a git repository"},
+		"no target":     {base("  repo: repo.git\n  target: trunk\n", gated, mine), "host.target: no branch trunk in " + filepath.Join(dir, "repo.git")},
+		"not ci":        {base("  repo: repo.git\n", gated, fmt.Sprintf("  ci: [%q]\n", other)), "roles.ci: does not list the host's id " + hid.AgentID()},
+		"not merger":    {base("  repo: repo.git\n", external, fmt.Sprintf("  ci: [%q]\n", hid.AgentID())), "roles.merger: does not list the host's id " + hid.AgentID()},
+		"bad check":     {base("  repo: repo.git\n  checks: [\"make 'test\"]\n", gated, mine), `host.checks[0]: "make 'test" has an unclosed ' quote`},
+		"no foreman":    {strings.Replace(base("  repo: repo.git\n", gated, mine), "identity: foreman.json", "identity: gone.json", 1), "host.coordinator: not set, and foreman's key (server.identity"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+			require.NoError(t, os.WriteFile(path, []byte(tc.yaml), 0o644))
+			code, _, errOut := foreman(t, "host", path)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, errOut, "foreman: "+tc.want)
+			assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+		})
+	}
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/agentforeman/foreman/internal/host/live"
+)
+
+// writeHostQueue prints foreman host's queue under the board, when a host
+// with this configuration has written one (host.logs/queue.json): what
+// runs, what waits, the last verdicts.
+func writeHostQueue(w io.Writer, logs string, now time.Time) {
+	path := live.QueueFile(logs)
+	q, err := live.ReadQueue(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(w, "\nCI queue: cannot read %s: %v\n", path, err)
+		return
+	}
+	fmt.Fprintf(w, "\nCI queue (foreman host, target %s, max_parallel %d, as of %s ago):\n",
+		q.Target, q.MaxParallel, now.Sub(q.At).Round(time.Second))
+	if len(q.Running)+len(q.Waiting) == 0 {
+		fmt.Fprintln(w, "  empty")
+	}
+	for _, j := range q.Running {
+		fmt.Fprintf(w, "  running  %-5s %-16s %s for %s\n", j.Kind, j.Component, j.Ref, q.At.Sub(j.Started).Round(time.Second))
+	}
+	for i, j := range q.Waiting {
+		line := fmt.Sprintf("  waiting  %-5s %-16s %s (%d of %d)", j.Kind, j.Component, j.Ref, i+1, len(q.Waiting))
+		if j.Why != "" {
+			line += ", retried: " + j.Why
+		}
+		fmt.Fprintln(w, line)
+	}
+	recent := q.Recent
+	if len(recent) > 5 {
+		recent = recent[len(recent)-5:]
+	}
+	for i := len(recent) - 1; i >= 0; i-- {
+		v := recent[i]
+		line := fmt.Sprintf("  %-8s %-5s %-16s", v.Result, v.Kind, v.Component)
+		if v.Commit != "" {
+			line += " " + v.Commit[:min(12, len(v.Commit))]
+		}
+		if v.Line != "" {
+			line += " " + v.Line
+		}
+		if v.Log != "" {
+			line += " log=" + v.Log
+		}
+		fmt.Fprintln(w, line)
+	}
+}

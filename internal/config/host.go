@@ -1,0 +1,143 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/viper"
+
+	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/host/checks"
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// Host configures foreman host: the CI and merge queue over a git
+// repository (host.* keys).
+type Host struct {
+	Repo        string     // the repository checked and landed in; "" until set
+	Target      string     // the branch things land on
+	Checks      [][]string // each a program and its arguments, split from what was written
+	CheckLines  []string   // the checks as written
+	AutoRebase  bool
+	MaxParallel int
+	Logs        string // directory of the check logs and the queue view (queue.json)
+	Ledger      string // the host's journal
+	Work        string // the host's private worktrees
+	Identity    string // the host's key file
+	Name        string // its display name
+	Coordinator string // foreman's sender id; "": the id of server.identity's key
+	Env         []string
+	LogLimit    int64  // bytes kept of one check's log
+	LogURL      string // where the board serves the logs; "": from http.listen
+}
+
+// MaxParallel bounds host.max_parallel: each job is a worktree and
+// processes on the host's machine.
+const MaxParallel = 64
+
+func hostDefaults(d map[string]any) {
+	d["host.repo"] = ""
+	d["host.target"] = "main"
+	d["host.checks"] = []string{}
+	d["host.auto_rebase"] = true
+	d["host.max_parallel"] = 1
+	d["host.logs"] = ".foreman/host/logs"
+	d["host.ledger"] = ".foreman/host/ledger.jsonl"
+	d["host.work"] = ".foreman/host/work"
+	d["host.identity"] = ".foreman/host.json"
+	d["host.name"] = "host"
+	d["host.coordinator"] = ""
+	d["host.env"] = []string{}
+	d["host.log_limit"] = 8 << 20
+	d["host.log_url"] = ""
+}
+
+func decodeHost(v *viper.Viper, c *Config, src sources) error {
+	h := Host{
+		Repo:        src.path("host.repo", strings.TrimSpace(v.GetString("host.repo"))),
+		Target:      strings.TrimSpace(v.GetString("host.target")),
+		Logs:        src.path("host.logs", v.GetString("host.logs")),
+		Ledger:      src.path("host.ledger", v.GetString("host.ledger")),
+		Work:        src.path("host.work", v.GetString("host.work")),
+		Identity:    src.path("host.identity", v.GetString("host.identity")),
+		Name:        v.GetString("host.name"),
+		Coordinator: strings.TrimSpace(v.GetString("host.coordinator")),
+		LogURL:      strings.TrimSuffix(strings.TrimSpace(v.GetString("host.log_url")), "/"),
+	}
+	t, err := gitrepo.ParseRef(h.Target)
+	if err != nil || t.Branch == "" {
+		why := "a commit id"
+		if err != nil {
+			why = err.Error()
+		}
+		return errorf("host.target", "%q is not a branch name: %s", h.Target, why)
+	}
+	h.Target = t.String()
+	if h.AutoRebase, err = boolean(v, "host.auto_rebase"); err != nil {
+		return err
+	}
+	if h.MaxParallel, err = count(v, "host.max_parallel", 1); err != nil {
+		return err
+	}
+	if err := atMost(h.MaxParallel, MaxParallel, "host.max_parallel"); err != nil {
+		return err
+	}
+	limit, err := count(v, "host.log_limit", 1024)
+	if err != nil {
+		return err
+	}
+	h.LogLimit = int64(limit)
+	for i, s := range v.GetStringSlice("host.checks") {
+		argv, err := checks.Split(s)
+		if err != nil {
+			return errorf(fmt.Sprintf("host.checks[%d]", i), "%v", err)
+		}
+		h.Checks = append(h.Checks, argv)
+		h.CheckLines = append(h.CheckLines, s)
+	}
+	for i, e := range v.GetStringSlice("host.env") {
+		if err := checks.CheckEnvEntry(e); err != nil {
+			return errorf(fmt.Sprintf("host.env[%d]", i), "%v", err)
+		}
+		h.Env = append(h.Env, e)
+	}
+	if !nameRE.MatchString(h.Name) {
+		return errorf("host.name", "%q is not a display name: 1 to 32 letters, digits, _ or -", h.Name)
+	}
+	if h.Coordinator != "" && !protocol.ValidAgent(h.Coordinator) {
+		return errorf("host.coordinator", "%q is not a sender id like @0123456789abcdef", h.Coordinator)
+	}
+	if h.LogURL != "" && !strings.HasPrefix(h.LogURL, "http://") && !strings.HasPrefix(h.LogURL, "https://") {
+		return errorf("host.log_url", "%q is not an http:// or https:// URL", h.LogURL)
+	}
+	c.Host = h
+	return nil
+}
+
+// boolean reads an on/off key as the rules do: on, off, true, false.
+func boolean(v *viper.Viper, key string) (bool, error) {
+	s := strings.ToLower(strings.TrimSpace(v.GetString(key)))
+	switch s {
+	case "on", "true", "yes", "1":
+		return true, nil
+	case "off", "false", "no", "0":
+		return false, nil
+	}
+	if b, err := strconv.ParseBool(s); err == nil {
+		return b, nil
+	}
+	return false, errorf(key, "%q is not on or off", s)
+}
+
+// RequireHost refuses a configuration foreman host cannot work with: no
+// repository, or rules that give it nothing to do.
+func (c *Config) RequireHost() error {
+	if c.Host.Repo == "" {
+		return errorf("host.repo", "not set: the path of the git repository foreman host checks and lands in")
+	}
+	if !c.Rules.CIGating && c.Rules.Merge != "external" {
+		return errorf("rules.ci_gating", "off, and rules.merge is accept: foreman host would have nothing to do (turn ci_gating on for checks, merge external for landings)")
+	}
+	return nil
+}

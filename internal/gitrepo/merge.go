@@ -1,0 +1,127 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"strings"
+)
+
+// Merge is what merging two commits gives, computed without a working tree.
+type Merge struct {
+	Tree      string   // the merged tree (with conflict markers where Conflicts)
+	Conflicts []string // the files that conflict; none when the merge is clean
+}
+
+// Clean reports a merge without conflicts.
+func (m Merge) Clean() bool { return len(m.Conflicts) == 0 }
+
+// MergeTree merges theirs into ours (both commit ids) the way git merge
+// would, writing only objects: no index, no working tree, no lock (git
+// merge-tree --write-tree, git 2.38 and later).
+func (r *Repo) MergeTree(ctx context.Context, ours, theirs string) (Merge, error) {
+	out, code, err := r.run(ctx, r.dir, nil, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs)
+	if err != nil && code != 1 { // 1: conflicts, with the tree and files on stdout
+		return Merge{}, err
+	}
+	// -z: the tree, then each conflicted file, each NUL-terminated; a
+	// blank entry ends the file list (the messages section, off here).
+	parts := strings.Split(out, "\x00")
+	if len(parts) == 0 || parts[0] == "" {
+		if err != nil {
+			return Merge{}, err
+		}
+		return Merge{}, errors.New("git merge-tree gave no tree")
+	}
+	m := Merge{Tree: strings.TrimSpace(parts[0])}
+	seen := map[string]bool{}
+	for _, p := range parts[1:] {
+		if p == "" {
+			break
+		}
+		if !seen[p] {
+			seen[p] = true
+			m.Conflicts = append(m.Conflicts, p)
+		}
+	}
+	if code == 1 && len(m.Conflicts) == 0 {
+		return Merge{}, err // a failure that is not a conflict (unrelated histories, say)
+	}
+	return m, nil
+}
+
+// CommitTree makes a commit of tree with the given parents and message,
+// by the host's committer; nothing points at it until a ref does.
+func (r *Repo) CommitTree(ctx context.Context, tree, message string, parents ...string) (string, error) {
+	args := []string{"commit-tree"}
+	for _, p := range parents {
+		args = append(args, "-p", p)
+	}
+	args = append(args, "-F", "-", tree)
+	out, _, err := r.run(ctx, r.dir, []byte(message), args...)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// TreeOf is the tree of a commit.
+func (r *Repo) TreeOf(ctx context.Context, commit string) (string, error) {
+	out, err := r.git(ctx, "rev-parse", "--verify", "--end-of-options", commit+"^{tree}")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// IsAncestor reports whether commit a is b or one of b's ancestors.
+func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	_, err := r.git(ctx, "merge-base", "--is-ancestor", a, b)
+	if err == nil {
+		return true, nil
+	}
+	if exitCode(err) == 1 {
+		return false, nil
+	}
+	return false, err
+}
+
+// ErrMoved means a ref did not hold the commit a compare-and-swap expected.
+var ErrMoved = errors.New("the ref moved")
+
+// UpdateRef moves ref (a full name) to commit new only if it holds old now
+// (git update-ref's compare-and-swap, under git's own ref lock): ErrMoved
+// if it does not. A held lock is an *Error that is Locked.
+func (r *Repo) UpdateRef(ctx context.Context, ref, new, old, reason string) error {
+	_, err := r.git(ctx, "update-ref", "-m", reason, "--end-of-options", ref, new, old)
+	if err == nil {
+		return nil
+	}
+	var ge *Error
+	if errors.As(err, &ge) && !ge.Locked() &&
+		(strings.Contains(ge.Stderr, "but expected") || strings.Contains(ge.Stderr, "unable to resolve reference")) {
+		return ErrMoved
+	}
+	return err
+}
+
+// RefUpdate is one entry of a ref's reflog.
+type RefUpdate struct {
+	Commit string
+	Reason string // the message the update was made with
+}
+
+// Reflog lists what ref (a full name) was moved to, newest first, with why.
+// A ref never moved with a reflog has none.
+func (r *Repo) Reflog(ctx context.Context, ref string) ([]RefUpdate, error) {
+	out, err := r.git(ctx, "reflog", "show", "--format=%H %gs", "--end-of-options", ref)
+	if err != nil {
+		return nil, err
+	}
+	var ups []RefUpdate
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if commit, reason, ok := strings.Cut(line, " "); ok {
+			ups = append(ups, RefUpdate{Commit: commit, Reason: reason})
+		}
+	}
+	return ups, nil
+}

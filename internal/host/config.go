@@ -1,0 +1,39 @@
+package host
+
+import "time"
+
+// Config is what the core knows of the build and of itself.
+type Config struct {
+	Self        string   // the host's sender id
+	Coordinator string   // foreman's sender id
+	Components  []string // the declared components: a STATUS answer naming all of them is a whole board
+	Mentions    []string // names foreman answers to, stripped from the front of a line as foreman does
+	Gating      bool     // rules.ci_gating: the host checks on READY and reports CI
+	External    bool     // rules.merge external: the host lands approved components
+	Auditors    []string // roles.auditors; none: anyone but the builder may audit
+	Verified    bool     // rules.require_verified: unverified senders are not heard
+	MaxParallel int      // jobs at once (default 1); landings are one at a time among them
+	Target      string   // the target branch, short name, for what the host says
+	// Backoff is the first wait before a job that failed for the
+	// repository's sake (locked, dirty checkout) is tried again (default
+	// 30s); it doubles up to 10 times that.
+	Backoff time.Duration
+	// Resync is how long the host waits for foreman to answer its STATUS
+	// before it asks again (default 1m).
+	Resync time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.MaxParallel < 1 {
+		c.MaxParallel = 1
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = 30 * time.Second
+	}
+	if c.Resync <= 0 {
+		c.Resync = time.Minute
+	}
+	if c.Target == "" {
+		c.Target = "main"
+	}
+}

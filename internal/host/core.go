@@ -1,0 +1,216 @@
+package host
+
+import (
+	"time"
+
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// Actions are what the shell must do after an input, in this order: make
+// Records durable, cancel, start, then say the lines.
+type Actions struct {
+	Records []Record
+	Cancel  []int // runs to stop; their outcomes will be ignored
+	Start   []Job
+	Say     []string
+}
+
+func (a *Actions) empty() bool {
+	return len(a.Records) == 0 && len(a.Cancel) == 0 && len(a.Start) == 0 && len(a.Say) == 0
+}
+
+// Record is one entry of the host's ledger (package ledger keeps them).
+type Record struct {
+	Op        string `json:"op"` // start, end, pass, landed
+	Run       int    `json:"run,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	Component string `json:"c,omitempty"`
+	Ref       string `json:"ref,omitempty"`
+	Commit    string `json:"commit,omitempty"`
+	Result    string `json:"result,omitempty"`
+	Pass      *Pass  `json:"pass,omitempty"`
+}
+
+// Ledger ops.
+const (
+	OpStart  = "start"  // a job started
+	OpEnd    = "end"    // it ended (any result, cancelled included)
+	OpPass   = "pass"   // a component passed; its Pass, before CI PASS is said
+	OpLanded = "landed" // a component was landed, before MERGED is said
+)
+
+// State is what the ledger gives back on a restart.
+type State struct {
+	Passes   map[string]Pass // the latest pass of each component not landed since
+	LastRun  int             // the highest run number used
+	InFlight []Record        // jobs started and never ended: a crash cut them short
+}
+
+// phase is where the host believes a component is, from the room.
+type phase uint8
+
+const (
+	unknown  phase = iota
+	pending        // nobody owns it
+	building       // owned, being built (or blocked)
+	inCI           // READY seen, waiting for CI
+	review         // REVIEW said
+	approved       // AUDIT PASS confirmed by STATUS (merge mode external)
+	merged
+	held
+	reported // the host said its verdict; foreman's answer (REVIEW, FIX...) is on its way
+)
+
+var phaseNames = [...]string{"unknown", "pending", "building", "ci", "review", "approved", "merged", "held", "reported"}
+
+func (p phase) String() string { return phaseNames[p] }
+
+// comp is the host's view of one component.
+type comp struct {
+	name    string
+	owner   string
+	phase   phase
+	ref     string // the last READY's or REVIEW's ref
+	run     *run   // its one job, queued or running
+	asked   bool   // a STATUS c is out to confirm an approval
+	early   bool   // an AUDIT PASS came before the REVIEW it answers reached the host
+	waiting *ready // a READY heard before the host knew c (replayed once a STATUS says)
+	gen     int    // the join whose STATUS answer last described it
+	dupe    string // a READY from the owner heard while c was in CI already: foreman may have taken it after a FIX the host had not heard yet
+}
+
+// ready is a READY line kept for later.
+type ready struct{ from, ref string }
+
+// run is one job, queued or running.
+type run struct {
+	Job
+	queued    time.Time
+	started   time.Time // zero while queued
+	notBefore time.Time // a retry waits until then
+	tries     int       // retries for the repository's sake so far
+	said      string    // the retry reason last said, so it is said once
+	log       string
+}
+
+// Core is the host's state machine. Not safe for concurrent use.
+type Core struct {
+	cfg      Config
+	reader   protocol.Reader
+	comps    map[string]*comp
+	declared map[string]bool // cfg.Components
+	order    []*run          // queued, oldest first
+	running  map[int]*run
+	passes   map[string]Pass
+	lastRun  int
+	now      time.Time
+
+	gen       int       // joins so far: a STATUS line heard since the last one is fresh
+	synced    bool      // every declared component has had a fresh STATUS line
+	syncedAt  time.Time // when STATUS was last asked
+	queueSaid time.Time // when the whole queue was last said in answer to STATUS
+	recent    []Verdict // the last verdicts, for the queue view
+
+	out Actions
+}
+
+// New makes a core; st is what the ledger held (zero for a first start).
+func New(cfg Config, st State) *Core {
+	cfg.defaults()
+	h := &Core{
+		cfg:      cfg,
+		reader:   protocol.Reader{Mentions: cfg.Mentions},
+		comps:    map[string]*comp{},
+		declared: map[string]bool{},
+		running:  map[int]*run{},
+		passes:   map[string]Pass{},
+		lastRun:  st.LastRun,
+	}
+	for _, c := range cfg.Components {
+		h.declared[c] = true
+	}
+	for k, p := range st.Passes {
+		h.passes[k] = p
+	}
+	// Jobs a crash cut short are over: their worktrees are gone (the shell
+	// prunes them) and whether they are still wanted is the room's to say,
+	// which it will once the host asks STATUS.
+	for _, r := range st.InFlight {
+		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: "interrupted"})
+	}
+	return h
+}
+
+// Pending hands over what New decided (ending the jobs a crash cut short).
+func (h *Core) Pending() Actions { return h.take() }
+
+func (h *Core) take() Actions {
+	a := h.out
+	h.out = Actions{}
+	return a
+}
+
+func (h *Core) at(t time.Time) {
+	if t.After(h.now) {
+		h.now = t
+	}
+}
+
+func (h *Core) say(line string) { h.out.Say = append(h.out.Say, line) }
+func (h *Core) record(r Record) { h.out.Records = append(h.out.Records, r) }
+
+func (h *Core) get(name string) *comp {
+	c := h.comps[name]
+	if c == nil {
+		c = &comp{name: name}
+		h.comps[name] = c
+	}
+	return c
+}
+
+// Joined is the host being in the room (first time or after a reconnect):
+// it asks foreman for the whole board, which is where it learns what it
+// missed.
+func (h *Core) Joined(at time.Time) Actions {
+	h.at(at)
+	h.gen++
+	h.synced = false
+	h.askBoard()
+	return h.take()
+}
+
+func (h *Core) askBoard() {
+	h.syncedAt = h.now
+	h.say("STATUS")
+}
+
+// Tick lets time pass: retries come due, an unanswered STATUS is asked
+// again.
+func (h *Core) Tick(at time.Time) Actions {
+	h.at(at)
+	if !h.synced && !h.syncedAt.IsZero() && !h.now.Before(h.syncedAt.Add(h.cfg.Resync)) {
+		h.askBoard()
+	}
+	h.schedule()
+	return h.take()
+}
+
+// NextWake is when Tick has something to do; false if nothing waits on
+// time.
+func (h *Core) NextWake() (time.Time, bool) {
+	var next time.Time
+	consider := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	if !h.synced && !h.syncedAt.IsZero() {
+		consider(h.syncedAt.Add(h.cfg.Resync))
+	}
+	for _, r := range h.order {
+		if r.notBefore.After(h.now) {
+			consider(r.notBefore)
+		}
+	}
+	return next, !next.IsZero()
+}

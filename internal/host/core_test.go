@@ -1,0 +1,407 @@
+package host
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+type harness struct {
+	t   *testing.T
+	h   *Core
+	now time.Time
+}
+
+func newHarness(t *testing.T, mutate func(*Config)) *harness {
+	cfg := Config{Self: "@host", Coordinator: "@foreman", Gating: true, External: true, MaxParallel: 1,
+		Components: []string{"db", "api", "web"}, Mentions: []string{"@foreman"}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	return &harness{t: t, h: New(cfg, State{}), now: t0}
+}
+
+func (s *harness) tick(d time.Duration) Actions {
+	s.now = s.now.Add(d)
+	return s.h.Tick(s.now)
+}
+
+func (s *harness) hear(from, line string) Actions {
+	s.now = s.now.Add(time.Second)
+	return s.h.Heard(s.now, from, true, line)
+}
+
+func (s *harness) foreman(line string) Actions { return s.hear("@foreman", line) }
+
+func (s *harness) finish(run int, o Outcome) Actions {
+	s.now = s.now.Add(time.Second)
+	o.Run = run
+	return s.h.Finished(s.now, o)
+}
+
+// started returns the one job a step started.
+func (s *harness) started(a Actions) Job {
+	s.t.Helper()
+	require.Len(s.t, a.Start, 1, "one job started: %+v", a)
+	return a.Start[0]
+}
+
+// built puts c in building by @b.
+func (s *harness) built(c, b string) {
+	s.foreman("ACK " + c + " " + b)
+}
+
+func TestReadyIsCheckedAndPassed(t *testing.T) {
+	s := newHarness(t, nil)
+	s.built("api", "@b1")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	assert.Equal(t, Job{Run: 1, Kind: Check, Component: "api", Ref: "b1/api", Owner: "@b1"}, j)
+	a := s.finish(j.Run, Outcome{Result: Passed, Commit: "c0ffee", Tip: "t1", Base: "m1", Tree: "tr1",
+		Rebased: &Rebase{Branch: "b1/api", From: "aaaaaaaaaaaaaaaa", To: "bbbbbbbbbbbbbbbb"}})
+	assert.Equal(t, []string{
+		"@b1 api: rebased b1/api onto main (aaaaaaaaaaaa -> bbbbbbbbbbbb); fetch it before you go on",
+		"CI api PASS c0ffee",
+	}, a.Say)
+	require.Len(t, a.Records, 2)
+	assert.Equal(t, OpEnd, a.Records[0].Op)
+	assert.Equal(t, Record{Op: OpPass, Component: "api", Pass: &Pass{Component: "api", Owner: "@b1", Ref: "b1/api",
+		Tip: "t1", Commit: "c0ffee", Base: "m1", Tree: "tr1"}}, a.Records[1], "the pass is recorded, before it is said")
+}
+
+func TestFailAndConflictVerdicts(t *testing.T) {
+	s := newHarness(t, nil)
+	s.built("api", "@b1")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	a := s.finish(j.Run, Outcome{Result: Failed, Commit: strings.Repeat("ab", 20), Line: "make test: --- FAIL: TestLogin",
+		Log: "/logs/api-1.log", URL: "http://127.0.0.1:9090/ci/logs/api-1.log"})
+	assert.Equal(t, []string{"CI api FAIL abababababab make test: --- FAIL: TestLogin log=/logs/api-1.log url=http://127.0.0.1:9090/ci/logs/api-1.log"}, a.Say)
+	s.foreman("FIX api @b1 1/5 CI failed: ...")
+	j = s.started(s.hear("@b1", "READY api b1/api"))
+	a = s.finish(j.Run, Outcome{Result: Conflicted, Files: []string{"go.sum", "routes.go"}})
+	assert.Equal(t, []string{"CI api CONFLICT go.sum routes.go"}, a.Say)
+	s.foreman("FIX api @b1 1/3 merge conflict: go.sum routes.go")
+	j = s.started(s.hear("@b1", "READY api b1/api;rm"))
+	a = s.finish(j.Run, Outcome{Result: Invalid, Line: "ref b1/api;rm holds ';', which no branch name here may hold"})
+	assert.Equal(t, []string{"CI api FAIL ref b1/api;rm holds ';', which no branch name here may hold"}, a.Say)
+}
+
+func TestTheLogAlwaysFitsInTheFix(t *testing.T) {
+	o := Outcome{Commit: strings.Repeat("f", 40), Line: strings.Repeat("very long failure ", 50),
+		Log: "/home/someone/project/.foreman/host/logs/api-17.log", URL: "http://127.0.0.1:9090/ci/logs/api-17.log"}
+	d := failDetails(o)
+	assert.LessOrEqual(t, len("CI failed: "+d), 300-5)
+	assert.True(t, strings.HasSuffix(d, " log="+o.Log+" url="+o.URL), d)
+}
+
+func TestStaleRunsAreCancelledAndNeverReported(t *testing.T) {
+	for _, leave := range []struct{ from, line string }{
+		{"@foreman", "FIX api @b1 1/5 CI failed: no CI verdict within 10m"},
+		{"@foreman", "RETRY api @b1"},
+		{"@foreman", "TIMEOUT api @b1"},
+		{"@b1", "ABORT api context_exhaustion_handoff"},
+		{"@foreman", "OK RELEASE api"},
+		{"@foreman", "OK ASSIGN api @b2"},
+		{"@foreman", "ACK api @b2"},
+		{"@foreman", "ESCALATE api ci-exhausted no CI verdict within 10m (5/5) on b1/api by @b1; ..."},
+		{"@foreman", "TASKS db api"},
+		{"@foreman", "OK MERGED api"},
+		{"@foreman", "MERGED api"},
+		{"@foreman", "REVIEW api @b1 b1/api"},
+	} {
+		s := newHarness(t, nil)
+		s.built("api", "@b1")
+		j := s.started(s.hear("@b1", "READY api b1/api"))
+		a := s.hear(leave.from, leave.line)
+		assert.Equal(t, []int{j.Run}, a.Cancel, leave.line)
+		a = s.finish(j.Run, Outcome{Result: Passed, Commit: "c0ffee"})
+		assert.Empty(t, a.Say, "no verdict for a stale run (%s)", leave.line)
+		assert.Empty(t, s.h.Queue().Running)
+	}
+	// Lines that leave c where it is stop nothing.
+	s := newHarness(t, nil)
+	s.built("api", "@b1")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	for _, l := range []struct{ from, line string }{
+		{"@foreman", "ESCALATE api claim-dispute @x sent 3 builder lines about api, which @b1 owns; ..."},
+		{"@foreman", "REJECT api @b1 already waiting for CI on b1/api; wait for its verdict"},
+		{"@foreman", "STATUS api building owner=@b1"}, // older than the READY: a view never stops a run
+		{"@b2", "ABORT api not mine"},
+		{"@foreman", "UNBLOCKED web @b3"},
+		{"@b1", "READY api b1/api"}, // a second READY: foreman refuses it
+	} {
+		a := s.hear(l.from, l.line)
+		assert.Empty(t, a.Cancel, l.line)
+		assert.Empty(t, a.Start, l.line)
+	}
+	a := s.finish(j.Run, Outcome{Result: Passed, Commit: "c0ffee"})
+	assert.Equal(t, []string{"CI api PASS c0ffee"}, a.Say)
+}
+
+func TestReadyFromWhomItMayConcern(t *testing.T) {
+	s := newHarness(t, nil)
+	s.built("api", "@b1")
+	assert.Empty(t, s.hear("@b2", "READY api b2/api").Start, "not the owner")
+	assert.Empty(t, s.hear("@b1", "READY api").Start, "malformed: foreman says ERROR")
+	assert.Empty(t, s.hear("@b1", "> READY api b1/api").Start, "quoted: chat")
+	assert.Empty(t, s.hear("@b1", "READY web b1/web").Start, "unknown to the host: kept until STATUS says")
+	j := s.started(s.hear("@b1", "@foreman **READY api b1/api**"))
+	assert.Equal(t, "b1/api", j.Ref, "decorated and addressed as foreman reads it")
+
+	s = newHarness(t, func(c *Config) { c.Gating = false })
+	s.built("api", "@b1")
+	assert.Empty(t, s.hear("@b1", "READY api b1/api").Start, "CI gating off: nothing to check")
+
+	s = newHarness(t, func(c *Config) { c.Verified = true })
+	s.built("api", "@b1")
+	s.now = s.now.Add(time.Second)
+	assert.Empty(t, s.h.Heard(s.now, "@b1", false, "READY api b1/api").Start, "unverified when verification is required")
+}
+
+func TestMaxParallelAndOrder(t *testing.T) {
+	s := newHarness(t, func(c *Config) { c.MaxParallel = 2 })
+	for _, c := range []string{"db", "api", "web"} {
+		s.built(c, "@"+c)
+	}
+	j1 := s.started(s.hear("@db", "READY db x/db"))
+	j2 := s.started(s.hear("@api", "READY api x/api"))
+	assert.Empty(t, s.hear("@web", "READY web x/web").Start, "two at a time")
+	q := s.h.Queue()
+	assert.Len(t, q.Running, 2)
+	require.Len(t, q.Waiting, 1)
+	assert.Equal(t, "web", q.Waiting[0].Component)
+	a := s.finish(j2.Run, Outcome{Result: Passed, Commit: "x"})
+	j3 := s.started(a)
+	assert.Equal(t, "web", j3.Component)
+	s.finish(j1.Run, Outcome{Result: Passed, Commit: "y"})
+	assert.Len(t, s.h.Queue().Running, 1)
+}
+
+func TestLandingIsConfirmedThenOneAtATime(t *testing.T) {
+	s := newHarness(t, func(c *Config) { c.MaxParallel = 3; c.Auditors = []string{"@aud"} })
+	s.built("api", "@b1")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m1", Tip: "t1", Base: "base", Tree: "tr"})
+	s.foreman("REVIEW api @b1 b1/api")
+	assert.Empty(t, s.hear("@b2", "AUDIT api PASS").Say, "not an auditor")
+	assert.Empty(t, s.hear("@b1", "AUDIT api PASS").Say, "the builder")
+	a := s.hear("@aud", "AUDIT api PASS")
+	assert.Equal(t, []string{"STATUS api"}, a.Say, "asked, not guessed")
+	assert.Empty(t, a.Start)
+	assert.Empty(t, s.hear("@aud", "AUDIT api PASS").Say, "asked once")
+	a = s.foreman("STATUS api review owner=@b1 since=3m pr=b1/api approved=yes")
+	land := s.started(a)
+	assert.Equal(t, Land, land.Kind)
+	assert.Equal(t, &Pass{Component: "api", Owner: "@b1", Ref: "b1/api", Tip: "t1", Commit: "m1", Base: "base", Tree: "tr"}, land.Pass)
+
+	// Another approval waits for the first landing to end.
+	s.built("db", "@b2")
+	j = s.started(s.hear("@b2", "READY db b2/db"))
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m2"})
+	s.foreman("REVIEW db @b2 b2/db")
+	s.hear("@aud", "AUDIT db PASS")
+	assert.Empty(t, s.foreman("STATUS db review owner=@b2 pr=b2/db approved=yes").Start, "one landing at a time")
+	s.built("web", "@b3")
+	assert.NotEmpty(t, s.hear("@b3", "READY web b3/web").Start, "checks go on beside it")
+
+	a = s.finish(land.Run, Outcome{Result: Landed, Commit: "m1"})
+	assert.Equal(t, []string{"queue: api landed on main at m1", "MERGED api"}, a.Say)
+	assert.Equal(t, Record{Op: OpLanded, Component: "api", Commit: "m1"}, a.Records[1])
+	next := s.started(a)
+	assert.Equal(t, Job{Run: next.Run, Kind: Land, Component: "db", Ref: "b2/db", Owner: "@b2",
+		Pass: &Pass{Component: "db", Owner: "@b2", Ref: "b2/db", Commit: "m2"}}, next)
+	assert.Empty(t, s.foreman("OK MERGED api").Cancel)
+
+	// What would land fails now: the merger says so (contract section 7).
+	a = s.finish(next.Run, Outcome{Result: Failed, Commit: "m3aaaaaaaaaaaaaa", Line: "make: FAIL", Log: "/l/db-5.log"})
+	assert.Equal(t, []string{"CI db FAIL m3aaaaaaaaaa make: FAIL log=/l/db-5.log"}, a.Say)
+}
+
+func TestApprovalNotConfirmedLandsNothing(t *testing.T) {
+	s := newHarness(t, nil)
+	s.built("api", "@b1")
+	s.foreman("REVIEW api @b1 b1/api")
+	s.hear("@aud", "AUDIT api PASS")
+	a := s.foreman("STATUS api review owner=@b1 pr=b1/api")
+	assert.Empty(t, a.Start)
+	a = s.hear("@aud", "AUDIT api PASS")
+	assert.Equal(t, []string{"STATUS api"}, a.Say, "may ask again")
+
+	s = newHarness(t, func(c *Config) { c.External = false })
+	s.built("api", "@b1")
+	s.foreman("REVIEW api @b1 b1/api")
+	assert.Empty(t, s.hear("@aud", "AUDIT api PASS").Say, "merge mode accept: foreman merges")
+	assert.Empty(t, s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes").Start)
+}
+
+func TestRetryWaitsAndSaysWhyOnce(t *testing.T) {
+	s := newHarness(t, func(c *Config) { c.Backoff = 10 * time.Second })
+	s.built("api", "@b1")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	a := s.finish(j.Run, Outcome{Result: Retry, Line: "the repository is locked"})
+	assert.Equal(t, []string{"queue: cannot check api yet: the repository is locked; trying again in 10s"}, a.Say)
+	assert.Empty(t, a.Start)
+	wake, ok := s.h.NextWake()
+	require.True(t, ok)
+	assert.Equal(t, s.now.Add(10*time.Second), wake)
+	assert.Empty(t, s.tick(5*time.Second).Start)
+	j2 := s.started(s.tick(5 * time.Second))
+	assert.Greater(t, j2.Run, j.Run, "a new run")
+	a = s.finish(j2.Run, Outcome{Result: Retry, Line: "the repository is locked"})
+	assert.Empty(t, a.Say, "said once")
+	wake, _ = s.h.NextWake()
+	assert.Equal(t, s.now.Add(20*time.Second), wake, "twice as long")
+	// It leaves CI meanwhile: gone from the queue.
+	assert.Empty(t, s.foreman("RETRY api @b1").Cancel, "queued, not running: nothing to stop")
+	assert.Empty(t, s.h.Queue().Waiting)
+	assert.Empty(t, s.tick(time.Minute).Start)
+}
+
+func TestMovedIsCheckedAgain(t *testing.T) {
+	s := newHarness(t, nil)
+	s.built("api", "@b1")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	a := s.finish(j.Run, Outcome{Result: Moved})
+	assert.Equal(t, []string{"@b1 api: b1/api moved while it was checked; checking it again as it is now"}, a.Say)
+	assert.Equal(t, "api", s.started(a).Component)
+}
+
+// After a restart the host knows nothing of the room: it asks STATUS, and
+// the answer starts what is owed. A READY heard before the answer waits
+// for it.
+func TestRestartLearnsFromStatus(t *testing.T) {
+	cfg := Config{Self: "@host", Coordinator: "@foreman", Gating: true, External: true, MaxParallel: 4,
+		Components: []string{"db", "api", "web", "cart"}}
+	pass := Pass{Component: "db", Owner: "@b1", Ref: "b1/db", Tip: "t", Commit: "m", Base: "b", Tree: "tr"}
+	h := New(cfg, State{Passes: map[string]Pass{"db": pass}, LastRun: 7,
+		InFlight: []Record{{Op: OpStart, Run: 7, Kind: "check", Component: "api"}}})
+	a := h.Pending()
+	assert.Equal(t, []Record{{Op: OpEnd, Run: 7, Component: "api", Result: "interrupted"}}, a.Records)
+	now := t0
+	a = h.Joined(now)
+	assert.Equal(t, []string{"STATUS"}, a.Say)
+	a = h.Heard(now, "@b3", true, "READY cart b3/cart")
+	assert.Empty(t, a.Start, "cart is unknown yet")
+	var started []Job
+	for _, l := range []string{
+		"STATUS db review owner=@b1 pr=b1/db approved=yes",
+		"STATUS api ci owner=@b2 since=20m pr=b2/api next=ci_timeout in=2m",
+		"STATUS web merged built_by=@b4",
+		"STATUS cart building owner=@b3",
+	} {
+		started = append(started, h.Heard(now, "@foreman", true, l).Start...)
+	}
+	require.Len(t, started, 3)
+	assert.Equal(t, Job{Run: 8, Kind: Land, Component: "db", Ref: "b1/db", Owner: "@b1", Pass: &pass}, started[0])
+	assert.Equal(t, Job{Run: 9, Kind: Check, Component: "api", Ref: "b2/api", Owner: "@b2"}, started[1])
+	assert.Equal(t, Job{Run: 10, Kind: Check, Component: "cart", Ref: "b3/cart", Owner: "@b3"}, started[2], "the READY after the view")
+	_, ok := h.NextWake()
+	assert.False(t, ok, "answered: nothing to ask again")
+}
+
+func TestStatusIsAskedAgainWhenUnanswered(t *testing.T) {
+	s := newHarness(t, func(c *Config) { c.Resync = time.Minute })
+	assert.Equal(t, []string{"STATUS"}, s.h.Joined(s.now).Say)
+	assert.Empty(t, s.tick(30*time.Second).Say)
+	assert.Equal(t, []string{"STATUS"}, s.tick(30*time.Second).Say)
+	s.foreman("STATUS db pending")
+	s.foreman("STATUS api pending")
+	assert.Equal(t, []string{"STATUS"}, s.tick(time.Minute).Say, "web was not in the answer")
+	s.foreman("STATUS db pending")
+	s.foreman("STATUS api pending")
+	s.foreman("STATUS web pending")
+	assert.Empty(t, s.tick(time.Hour).Say)
+}
+
+func TestDuplicateReadyAfterAnUnheardFix(t *testing.T) {
+	s := newHarness(t, nil)
+	s.built("api", "@b1")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	// foreman's FIX (ci_timeout) crossed the builder's new READY.
+	assert.Empty(t, s.hear("@b1", "READY api b1/api").Start)
+	a := s.foreman("FIX api @b1 1/5 CI failed: no CI verdict within 10m")
+	assert.Equal(t, []int{j.Run}, a.Cancel)
+	assert.Equal(t, []string{"STATUS api"}, a.Say, "the host asks whether foreman took the READY")
+	assert.Equal(t, "api", s.started(s.foreman("STATUS api ci owner=@b1 pr=b1/api")).Component)
+}
+
+func TestQueueAnswersStatus(t *testing.T) {
+	s := newHarness(t, func(c *Config) { c.MaxParallel = 1 })
+	assert.Equal(t, []string{"queue: empty; max_parallel 1"}, s.hear("@op", "STATUS").Say)
+	s.built("api", "@b1")
+	s.built("db", "@b2")
+	s.hear("@b1", "READY api b1/api")
+	s.hear("@b2", "READY db b2/db")
+	s.now = s.now.Add(time.Minute)
+	assert.Equal(t, []string{"queue: 1 running (api check 1m2s), 1 waiting (db); max_parallel 1"}, s.hear("@op", "STATUS").Say)
+	assert.Empty(t, s.hear("@op", "STATUS").Say, "once per 10s")
+	assert.Equal(t, []string{"queue: db check of b2/db waiting, 1 of 1"}, s.hear("@op", "STATUS db").Say)
+	assert.Equal(t, []string{"queue: api check of b1/api running for 1m5s"}, s.hear("@op", "STATUS api").Say)
+	assert.Empty(t, s.hear("@op", "STATUS web").Say, "not in the queue")
+	for _, l := range s.hear("@op", "STATUS api").Say {
+		_, err := s.h.reader.Read(l)
+		assert.NoError(t, err)
+		cmd, _ := s.h.reader.Read(l)
+		assert.Zero(t, cmd.Verb, "a queue line is chat, never a protocol line: %s", l)
+	}
+}
+
+// An auditor quick on the trigger passes c after the host's CI PASS and
+// before foreman's REVIEW reaches the host: foreman took the audit, so the
+// host asks once the REVIEW is in.
+func TestAuditBeforeReviewArrives(t *testing.T) {
+	s := newHarness(t, func(c *Config) { c.MaxParallel = 2 })
+	s.built("api", "@b1")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m1"})
+	assert.Empty(t, s.hear("@aud", "AUDIT api PASS").Say)
+	assert.Equal(t, []string{"STATUS api"}, s.foreman("REVIEW api @b1 b1/api").Say)
+	assert.Equal(t, Land, s.started(s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes")).Kind)
+
+	// Without such an audit, REVIEW asks nothing.
+	s.built("db", "@b2")
+	j = s.started(s.hear("@b2", "READY db b2/db"))
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m2"})
+	assert.Empty(t, s.foreman("REVIEW db @b2 b2/db").Say)
+}
+
+// Names only foreman can make known: a flood of READY for made-up
+// components costs the host nothing.
+func TestMadeUpNamesAreNotKept(t *testing.T) {
+	s := newHarness(t, nil)
+	for i := range 1000 {
+		s.hear("@x", fmt.Sprintf("READY made-up-%d x", i))
+	}
+	assert.Len(t, s.h.comps, 0)
+	s.hear("@b1", "READY api b1/api") // declared: kept until STATUS says who owns it
+	assert.Len(t, s.h.comps, 1)
+}
+
+// A view of c said before the host's verdict reached foreman (someone's
+// STATUS) comes after the verdict: it must not start c's job again.
+func TestOlderViewsDoNotRestartWhatWasReported(t *testing.T) {
+	s := newHarness(t, nil)
+	s.built("api", "@b1")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m1"})
+	assert.Empty(t, s.foreman("STATUS api ci owner=@b1 pr=b1/api").Start, "no second check, no second verdict")
+	s.foreman("REVIEW api @b1 b1/api")
+	s.hear("@aud", "AUDIT api PASS")
+	land := s.started(s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes"))
+	a := s.finish(land.Run, Outcome{Result: Landed, Commit: "m1"})
+	assert.Contains(t, a.Say, "MERGED api")
+	assert.Empty(t, s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes").Start, "no second landing, no second MERGED")
+	s.foreman("OK MERGED api")
+
+	// A verdict foreman refused leaves the host not knowing: the next view says.
+	s.built("db", "@b2")
+	j = s.started(s.hear("@b2", "READY db b2/db"))
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m2"})
+	s.foreman("REJECT db @host not waiting for CI (held)")
+	assert.NotEmpty(t, s.foreman("STATUS db ci owner=@b2 pr=b2/db").Start)
+}

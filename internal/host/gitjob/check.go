@@ -1,0 +1,99 @@
+package gitjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/host"
+)
+
+// check does a Check job: what the builder named, merged with the target
+// as it is now, checked. The verdict is about the merge result, what would
+// land, not the branch alone.
+func (r *Runner) check(ctx context.Context, j host.Job) host.Outcome {
+	t, tip, bad := r.resolve(ctx, j.Ref)
+	if bad != nil {
+		return *bad
+	}
+	base, bad := r.base(ctx)
+	if bad != nil {
+		return *bad
+	}
+	var o host.Outcome
+	commit, tree, conflicts, err := r.mergeResult(ctx, j, base, tip)
+	if err != nil {
+		return retry(err)
+	}
+	if len(conflicts) > 0 {
+		if !r.o.AutoRebase || t.Branch == "" {
+			return host.Outcome{Result: host.Conflicted, Files: conflicts}
+		}
+		// Rebase in a private worktree; if that is clean, the branch
+		// moves to the result (only from the commit the host rebased).
+		to, clean, err := r.rebase(ctx, j, tip, base)
+		switch {
+		case err != nil:
+			return retry(err)
+		case !clean:
+			return host.Outcome{Result: host.Conflicted, Files: conflicts}
+		}
+		if err := r.o.Repo.UpdateRef(ctx, t.Branch, to, tip, "foreman host: rebase onto "+r.o.Target); err != nil {
+			if errors.Is(err, gitrepo.ErrMoved) {
+				return host.Outcome{Result: host.Moved}
+			}
+			return retry(err)
+		}
+		o.Rebased = &host.Rebase{Branch: t.String(), From: tip, To: to}
+		tip = to
+		if commit, tree, conflicts, err = r.mergeResult(ctx, j, base, tip); err != nil {
+			return retry(err)
+		} else if len(conflicts) > 0 {
+			return host.Outcome{Result: host.Conflicted, Files: conflicts, Rebased: o.Rebased}
+		}
+	}
+	o.Commit, o.Tip, o.Base, o.Tree = commit, tip, base, tree
+	res, err := r.runChecks(ctx, j, commit, base, &o)
+	if ctx.Err() != nil {
+		return host.Outcome{Result: host.Cancelled}
+	}
+	if err != nil {
+		return retry(err)
+	}
+	if t.Branch != "" {
+		// Deleted or force-pushed while its checks ran: what was checked
+		// is not what the builder has now.
+		now, err := r.o.Repo.Resolve(ctx, t)
+		switch {
+		case err != nil:
+			return retry(err)
+		case now == "":
+			return invalid(fmt.Sprintf("branch %s was deleted while its checks ran; push it, then say READY again", t))
+		case now != tip:
+			return host.Outcome{Result: host.Moved}
+		}
+	}
+	if !res.Passed {
+		return failed(res, o)
+	}
+	r.notePassed(tree)
+	o.Result = host.Passed
+	return o
+}
+
+// rebase rebases tip onto base in a private worktree (a slot, reset to
+// tip first): the new tip, or clean false when the rebase stopped on a
+// conflict (and was aborted).
+func (r *Runner) rebase(ctx context.Context, j host.Job, tip, base string) (string, bool, error) {
+	s := r.takeSlot()
+	defer r.giveSlot(s)
+	if err := r.ready(ctx, s, tip); err != nil {
+		return "", false, err
+	}
+	head, conflict, err := r.o.Repo.Rebase(ctx, s.dir, base)
+	if err != nil {
+		return "", false, err
+	}
+	return head, !conflict, nil
+}

@@ -1,0 +1,262 @@
+// Package gitjob does the git work of foreman host's jobs on one
+// repository: a check (the builder's ref validated, merged with the target
+// without a working tree, rebased in a private worktree if that conflicts
+// and auto_rebase is on, the checks run in a worktree holding exactly the
+// merge result: see slots.go) and a landing (a compare-and-swap of the target to what
+// passed, or, when the target moved, a new merge checked again first).
+package gitjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/host"
+	"github.com/agentforeman/foreman/internal/host/checks"
+)
+
+// Options configure a Runner.
+type Options struct {
+	Repo       *gitrepo.Repo
+	Target     string     // the target branch, short name (main)
+	Checks     [][]string // each a program and its arguments
+	AutoRebase bool
+	Timeout    time.Duration // for all the checks of one run (rules.ci_timeout)
+	Env        []string      // host.env: NAME or NAME=value, passed to the checks
+	Logs       string        // directory of the logs
+	LogLimit   int64         // bytes kept of one log
+	LogURL     string        // where the board serves Logs ("" if it does not), e.g. http://127.0.0.1:9090/ci/logs
+	Work       string        // the host's private directory for worktrees
+	MaxMoves   int           // landing attempts while the target keeps moving (default 5)
+}
+
+// Runner runs jobs. Its methods may be called from several goroutines.
+type Runner struct {
+	o      Options
+	mu     sync.Mutex
+	passed map[string]bool // trees whose checks passed in this process
+	free   []*slot         // slot worktrees not in use
+	slots  int             // slots made so far
+}
+
+// New makes a runner; it makes the log and work directories.
+func New(o Options) (*Runner, error) {
+	if o.MaxMoves <= 0 {
+		o.MaxMoves = 5
+	}
+	// git runs in the repository and the checks in a worktree: a relative
+	// path would mean something else to each.
+	for _, d := range []*string{&o.Logs, &o.Work} {
+		abs, err := filepath.Abs(*d)
+		if err != nil {
+			return nil, err
+		}
+		*d = abs
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return &Runner{o: o, passed: map[string]bool{}}, nil
+}
+
+// Prune ends and removes what a crash left in the work directory: the
+// process groups of checks still running (a host killed outright does not
+// take them along) and the worktrees of runs that never ended.
+func (r *Runner) Prune(ctx context.Context) error {
+	files, _ := filepath.Glob(filepath.Join(r.o.Work, "*.pgid"))
+	for _, f := range files {
+		if data, err := os.ReadFile(f); err == nil {
+			if pgid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pgid > 1 {
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+		}
+		_ = os.Remove(f)
+	}
+	return r.o.Repo.PruneWorktrees(ctx, r.o.Work, isSlot)
+}
+
+// Run does j and says how it went. A cancelled ctx gives Cancelled.
+func (r *Runner) Run(ctx context.Context, j host.Job) host.Outcome {
+	var o host.Outcome
+	switch j.Kind {
+	case host.Check:
+		o = r.check(ctx, j)
+	case host.Land:
+		o = r.land(ctx, j)
+	default:
+		o = host.Outcome{Result: host.Invalid, Line: "unknown job"}
+	}
+	if ctx.Err() != nil {
+		o = host.Outcome{Result: host.Cancelled}
+	}
+	o.Run = j.Run
+	return o
+}
+
+func (r *Runner) targetRef() string { return "refs/heads/" + r.o.Target }
+
+// retry is an outcome for a repository that cannot do it now.
+func retry(err error) host.Outcome {
+	why := err.Error()
+	if gitrepo.IsLocked(err) {
+		why = "the repository is locked by another git process (" + why + ")"
+	}
+	return host.Outcome{Result: host.Retry, Line: why}
+}
+
+func invalid(why string) host.Outcome { return host.Outcome{Result: host.Invalid, Line: why} }
+
+// resolve checks a builder's ref and finds its commit.
+func (r *Runner) resolve(ctx context.Context, ref string) (gitrepo.Target, string, *host.Outcome) {
+	t, err := gitrepo.ParseRef(ref)
+	if err != nil {
+		o := invalid(err.Error())
+		return t, "", &o
+	}
+	if err := r.o.Repo.CheckRef(ctx, t); err != nil {
+		var bad *gitrepo.BadRef
+		o := retry(err)
+		if errors.As(err, &bad) {
+			o = invalid(bad.Why)
+		}
+		return t, "", &o
+	}
+	tip, err := r.o.Repo.Resolve(ctx, t)
+	if err != nil {
+		o := retry(err)
+		return t, "", &o
+	}
+	if tip == "" {
+		o := invalid(gitrepo.Missing(t))
+		return t, "", &o
+	}
+	return t, tip, nil
+}
+
+// base is the target's commit now.
+func (r *Runner) base(ctx context.Context) (string, *host.Outcome) {
+	base, err := r.o.Repo.RevParse(ctx, r.targetRef())
+	if err != nil {
+		o := retry(err)
+		return "", &o
+	}
+	if base == "" {
+		o := host.Outcome{Result: host.Retry, Line: fmt.Sprintf("the target branch %s does not exist in %s", r.o.Target, r.o.Repo.Dir())}
+		return "", &o
+	}
+	return base, nil
+}
+
+// mergeResult is what would land if tip were merged into base now: tip
+// itself when it already contains base (a fast-forward), else a merge
+// commit made from merge-tree's tree. Conflicts, if any, are returned
+// instead.
+func (r *Runner) mergeResult(ctx context.Context, j host.Job, base, tip string) (commit, tree string, conflicts []string, err error) {
+	m, err := r.o.Repo.MergeTree(ctx, base, tip)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if !m.Clean() {
+		return "", "", m.Conflicts, nil
+	}
+	ff, err := r.o.Repo.IsAncestor(ctx, base, tip)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if ff {
+		return tip, m.Tree, nil, nil
+	}
+	msg := fmt.Sprintf("Merge %s (%s) into %s\n\nChecked and landed by foreman host; built by %s.\n", j.Ref, j.Component, r.o.Target, j.Owner)
+	commit, err = r.o.Repo.CommitTree(ctx, m.Tree, msg, base, tip)
+	return commit, m.Tree, nil, err
+}
+
+// logName is the run's log file: the component (made a safe file name) and
+// the run number.
+func logName(j host.Job) string {
+	var b strings.Builder
+	for _, c := range j.Component {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String() + "-" + strconv.Itoa(j.Run) + ".log"
+}
+
+// runChecks runs the checks on commit in a worktree that holds exactly
+// that commit (a slot, reset and cleaned: see slots.go). It fills the
+// outcome's log and URL.
+func (r *Runner) runChecks(ctx context.Context, j host.Job, commit, base string, o *host.Outcome) (checks.Result, error) {
+	name := logName(j)
+	o.Log = filepath.Join(r.o.Logs, name)
+	if r.o.LogURL != "" {
+		o.URL = strings.TrimSuffix(r.o.LogURL, "/") + "/" + url.PathEscape(name)
+	}
+	run := filepath.Join(r.o.Work, "run-"+strconv.Itoa(j.Run))
+	tmp, pgids := run+".tmp", run+".pgid"
+	defer os.RemoveAll(tmp)
+	defer os.Remove(pgids)
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return checks.Result{}, err
+	}
+	s := r.takeSlot()
+	defer r.giveSlot(s)
+	if err := r.ready(ctx, s, commit); err != nil {
+		return checks.Result{}, err
+	}
+	dir := s.dir
+	env := checks.Env(tmp, r.o.Env, map[string]string{
+		"FOREMAN_COMPONENT": j.Component, "FOREMAN_REF": j.Ref, "FOREMAN_COMMIT": commit,
+		"FOREMAN_BASE": base, "FOREMAN_TARGET": r.o.Target,
+	})
+	started := func(pgid int) { _ = os.WriteFile(pgids, []byte(strconv.Itoa(pgid)), 0o644) }
+	return checks.Run(ctx, checks.Spec{Dir: dir, Commands: r.o.Checks, Env: env, Timeout: r.o.Timeout,
+		Log: o.Log, LogLimit: r.o.LogLimit, Started: started})
+}
+
+func (r *Runner) notePassed(tree string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.passed[tree] = true
+}
+
+func (r *Runner) hasPassed(tree string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.passed[tree]
+}
+
+// failed is the outcome of checks that did not pass: the check, named
+// short, and its first failing line.
+func failed(res checks.Result, o host.Outcome) host.Outcome {
+	o.Result = host.Failed
+	o.Line = shortCommand(res.Command) + ": " + res.Line
+	return o
+}
+
+// shortCommand names a check as people call it: the program, and its
+// first argument when that is a word like a subcommand or a target (make
+// test, go vet, git diff), not an option or a path.
+func shortCommand(cmd string) string {
+	words := strings.Fields(cmd)
+	if len(words) == 0 {
+		return cmd
+	}
+	name := filepath.Base(words[0])
+	if len(words) > 1 && len(words[1]) <= 20 && !strings.HasPrefix(words[1], "-") && !strings.HasPrefix(words[1], ".") &&
+		!strings.ContainsAny(words[1], "/=$'\"") {
+		name += " " + words[1]
+	}
+	return name
+}

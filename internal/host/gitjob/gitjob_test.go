@@ -1,0 +1,336 @@
+package gitjob
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/host"
+)
+
+func TestCheckRunsOnTheMergeResult(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.commit("b1/api", "main", map[string]string{"api.txt": "api\n"}, "api")
+	f.commit("main", "main", map[string]string{"db.txt": "db\n"}, "db landed meanwhile")
+	main := f.tip("main")
+
+	o := f.check("api", "b1/api")
+	require.Equal(t, host.Passed, o.Result, "%+v", o)
+	assert.Equal(t, f.tip("b1/api"), o.Tip)
+	assert.Equal(t, main, o.Base)
+	assert.Equal(t, main+" "+o.Tip+"\n", f.git("log", "-1", "--format=%P", o.Commit), "a merge of the branch into main")
+	assert.Equal(t, "api.txt\ndb.txt\n", f.git("ls-tree", "--name-only", o.Commit), "what would land, not the branch alone")
+	assert.Equal(t, o.Tree+"\n", f.git("rev-parse", o.Commit+"^{tree}"))
+	assert.Equal(t, main, f.tip("main"), "checking lands nothing")
+	assert.Equal(t, filepath.Join(f.dir, "logs", "api-1.log"), o.Log)
+	assert.Equal(t, "http://127.0.0.1:9090/ci/logs/api-1.log", o.URL)
+	log, err := os.ReadFile(o.Log)
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "ok\n")
+	f.noWorktreesLeft()
+
+	// Already on top of main: what would land is the branch itself.
+	f.commit("b2/web", "main", map[string]string{"web.txt": "web\n"}, "web")
+	o = f.check("web", "b2/web")
+	require.Equal(t, host.Passed, o.Result)
+	assert.Equal(t, f.tip("b2/web"), o.Commit, "a fast-forward")
+}
+
+func TestCheckFails(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.commit("b1/cart", "main", map[string]string{"cart.txt": "total = BUG\n"}, "cart")
+	o := f.check("cart", "refs/heads/b1/cart")
+	require.Equal(t, host.Failed, o.Result)
+	assert.Equal(t, "gitjob.test: FAIL: cart.txt holds BUG", o.Line, "the check, named short, and its first failing line")
+	assert.NotEmpty(t, o.Commit)
+	log, err := os.ReadFile(o.Log)
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "FAIL: cart.txt holds BUG")
+	f.noWorktreesLeft()
+}
+
+func TestShortCommand(t *testing.T) {
+	for in, want := range map[string]string{
+		"make test":                          "make test",
+		"/usr/bin/go vet ./...":              "go vet",
+		"git diff --check 4b825dc HEAD":      "git diff",
+		"sh -c make lint && make test":       "sh",
+		"./scripts/check.sh --fast":          "check.sh",
+		"npm run test:unit":                  "npm run",
+		"pytest tests/":                      "pytest",
+		"env GOFLAGS=-count=1 go test ./...": "env",
+	} {
+		assert.Equal(t, want, shortCommand(in), in)
+	}
+}
+
+func TestCheckAHangingCheck(t *testing.T) {
+	f := newFixture(t, true, func(o *Options) { o.Env[0] = "HELPER=hang"; o.Timeout = time.Second })
+	f.commit("b1/api", "main", map[string]string{"a": "a"}, "a")
+	o := f.check("api", "b1/api")
+	require.Equal(t, host.Failed, o.Result)
+	assert.Contains(t, o.Line, "timed out after 1s (killed with its process group)")
+	f.noWorktreesLeft()
+}
+
+func TestBadRefsAnswerAtOnce(t *testing.T) {
+	f := newFixture(t, true, nil)
+	for ref, why := range map[string]string{
+		"-x":                     "starts with -",
+		"--upload-pack=touch":    "starts with -",
+		"main..b1":               "holds .., a range",
+		"a;touch${IFS}pwned":     `holds ';'`,
+		"$(touch pwned)":         `holds '$'`,
+		"b1/api.lock":            "not a valid branch name (git check-ref-format)",
+		"nope":                   "no branch nope in the host's repository; push it, then say READY again",
+		strings.Repeat("a", 40):  "no commit aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa in the host's repository",
+		"https://example.com/pr": `holds ':'`,
+	} {
+		o := f.check("api", ref)
+		assert.Equal(t, host.Invalid, o.Result, ref)
+		assert.Contains(t, o.Line, why, ref)
+	}
+	_, err := os.Stat(filepath.Join(f.repo.Dir(), "pwned"))
+	assert.True(t, os.IsNotExist(err))
+	f.noWorktreesLeft()
+
+	// A full commit id names a commit.
+	c := f.commit("", "main", map[string]string{"x": "x"}, "x")
+	o := f.check("api", c)
+	assert.Equal(t, host.Passed, o.Result)
+	assert.Equal(t, c, o.Tip)
+}
+
+// The branch repeats a fix main has (picked by another builder), and main
+// then changed that line again: the merge conflicts, a rebase drops the
+// repeated commit and is clean, and the branch moves to it.
+func TestConflictRebasedAutomatically(t *testing.T) {
+	f := newFixture(t, true, nil)
+	base := f.commit("main", "main", map[string]string{"Makefile": "test:\n\tgo tset\n"}, "makefile")
+	fix := map[string]string{"Makefile": "test:\n\tgo test\n"}
+	f.commit("main", "main", fix, "fix the test target")
+	f.commit("main", "main", map[string]string{"Makefile": "test:\n\tgo test -race\n"}, "race")
+	f.commit("b1/cart", base, fix, "the same fix, on the branch")
+	old := f.commit("b1/cart", "b1/cart", map[string]string{"cart.txt": "cart\n"}, "cart")
+
+	o := f.check("cart", "b1/cart")
+	require.Equal(t, host.Passed, o.Result, "%+v", o)
+	require.NotNil(t, o.Rebased)
+	assert.Equal(t, host.Rebase{Branch: "b1/cart", From: old, To: f.tip("b1/cart")}, *o.Rebased)
+	assert.Equal(t, o.Tip, f.tip("b1/cart"), "the branch was updated")
+	assert.Equal(t, o.Tip, o.Commit, "rebased onto main: a fast-forward")
+	assert.Equal(t, "cart\n", f.git("log", "--format=%s", f.tip("main")+".."+o.Tip))
+	f.noWorktreesLeft()
+
+	// Without auto_rebase, or when the rebase conflicts too: CONFLICT,
+	// and the branch is left as it was.
+	clash := f.commit("b2/mail", base, map[string]string{"Makefile": "test:\n\tmake check\n"}, "clash")
+	o = f.check("mail", "b2/mail")
+	assert.Equal(t, host.Conflicted, o.Result)
+	assert.Equal(t, []string{"Makefile"}, o.Files)
+	assert.Equal(t, clash, f.tip("b2/mail"))
+	f.noWorktreesLeft()
+
+	g := newFixture(t, true, func(o *Options) { o.AutoRebase = false })
+	base = g.commit("main", "main", map[string]string{"a": "1\n"}, "a")
+	g.commit("main", "main", map[string]string{"a": "2\n"}, "a2")
+	g.commit("b1/x", base, map[string]string{"a": "3\n"}, "a3")
+	o = g.check("x", "b1/x")
+	assert.Equal(t, host.Conflicted, o.Result)
+	assert.Equal(t, []string{"a"}, o.Files)
+}
+
+// gated runs a check with the gate helper, does what is asked while it
+// waits, then lets it finish.
+func gated(t *testing.T, f *fixture, j host.Job, while func()) host.Outcome {
+	done := make(chan host.Outcome, 1)
+	go func() { done <- f.runner.Run(ctx, j) }()
+	waitFor(t, f.gate+".started")
+	while()
+	require.NoError(t, os.WriteFile(f.gate+".open", nil, 0o644))
+	select {
+	case o := <-done:
+		require.NoError(t, os.Remove(f.gate+".started"))
+		require.NoError(t, os.Remove(f.gate+".open"))
+		return o
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the job did not end")
+	}
+	return host.Outcome{}
+}
+
+func TestBranchDeletedOrForcePushedWhileChecked(t *testing.T) {
+	f := newFixture(t, true, func(o *Options) { o.Env[0] = "HELPER=gate" })
+	tip := f.commit("b1/api", "main", map[string]string{"a": "a"}, "a")
+	o := gated(t, f, f.job(host.Check, "api", "b1/api", nil), func() {
+		f.git("update-ref", "-d", "refs/heads/b1/api")
+	})
+	assert.Equal(t, host.Invalid, o.Result)
+	assert.Equal(t, "branch b1/api was deleted while its checks ran; push it, then say READY again", o.Line)
+
+	f.commit("b1/api", tip, map[string]string{"b": "b"}, "b")
+	o = gated(t, f, f.job(host.Check, "api", "b1/api", nil), func() {
+		f.commit("", "main", map[string]string{"c": "c"}, "force") // then force-pushed over the branch
+		f.git("update-ref", "refs/heads/b1/api", f.commit("", "main", map[string]string{"d": "d"}, "forced"))
+	})
+	assert.Equal(t, host.Moved, o.Result)
+	f.noWorktreesLeft()
+}
+
+func TestCancelledCheckSaysNothingAndCleansUp(t *testing.T) {
+	f := newFixture(t, true, func(o *Options) { o.Env[0] = "HELPER=hang" })
+	f.commit("b1/api", "main", map[string]string{"a": "a"}, "a")
+	c, cancel := context.WithCancel(ctx)
+	done := make(chan host.Outcome, 1)
+	go func() { done <- f.runner.Run(c, f.job(host.Check, "api", "b1/api", nil)) }()
+	require.Eventually(t, func() bool {
+		entries, _ := os.ReadDir(filepath.Join(f.dir, "work"))
+		return len(entries) > 0
+	}, time.Minute, 5*time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // let it reach the check; the outcome is the same before it
+	cancel()
+	select {
+	case o := <-done:
+		assert.Equal(t, host.Cancelled, o.Result)
+	case <-time.After(time.Minute):
+		t.Fatal("a cancelled check did not end")
+	}
+	f.noWorktreesLeft()
+}
+
+func TestLandFastForwardsToWhatPassed(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.commit("b1/api", "main", map[string]string{"api": "api"}, "api")
+	f.commit("main", "main", map[string]string{"db": "db"}, "db")
+	o := f.check("api", "b1/api")
+	require.Equal(t, host.Passed, o.Result)
+	before, err := os.ReadFile(f.record)
+	require.NoError(t, err)
+
+	l := f.land("api", "b1/api", passOf("api", o))
+	require.Equal(t, host.Landed, l.Result, "%+v", l)
+	assert.Equal(t, o.Commit, l.Commit)
+	assert.Equal(t, o.Commit, f.tip("main"), "main is what passed")
+	after, _ := os.ReadFile(f.record)
+	assert.Equal(t, before, after, "nothing checked again: the target had not moved")
+
+	// Landing again (a restart after the landing, before MERGED was said)
+	// lands nothing twice.
+	l = f.land("api", "b1/api", passOf("api", o))
+	assert.Equal(t, host.Landed, l.Result)
+	assert.True(t, l.Already)
+	assert.Equal(t, o.Commit, f.tip("main"))
+	f.noWorktreesLeft()
+}
+
+func TestLandAfterTheTargetMovedChecksAgain(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.commit("b1/api", "main", map[string]string{"api": "api"}, "api")
+	o := f.check("api", "b1/api")
+	require.Equal(t, host.Passed, o.Result)
+	f.commit("main", "main", map[string]string{"web": "web"}, "web landed first")
+	moved := f.tip("main")
+
+	l := f.land("api", "b1/api", passOf("api", o))
+	require.Equal(t, host.Landed, l.Result, "%+v", l)
+	assert.NotEqual(t, o.Commit, l.Commit, "a new merge")
+	assert.Equal(t, moved+" "+o.Tip+"\n", f.git("log", "-1", "--format=%P", l.Commit))
+	checked, _ := os.ReadFile(f.record)
+	assert.Contains(t, string(checked), l.Commit, "what landed was checked")
+	assert.NotEmpty(t, l.Log)
+
+	// When what would land fails now, nothing lands.
+	f.commit("b2/cart", "main", map[string]string{"cart": "cart"}, "cart")
+	o = f.check("cart", "b2/cart")
+	require.Equal(t, host.Passed, o.Result)
+	f.commit("main", "main", map[string]string{"shared": "BUG"}, "a bad landing")
+	bad := f.tip("main")
+	l = f.land("cart", "b2/cart", passOf("cart", o))
+	assert.Equal(t, host.Failed, l.Result)
+	assert.Contains(t, l.Line, "FAIL: shared holds BUG")
+	assert.Equal(t, bad, f.tip("main"))
+
+	// Or when it no longer merges.
+	f.commit("b3/pay", "main", map[string]string{"pay": "1"}, "pay")
+	o = f.check("pay", "b3/pay")
+	f.commit("main", "main", map[string]string{"pay": "2"}, "pay elsewhere")
+	l = f.land("pay", "b3/pay", passOf("pay", o))
+	assert.Equal(t, host.Conflicted, l.Result)
+	assert.Equal(t, []string{"pay"}, l.Files)
+	f.noWorktreesLeft()
+}
+
+func TestLandWhenTheTargetMovesDuringTheRecheck(t *testing.T) {
+	f := newFixture(t, true, func(o *Options) { o.Env[0] = "HELPER=gate" })
+	f.commit("b1/api", "main", map[string]string{"api": "api"}, "api")
+	f.commit("main", "main", map[string]string{"x": "x"}, "x")
+	var intruder string
+	l := gated(t, f, f.job(host.Land, "api", "b1/api", nil), func() {
+		intruder = f.commit("main", "main", map[string]string{"y": "y"}, "pushed meanwhile")
+		// The next round's check must pass without waiting.
+		require.NoError(t, os.WriteFile(f.gate+".open", nil, 0o644))
+	})
+	require.Equal(t, host.Landed, l.Result, "%+v", l)
+	assert.Equal(t, intruder+" "+f.tip("b1/api")+"\n", f.git("log", "-1", "--format=%P", f.tip("main")), "merged again on the moved target")
+	checked, _ := os.ReadFile(f.record)
+	assert.Contains(t, string(checked), f.tip("main"), "and checked again")
+	assert.Equal(t, 2, strings.Count(string(checked), "\n"))
+}
+
+func TestLandWaitsForALockedOrDirtyRepository(t *testing.T) {
+	f := newFixture(t, false, nil)
+	f.commit("b1/api", "main", map[string]string{"api.txt": "api\n"}, "api")
+	o := f.check("api", "b1/api")
+	require.Equal(t, host.Passed, o.Result)
+	main := f.tip("main")
+
+	lock := filepath.Join(f.repo.GitDir(), "refs", "heads", "main.lock")
+	require.NoError(t, os.WriteFile(lock, nil, 0o644))
+	l := f.land("api", "b1/api", passOf("api", o))
+	assert.Equal(t, host.Retry, l.Result)
+	assert.Contains(t, l.Line, "the repository is locked by another git process")
+	assert.NotContains(t, l.Line, "\n")
+	require.NoError(t, os.Remove(lock))
+
+	// main is checked out in the repository itself, with a change.
+	require.NoError(t, os.WriteFile(filepath.Join(f.repo.Dir(), "README"), []byte("local\n"), 0o644))
+	f.git("add", "README")
+	l = f.land("api", "b1/api", passOf("api", o))
+	assert.Equal(t, host.Retry, l.Result)
+	assert.Contains(t, l.Line, "main is checked out at "+f.repo.Dir()+" with uncommitted changes (A  README); commit or stash them")
+	assert.Equal(t, main, f.tip("main"))
+	f.git("reset", "--quiet", "--hard")
+
+	// Clean: it lands, and the checkout follows.
+	l = f.land("api", "b1/api", passOf("api", o))
+	require.Equal(t, host.Landed, l.Result, "%+v", l)
+	data, err := os.ReadFile(filepath.Join(f.repo.Dir(), "api.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "api\n", string(data))
+	assert.Empty(t, f.git("status", "--porcelain"))
+}
+
+// host.logs and host.work are relative to the configuration file, and so
+// often relative to where the host runs: they must mean the same to git
+// (which runs in the repository) and to the checks (in a worktree).
+func TestRelativeDirectories(t *testing.T) {
+	f := newFixture(t, true, nil)
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.Chdir(wd) })
+	require.NoError(t, os.Chdir(f.dir))
+	r, err := New(Options{Repo: f.repo, Target: "main", Timeout: time.Minute, Checks: [][]string{{"true"}},
+		Logs: "rel/logs", Work: "rel/work"})
+	require.NoError(t, err)
+	f.commit("b1/api", "main", map[string]string{"a": "a"}, "a")
+	o := r.Run(ctx, host.Job{Run: 1, Kind: host.Check, Component: "api", Ref: "b1/api"})
+	require.Equal(t, host.Passed, o.Result, "%+v", o)
+	assert.Equal(t, filepath.Join(f.dir, "rel", "logs", "api-1.log"), o.Log)
+	assert.DirExists(t, filepath.Join(f.dir, "rel", "work", "slot-1"))
+}

@@ -1,0 +1,172 @@
+package gitjob
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/host"
+)
+
+// The test binary is also the check: with HELPER set it checks the
+// worktree it runs in instead of testing.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("HELPER"); mode != "" {
+		os.Exit(helper(mode))
+	}
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
+// helper is a check. Every mode records the tree it was run on (for the
+// tests that every landed tree passed), then:
+//
+//	content  fails when a file holds BUG
+//	gate     says it started, then waits until the test releases it
+//	hang     never ends
+func helper(mode string) int {
+	if rec := os.Getenv("RECORD"); rec != "" {
+		f, err := os.OpenFile(rec, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, os.Getenv("FOREMAN_COMMIT"))
+			f.Close()
+		}
+	}
+	switch mode {
+	case "gate":
+		_ = os.WriteFile(os.Getenv("GATE")+".started", nil, 0o644)
+		for {
+			if _, err := os.Stat(os.Getenv("GATE") + ".open"); err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	case "hang":
+		time.Sleep(time.Hour)
+	}
+	entries, _ := os.ReadDir(".")
+	for _, e := range entries {
+		data, err := os.ReadFile(e.Name())
+		if err == nil && strings.Contains(string(data), "BUG") {
+			fmt.Println("checking", len(entries), "files")
+			fmt.Printf("FAIL: %s holds BUG\n", e.Name())
+			return 1
+		}
+	}
+	fmt.Println("ok")
+	return 0
+}
+
+var ctx = context.Background()
+
+type fixture struct {
+	t      *testing.T
+	repo   *gitrepo.Repo
+	runner *Runner
+	dir    string
+	gate   string
+	record string
+	run    int
+}
+
+func newFixture(t *testing.T, bare bool, mutate func(*Options)) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	repo, err := gitrepo.Init(ctx, filepath.Join(dir, "repo"), "main", bare)
+	require.NoError(t, err)
+	f := &fixture{t: t, repo: repo, dir: dir, gate: filepath.Join(dir, "gate"), record: filepath.Join(dir, "checked")}
+	o := Options{
+		Repo: repo, Target: "main", AutoRebase: true, Timeout: time.Minute,
+		Checks: [][]string{{os.Args[0], "-test.run=^$"}},
+		Env:    []string{"HELPER=content", "GATE=" + f.gate, "RECORD=" + f.record},
+		Logs:   filepath.Join(dir, "logs"), Work: filepath.Join(dir, "work"), LogURL: "http://127.0.0.1:9090/ci/logs",
+	}
+	if mutate != nil {
+		mutate(&o)
+	}
+	f.runner, err = New(o)
+	require.NoError(t, err)
+	return f
+}
+
+func (f *fixture) tip(branch string) string {
+	f.t.Helper()
+	oid, err := f.repo.RevParse(ctx, "refs/heads/"+branch)
+	require.NoError(f.t, err)
+	return oid
+}
+
+// commit commits files on top of parent (a commit id, or a branch's tip by
+// its name) and points branch at it.
+func (f *fixture) commit(branch, parent string, files map[string]string, msg string) string {
+	f.t.Helper()
+	if len(parent) != 40 {
+		parent = f.tip(parent)
+	}
+	oid, err := f.repo.CommitFiles(ctx, parent, files, msg, gitrepo.Author{Name: "Builder", Email: "b@example.com"})
+	require.NoError(f.t, err)
+	if branch != "" {
+		require.NoError(f.t, f.repo.UpdateRef(ctx, "refs/heads/"+branch, oid, f.tipOrEmpty(branch), "test"))
+	}
+	return oid
+}
+
+func (f *fixture) tipOrEmpty(branch string) string {
+	oid, _ := f.repo.RevParse(ctx, "refs/heads/"+branch)
+	return oid
+}
+
+func (f *fixture) job(kind host.Kind, c, ref string, pass *host.Pass) host.Job {
+	f.run++
+	return host.Job{Run: f.run, Kind: kind, Component: c, Ref: ref, Owner: "@b1", Pass: pass}
+}
+
+func (f *fixture) check(c, ref string) host.Outcome {
+	return f.runner.Run(ctx, f.job(host.Check, c, ref, nil))
+}
+
+func (f *fixture) land(c, ref string, pass *host.Pass) host.Outcome {
+	return f.runner.Run(ctx, f.job(host.Land, c, ref, pass))
+}
+
+// passOf is the record a passed check leaves.
+func passOf(c string, o host.Outcome) *host.Pass {
+	return &host.Pass{Component: c, Owner: "@b1", Ref: "x", Tip: o.Tip, Commit: o.Commit, Base: o.Base, Tree: o.Tree}
+}
+
+func (f *fixture) git(args ...string) string {
+	f.t.Helper()
+	out, err := f.repo.Git(ctx, args...)
+	require.NoError(f.t, err)
+	return out
+}
+
+// waitFor waits for a file the helper writes.
+func waitFor(t *testing.T, path string) {
+	t.Helper()
+	require.Eventually(t, func() bool { _, err := os.Stat(path); return err == nil }, time.Minute, 5*time.Millisecond)
+}
+
+// noWorktreesLeft: every run cleaned up after itself: the work directory
+// holds only slot worktrees (kept for the next run), and git knows no
+// other worktree.
+func (f *fixture) noWorktreesLeft() {
+	f.t.Helper()
+	entries, err := os.ReadDir(filepath.Join(f.dir, "work"))
+	require.NoError(f.t, err)
+	for _, e := range entries {
+		require.True(f.t, strings.HasPrefix(e.Name(), "slot-"), "left behind: %s", e.Name())
+	}
+	out := f.git("worktree", "list", "--porcelain")
+	require.Equal(f.t, 1+len(entries), strings.Count(out, "worktree "), out)
+}

@@ -1,0 +1,93 @@
+package host
+
+// Kind is what a job does.
+type Kind uint8
+
+const (
+	// Check checks a builder's ref: validate, merge with the target
+	// (rebasing if it conflicts and auto_rebase is on), run the checks on
+	// the merge result.
+	Check Kind = iota + 1
+	// Land lands an approved component on the target: fast-forward to what
+	// passed when the target has not moved, else merge again, check again
+	// and land that, only ever by compare-and-swap.
+	Land
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Check:
+		return "check"
+	case Land:
+		return "land"
+	}
+	return "?"
+}
+
+// Job is one unit of git work the core asks the shell for.
+type Job struct {
+	Run       int // unique for the host's life, across restarts
+	Kind      Kind
+	Component string
+	Ref       string // what the builder's READY named
+	Owner     string
+	Pass      *Pass // Land: what passed CI for this component, if the host knows
+}
+
+// Pass is what passed the checks for a component: a record kept durable
+// before CI c PASS is said, so that a landing after a restart lands what
+// was checked, not whatever the branch holds by then.
+type Pass struct {
+	Component string `json:"c"`
+	Owner     string `json:"owner"`
+	Ref       string `json:"ref"`
+	Tip       string `json:"tip"`    // the branch's commit that was checked (after any rebase)
+	Commit    string `json:"commit"` // what would land: the merge of Tip into Base, or Tip itself
+	Base      string `json:"base"`   // the target when it was checked
+	Tree      string `json:"tree"`   // Commit's tree
+}
+
+// Result is how a job ended.
+type Result uint8
+
+const (
+	Passed     Result = iota + 1 // the checks passed on Commit
+	Failed                       // the checks failed on Commit: Line, Log
+	Conflicted                   // merging conflicts (after any rebase): Files
+	Invalid                      // the ref is bad, missing, or went away: Line says which
+	Moved                        // the branch moved while it was checked: check again
+	Retry                        // the repository could not do it now (locked, dirty, git failed): Line; try later
+	Landed                       // Commit is on the target now
+	Cancelled                    // the job was cancelled; nothing to say
+)
+
+var resultNames = [...]string{"", "passed", "failed", "conflicted", "invalid", "moved", "retry", "landed", "cancelled"}
+
+func (r Result) String() string {
+	if int(r) < len(resultNames) {
+		return resultNames[r]
+	}
+	return "?"
+}
+
+// Outcome is a finished job, as the shell reports it.
+type Outcome struct {
+	Run     int
+	Result  Result
+	Commit  string   // what was checked, or landed
+	Tip     string   // the branch commit checked
+	Base    string   // the target it was merged with
+	Tree    string   // Commit's tree
+	Line    string   // Failed: the check and its first failing line; Invalid, Retry: why
+	Log     string   // the log's path
+	URL     string   // the log's address on the board, if it runs
+	Files   []string // Conflicted: the files
+	Rebased *Rebase  // the branch was rebased onto the target first
+	Already bool     // Landed: it was on the target already (a landing cut short by a crash)
+}
+
+// Rebase says the host rebased a builder's branch onto the target.
+type Rebase struct {
+	Branch   string // short name
+	From, To string // commits
+}

@@ -1,0 +1,185 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/host"
+	"github.com/agentforeman/foreman/internal/host/gitjob"
+	"github.com/agentforeman/foreman/internal/host/ledger"
+)
+
+// Setup is a host made ready from a configuration: everything checked,
+// nothing joined yet.
+type Setup struct {
+	Options  Options
+	Identity *agentchat.Identity
+	Repo     *gitrepo.Repo
+	Ledger   *ledger.Ledger
+	Warnings []string
+}
+
+// Close releases the ledger.
+func (s *Setup) Close() error { return s.Ledger.Close() }
+
+// Prepare checks a configuration for foreman host and opens what it needs:
+// its key, the repository, the ledger. Every error is one line that names
+// the key to fix.
+func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup, error) {
+	if err := c.RequireHost(); err != nil {
+		return nil, err
+	}
+	id, _, err := agentchat.LoadOrCreateIdentity(c.Host.Identity, c.Host.Name)
+	if err != nil {
+		return nil, fmt.Errorf("host.identity: %s: %w", c.Host.Identity, err)
+	}
+	self := id.AgentID()
+	coord, err := coordinatorID(c)
+	if err != nil {
+		return nil, err
+	}
+	warnings, err := Roles(c, self)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := gitrepo.Open(ctx, c.Host.Repo)
+	if err != nil {
+		return nil, fmt.Errorf("host.repo: %w", err)
+	}
+	if tip, err := repo.RevParse(ctx, "refs/heads/"+c.Host.Target); err != nil || tip == "" {
+		return nil, fmt.Errorf("host.target: no branch %s in %s", c.Host.Target, repo.Dir())
+	}
+	if !repo.Bare() {
+		warnings = append(warnings, fmt.Sprintf("host.repo: %s has a work tree; a bare repository is best (a checkout of %s there must be clean for a landing, and follows it)", repo.Dir(), c.Host.Target))
+	}
+	timeout := c.Rules.CITimeout
+	runner, err := gitjob.New(gitjob.Options{
+		Repo: repo, Target: c.Host.Target, Checks: c.Host.Checks, AutoRebase: c.Host.AutoRebase,
+		Timeout: timeout, Env: c.Host.Env, Logs: c.Host.Logs, LogLimit: c.Host.LogLimit,
+		LogURL: LogURL(c), Work: c.Host.Work,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("host.logs/host.work: %w", err)
+	}
+	if err := runner.Prune(ctx); err != nil {
+		log.Warn().Err(err).Msg("cannot prune the worktrees a crash left")
+	}
+	led, st, err := ledger.Open(c.Host.Ledger)
+	if err != nil {
+		return nil, fmt.Errorf("host.ledger: %w", err)
+	}
+	var comps []string
+	for _, comp := range c.Build.Components {
+		comps = append(comps, comp.Name)
+	}
+	mentions := []string{"@" + c.Server.Name, coord}
+	o := Options{
+		Chat: agentchat.Config{
+			URL: c.Server.URL, Channel: c.Server.Channel, Name: c.Host.Name, Identity: id,
+			RateLimit: rateLimit(c.Server.RateLimit), MaxMessage: c.Server.MaxMessage, FloodLimit: c.Server.FloodLimit,
+			Logger: log.With().Str("part", "room").Logger(),
+		},
+		Core: host.Config{
+			Self: self, Coordinator: coord, Components: comps, Mentions: mentions,
+			Gating: c.Rules.CIGating, External: c.Rules.Merge == coordinator.MergeExternal,
+			Auditors: c.Roles.Auditors, Verified: c.Rules.RequireVerified,
+			MaxParallel: c.Host.MaxParallel, Target: c.Host.Target,
+		},
+		State: st, Jobs: runner, Ledger: led, QueueFile: QueueFile(c.Host.Logs), Logger: log,
+	}
+	return &Setup{Options: o, Identity: id, Repo: repo, Ledger: led, Warnings: warnings}, nil
+}
+
+func rateLimit(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1 // the room has no limit
+	}
+	return d
+}
+
+// coordinatorID is foreman's sender id: host.coordinator, or the id of the
+// key in server.identity (the host usually runs beside foreman, from the
+// same configuration).
+func coordinatorID(c *config.Config) (string, error) {
+	if c.Host.Coordinator != "" {
+		return c.Host.Coordinator, nil
+	}
+	id, err := agentchat.LoadIdentity(c.Server.Identity)
+	if err != nil {
+		return "", fmt.Errorf("host.coordinator: not set, and foreman's key (server.identity %s) cannot be read (%v); set it to foreman's sender id", c.Server.Identity, err)
+	}
+	return id.AgentID(), nil
+}
+
+// Roles checks that foreman will take the host's lines: its id must be in
+// roles.ci when it reports CI (unless that role is left open to anyone) and
+// in roles.merger when it lands.
+func Roles(c *config.Config, self string) (warnings []string, err error) {
+	if c.Rules.CIGating {
+		switch {
+		case len(c.Roles.CI) == 0:
+			warnings = append(warnings, fmt.Sprintf("roles.ci is empty, so anyone but a builder may report CI; list the host's id %s there", self))
+		case !slices.Contains(c.Roles.CI, self):
+			return nil, fmt.Errorf("roles.ci: does not list the host's id %s (the key in host.identity %s); add it, or foreman refuses its CI lines", self, c.Host.Identity)
+		}
+	}
+	if c.Rules.Merge == coordinator.MergeExternal && !slices.Contains(c.Roles.Merger, self) {
+		return nil, fmt.Errorf("roles.merger: does not list the host's id %s (the key in host.identity %s); add it, or foreman refuses its MERGED", self, c.Host.Identity)
+	}
+	if c.Rules.Merge != coordinator.MergeExternal {
+		warnings = append(warnings, "rules.merge is accept: foreman says MERGED on AUDIT PASS and the host lands nothing (set it to external for landings)")
+	}
+	if len(c.Host.Checks) == 0 {
+		warnings = append(warnings, "host.checks is empty: every branch that merges cleanly passes")
+	}
+	return warnings, nil
+}
+
+// LogURL is where the board serves the check logs: host.log_url, else the
+// board's own address (http.listen) when it has a fixed port.
+func LogURL(c *config.Config) string {
+	if c.Host.LogURL != "" {
+		return c.Host.LogURL
+	}
+	host, port, err := net.SplitHostPort(c.HTTP)
+	if c.HTTP == "" || err != nil || port == "0" {
+		return ""
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/ci/logs"
+}
+
+// Main runs foreman host from a configuration until ctx ends: the whole of
+// `foreman host`, also run by tests as a process of its own.
+func Main(ctx context.Context, c *config.Config, log zerolog.Logger, out io.Writer) error {
+	s, err := Prepare(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, w := range s.Warnings {
+		log.Warn().Msg(w)
+	}
+	abs, _ := filepath.Abs(s.Options.QueueFile)
+	fmt.Fprintf(out, "foreman host %s: checking %s (target %s) for %s at %s; queue in %s\n",
+		s.Identity.AgentID(), s.Repo.Dir(), c.Host.Target, c.Server.Channel, c.Server.URL, abs)
+	err = Run(ctx, s.Options)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,428 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/bot"
+	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/host"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
+)
+
+// The test binary is three things: the tests; with HELPER set, the check
+// the host runs; with FOREMAN_HOST_TEST_CONFIG set, foreman host itself,
+// as a process of its own that a test can kill -9.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("HELPER"); mode != "" {
+		os.Exit(helper(mode))
+	}
+	if path := os.Getenv("FOREMAN_HOST_TEST_CONFIG"); path != "" {
+		os.Exit(hostProcess(path))
+	}
+	os.Exit(m.Run())
+}
+
+func hostProcess(path string) int {
+	c, err := config.Load(path, nil, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "host:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := zerolog.New(os.Stderr).With().Timestamp().Logger()
+	if err := Main(ctx, c, log, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "host:", err)
+		return 1
+	}
+	return 0
+}
+
+// helper is the check. It fails when a file of the worktree holds BUG; in
+// mode gate it first says it started (GATE.started) and waits for the
+// test to open the gate (GATE.open); in mode hang it never ends. A check
+// that passes records the commit it checked in RECORD.
+func helper(mode string) int {
+	switch mode {
+	case "gate":
+		gate := os.Getenv("GATE")
+		_ = os.WriteFile(gate+"."+os.Getenv("FOREMAN_COMPONENT")+".started", nil, 0o644)
+		for {
+			if _, err := os.Stat(gate + ".open"); err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	case "hang":
+		time.Sleep(time.Hour)
+	}
+	entries, _ := os.ReadDir(".")
+	for _, e := range entries {
+		data, err := os.ReadFile(e.Name())
+		if err == nil && strings.Contains(string(data), "BUG") {
+			fmt.Printf("FAIL: %s holds BUG\n", e.Name())
+			return 1
+		}
+	}
+	if rec := os.Getenv("RECORD"); rec != "" {
+		f, err := os.OpenFile(rec, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, os.Getenv("FOREMAN_COMMIT"))
+			f.Close()
+		}
+	}
+	fmt.Println("ok")
+	return 0
+}
+
+var bg = context.Background()
+
+// world is a room with foreman, foreman host bound to a bare repository,
+// and scripted peers: builders b1..b3, an auditor and an operator, and a
+// watcher that hears everything.
+type world struct {
+	t       *testing.T
+	dir     string
+	repo    *gitrepo.Repo
+	room    *roomtest.Room
+	cfgPath string
+	peers   map[string]*roomtest.Peer
+	foreman string // sender ids
+	host    string
+	gate    string
+	record  string
+
+	mu     sync.Mutex
+	lines  []roomtest.Said
+	cursor int
+	news   chan struct{}
+
+	stopHost func()
+}
+
+type worldOptions struct {
+	components  []string
+	mode        string // the check's mode: content (default), gate, hang
+	ciTimeout   string
+	maxParallel int
+	merge       string // rules.merge (default external)
+	auditor     string // roles.auditors (default the aud peer)
+	rules       string // more rules: lines, indented two spaces
+}
+
+func newWorld(t *testing.T, o worldOptions) *world {
+	t.Helper()
+	if o.mode == "" {
+		o.mode = "content"
+	}
+	if o.ciTimeout == "" {
+		o.ciTimeout = "1h"
+	}
+	if o.maxParallel == 0 {
+		o.maxParallel = 1
+	}
+	if len(o.components) == 0 {
+		o.components = []string{"db", "api", "web"}
+	}
+	dir := t.TempDir()
+	repo, err := gitrepo.Init(bg, filepath.Join(dir, "repo.git"), "main", true)
+	require.NoError(t, err)
+	w := &world{t: t, dir: dir, repo: repo, room: roomtest.Start(t), peers: map[string]*roomtest.Peer{},
+		gate: filepath.Join(dir, "gate"), record: filepath.Join(dir, "checked"), news: make(chan struct{})}
+	for _, name := range []string{"watch", "b1", "b2", "b3", "aud", "op"} {
+		w.peers[name] = w.room.Join(t, name)
+	}
+	go w.collect()
+	fid, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	require.NoError(t, fid.Save(filepath.Join(dir, "foreman.json")))
+	hid, err := agentchat.NewIdentity("host")
+	require.NoError(t, err)
+	require.NoError(t, hid.Save(filepath.Join(dir, "host.json")))
+	w.foreman, w.host = fid.AgentID(), hid.AgentID()
+
+	if o.auditor == "" {
+		o.auditor = w.peers["aud"].ID
+	}
+	merge := o.merge
+	if merge == "" {
+		merge = "external"
+	}
+	var comps strings.Builder
+	for _, c := range o.components {
+		name, deps, _ := strings.Cut(c, ":")
+		fmt.Fprintf(&comps, "    - name: %s\n", name)
+		if deps != "" {
+			fmt.Fprintf(&comps, "      depends_on: [%s]\n", deps)
+		}
+	}
+	yaml := fmt.Sprintf(`server:
+  url: %s
+  channel: "#build"
+  identity: foreman.json
+  rate_limit: 10ms
+build:
+  name: shop
+  components:
+%sroles:
+  operators: [%q]
+  auditors: [%q]
+  ci: [%q]
+  merger: [%q]
+rules:
+  ci_gating: on
+  merge: %s
+  ci_timeout: %s
+  ci_attempts: 20
+  conflict_attempts: 20
+  checkin_interval: 1h
+  audit_timeout: 1h
+  max_build_time: 0
+%sjournal:
+  path: journal
+http:
+  listen: ""
+host:
+  repo: repo.git
+  checks: [%q]
+  env: ["HELPER=%s", "GATE=%s", "RECORD=%s"]
+  max_parallel: %d
+  identity: host.json
+`, w.room.URL(), comps.String(), w.peers["op"].ID, o.auditor, w.host, w.host, merge, o.ciTimeout, o.rules,
+		os.Args[0]+" -test.run=^$", o.mode, w.gate, w.record, o.maxParallel)
+	w.cfgPath = filepath.Join(dir, "foreman.yaml")
+	require.NoError(t, os.WriteFile(w.cfgPath, []byte(yaml), 0o644))
+	w.startForeman()
+	w.expect(w.foreman, "TASKS")
+	return w
+}
+
+func (w *world) config() *config.Config {
+	c, err := config.Load(w.cfgPath, nil, nil)
+	require.NoError(w.t, err)
+	return c
+}
+
+func (w *world) startForeman() {
+	b, err := bot.New(bot.Options{Config: w.config(), Logger: zerolog.Nop(), ShutdownGrace: time.Second})
+	require.NoError(w.t, err)
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = b.Run(ctx) }()
+	w.t.Cleanup(func() { cancel(); <-done })
+}
+
+// startHost runs foreman host in this process.
+func (w *world) startHost() {
+	w.startHostWith(nil)
+}
+
+func (w *world) startHostWith(wrap func(Jobs) Jobs) {
+	s, err := Prepare(bg, w.config(), zerolog.Nop())
+	require.NoError(w.t, err)
+	if wrap != nil {
+		s.Options.Jobs = wrap(s.Options.Jobs)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() { defer close(done); defer s.Close(); _ = Run(ctx, s.Options) }()
+	stopped := false
+	w.stopHost = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+		}
+	}
+	w.t.Cleanup(w.stopHost)
+}
+
+// hostProcess runs foreman host as a process of its own, which kill ends
+// with SIGKILL.
+func (w *world) startHostProcess() (kill func()) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "FOREMAN_HOST_TEST_CONFIG="+w.cfgPath)
+	logf, err := os.OpenFile(filepath.Join(w.dir, "host.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(w.t, err)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(w.t, cmd.Start())
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
+	killed := false
+	kill = func() {
+		if !killed {
+			killed = true
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	w.t.Cleanup(kill)
+	return kill
+}
+
+func (w *world) collect() {
+	for l := range w.peers["watch"].Lines() {
+		w.mu.Lock()
+		w.lines = append(w.lines, l)
+		close(w.news)
+		w.news = make(chan struct{})
+		w.mu.Unlock()
+	}
+}
+
+func (w *world) say(peer, line string) { w.peers[peer].Say(line) }
+
+func (w *world) id(peer string) string { return w.peers[peer].ID }
+
+// expect waits for the next line from sender that starts with prefix
+// (after the last one expect found), and returns it.
+func (w *world) expect(sender, prefix string) string {
+	w.t.Helper()
+	deadline := time.After(3 * time.Minute)
+	for {
+		w.mu.Lock()
+		for ; w.cursor < len(w.lines); w.cursor++ {
+			l := w.lines[w.cursor]
+			if l.From == sender && strings.HasPrefix(l.Text, prefix) {
+				w.cursor++
+				w.mu.Unlock()
+				return l.Text
+			}
+		}
+		news := w.news
+		w.mu.Unlock()
+		select {
+		case <-news:
+		case <-deadline:
+			w.t.Fatalf("waited in vain for %q from %s; the room said:\n%s", prefix, sender, w.dump())
+		}
+	}
+}
+
+// said lists every line from sender so far that starts with prefix.
+func (w *world) said(sender, prefix string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, l := range w.lines {
+		if l.From == sender && strings.HasPrefix(l.Text, prefix) {
+			out = append(out, l.Text)
+		}
+	}
+	return out
+}
+
+func (w *world) dump() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	names := map[string]string{w.foreman: "foreman", w.host: "host"}
+	for n, p := range w.peers {
+		names[p.ID] = n
+	}
+	var b strings.Builder
+	for _, l := range w.lines {
+		fmt.Fprintf(&b, "  %s: %s\n", names[l.From], l.Text)
+	}
+	return b.String()
+}
+
+// commit commits files on top of parent (a commit id or a branch) and
+// points branch at it: a builder's push.
+func (w *world) commit(branch, parent string, files map[string]string) string {
+	w.t.Helper()
+	if len(parent) != 40 {
+		parent = w.tip(parent)
+	}
+	oid, err := w.repo.CommitFiles(bg, parent, files, "work on "+branch, gitrepo.Author{Name: "builder", Email: "b@example.com"})
+	require.NoError(w.t, err)
+	if branch != "" {
+		old, _ := w.repo.RevParse(bg, "refs/heads/"+branch)
+		require.NoError(w.t, w.repo.UpdateRef(bg, "refs/heads/"+branch, oid, old, "push"))
+	}
+	return oid
+}
+
+func (w *world) tip(branch string) string {
+	w.t.Helper()
+	oid, err := w.repo.RevParse(bg, "refs/heads/"+branch)
+	require.NoError(w.t, err)
+	return oid
+}
+
+func (w *world) git(args ...string) string {
+	w.t.Helper()
+	out, err := w.repo.Git(bg, args...)
+	require.NoError(w.t, err)
+	return out
+}
+
+// claim has builder claim c and waits for the ACK.
+func (w *world) claim(builder, c string) {
+	w.say(builder, "CLAIM "+c)
+	w.expect(w.foreman, "ACK "+c+" "+w.id(builder))
+}
+
+// waitStarted waits for c's gated check to start.
+func (w *world) waitStarted(c string) {
+	w.t.Helper()
+	require.Eventually(w.t, func() bool {
+		_, err := os.Stat(w.gate + "." + c + ".started")
+		return err == nil
+	}, 3*time.Minute, 10*time.Millisecond, "%s's check never started; the room said:\n%s", c, w.dump())
+}
+
+func (w *world) openGate() {
+	require.NoError(w.t, os.WriteFile(w.gate+".open", nil, 0o644))
+}
+
+func (w *world) closeGate(started ...string) {
+	require.NoError(w.t, os.Remove(w.gate+".open"))
+	for _, c := range started {
+		_ = os.Remove(w.gate + "." + c + ".started")
+	}
+}
+
+// closeGateFiles forgets that c's checks started (a killed host's check
+// wrote it), so that waitStarted waits for the next.
+func (w *world) closeGateFiles(cs ...string) {
+	for _, c := range cs {
+		_ = os.Remove(w.gate + "." + c + ".started")
+	}
+}
+
+// queue reads the queue view the host writes.
+func (w *world) queue() host.QueueView {
+	v, _ := ReadQueue(QueueFile(filepath.Join(w.dir, ".foreman", "host", "logs")))
+	return v
+}
+
+// waitQueue waits until the queue view satisfies ok.
+func (w *world) waitQueue(what string, ok func(host.QueueView) bool) {
+	w.t.Helper()
+	require.Eventually(w.t, func() bool { return ok(w.queue()) }, 3*time.Minute, 10*time.Millisecond,
+		"the queue never showed %s: %+v\nthe room said:\n%s", what, w.queue(), w.dump())
+}
+
+var gitrepoAuthor = gitrepo.Author{Name: "builder", Email: "b@example.com"}
+
+func (w *world) readFile(path string) string {
+	w.t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(w.t, err)
+	return string(data)
+}

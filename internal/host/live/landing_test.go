@@ -1,0 +1,102 @@
+package live
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/host"
+)
+
+// checkedTrees are the trees of every commit a passing check recorded.
+func (w *world) checkedTrees() map[string]bool {
+	w.t.Helper()
+	trees := map[string]bool{}
+	data := w.readFile(w.record)
+	for _, commit := range strings.Fields(data) {
+		trees[strings.TrimSpace(w.git("rev-parse", commit+"^{tree}"))] = true
+	}
+	return trees
+}
+
+// everyLandingPassed: every commit the host moved main to (main's reflog
+// keeps them) has a tree whose checks passed, and there was at least one.
+func (w *world) everyLandingPassed() {
+	w.t.Helper()
+	trees := w.checkedTrees()
+	ups, err := w.repo.Reflog(bg, "refs/heads/main")
+	require.NoError(w.t, err)
+	landed := 0
+	for _, u := range ups {
+		if !strings.HasPrefix(u.Reason, "foreman host: land ") {
+			continue
+		}
+		landed++
+		tree := strings.TrimSpace(w.git("rev-parse", u.Commit+"^{tree}"))
+		assert.True(w.t, trees[tree], "main went to %s (%s), whose tree was never checked:\n%s", u.Commit, u.Reason, w.git("log", "--graph", "--oneline", "main"))
+	}
+	assert.Positive(w.t, landed)
+}
+
+// Items 5 and 6: a landing after main moved merges again, checks that, and
+// lands it; when what would land fails, the merger says CI FAIL and foreman
+// steps the builder back (contract section 7). Every tree main holds
+// passed.
+func TestLandingsKeepTheTargetPassing(t *testing.T) {
+	w := newWorld(t, worldOptions{})
+	w.startHost()
+	for _, bc := range [][2]string{{"b1", "db"}, {"b2", "api"}, {"b3", "web"}} {
+		b, c := bc[0], bc[1]
+		w.claim(b, c)
+		w.commit(b+"/"+c, "main", map[string]string{c + ".txt": c + "\n"})
+		w.say(b, "READY "+c+" "+b+"/"+c)
+		w.expect(w.host, "CI "+c+" PASS ")
+		w.expect(w.foreman, "REVIEW "+c)
+	}
+	w.say("aud", "AUDIT db PASS")
+	w.expect(w.host, "MERGED db")
+	w.say("aud", "AUDIT api PASS")
+	w.expect(w.host, "MERGED api") // main had moved: merged again, checked again
+	assert.Equal(t, "api.txt\ndb.txt\n", w.git("ls-tree", "--name-only", "main"))
+	w.everyLandingPassed()
+
+	before := w.commit("main", "main", map[string]string{"broken.txt": "BUG\n"}) // a push around the queue
+	w.say("aud", "AUDIT web PASS")
+	fail := w.expect(w.host, "CI web FAIL ")
+	assert.Contains(t, fail, "FAIL: broken.txt holds BUG")
+	w.expect(w.foreman, "FIX web "+w.id("b3")+" 1/20 CI failed: ")
+	assert.Equal(t, before, w.tip("main"), "nothing that fails lands")
+	assert.Len(t, w.said(w.host, "MERGED"), 2)
+}
+
+// The queue is visible: in the room (STATUS), and in queue.json, which
+// foreman status and the board read.
+func TestQueueIsVisible(t *testing.T) {
+	w := newWorld(t, worldOptions{mode: "gate"})
+	w.startHost()
+	w.claim("b1", "db")
+	w.claim("b2", "api")
+	w.commit("b1/db", "main", map[string]string{"db": "db"})
+	w.commit("b2/api", "main", map[string]string{"api": "api"})
+	w.say("b1", "READY db b1/db")
+	w.waitStarted("db")
+	w.say("b2", "READY api b2/api")
+	w.waitQueue("db running, api waiting", func(v host.QueueView) bool {
+		return len(v.Running) == 1 && v.Running[0].Component == "db" && len(v.Waiting) == 1 && v.Waiting[0].Component == "api"
+	})
+	q := w.queue()
+	assert.Equal(t, "b2/api", q.Waiting[0].Ref)
+	assert.Equal(t, 1, q.MaxParallel)
+	w.say("op", "STATUS")
+	l := w.expect(w.host, "queue: ")
+	assert.Regexp(t, `^queue: 1 running \(db check \d+s\), 1 waiting \(api\); max_parallel 1$`, l)
+	w.say("op", "STATUS api")
+	assert.Equal(t, "queue: api check of b2/api waiting, 1 of 1", w.expect(w.host, "queue: "))
+	w.openGate()
+	w.expect(w.host, "CI db PASS")
+	w.expect(w.host, "CI api PASS")
+	w.waitQueue("empty, with the verdicts", func(v host.QueueView) bool { return len(v.Running) == 0 && len(v.Recent) == 2 })
+	require.Equal(t, "passed", w.queue().Recent[0].Result)
+}

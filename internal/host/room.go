@@ -1,0 +1,350 @@
+package host
+
+import (
+	"strings"
+	"time"
+
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// Heard handles one line said in the room by from (the host's own lines
+// are the shell's to drop).
+func (h *Core) Heard(at time.Time, from string, verified bool, line string) Actions {
+	h.at(at)
+	switch {
+	case from == h.cfg.Self || from == "@server":
+	case from == h.cfg.Coordinator:
+		h.fromForeman(strings.TrimSpace(line))
+	case h.cfg.Verified && !verified:
+	default:
+		h.fromAgent(from, line)
+	}
+	h.schedule()
+	return h.take()
+}
+
+// fromAgent reads a line of a builder, an auditor or a human.
+func (h *Core) fromAgent(from, line string) {
+	cmd, err := h.reader.Read(line)
+	if err != nil || cmd.Verb == protocol.NoVerb {
+		return
+	}
+	switch cmd.Verb {
+	case protocol.Ready:
+		h.ready(from, cmd.Component, cmd.PR)
+	case protocol.Abort:
+		if c := h.comps[cmd.Component]; c != nil && c.owner == from && c.phase != merged {
+			// foreman always takes its owner's ABORT: c is pending again
+			// (TASKS may follow) or held (ESCALATE follows). Whatever runs
+			// for it is stale.
+			h.leave(c, pending)
+			c.owner = ""
+		}
+	case protocol.Audit:
+		if cmd.Verdict == protocol.Pass {
+			h.auditPassed(from, cmd.Component)
+		}
+	case protocol.Status:
+		h.answerStatus(cmd.Component)
+	}
+}
+
+// ready infers what foreman does, silently, with a READY: with CI gating on
+// the owner's READY while c is built puts c in CI, which is the host's to
+// check.
+func (h *Core) ready(from, name, ref string) {
+	if !h.cfg.Gating {
+		return // READY goes straight to review: foreman says REVIEW
+	}
+	c := h.comps[name]
+	if c == nil {
+		if !h.declared[name] {
+			return // a name foreman never said: anyone may write anything
+		}
+		c = h.get(name)
+	}
+	switch {
+	case c.phase == unknown:
+		c.waiting = &ready{from, ref} // until a STATUS answer says who owns c
+	case c.owner != from:
+	case c.phase == building:
+		c.phase, c.ref, c.dupe = inCI, ref, ""
+		h.enqueue(c, Check)
+	case c.phase == inCI:
+		// foreman refuses a second READY while c waits for CI, unless it
+		// had already stepped c back (a FIX the host has not heard yet).
+		c.dupe = ref
+	}
+}
+
+// auditPassed: in merge mode external an AUDIT PASS approves c, silently.
+// The host asks foreman (STATUS c) rather than guess: it lands only what
+// foreman's answer says is approved.
+func (h *Core) auditPassed(from, name string) {
+	c := h.comps[name]
+	if !h.cfg.External || c == nil || c.asked || from == c.owner {
+		return
+	}
+	if len(h.cfg.Auditors) > 0 && !contains(h.cfg.Auditors, from) {
+		return
+	}
+	if c.phase == inCI || c.phase == reported || c.phase == unknown {
+		// foreman may have said REVIEW already (the host's CI PASS was
+		// handled) and be slow to send it: ask once the REVIEW is here.
+		c.early = true
+		return
+	}
+	if c.phase != review {
+		return
+	}
+	c.asked = true
+	h.say("STATUS " + name)
+}
+
+// fromForeman reads one of foreman's lines: facts, in foreman's order.
+func (h *Core) fromForeman(line string) {
+	r, ok := parseReply(line)
+	if !ok {
+		return
+	}
+	switch r.Verb {
+	case protocol.ReplyTasks:
+		for _, name := range r.List {
+			if c := h.comps[name]; c != nil {
+				h.leave(c, pending)
+				c.owner = ""
+			} else {
+				h.get(name).phase = pending
+			}
+		}
+	case protocol.ReplyAck, protocol.ReplyFix:
+		c := h.get(r.C)
+		redo := r.Verb == protocol.ReplyFix && c.dupe != "" && c.owner == r.Agent
+		h.leave(c, building)
+		c.owner = r.Agent
+		if redo {
+			// A READY came while the host thought c was in CI; foreman may
+			// have taken it after this FIX: ask.
+			c.dupe = ""
+			h.say("STATUS " + c.name)
+		}
+	case protocol.ReplyTimeout, protocol.ReplyRetry:
+		c := h.get(r.C)
+		h.leave(c, pending)
+		c.owner = ""
+	case protocol.ReplyReview:
+		c := h.get(r.C)
+		early := c.early
+		h.leave(c, review)
+		c.owner, c.ref = r.Agent, firstWord(r.Rest)
+		if early && h.cfg.External {
+			c.asked = true
+			h.say("STATUS " + c.name)
+		}
+	case protocol.ReplyMerged:
+		h.leave(h.get(r.C), merged)
+	case protocol.ReplyEscalate:
+		if r.C != protocol.BuildSubject && holds(r.Code) {
+			h.leave(h.get(r.C), held)
+		}
+	case protocol.ReplyOK:
+		h.confirmed(r.Rest)
+	case protocol.ReplyStatus:
+		h.status(r.C, r.Rest)
+	case protocol.ReplyReject:
+		if r.Agent == h.cfg.Self {
+			h.refused(r.C, r.Rest)
+		}
+	}
+}
+
+// confirmed reads OK <command>: an operator's (or the merger's) command
+// foreman accepted.
+func (h *Core) confirmed(command string) {
+	cmd, err := protocol.Read(command)
+	if err != nil || cmd.Component == "" {
+		return
+	}
+	c := h.get(cmd.Component)
+	switch cmd.Verb {
+	case protocol.Merged:
+		h.leave(c, merged)
+	case protocol.Release:
+		h.leave(c, pending)
+		c.owner = ""
+	case protocol.Assign, protocol.Resolve:
+		h.leave(c, unknown) // ACK, or TASKS, says where it goes
+	}
+}
+
+// refused is a REJECT of one of the host's own lines: nothing changed.
+// After a refused verdict the host no longer knows where c is: the next
+// view (STATUS) says.
+func (h *Core) refused(name, reason string) {
+	c := h.comps[name]
+	switch {
+	case c == nil:
+	case strings.HasPrefix(reason, "unknown component"):
+		delete(h.comps, name)
+	case c.phase == reported:
+		c.phase = unknown
+	}
+}
+
+// status reads a STATUS line, foreman's view of c when it answered. It
+// starts what the view asks for (a check for c in CI, a landing for c
+// approved) and learns the owner; it never stops anything: the view may be
+// older than a READY the host heard since, and every way out of CI is said
+// by its own line, which stops the run then.
+func (h *Core) status(name, rest string) {
+	state, fields := statusFields(rest)
+	c := h.get(name)
+	c.gen = h.gen
+	if !h.synced {
+		h.synced = true
+		for _, d := range h.cfg.Components {
+			if cc := h.comps[d]; cc == nil || cc.gen != h.gen {
+				h.synced = false
+				break
+			}
+		}
+	}
+	if owner := fields["owner"]; owner != "" {
+		c.owner = owner
+	}
+	if pr := fields["pr"]; pr != "" {
+		c.ref = pr
+	}
+	switch {
+	case c.phase == reported || c.phase == merged && state != "merged":
+		// The host's own verdict or landing is newer than this view.
+	case state == "ci":
+		if c.phase != inCI || c.run == nil {
+			c.phase = inCI
+			if c.run == nil && h.cfg.Gating {
+				h.enqueue(c, Check)
+			}
+		}
+	case state == "review" && fields["approved"] == "yes" && h.cfg.External:
+		c.asked = false
+		if c.phase != approved || c.run == nil {
+			c.phase = approved
+			if c.run == nil {
+				h.enqueue(c, Land)
+			}
+		}
+	case state == "review":
+		c.asked = false
+		if c.phase == unknown || c.phase == building {
+			c.phase = review
+		}
+	case c.phase == unknown:
+		switch state {
+		case "pending":
+			c.phase = pending
+		case "building", "blocked":
+			c.phase = building
+		case "merged":
+			c.phase = merged
+		case "held":
+			c.phase = held
+		}
+	}
+	if w := c.waiting; w != nil && c.phase != unknown {
+		c.waiting = nil
+		h.ready(w.from, name, w.ref)
+	}
+}
+
+// leave moves c to phase p, out of wherever it was: its run, if any, is
+// stale and stops, and will never be reported.
+func (h *Core) leave(c *comp, p phase) {
+	c.phase, c.asked, c.waiting, c.early = p, false, nil, false
+	if p != building {
+		c.dupe = ""
+	}
+	if c.run != nil {
+		h.cancel(c.run)
+	}
+}
+
+// parsed foreman reply.
+type reply struct {
+	Verb  protocol.ReplyVerb
+	C     string
+	Agent string
+	Code  string
+	Rest  string
+	List  []string
+}
+
+var agentVerbs = map[protocol.ReplyVerb]bool{
+	protocol.ReplyAck: true, protocol.ReplyReject: true, protocol.ReplyTimeout: true,
+	protocol.ReplyRetry: true, protocol.ReplyReview: true, protocol.ReplyFix: true,
+	protocol.ReplyWait: true, protocol.ReplyUnblocked: true,
+}
+
+func parseReply(line string) (reply, bool) {
+	w0, rest, _ := strings.Cut(line, " ")
+	v := protocol.LookupReplyVerb(w0)
+	if v == protocol.NoReply {
+		return reply{}, false
+	}
+	r := reply{Verb: v}
+	if v == protocol.ReplyTasks {
+		r.List = strings.Fields(rest)
+		return r, true
+	}
+	if v == protocol.ReplyOK {
+		r.Rest = strings.TrimSpace(rest)
+		return r, true
+	}
+	r.C, rest = cut(rest)
+	switch {
+	case agentVerbs[v]:
+		r.Agent, rest = cut(rest)
+	case v == protocol.ReplyEscalate:
+		r.Code, rest = cut(rest)
+	}
+	r.Rest = strings.TrimSpace(rest)
+	return r, r.C != ""
+}
+
+func cut(s string) (string, string) {
+	s = strings.TrimLeft(s, " ")
+	w, rest, _ := strings.Cut(s, " ")
+	return w, rest
+}
+
+func firstWord(s string) string { w, _ := cut(s); return w }
+
+// statusFields splits "<state> k=v k=v" of a STATUS line.
+func statusFields(rest string) (string, map[string]string) {
+	state, rest := cut(rest)
+	f := map[string]string{}
+	for _, kv := range strings.Fields(rest) {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			f[k] = v
+		}
+	}
+	return state, f
+}
+
+// holds reports whether an escalation code freezes the component (contract
+// section 4).
+func holds(code string) bool {
+	switch protocol.Escalation(code) {
+	case protocol.AuditOverdue, protocol.ClaimDispute, protocol.Overtime:
+		return false
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,133 @@
+package host
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// Verdict is a finished job as the queue view shows it.
+type Verdict struct {
+	At        time.Time `json:"at"`
+	Run       int       `json:"run"`
+	Kind      string    `json:"kind"`
+	Component string    `json:"c"`
+	Result    string    `json:"result"`
+	Commit    string    `json:"commit,omitempty"`
+	Line      string    `json:"line,omitempty"`
+	Log       string    `json:"log,omitempty"`
+	URL       string    `json:"url,omitempty"`
+}
+
+const keepRecent = 20
+
+// verdict says what a current job found: CI c PASS|FAIL|CONFLICT for a
+// check; for a landing, MERGED c, or CI c FAIL|CONFLICT when what would
+// land no longer passes (contract section 7). A pass is made durable
+// before it is said, and so is a landing.
+func (h *Core) verdict(c *comp, r *run, o Outcome) {
+	if o.Rebased != nil && r.Kind == Check {
+		h.say(fmt.Sprintf("%s%s: rebased %s onto %s (%s -> %s); fetch it before you go on",
+			mention(r.Owner), c.name, o.Rebased.Branch, h.cfg.Target, short(o.Rebased.From), short(o.Rebased.To)))
+	}
+	h.record(Record{Op: OpEnd, Run: r.Run, Component: c.name, Result: o.Result.String(), Commit: o.Commit})
+	// Until foreman answers, an older view of c (a STATUS said before the
+	// verdict reached it) must not start c's job again.
+	c.phase = reported
+	var line string
+	switch o.Result {
+	case Passed:
+		p := Pass{Component: c.name, Owner: r.Owner, Ref: r.Ref, Tip: o.Tip, Commit: o.Commit, Base: o.Base, Tree: o.Tree}
+		h.passes[c.name] = p
+		h.record(Record{Op: OpPass, Component: c.name, Pass: &p})
+		line = "CI " + c.name + " PASS " + o.Commit
+	case Failed:
+		line = "CI " + c.name + " FAIL " + failDetails(o)
+	case Conflicted:
+		line = "CI " + c.name + " CONFLICT " + files(o.Files)
+	case Invalid:
+		line = "CI " + c.name + " FAIL " + bound(o.Line, detailRoom)
+	case Landed:
+		c.phase = merged
+		delete(h.passes, c.name)
+		h.record(Record{Op: OpLanded, Component: c.name, Commit: o.Commit})
+		how := "landed"
+		if o.Already {
+			how = "was already"
+		}
+		h.say(fmt.Sprintf("queue: %s %s on %s at %s", c.name, how, h.cfg.Target, o.Commit))
+		line = "MERGED " + c.name
+	default:
+		return
+	}
+	h.recent = append(h.recent, Verdict{At: h.now, Run: r.Run, Kind: r.Kind.String(), Component: c.name,
+		Result: o.Result.String(), Commit: o.Commit, Line: o.Line, Log: o.Log, URL: o.URL})
+	if len(h.recent) > keepRecent {
+		h.recent = h.recent[len(h.recent)-keepRecent:]
+	}
+	h.say(line)
+}
+
+// detailRoom is what a CI line's details may take: foreman echoes them in
+// FIX after "CI failed: ", within its bound on free text.
+const detailRoom = protocol.MaxText - 20
+
+// failDetails is "<commit> <check: first failing line> log=<path>
+// url=<url>", the failing line cut so that where the log is always fits.
+func failDetails(o Outcome) string {
+	tail := ""
+	if o.Log != "" {
+		tail += " log=" + o.Log
+	}
+	if o.URL != "" {
+		tail += " url=" + o.URL
+	}
+	if len(tail) > detailRoom/2 { // a very long path: keep the URL, or the path alone
+		tail = " log=" + o.Log
+		if o.URL != "" {
+			tail = " log=" + o.URL
+		}
+	}
+	head := short(o.Commit) + " "
+	room := detailRoom - len(head) - len(tail)
+	return head + bound(o.Line, room) + tail
+}
+
+// bound makes s one line of at most max bytes.
+func bound(s string, max int) string {
+	s = strings.TrimSpace(protocol.CleanText(s, max))
+	if s == "" {
+		s = "failed"
+	}
+	return s
+}
+
+// files lists conflicting files within the room a line has.
+func files(list []string) string {
+	var b strings.Builder
+	for i, f := range list {
+		f = protocol.CleanWord(f, 120)
+		if b.Len()+len(f)+1 > detailRoom-20 {
+			fmt.Fprintf(&b, " (and %d more)", len(list)-i)
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(f)
+	}
+	if b.Len() == 0 {
+		return "(files not named)"
+	}
+	return b.String()
+}
+
+// short is a commit id as people read it.
+func short(oid string) string {
+	if len(oid) > 12 {
+		return oid[:12]
+	}
+	return oid
+}

@@ -1,0 +1,64 @@
+// The CI queue of foreman host, when the board can read it (/ci/queue):
+// what runs, what waits, and the last verdicts with their logs. It stays
+// hidden on a board with no host.
+(function () {
+  'use strict';
+  const box = document.getElementById('ciqueue');
+  const list = document.getElementById('ciqueue-list');
+  if (!box || !list) return;
+
+  function item(text, cls, href) {
+    const li = document.createElement('li');
+    if (cls) li.className = cls;
+    li.textContent = text;
+    if (href) {
+      const a = document.createElement('a');
+      a.href = href;
+      a.textContent = ' log';
+      li.appendChild(a);
+    }
+    return li;
+  }
+
+  function since(t) {
+    const ms = Date.now() - Date.parse(t);
+    if (!(ms >= 0)) return '';
+    const s = Math.round(ms / 1000);
+    return s < 60 ? s + 's' : Math.floor(s / 60) + 'm' + String(s % 60).padStart(2, '0') + 's';
+  }
+
+  function logHref(v) {
+    if (!v.log) return '';
+    const name = v.log.split('/').pop();
+    return 'ci/logs/' + encodeURIComponent(name);
+  }
+
+  function draw(q) {
+    list.replaceChildren();
+    (q.running || []).forEach(function (j) {
+      list.appendChild(item('running: ' + j.kind + ' ' + j.c + ' (' + j.ref + ') for ' + since(j.started), 'running'));
+    });
+    (q.waiting || []).forEach(function (j, i) {
+      let t = 'waiting ' + (i + 1) + ': ' + j.kind + ' ' + j.c + ' (' + j.ref + ')';
+      if (j.why) t += ', retried: ' + j.why;
+      list.appendChild(item(t, 'waiting'));
+    });
+    (q.recent || []).slice(-5).reverse().forEach(function (v) {
+      let t = v.result + ': ' + v.kind + ' ' + v.c;
+      if (v.commit) t += ' ' + v.commit.slice(0, 12);
+      if (v.line) t += ' ' + v.line;
+      list.appendChild(item(t, v.result, logHref(v)));
+    });
+    if (!list.children.length) list.appendChild(item('empty; max_parallel ' + q.max_parallel));
+    box.hidden = false;
+  }
+
+  function poll() {
+    fetch('ci/queue', { cache: 'no-store' })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (q) { if (q && !q.absent) draw(q); else box.hidden = true; })
+      .catch(function () {})
+      .finally(function () { setTimeout(poll, 2000); });
+  }
+  poll();
+}());
