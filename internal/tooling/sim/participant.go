@@ -182,9 +182,11 @@ func (p *Participant) handle(ev agentchat.Event) {
 }
 
 // catchUp reads what was said before the participant arrived: shown, and
-// learned from by behaviours that can (catcher), never acted on.
+// learned from by behaviours that can (catcher, agentCatcher), never acted
+// on as it is read.
 func (p *Participant) catchUp(history []agentchat.Message) {
 	c, _ := p.b.(catcher)
+	ac, _ := p.b.(agentCatcher)
 	for _, m := range history {
 		if m.Notice || m.Self {
 			continue
@@ -199,6 +201,9 @@ func (p *Participant) catchUp(history []agentchat.Message) {
 			}
 			if r, ok := parseReply(l); ok && c != nil && m.From == p.coord {
 				c.catchUp(r)
+			}
+			if ac != nil && m.From != p.coord {
+				ac.catchUpAgent(m.From, l)
 			}
 		}
 	}

@@ -137,3 +137,33 @@ func TestLateBuilderClaimsFromTheRoomsHistory(t *testing.T) {
 	r.join(p)
 	assert.Equal(t, "CLAIM web", r.heard(p.ID(), "CLAIM"))
 }
+
+// An auditor started (or restarted) after foreman asked for a review that
+// nobody has answered takes it up: otherwise the review waits for
+// audit-overdue and then for a human. Found running the README's path on a
+// stock server, where the auditor came after the first REVIEW.
+func TestLateAuditorAnswersTheReviewNobodyAnswered(t *testing.T) {
+	r := newRoom(t)
+	r.say("TASKS api web db\nREVIEW api @b1 b1/api\nREVIEW web @b2 b2/web\nREVIEW db @b3 b3/db")
+	r.next(func(e agentchat.Event) bool { _, ok := e.(agentchat.Delivered); return ok })
+	r.say("ESCALATE api audit-overdue no AUDIT verdict 5m after REVIEW of b1/api by @b1\nFIX web @b2 1/3 no tests")
+	r.next(func(e agentchat.Event) bool { _, ok := e.(agentchat.Delivered); return ok })
+	other, err := agentchat.NewIdentity("aud1")
+	require.NoError(t, err)
+	a1 := agentchat.New(agentchat.Config{URL: r.url, Channel: "#build", Identity: other, RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()})
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a1.Run(r.ctx) }()
+	t.Cleanup(func() { r.cancel(); <-done })
+	a1.Send(agentchat.Line{Text: "AUDIT db PASS"})
+	r.heard(other.AgentID(), "AUDIT db")
+
+	p, err := NewAuditor(Config{URL: r.url, Channel: "#build", Name: "late", Minute: 10 * time.Millisecond,
+		RateLimit: 5 * time.Millisecond, Coordinator: r.coord.AgentID(), Logger: zerolog.Nop()}, Auditor{})
+	require.NoError(t, err)
+	r.join(p)
+	// api waits (audit-overdue leaves it in review); web went back to its
+	// builder; db has had its verdict from another auditor.
+	assert.Equal(t, "AUDIT api PASS", r.heard(p.ID(), "AUDIT"))
+	r.say("MERGED api\nREVIEW web @b2 b2/web")
+	assert.Equal(t, "AUDIT web PASS", r.heard(p.ID(), "AUDIT"), "the next line it says is about web, not db")
+}
