@@ -169,7 +169,7 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	cfg := sim.Config{
 		URL: f.url, Channel: f.channel, Name: f.name, Identity: id, Coordinator: f.coordinator,
 		Minute: f.minute, RateLimit: f.rateLimit, Seed: f.seed, Logger: log.With().Str("part", "room").Logger(),
-		Show: show.line,
+		Show: show.lineAt,
 	}
 	p, err := f.participant(cfg)
 	if err != nil {

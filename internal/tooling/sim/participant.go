@@ -36,8 +36,10 @@ type Config struct {
 	Logger zerolog.Logger
 	// Show, if set, is called with every line heard in the room (not the
 	// server's notices) and every line the participant says, with the
-	// sender's id and display name, in the participant's goroutine.
-	Show func(from, name, line string)
+	// time the room gives it (the zero time for a line being said now),
+	// the sender's id and display name, in the participant's goroutine.
+	// The room's replayed history is old, and must not look new.
+	Show func(at time.Time, from, name, line string)
 }
 
 // Role names, as the demo shows them.
@@ -194,7 +196,7 @@ func (p *Participant) catchUp(history []agentchat.Message) {
 		for l := range protocol.Lines(m.Body()) {
 			l = strings.TrimSpace(l)
 			if p.cfg.Show != nil {
-				p.cfg.Show(m.From, m.FromName, l)
+				p.cfg.Show(m.TS, m.From, m.FromName, l)
 			}
 			if p.coord == "" && protocol.VerbOf(l) == protocol.ReplyTasks {
 				p.coord = m.From
@@ -216,7 +218,7 @@ func (p *Participant) message(m agentchat.Message) {
 	for l := range protocol.Lines(m.Body()) {
 		l = strings.TrimSpace(l)
 		if p.cfg.Show != nil {
-			p.cfg.Show(m.From, m.FromName, l)
+			p.cfg.Show(m.TS, m.From, m.FromName, l)
 		}
 		if p.coord == "" && protocol.VerbOf(l) == protocol.ReplyTasks {
 			p.coord = m.From
@@ -237,7 +239,7 @@ func (p *Participant) self() string { return p.id.AgentID() }
 
 func (p *Participant) say(l string) {
 	if p.cfg.Show != nil {
-		p.cfg.Show(p.ID(), p.cfg.Name, l)
+		p.cfg.Show(time.Time{}, p.ID(), p.cfg.Name, l)
 	}
 	if p.stage != nil {
 		p.stage.Say(p.ID(), l)

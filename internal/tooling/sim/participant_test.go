@@ -167,3 +167,30 @@ func TestLateAuditorAnswersTheReviewNobodyAnswered(t *testing.T) {
 	r.say("MERGED api\nREVIEW web @b2 b2/web")
 	assert.Equal(t, "AUDIT web PASS", r.heard(p.ID(), "AUDIT"), "the next line it says is about web, not db")
 }
+
+// A participant shows the room's history at the times it was said, not as
+// if it had just been said: a late builder's screen said "10:17:03 b1 CLAIM
+// db" for a claim made half a minute before it came.
+func TestShowGivesTheHistoryItsOwnTime(t *testing.T) {
+	r := newRoom(t)
+	r.say("TASKS api")
+	r.next(func(e agentchat.Event) bool { _, ok := e.(agentchat.Delivered); return ok })
+	type shown struct {
+		at   time.Time
+		line string
+	}
+	got := make(chan shown, 16)
+	joining := time.Now()
+	p, err := NewBuilder(Config{URL: r.url, Channel: "#build", Name: "late", Minute: 10 * time.Millisecond,
+		RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop(),
+		Show: func(at time.Time, _, _, line string) { got <- shown{at, line} }}, DefaultBuilder())
+	require.NoError(t, err)
+	r.join(p)
+	tasks := <-got
+	assert.Equal(t, "TASKS api", tasks.line)
+	assert.False(t, tasks.at.IsZero(), "the room's time")
+	assert.True(t, tasks.at.Before(joining), "said before the builder came: %s, came %s", tasks.at, joining)
+	claim := <-got
+	assert.Equal(t, "CLAIM api", claim.line)
+	assert.True(t, claim.at.IsZero(), "its own line, said now")
+}
