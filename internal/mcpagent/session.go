@@ -55,6 +55,7 @@ type Session struct {
 	pending   []*request
 	inbox     []Event
 	waiters   []*waiter
+	reading   bool // in the middle of a message: its lines go to a waiter together
 	keep      *keepalive
 	isIn      bool
 	connected bool
@@ -184,6 +185,8 @@ func (s *Session) handle(ev agentchat.Event) {
 // waiting for an answer, then to the inbox if they concern the agent.
 func (s *Session) message(m agentchat.Message) {
 	now := time.Now()
+	s.reading = true
+	defer func() { s.reading = false; s.wake() }()
 	for _, e := range s.rd.Message(m) {
 		if e.Self {
 			continue
@@ -257,8 +260,10 @@ func (s *Session) concerns(h protocol.Heard) bool {
 	return holds || s.audited[h.Subject]
 }
 
-// post puts an event in the inbox and wakes a waiter. A newer TASKS
-// replaces an older one still unread: only the last list is true.
+// post puts an event in the inbox and wakes a waiter, at the end of the
+// message it came in (an agent woken by MERGED db must also get the TASKS
+// said with it). A newer TASKS replaces an older one still unread: only
+// the last list is true.
 func (s *Session) post(e Event) {
 	if e.Reply != nil && e.Reply.Verb == "TASKS" {
 		for i, old := range s.inbox {
@@ -272,7 +277,14 @@ func (s *Session) post(e Event) {
 	if len(s.inbox) > inboxMax {
 		s.inbox = s.inbox[len(s.inbox)-inboxMax:]
 	}
-	if len(s.waiters) > 0 {
+	if !s.reading {
+		s.wake()
+	}
+}
+
+// wake hands the inbox to the first waiter, if there is something for it.
+func (s *Session) wake() {
+	if len(s.waiters) > 0 && len(s.inbox) > 0 {
 		w := s.waiters[0]
 		s.waiters = s.waiters[1:]
 		w.ch <- s.takeInbox()

@@ -162,3 +162,39 @@ func TestWaitTimesOutEmpty(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, evs)
 }
+
+// The lines of one message come to wait() together: a waiting agent woken
+// by "MERGED db" got it alone, and the "TASKS auth" said with it only at
+// its next wait(), after it had claimed auth (found driving foreman mcp
+// against a stock server).
+func TestWaitGetsAMessagesLinesTogether(t *testing.T) {
+	s, fm, _ := standIn(t, patience)
+	me := s.ID()
+	c := ask(s, matcher{kind: askClaim, c: "db"}, "CLAIM db")
+	fm.Await(me, "CLAIM db")
+	fm.Say("ACK db " + me)
+	require.True(t, got(t, c).Accepted)
+
+	type waited struct {
+		evs []Event
+		err error
+	}
+	out := make(chan waited, 1)
+	go func() {
+		evs, err := s.Wait(context.Background(), patience)
+		out <- waited{evs, err}
+	}()
+	require.Eventually(t, func() bool {
+		n := 0
+		s.do(context.Background(), func() { n = len(s.waiters) })
+		return n == 1
+	}, patience, time.Millisecond, "the agent waits")
+	fm.SayLines([]string{"MERGED db", "TASKS auth"})
+	w := <-out
+	require.NoError(t, w.err)
+	var lines []string
+	for _, e := range w.evs {
+		lines = append(lines, e.Text)
+	}
+	assert.Equal(t, []string{"MERGED db", "TASKS auth"}, lines)
+}
