@@ -201,6 +201,7 @@ func (s *Session) message(m agentchat.Message) {
 			continue
 		}
 		h, _ := protocol.ReadReply(e.Text)
+		h = okMerged(h)
 		news := s.concerns(h)        // before heard: MERGED ends the holding it is news about
 		s.keep.heard(h, s.self, now) // replayed lines too, in order: a restarted agent learns what it holds
 		if !s.answer(h, e) && news {
@@ -211,6 +212,19 @@ func (s *Session) message(m agentchat.Message) {
 		r.endOfMessage()
 	}
 	s.settle()
+}
+
+// okMerged reads foreman's "OK MERGED c" as the MERGED of c it is: an
+// operator's MERGED, or, with merge mode external, the merger's (foreman
+// host's), which foreman confirms so and says no MERGED of its own.
+func okMerged(h protocol.Heard) protocol.Heard {
+	if h.Verb != protocol.ReplyOK || h.Subject == "" {
+		return h
+	}
+	if cmd, err := protocol.Read(h.Text); err == nil && cmd.Verb == protocol.Merged {
+		return protocol.Heard{Verb: protocol.ReplyMerged, Subject: h.Subject, Text: h.Text}
+	}
+	return h
 }
 
 // answer offers one of foreman's lines to the requests waiting, oldest

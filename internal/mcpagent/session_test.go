@@ -198,3 +198,28 @@ func TestWaitGetsAMessagesLinesTogether(t *testing.T) {
 	}
 	assert.Equal(t, []string{"MERGED db", "TASKS auth"}, lines)
 }
+
+// With merge mode external the merge is the merger's (foreman host's)
+// "MERGED db", which foreman confirms as "OK MERGED db": that is the
+// agent's MERGED too. wait() used to return nothing for it and the agent
+// kept holding db (found with foreman host on a stock server).
+func TestOKMergedEndsTheHolding(t *testing.T) {
+	s, fm, host := standIn(t, patience)
+	me := s.ID()
+	c := ask(s, matcher{kind: askClaim, c: "db"}, "CLAIM db")
+	fm.Await(me, "CLAIM db")
+	fm.Say("ACK db " + me)
+	require.True(t, got(t, c).Accepted)
+	fm.Say("REVIEW db " + me + " ada/db")
+	evs, err := s.Wait(context.Background(), patience)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+
+	host.Say("MERGED db")
+	fm.Say("OK MERGED db")
+	evs, err = s.Wait(context.Background(), patience)
+	require.NoError(t, err)
+	require.Len(t, evs, 1, "foreman's OK MERGED db is news")
+	assert.Equal(t, "OK MERGED db", evs[0].Text)
+	assert.Empty(t, s.Holdings(context.Background()), "db is merged: nothing held")
+}
