@@ -49,7 +49,8 @@ against any server (foreman serve runs one):
                    foreman host to check
   --role auditor   answers REVIEW with AUDIT PASS, or FAIL as --fail says,
                    and the reviews still owed in the room when it comes
-  --role ci        answers a builder's READY with CI PASS, or FAIL (--fail)
+  --role ci        answers a builder's READY with CI PASS, or FAIL (--fail),
+                   and the READYs still unchecked in the room when it comes
   --role operator  settles escalations: RESOLVE, or ADD a missing component
   --role chat      prints the room and sends each line typed on stdin, to
                    speak the protocol yourself (CLAIM api, PROGRESS api 50...)

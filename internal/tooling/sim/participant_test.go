@@ -194,3 +194,31 @@ func TestShowGivesTheHistoryItsOwnTime(t *testing.T) {
 	assert.Equal(t, "CLAIM api", claim.line)
 	assert.True(t, claim.at.IsZero(), "its own line, said now")
 }
+
+// A CI bot started late runs the checks still owed: a READY in the room's
+// history with no CI verdict and nothing from foreman since that took the
+// component out of CI.
+func TestLateCIAnswersTheReadyNobodyChecked(t *testing.T) {
+	r := newRoom(t)
+	b, err := agentchat.NewIdentity("b1")
+	require.NoError(t, err)
+	b1 := agentchat.New(agentchat.Config{URL: r.url, Channel: "#build", Identity: b, RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()})
+	done := make(chan struct{})
+	go func() { defer close(done); _ = b1.Run(r.ctx) }()
+	t.Cleanup(func() { r.cancel(); <-done })
+	r.say("TASKS api web db")
+	b1.Send(agentchat.Line{Seq: 1, Text: "READY api b1/api\nREADY web b1/web\nREADY db b1/db"})
+	r.heard(b.AgentID(), "READY")
+	r.say("FIX web " + b.AgentID() + " 1/5 CI failed: lint")
+	r.next(func(e agentchat.Event) bool { _, ok := e.(agentchat.Delivered); return ok })
+	b1.Send(agentchat.Line{Seq: 2, Text: "CI db PASS"}) // someone else's verdict
+	r.heard(b.AgentID(), "CI db")
+
+	p, err := NewCI(Config{URL: r.url, Channel: "#build", Name: "ci", Minute: 10 * time.Millisecond,
+		RateLimit: 5 * time.Millisecond, Coordinator: r.coord.AgentID(), Logger: zerolog.Nop()}, CI{})
+	require.NoError(t, err)
+	r.join(p)
+	assert.Equal(t, "CI api PASS", r.heard(p.ID(), "CI"))
+	b1.Send(agentchat.Line{Seq: 3, Text: "READY web b1/web"})
+	assert.Equal(t, "CI web PASS", r.heard(p.ID(), "CI"), "the next line it says is about web, not db")
+}
