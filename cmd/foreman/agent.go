@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,6 +20,7 @@ import (
 // agentFlags are foreman agent's settings.
 type agentFlags struct {
 	url, channel, role, name, identity, coordinator string
+	repo, target                                    string // builder: where to push, and the branch work starts from
 	minute, rateLimit                               time.Duration
 	seed                                            uint64
 	noColor, json                                   bool
@@ -42,9 +44,13 @@ against any server (foreman serve runs one):
 
   --role builder   claims what TASKS offers (--prefer narrows it), checks in
                    with PROGRESS, says READY, fixes on FIX, waits on WAIT;
-                   --silent-on, --block-on and --abort-on script trouble
-  --role auditor   answers REVIEW with AUDIT PASS, or FAIL as --fail says
-  --role ci        answers a builder's READY with CI PASS, or FAIL (--fail)
+                   --silent-on, --block-on and --abort-on script trouble;
+                   --repo pushes its work there before each READY, for
+                   foreman host to check
+  --role auditor   answers REVIEW with AUDIT PASS, or FAIL as --fail says,
+                   and the reviews still owed in the room when it comes
+  --role ci        answers a builder's READY with CI PASS, or FAIL (--fail),
+                   and the READYs still unchecked in the room when it comes
   --role operator  settles escalations: RESOLVE, or ADD a missing component
   --role chat      prints the room and sends each line typed on stdin, to
                    speak the protocol yourself (CLAIM api, PROGRESS api 50...)
@@ -65,6 +71,7 @@ Each run is a new agent id unless --identity names a key file; the id is
 printed first, to list in foreman's roles. With a key file the display name
 defaults to the one the file holds.`,
 		Example: `  foreman agent --role builder --name b1 --prefer api,web
+  foreman agent --role builder --name b1 --repo shop.git   # beside foreman host
   foreman agent --role builder --name b2 --silent-on api --abort-on 'web=invalid_specification: two logins'
   foreman agent --role auditor --name aud --fail api='no tests' --fail api
   foreman agent --role chat --identity .foreman/olga.json
@@ -85,6 +92,7 @@ defaults to the one the file holds.`,
 	fl.BoolVar(&f.noColor, "no-color", false, "no colours, even on a terminal")
 	fl.BoolVar(&f.json, "json", false, "for programs: the room as JSON lines on stdout, lines to say on stdin (implies --role chat)")
 	fl.StringSliceVar(&f.prefer, "prefer", nil, "builder: components to take, best first (default: any)")
+	fl.StringVar(&f.repo, "repo", "", "builder: before each READY, commit the work to this git repository (foreman host's host.repo) on the branch READY names, starting from host.target")
 	fl.DurationVar(&f.builder.React, "react", f.builder.React, "builder: thinking time between TASKS and CLAIM (contract time)")
 	fl.DurationVar(&f.builder.Step, "step", f.builder.Step, "builder: time between PROGRESS lines (contract time)")
 	fl.IntVar(&f.builder.Steps, "steps", f.builder.Steps, "builder: lines per component, READY included")
@@ -110,11 +118,15 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	if err := checkRole(f.role); err != nil {
 		return err // before a key is made for an agent that cannot run
 	}
+	if f.repo != "" && (f.role != sim.RoleBuilder || f.json) {
+		return errors.New("--repo is for --role builder: a scripted builder's pushes")
+	}
 	c, err := a.loadConfig(cmd, file, agentFlagKeys)
 	if err != nil {
 		return err
 	}
 	f.url, f.channel, f.rateLimit = c.Server.URL, c.Server.Channel, c.Server.RateLimit
+	f.target = c.Host.Target
 	if f.json {
 		if cmd.Flags().Changed("role") && f.role != "chat" {
 			return fmt.Errorf("--json with --role %s: --json is for a program that speaks for itself (it implies --role chat)", f.role)
@@ -169,7 +181,7 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	cfg := sim.Config{
 		URL: f.url, Channel: f.channel, Name: f.name, Identity: id, Coordinator: f.coordinator,
 		Minute: f.minute, RateLimit: f.rateLimit, Seed: f.seed, Logger: log.With().Str("part", "room").Logger(),
-		Show: show.line,
+		Show: show.lineAt,
 	}
 	p, err := f.participant(cfg)
 	if err != nil {
@@ -205,6 +217,13 @@ func (f *agentFlags) participant(cfg sim.Config) (*sim.Participant, error) {
 				return nil, fmt.Errorf("--block-on %q: want c=dep", kv)
 			}
 			s.Quirks[c] = sim.Quirk{Kind: sim.Block, After: f.quirkAfter, Dep: dep}
+		}
+		if f.repo != "" {
+			p, err := newRepoPusher(f.repo, f.target, cfg.Name)
+			if err != nil {
+				return nil, err
+			}
+			p.hooks(&s)
 		}
 		for _, kv := range f.abortOn {
 			c, reason, ok := strings.Cut(kv, "=")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/agentchat/server"
+	"github.com/agentforeman/foreman/internal/gitrepo"
 )
 
 // agentRoom is a chat server with a client standing in for foreman.
@@ -193,4 +194,53 @@ func TestAgentRefusesBadScripts(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, `--role "bulder": want builder`)
 	assert.NoFileExists(t, key)
+}
+
+// With --repo a scripted builder pushes its work before each READY, so
+// that foreman host has a branch to check: without it the host answered
+// every READY with "no branch b1/db" until db was escalated as
+// ci-exhausted (found following the README's foreman host path).
+func TestAgentBuilderPushesToTheRepository(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "shop.git")
+	repo, err := gitrepo.Init(ctx, dir, "main", true)
+	require.NoError(t, err)
+	main, err := repo.RevParse(ctx, "refs/heads/main")
+	require.NoError(t, err)
+
+	r := newAgentRoom(t)
+	_, stderr, done, stop := startAgent(t, strings.NewReader(""), "agent", "--url", r.url, "--role", "builder", "--name", "b1",
+		"--minute", "10ms", "--rate-limit", "5ms", "--repo", dir)
+	r.joined("b1")
+	r.say("TASKS db")
+	b1 := r.expect("CLAIM db")
+	r.say("ACK db " + b1)
+	r.expect("READY db b1/db")
+	first, err := repo.RevParse(ctx, "refs/heads/b1/db")
+	require.NoError(t, err)
+	require.NotEmpty(t, first, "b1/db was pushed before READY")
+	parent, err := repo.Git(ctx, "rev-parse", first+"^")
+	require.NoError(t, err)
+	assert.Equal(t, main, strings.TrimSpace(parent), "work starts from main")
+	body, err := repo.Git(ctx, "show", first+":db/db.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "db, built by b1\n", body)
+
+	// A FIX is pushed on top of what the branch holds.
+	r.say("FIX db " + b1 + " 1/5 CI failed: make test")
+	r.expect("READY db b1/db")
+	second, err := repo.RevParse(ctx, "refs/heads/b1/db")
+	require.NoError(t, err)
+	parent, err = repo.Git(ctx, "rev-parse", second+"^")
+	require.NoError(t, err)
+	assert.Equal(t, first, strings.TrimSpace(parent))
+	stop()
+	assert.Equal(t, 0, <-done, stderr.String())
+
+	code, _, errOut := foreman(t, "agent", "--url", "ws://127.0.0.1:1", "--role", "auditor", "--repo", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--repo is for --role builder")
+	code, _, errOut = foreman(t, "agent", "--url", "ws://127.0.0.1:1", "--repo", t.TempDir())
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "not a git repository")
 }

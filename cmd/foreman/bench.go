@@ -44,7 +44,14 @@ is missing.
 
 The two scenarios of the goals:
   foreman bench --agents 1000                                  # no rate limit
-  foreman bench --agents 200 --rate-limit 1s --simultaneous    # stock limit`,
+  foreman bench --agents 200 --rate-limit 1s --simultaneous    # stock limit
+
+Against a stock AgentChat server, which lets only a verified key create the
+channel: make foreman's key first (foreman identity --identity
+keys/foreman.json), start the server with LURK_DISABLED=true and that id
+(without @) as GENESIS_AGENT_ID, then
+  foreman bench --url ws://127.0.0.1:PORT --keys keys --agents 20
+foreman's key makes the channel before the agents join.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// A server elsewhere is assumed to be stock unless told.

@@ -64,11 +64,8 @@ func (s *roomShow) setRoles(r coordinator.Roles, from string) {
 	s.rolesFrom = from
 }
 
-// line shows a line heard or said just now.
-func (s *roomShow) line(from, name, text string) { s.lineAt(time.Now(), from, name, text) }
-
-// lineAt shows a line said at a given time: the room's replayed history
-// is old, and shown as old.
+// lineAt shows a line said at a given time (zero: now): the room's
+// replayed history is old, and shown as old.
 func (s *roomShow) lineAt(at time.Time, from, name, text string) {
 	if s.coord == "" && protocol.VerbOf(text) == protocol.ReplyTasks {
 		s.coord = from

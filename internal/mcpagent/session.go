@@ -55,6 +55,7 @@ type Session struct {
 	pending   []*request
 	inbox     []Event
 	waiters   []*waiter
+	reading   bool // in the middle of a message: its lines go to a waiter together
 	keep      *keepalive
 	isIn      bool
 	connected bool
@@ -184,6 +185,8 @@ func (s *Session) handle(ev agentchat.Event) {
 // waiting for an answer, then to the inbox if they concern the agent.
 func (s *Session) message(m agentchat.Message) {
 	now := time.Now()
+	s.reading = true
+	defer func() { s.reading = false; s.wake() }()
 	for _, e := range s.rd.Message(m) {
 		if e.Self {
 			continue
@@ -198,6 +201,7 @@ func (s *Session) message(m agentchat.Message) {
 			continue
 		}
 		h, _ := protocol.ReadReply(e.Text)
+		h = okMerged(h)
 		news := s.concerns(h)        // before heard: MERGED ends the holding it is news about
 		s.keep.heard(h, s.self, now) // replayed lines too, in order: a restarted agent learns what it holds
 		if !s.answer(h, e) && news {
@@ -208,6 +212,19 @@ func (s *Session) message(m agentchat.Message) {
 		r.endOfMessage()
 	}
 	s.settle()
+}
+
+// okMerged reads foreman's "OK MERGED c" as the MERGED of c it is: an
+// operator's MERGED, or, with merge mode external, the merger's (foreman
+// host's), which foreman confirms so and says no MERGED of its own.
+func okMerged(h protocol.Heard) protocol.Heard {
+	if h.Verb != protocol.ReplyOK || h.Subject == "" {
+		return h
+	}
+	if cmd, err := protocol.Read(h.Text); err == nil && cmd.Verb == protocol.Merged {
+		return protocol.Heard{Verb: protocol.ReplyMerged, Subject: h.Subject, Text: h.Text}
+	}
+	return h
 }
 
 // answer offers one of foreman's lines to the requests waiting, oldest
@@ -257,8 +274,10 @@ func (s *Session) concerns(h protocol.Heard) bool {
 	return holds || s.audited[h.Subject]
 }
 
-// post puts an event in the inbox and wakes a waiter. A newer TASKS
-// replaces an older one still unread: only the last list is true.
+// post puts an event in the inbox and wakes a waiter, at the end of the
+// message it came in (an agent woken by MERGED db must also get the TASKS
+// said with it). A newer TASKS replaces an older one still unread: only
+// the last list is true.
 func (s *Session) post(e Event) {
 	if e.Reply != nil && e.Reply.Verb == "TASKS" {
 		for i, old := range s.inbox {
@@ -272,7 +291,14 @@ func (s *Session) post(e Event) {
 	if len(s.inbox) > inboxMax {
 		s.inbox = s.inbox[len(s.inbox)-inboxMax:]
 	}
-	if len(s.waiters) > 0 {
+	if !s.reading {
+		s.wake()
+	}
+}
+
+// wake hands the inbox to the first waiter, if there is something for it.
+func (s *Session) wake() {
+	if len(s.waiters) > 0 && len(s.inbox) > 0 {
 		w := s.waiters[0]
 		s.waiters = s.waiters[1:]
 		w.ch <- s.takeInbox()

@@ -162,3 +162,64 @@ func TestWaitTimesOutEmpty(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, evs)
 }
+
+// The lines of one message come to wait() together: a waiting agent woken
+// by "MERGED db" got it alone, and the "TASKS auth" said with it only at
+// its next wait(), after it had claimed auth (found driving foreman mcp
+// against a stock server).
+func TestWaitGetsAMessagesLinesTogether(t *testing.T) {
+	s, fm, _ := standIn(t, patience)
+	me := s.ID()
+	c := ask(s, matcher{kind: askClaim, c: "db"}, "CLAIM db")
+	fm.Await(me, "CLAIM db")
+	fm.Say("ACK db " + me)
+	require.True(t, got(t, c).Accepted)
+
+	type waited struct {
+		evs []Event
+		err error
+	}
+	out := make(chan waited, 1)
+	go func() {
+		evs, err := s.Wait(context.Background(), patience)
+		out <- waited{evs, err}
+	}()
+	require.Eventually(t, func() bool {
+		n := 0
+		s.do(context.Background(), func() { n = len(s.waiters) })
+		return n == 1
+	}, patience, time.Millisecond, "the agent waits")
+	fm.SayLines([]string{"MERGED db", "TASKS auth"})
+	w := <-out
+	require.NoError(t, w.err)
+	var lines []string
+	for _, e := range w.evs {
+		lines = append(lines, e.Text)
+	}
+	assert.Equal(t, []string{"MERGED db", "TASKS auth"}, lines)
+}
+
+// With merge mode external the merge is the merger's (foreman host's)
+// "MERGED db", which foreman confirms as "OK MERGED db": that is the
+// agent's MERGED too. wait() used to return nothing for it and the agent
+// kept holding db (found with foreman host on a stock server).
+func TestOKMergedEndsTheHolding(t *testing.T) {
+	s, fm, host := standIn(t, patience)
+	me := s.ID()
+	c := ask(s, matcher{kind: askClaim, c: "db"}, "CLAIM db")
+	fm.Await(me, "CLAIM db")
+	fm.Say("ACK db " + me)
+	require.True(t, got(t, c).Accepted)
+	fm.Say("REVIEW db " + me + " ada/db")
+	evs, err := s.Wait(context.Background(), patience)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+
+	host.Say("MERGED db")
+	fm.Say("OK MERGED db")
+	evs, err = s.Wait(context.Background(), patience)
+	require.NoError(t, err)
+	require.Len(t, evs, 1, "foreman's OK MERGED db is news")
+	assert.Equal(t, "OK MERGED db", evs[0].Text)
+	assert.Empty(t, s.Holdings(context.Background()), "db is merged: nothing held")
+}

@@ -213,6 +213,11 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.URL != "" {
+		if err := openChannel(ctx, roomURL, o.Channel, botID); err != nil {
+			return nil, err
+		}
+	}
 	comps := componentNames(o.Agents)
 	agents := make([]*simAgent, o.Agents)
 	// The agents join before the bot, so on a server without the channel

@@ -279,3 +279,24 @@ func TestURLWithFixedKeysCreatesTheChannel(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, entries, 6, "foreman's key and the five agents'")
 }
+
+// Against a server like a stock one (only verified keys create channels),
+// whose admin has verified foreman's key, as the README has it for a stock
+// server (its GENESIS_AGENT_ID): the agents join first, so foreman's key
+// must have made the channel before they do.
+func TestURLWhereOnlyForemansKeyMayCreateTheChannel(t *testing.T) {
+	keys := t.TempDir()
+	bot, _, err := agentchat.LoadOrCreateIdentity(filepath.Join(keys, "foreman.json"), "foreman")
+	require.NoError(t, err)
+	cfg := server.DefaultConfig()
+	cfg.Listen, cfg.RateLimit, cfg.Verified = "127.0.0.1:0", 0, []string{bot.AgentID()}
+	srv, err := server.Start(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+
+	r, err := Run(context.Background(), Options{
+		Agents: 3, URL: srv.URL(), Keys: keys, Spread: 200 * time.Millisecond, Binary: foremanBin, Seed: 1, Settle: -1,
+	})
+	require.NoError(t, err)
+	assert.True(t, r.OK(), "every ACK arrives: %+v", r.AgentErrors)
+}

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentforeman/foreman/protocol"
@@ -18,6 +20,11 @@ type Auditor struct {
 type auditor struct {
 	s    Auditor
 	done map[string]int // reviews of each component failed so far
+	// owed are the reviews foreman asked for before the auditor joined
+	// that nobody has answered yet, in the order asked: an auditor
+	// started late, or again after a crash, takes them up, or they would
+	// wait for audit-overdue and then for a human.
+	owed []string
 }
 
 func newAuditor(s Auditor) *auditor {
@@ -27,9 +34,53 @@ func newAuditor(s Auditor) *auditor {
 	return &auditor{s: s, done: map[string]int{}}
 }
 
-func (a *auditor) start(world) {}
+// start answers the reviews nobody answered before the auditor came.
+func (a *auditor) start(w world) {
+	for _, c := range a.owed {
+		a.coordinator(w, reply{Verb: protocol.ReplyReview, C: c})
+	}
+	a.owed = nil
+}
 
 func (a *auditor) agent(world, string, string) {}
+
+// catchUp follows the reviews in the room's history: a REVIEW is owed an
+// answer until someone's AUDIT of c, or until foreman moves c on (MERGED,
+// FIX, RETRY, TASKS, an operator's command, an escalation that holds c).
+// The history holds everything said after its oldest line, so a REVIEW
+// still owed there is owed in the room.
+func (a *auditor) catchUp(r reply) {
+	switch r.Verb {
+	case protocol.ReplyReview:
+		a.settle(r.C)
+		a.owed = append(a.owed, r.C)
+	case protocol.ReplyStatus: // says where c is; moves nothing
+	case protocol.ReplyEscalate:
+		if holds(r.Code) {
+			a.settle(r.C)
+		}
+	case protocol.ReplyTasks:
+		for _, c := range r.List {
+			a.settle(c)
+		}
+	case protocol.ReplyOK: // OK <command> <c> ...
+		c, _ := word(r.Rest)
+		a.settle(c)
+	default:
+		a.settle(r.C)
+	}
+}
+
+// catchUpAgent settles a review someone else answered.
+func (a *auditor) catchUpAgent(_, line string) {
+	if cmd, err := protocol.Read(strings.TrimSpace(line)); err == nil && cmd.Verb == protocol.Audit {
+		a.settle(cmd.Component)
+	}
+}
+
+func (a *auditor) settle(c string) {
+	a.owed = slices.DeleteFunc(a.owed, func(o string) bool { return o == c })
+}
 
 func (a *auditor) coordinator(w world, r reply) {
 	if r.Verb != protocol.ReplyReview {

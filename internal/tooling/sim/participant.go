@@ -36,8 +36,10 @@ type Config struct {
 	Logger zerolog.Logger
 	// Show, if set, is called with every line heard in the room (not the
 	// server's notices) and every line the participant says, with the
-	// sender's id and display name, in the participant's goroutine.
-	Show func(from, name, line string)
+	// time the room gives it (the zero time for a line being said now),
+	// the sender's id and display name, in the participant's goroutine.
+	// The room's replayed history is old, and must not look new.
+	Show func(at time.Time, from, name, line string)
 }
 
 // Role names, as the demo shows them.
@@ -182,9 +184,11 @@ func (p *Participant) handle(ev agentchat.Event) {
 }
 
 // catchUp reads what was said before the participant arrived: shown, and
-// learned from by behaviours that can (catcher), never acted on.
+// learned from by behaviours that can (catcher, agentCatcher), never acted
+// on as it is read.
 func (p *Participant) catchUp(history []agentchat.Message) {
 	c, _ := p.b.(catcher)
+	ac, _ := p.b.(agentCatcher)
 	for _, m := range history {
 		if m.Notice || m.Self {
 			continue
@@ -192,13 +196,16 @@ func (p *Participant) catchUp(history []agentchat.Message) {
 		for l := range protocol.Lines(m.Body()) {
 			l = strings.TrimSpace(l)
 			if p.cfg.Show != nil {
-				p.cfg.Show(m.From, m.FromName, l)
+				p.cfg.Show(m.TS, m.From, m.FromName, l)
 			}
 			if p.coord == "" && protocol.VerbOf(l) == protocol.ReplyTasks {
 				p.coord = m.From
 			}
 			if r, ok := parseReply(l); ok && c != nil && m.From == p.coord {
 				c.catchUp(r)
+			}
+			if ac != nil && m.From != p.coord {
+				ac.catchUpAgent(m.From, l)
 			}
 		}
 	}
@@ -211,7 +218,7 @@ func (p *Participant) message(m agentchat.Message) {
 	for l := range protocol.Lines(m.Body()) {
 		l = strings.TrimSpace(l)
 		if p.cfg.Show != nil {
-			p.cfg.Show(m.From, m.FromName, l)
+			p.cfg.Show(m.TS, m.From, m.FromName, l)
 		}
 		if p.coord == "" && protocol.VerbOf(l) == protocol.ReplyTasks {
 			p.coord = m.From
@@ -232,7 +239,7 @@ func (p *Participant) self() string { return p.id.AgentID() }
 
 func (p *Participant) say(l string) {
 	if p.cfg.Show != nil {
-		p.cfg.Show(p.ID(), p.cfg.Name, l)
+		p.cfg.Show(time.Time{}, p.ID(), p.cfg.Name, l)
 	}
 	if p.stage != nil {
 		p.stage.Say(p.ID(), l)

@@ -137,3 +137,88 @@ func TestLateBuilderClaimsFromTheRoomsHistory(t *testing.T) {
 	r.join(p)
 	assert.Equal(t, "CLAIM web", r.heard(p.ID(), "CLAIM"))
 }
+
+// An auditor started (or restarted) after foreman asked for a review that
+// nobody has answered takes it up: otherwise the review waits for
+// audit-overdue and then for a human. Found running the README's path on a
+// stock server, where the auditor came after the first REVIEW.
+func TestLateAuditorAnswersTheReviewNobodyAnswered(t *testing.T) {
+	r := newRoom(t)
+	r.say("TASKS api web db\nREVIEW api @b1 b1/api\nREVIEW web @b2 b2/web\nREVIEW db @b3 b3/db")
+	r.next(func(e agentchat.Event) bool { _, ok := e.(agentchat.Delivered); return ok })
+	r.say("ESCALATE api audit-overdue no AUDIT verdict 5m after REVIEW of b1/api by @b1\nFIX web @b2 1/3 no tests")
+	r.next(func(e agentchat.Event) bool { _, ok := e.(agentchat.Delivered); return ok })
+	other, err := agentchat.NewIdentity("aud1")
+	require.NoError(t, err)
+	a1 := agentchat.New(agentchat.Config{URL: r.url, Channel: "#build", Identity: other, RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()})
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a1.Run(r.ctx) }()
+	t.Cleanup(func() { r.cancel(); <-done })
+	a1.Send(agentchat.Line{Text: "AUDIT db PASS"})
+	r.heard(other.AgentID(), "AUDIT db")
+
+	p, err := NewAuditor(Config{URL: r.url, Channel: "#build", Name: "late", Minute: 10 * time.Millisecond,
+		RateLimit: 5 * time.Millisecond, Coordinator: r.coord.AgentID(), Logger: zerolog.Nop()}, Auditor{})
+	require.NoError(t, err)
+	r.join(p)
+	// api waits (audit-overdue leaves it in review); web went back to its
+	// builder; db has had its verdict from another auditor.
+	assert.Equal(t, "AUDIT api PASS", r.heard(p.ID(), "AUDIT"))
+	r.say("MERGED api\nREVIEW web @b2 b2/web")
+	assert.Equal(t, "AUDIT web PASS", r.heard(p.ID(), "AUDIT"), "the next line it says is about web, not db")
+}
+
+// A participant shows the room's history at the times it was said, not as
+// if it had just been said: a late builder's screen said "10:17:03 b1 CLAIM
+// db" for a claim made half a minute before it came.
+func TestShowGivesTheHistoryItsOwnTime(t *testing.T) {
+	r := newRoom(t)
+	r.say("TASKS api")
+	r.next(func(e agentchat.Event) bool { _, ok := e.(agentchat.Delivered); return ok })
+	type shown struct {
+		at   time.Time
+		line string
+	}
+	got := make(chan shown, 16)
+	joining := time.Now()
+	p, err := NewBuilder(Config{URL: r.url, Channel: "#build", Name: "late", Minute: 10 * time.Millisecond,
+		RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop(),
+		Show: func(at time.Time, _, _, line string) { got <- shown{at, line} }}, DefaultBuilder())
+	require.NoError(t, err)
+	r.join(p)
+	tasks := <-got
+	assert.Equal(t, "TASKS api", tasks.line)
+	assert.False(t, tasks.at.IsZero(), "the room's time")
+	assert.True(t, tasks.at.Before(joining), "said before the builder came: %s, came %s", tasks.at, joining)
+	claim := <-got
+	assert.Equal(t, "CLAIM api", claim.line)
+	assert.True(t, claim.at.IsZero(), "its own line, said now")
+}
+
+// A CI bot started late runs the checks still owed: a READY in the room's
+// history with no CI verdict and nothing from foreman since that took the
+// component out of CI.
+func TestLateCIAnswersTheReadyNobodyChecked(t *testing.T) {
+	r := newRoom(t)
+	b, err := agentchat.NewIdentity("b1")
+	require.NoError(t, err)
+	b1 := agentchat.New(agentchat.Config{URL: r.url, Channel: "#build", Identity: b, RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()})
+	done := make(chan struct{})
+	go func() { defer close(done); _ = b1.Run(r.ctx) }()
+	t.Cleanup(func() { r.cancel(); <-done })
+	r.say("TASKS api web db")
+	b1.Send(agentchat.Line{Seq: 1, Text: "READY api b1/api\nREADY web b1/web\nREADY db b1/db"})
+	r.heard(b.AgentID(), "READY")
+	r.say("FIX web " + b.AgentID() + " 1/5 CI failed: lint")
+	r.next(func(e agentchat.Event) bool { _, ok := e.(agentchat.Delivered); return ok })
+	b1.Send(agentchat.Line{Seq: 2, Text: "CI db PASS"}) // someone else's verdict
+	r.heard(b.AgentID(), "CI db")
+
+	p, err := NewCI(Config{URL: r.url, Channel: "#build", Name: "ci", Minute: 10 * time.Millisecond,
+		RateLimit: 5 * time.Millisecond, Coordinator: r.coord.AgentID(), Logger: zerolog.Nop()}, CI{})
+	require.NoError(t, err)
+	r.join(p)
+	assert.Equal(t, "CI api PASS", r.heard(p.ID(), "CI"))
+	b1.Send(agentchat.Line{Seq: 3, Text: "READY web b1/web"})
+	assert.Equal(t, "CI web PASS", r.heard(p.ID(), "CI"), "the next line it says is about web, not db")
+}

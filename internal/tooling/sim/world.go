@@ -30,11 +30,17 @@ type behaviour interface {
 }
 
 // catcher is a behaviour that learns from what the coordinator said before
-// it joined (the room's replayed history), without acting on it: a builder
-// that joins a running build needs the last TASKS, but an auditor must not
-// answer reviews someone else has long answered.
+// it joined (the room's replayed history), without acting on it as it
+// hears it: a builder that joins a running build needs the last TASKS, and
+// an auditor the reviews still owed, which it takes up in start; but it
+// must not answer reviews someone else has long answered.
 type catcher interface {
 	catchUp(r reply)
+}
+
+// agentCatcher also learns from what the others said in that history.
+type agentCatcher interface {
+	catchUpAgent(from, line string)
 }
 
 // jitter returns a duration between lo and hi.
