@@ -252,6 +252,11 @@ func (p *proc) resume() {
 		return
 	}
 	p.stalled = false
+	// The bot's loop picks among what is ready at random (Go's select):
+	// the alive mark may be saved before what arrived meanwhile is read.
+	if p.w.rnd.IntN(2) == 0 && p.sess.InRoom() {
+		_ = p.st.SaveAlive(p.clock.Now(p.w.now()))
+	}
 	p.cl.resume()
 	if !p.dead {
 		p.armTimer()
