@@ -115,6 +115,21 @@ func (s *Session) Offline() bool { return s.offline }
 // RoomTime is the room's latest timestamp the session has seen.
 func (s *Session) RoomTime() time.Time { return s.roomTS }
 
+// AliveMark is what the shell saves now and then as the time foreman was
+// last running (node.Storage.SaveAlive), so that a restart can tell the
+// time it was away from time it merely idled: the room's latest timestamp,
+// the last time foreman surely was in the room. Not an estimate of the
+// room's clock: a foreman stopped for a while, whose connection was dropped
+// meanwhile, would vouch for time it was already out of the room, and a
+// restart would count that time against builders. Zero (save nothing) when
+// foreman is not in the room.
+func (s *Session) AliveMark() time.Time {
+	if !s.joined {
+		return time.Time{}
+	}
+	return s.roomTS
+}
+
 // Saw notes a timestamp the room sent: the last time the room was heard
 // from, which is when foreman goes offline if the connection drops.
 func (s *Session) Saw(ts time.Time) {
