@@ -18,6 +18,18 @@
 //
 // The Session has no goroutines, no I/O of its own but its Storage, and no
 // clock but the times it is handed.
+//
+// A shell drives it so: Open; on the room's events, Join (then send
+// Joined.Resend before anything else), Hear, Delivered, Clock,
+// Disconnected; Reload on SIGHUP; after each batch of events, Commit, and
+// only then send what it returned; now and then save AliveMark with
+// Storage.SaveAlive. A takeover (a standby that takes over from a foreman
+// that stopped) is the same sequence on another machine: Open on a Storage
+// holding the same log (the old foreman must no longer append to it), then
+// Join on a connection with the same identity, which displaces the old
+// one. The first Join catches up exactly as after a restart: the old
+// foreman's stamped messages confirm what it sent, its time away is a
+// pause, and what the log cannot account for is refused.
 package recovery
 
 import (
