@@ -510,10 +510,11 @@ func reloadRefused(err error, operators []string) string {
 }
 
 func (b *Bot) saveAlive() {
-	if !b.sess.InRoom() {
+	at := b.sess.AliveMark()
+	if at.IsZero() {
 		return
 	}
-	if err := b.st.SaveAlive(b.room.now()); err != nil {
+	if err := b.st.SaveAlive(at); err != nil {
 		b.journalFailed(err)
 	}
 }

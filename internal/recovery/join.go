@@ -75,10 +75,19 @@ func (s *Session) Join(j Join) (Joined, error) {
 	}
 	var out Joined
 	out.Away = max(at.Sub(s.node.Engine().Now()), 0)
+	missed, gap := s.missed(j, at)
+	heard := 0
 	if s.restarted && !s.caughtUp {
 		out.CaughtUp = true
 		out.Found, out.Sure, out.Resend = s.resumeReplies(j.History)
+		// Until its alive mark foreman was running: deadlines due by then
+		// fire, but the lines said before it, which it had not handled
+		// yet, first (each after the deadlines due before it), as a
+		// foreman that never stopped would have. The rest is a pause.
 		if alive, err := s.st.Alive(); err == nil && alive.After(s.node.Engine().Now()) && alive.Before(at) {
+			for ; heard < len(missed) && missed[heard].TS.Before(alive); heard++ {
+				s.node.Hear(Message(missed[heard]))
+			}
 			s.node.Step(coordinator.Event{Kind: coordinator.KindAdvance, At: alive})
 		}
 		s.node.Step(coordinator.Event{Kind: coordinator.KindRecover, At: at})
@@ -88,8 +97,7 @@ func (s *Session) Join(j Join) (Joined, error) {
 		s.reload = false
 		out.Reloaded = s.applyConfig(at)
 	}
-	missed, gap := s.missed(j, at)
-	for _, m := range missed {
+	for _, m := range missed[heard:] {
 		s.node.Hear(Message(m))
 	}
 	if gap != nil {

@@ -18,6 +18,18 @@
 //
 // The Session has no goroutines, no I/O of its own but its Storage, and no
 // clock but the times it is handed.
+//
+// A shell drives it so: Open; on the room's events, Join (then send
+// Joined.Resend before anything else), Hear, Delivered, Clock,
+// Disconnected; Reload on SIGHUP; after each batch of events, Commit, and
+// only then send what it returned; now and then save AliveMark with
+// Storage.SaveAlive. A takeover (a standby that takes over from a foreman
+// that stopped) is the same sequence on another machine: Open on a Storage
+// holding the same log (the old foreman must no longer append to it), then
+// Join on a connection with the same identity, which displaces the old
+// one. The first Join catches up exactly as after a restart: the old
+// foreman's stamped messages confirm what it sent, its time away is a
+// pause, and what the log cannot account for is refused.
 package recovery
 
 import (
@@ -114,6 +126,21 @@ func (s *Session) Offline() bool { return s.offline }
 
 // RoomTime is the room's latest timestamp the session has seen.
 func (s *Session) RoomTime() time.Time { return s.roomTS }
+
+// AliveMark is what the shell saves now and then as the time foreman was
+// last running (node.Storage.SaveAlive), so that a restart can tell the
+// time it was away from time it merely idled: the room's latest timestamp,
+// the last time foreman surely was in the room. Not an estimate of the
+// room's clock: a foreman stopped for a while, whose connection was dropped
+// meanwhile, would vouch for time it was already out of the room, and a
+// restart would count that time against builders. Zero (save nothing) when
+// foreman is not in the room.
+func (s *Session) AliveMark() time.Time {
+	if !s.joined {
+		return time.Time{}
+	}
+	return s.roomTS
+}
 
 // Saw notes a timestamp the room sent: the last time the room was heard
 // from, which is when foreman goes offline if the connection drops.

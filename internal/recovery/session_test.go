@@ -219,3 +219,51 @@ func TestReloadOutOfTheRoomWaitsForTheJoin(t *testing.T) {
 	assert.Equal(t, []string{"TASKS web"}, lineTexts(commit(t, again).Messages), "the reload, and no TIMEOUT")
 	assert.True(t, again.Reload(t0.Add(time.Hour+2*time.Second), more, coordinator.Roles{}), "in the room: at once")
 }
+
+// Until its alive mark foreman was running, so the deadlines due by then
+// fire after a restart; but a line said before the mark that foreman had
+// not handled yet (it was on its way, or foreman was stopped and read its
+// alive tick first) comes first: a builder who checked in a minute before
+// its deadline is not timed out because foreman died before reading it.
+func TestLinesBeforeTheAliveMarkComeBeforeItsDeadlines(t *testing.T) {
+	st := node.NewMemoryStorage()
+	eng := engine("db")
+	eng.Rules.MaxBuildTime = 0
+	s := open(t, st, eng)
+	_, err := s.Join(Join{At: t0, Created: true})
+	require.NoError(t, err)
+	require.NoError(t, s.Hear(msg("m1", "@a", "CLAIM db", 1))) // deadline 30m later
+	commit(t, s)
+	require.NoError(t, st.SaveAlive(t0.Add(31*time.Minute))) // running, then killed
+
+	again := open(t, st, eng)
+	j, err := again.Join(Join{At: t0.Add(2 * time.Hour), Replayed: 2, History: []agentchat.Message{
+		msg("m1", "@a", "CLAIM db", 1), msg("m2", "@a", "PROGRESS db 50", 29*60)}})
+	require.NoError(t, err)
+	assert.Nil(t, j.Gap)
+	assert.Empty(t, lineTexts(commit(t, again).Messages), "no TIMEOUT: the PROGRESS came in time")
+	d, ok := again.Node().Engine().NextDeadline()
+	require.True(t, ok)
+	// 29m + 30m of deadline, of which 2m ran before the alive mark: the
+	// rest runs from the join.
+	assert.Equal(t, t0.Add(2*time.Hour+28*time.Minute), d)
+}
+
+// The alive mark is the room's latest word, never an estimate of its clock:
+// a foreman stopped (SIGSTOP) while its connection was dropped reads its
+// alive tick before it reads the drop, and an estimate would vouch for
+// time it was already out of the room. (Found by the simulator, seed
+// 24944: the 4 s between a displacement and such a mark were counted
+// against a builder, timed out 3 s early.)
+func TestAliveMarkIsTheRoomsLatestWord(t *testing.T) {
+	s := open(t, node.NewMemoryStorage(), engine("db"))
+	assert.True(t, s.AliveMark().IsZero(), "not in the room: nothing to vouch for")
+	_, err := s.Join(Join{At: t0, Created: true})
+	require.NoError(t, err)
+	require.NoError(t, s.Hear(msg("m1", "@a", "CLAIM db", 7)))
+	assert.Equal(t, t0.Add(7*time.Second), s.AliveMark())
+	s.Clock(t0.Add(9 * time.Second))
+	assert.Equal(t, t0.Add(9*time.Second), s.AliveMark())
+	s.Disconnected()
+	assert.True(t, s.AliveMark().IsZero())
+}

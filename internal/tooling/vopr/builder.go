@@ -161,7 +161,11 @@ func (b *builder) reply(a *agent, r reply) {
 				b.drop(a)
 			}
 		case "ASSIGN":
-			if who, _ := cut(rest); b.c == c && who != a.id && b.st != claiming {
+			who, _ := cut(rest)
+			if who == a.id {
+				delete(b.avoid, c) // its bar is lifted
+			}
+			if b.c == c && who != a.id && b.st != claiming {
 				b.drop(a)
 			}
 		}

@@ -72,8 +72,8 @@ func (p *proc) aliveTick() {
 	if p.dead {
 		return
 	}
-	if !p.stalled && p.sess.InRoom() {
-		_ = p.st.SaveAlive(p.clock.Now(p.w.now()))
+	if at := p.sess.AliveMark(); !p.stalled && !at.IsZero() {
+		_ = p.st.SaveAlive(at)
 	}
 	p.w.after(aliveEvery, p.aliveTick)
 }
@@ -255,6 +255,11 @@ func (p *proc) resume() {
 		return
 	}
 	p.stalled = false
+	// The bot's loop picks among what is ready at random (Go's select):
+	// the alive mark may be saved before what arrived meanwhile is read.
+	if at := p.sess.AliveMark(); p.w.rnd.IntN(2) == 0 && !at.IsZero() {
+		_ = p.st.SaveAlive(at)
+	}
 	p.cl.resume()
 	if !p.dead {
 		p.armTimer()

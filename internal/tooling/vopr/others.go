@@ -162,7 +162,7 @@ func (o *operator) reply(a *agent, r reply) {
 		case !o.calm:
 		case state == "held":
 			o.command(a, line("RESOLVE", r.c, "looked at the board"))
-		case state == "pending" && barredAll(rest, a.w.engCfg.Rules.MaxBuilders):
+		case state == "pending" && barredAll(rest, min(a.w.engCfg.Rules.MaxBuilders, len(a.w.bagents))):
 			// Nobody may take it: give it to someone, which lifts the bar.
 			if b := a.w.someBuilder(a.rnd); b != "" {
 				o.command(a, line("ASSIGN", r.c, b))
@@ -315,7 +315,9 @@ func (m *mallory) hostile(a *agent, comps []string) {
 	a.say(lines[a.rnd.IntN(len(lines))])
 }
 
-// barredAll reports whether a STATUS line's fields bar at least n builders.
+// barredAll reports whether a STATUS line's fields bar at least n builders
+// (the operator knows its team: when every builder is barred, nobody will
+// take the component).
 func barredAll(fields string, n int) bool {
 	for _, f := range strings.Fields(fields) {
 		if list, ok := strings.CutPrefix(f, "barred="); ok {
