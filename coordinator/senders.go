@@ -123,7 +123,7 @@ func (e *Engine) NewMembers(ms []Member) []Member {
 			continue
 		}
 		if seen == nil {
-			seen = make(map[string]bool)
+			seen = make(map[string]bool, len(ms))
 		}
 		seen[m.ID] = true
 		out = append(out, m)
