@@ -31,7 +31,7 @@ lint:
 # The engine, grammar, replay and recovery benchmarks (docs/PERFORMANCE.md),
 # then the engine's throughput again on one core.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./coordinator/graph ./internal/web ./internal/cluster ./internal/host
+	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./internal/recovery ./coordinator/graph ./internal/web ./internal/cluster ./internal/host
 	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' -benchmem -cpu 1 ./coordinator
 
 # foreman host on a repository of 10,000 files and 1,000 commits: its work

@@ -111,7 +111,7 @@ func TestNamelessSendersHaveNoName(t *testing.T) {
 	e := started(t, func(c *Config) { c.Roles = Roles{Operators: []string{"@op"}} })
 	e.doReceive(Message{From: "@7f3a9c01", At: at(time.Second), Content: "hello"})
 	out := e.doReceive(msg("@op", "ASSIGN db @-", 2*time.Second))
-	assert.Equal(t, []string{"REJECT db @op @- has not spoken in this room; name a sender id, as STATUS shows owners"}, out)
+	assert.Equal(t, []string{"REJECT db @op @- has not been seen in this room; name a sender id, as STATUS shows owners"}, out)
 }
 
 // A snapshot shares no roles with the engine, which a reload may change

@@ -50,7 +50,7 @@ type Engine struct {
 	overtimeSaid bool
 	boardAt      time.Time // when the whole board was last listed (bounds.go)
 
-	senders map[string]string // sender ids heard, with their display names: whom ASSIGN may name
+	senders map[string]string // sender ids heard or shown in the channel, with their display names: whom ASSIGN may name
 	suggest *suggest.Index    // the component names, for "did you mean"
 
 	seen seenIDs // message ids already handled
@@ -155,7 +155,9 @@ func (e *Engine) receive(m Message) {
 	if m.ID != "" {
 		e.seen.add(m.ID)
 	}
-	e.senders[m.From] = senderName(m.Name)
+	if name := DisplayName(m.Name); name != "" || e.senders[m.From] == "" {
+		e.senders[m.From] = name // a message without a name keeps the one the room showed
+	}
 	e.fireDue(m.At)
 	errs, read := newLineErrors(m.From), 0
 	for line := range protocol.Lines(m.Content) {

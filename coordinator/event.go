@@ -21,10 +21,11 @@ const (
 	KindOffline      // from At, replies cannot reach the room: deadlines stop
 	KindOnline       // from At, they can again: deadlines go on, later by the time offline
 	KindGap          // the room's history no longer reaches back to Since: lines said until Until may be lost
+	KindMembers      // the room showed Members in the channel (its member list on joining, or one joining): ids ASSIGN may name
 	numKinds
 )
 
-var kindNames = [numKinds]string{"", "start", "message", "tick", "advance", "recover", "reload", "offline", "online", "gap"}
+var kindNames = [numKinds]string{"", "start", "message", "tick", "advance", "recover", "reload", "offline", "online", "gap", "members"}
 
 func (k Kind) String() string {
 	if k >= numKinds {
@@ -48,6 +49,7 @@ type Event struct {
 	Instance   string      // KindStart: names this run of the build apart from others of the same name
 	Since      time.Time   // KindGap: the last line the coordinator is sure to have heard
 	Until      time.Time   // KindGap: the oldest line the room still has
+	Members    []Member    // KindMembers: at most MaxMembers; At moves no clock (membership says nothing about time)
 }
 
 // Heard is the event of hearing m.
@@ -99,6 +101,8 @@ func (e *Engine) Step(ev Event) []Reply {
 		e.goOnline(ev.At)
 	case KindGap:
 		e.gap(ev.At, ev.Since, ev.Until)
+	case KindMembers:
+		e.members(ev.Members)
 	}
 	out := e.out
 	e.out = nil

@@ -67,10 +67,12 @@ func ReplayWith(t *Transcript, swap Swap) (*Result, error) {
 	timed := func(i int) {
 		for ; next < len(t.Timed) && t.Timed[next].Before <= i; next++ {
 			d := t.Timed[next]
-			n.Wake(Epoch.Add(d.From))
+			if d.Kind != coordinator.KindMembers { // membership moves no clock, live or here
+				n.Wake(Epoch.Add(d.From))
+			}
 			heard = d.Pos
 			n.Step(coordinator.Event{Kind: d.Kind, At: Epoch.Add(d.At), Components: d.Components, Roles: d.Roles,
-				Since: Epoch.Add(d.Since), Until: Epoch.Add(d.Until)})
+				Since: Epoch.Add(d.Since), Until: Epoch.Add(d.Until), Members: d.Members})
 		}
 	}
 	n.Step(coordinator.Event{Kind: coordinator.KindStart, At: Epoch})

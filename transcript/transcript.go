@@ -51,6 +51,10 @@ type Transcript struct {
 //	!offline HH:MM:SS          its replies could not reach the room from then (lurking, cut off)
 //	!online HH:MM:SS           they could again
 //	!gap HH:MM:SS SINCE UNTIL  the room's history had lost lines said between SINCE and UNTIL
+//	!members HH:MM:SS @id[=name]...
+//	                           the room showed these members, with their display names: in
+//	                           the channel (its member list, someone joining), or as the
+//	                           name a sender's lines came with; an operator may ASSIGN to them
 type Timed struct {
 	Kind       coordinator.Kind
 	At         time.Duration
@@ -58,8 +62,9 @@ type Timed struct {
 	Since      time.Duration // !gap
 	Until      time.Duration // !gap
 	Components []coordinator.Component
-	Roles      *coordinator.Roles // !reload with role:KIND=@a,@b words: the roles as reloaded
-	Before     int                // the index in Lines of the line it comes before
+	Roles      *coordinator.Roles   // !reload with role:KIND=@a,@b words: the roles as reloaded
+	Members    []coordinator.Member // !members
+	Before     int                  // the index in Lines of the line it comes before
 	Pos        int
 }
 
@@ -270,8 +275,25 @@ func (t *Transcript) directive(s string) (component bool, err error) {
 			}
 		}
 		t.Timed = append(t.Timed, Timed{Kind: coordinator.KindGap, At: v[0], From: v[0], Since: v[1], Until: v[2]})
+	case "!members":
+		if err := need(2, "!members HH:MM:SS @id[=name]..."); err != nil {
+			return false, err
+		}
+		at, err := ParseTime(args[0])
+		if err != nil {
+			return false, err
+		}
+		m := Timed{Kind: coordinator.KindMembers, At: at, From: at}
+		for _, a := range args[1:] {
+			id, name, _ := strings.Cut(a, "=")
+			if !protocol.ValidAgent(id) {
+				return false, fmt.Errorf("!members: %q is not a sender id (@ and a word)", id)
+			}
+			m.Members = append(m.Members, coordinator.Member{ID: id, Name: name, Verified: true})
+		}
+		t.Timed = append(t.Timed, m)
 	default:
-		return false, fmt.Errorf("unknown directive %s (known: !build !coordinator !component !role !set !ignore !end, and foreman's own !downtime !reload !offline !online !gap)", name)
+		return false, fmt.Errorf("unknown directive %s (known: !build !coordinator !component !role !set !ignore !end, and foreman's own !downtime !reload !offline !online !gap !members)", name)
 	}
 	return false, nil
 }

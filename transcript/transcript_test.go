@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/protocol"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -86,6 +87,8 @@ func TestParseErrorsPointAtTheLine(t *testing.T) {
 		"\n!component a b\n":                                       "test.txt:2: a depends on b, which no !component declares",
 		"!component a\n!component a\n":                             "test.txt:2: component a is declared twice",
 		"!component a!\n":                                          "test.txt:1:",
+		"!component a\n!members 00:00:01\n":                        "test.txt:2: usage: !members",
+		"!component a\n!members 00:00:01 b1=x\n":                   "test.txt:2: !members: \"b1\" is not a sender id",
 	}
 	for text, want := range cases {
 		_, err := Parse("test.txt", strings.NewReader(text))
@@ -159,6 +162,35 @@ func TestWriterRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Passed(), buf.String())
 	assert.Contains(t, buf.String(), "00:00:01.500 @b1 CLAIM a\n")
+}
+
+// The writer records members as the engine keeps them, once each: a name
+// with a space of any kind as one word, a member shown again as nothing,
+// a new name as a change, and the name a sender's lines came with before
+// its first line. Replayed, the engine knows what the live one knew.
+func TestWriterRecordsMembers(t *testing.T) {
+	tr := parse(t, "!component a\n!role operator @op\n")
+	var buf bytes.Buffer
+	w := NewWriter(&buf, tr.Config())
+	w.Said(0, []string{"TASKS a"})
+	w.Members(time.Second, []coordinator.Member{{ID: "@b1aa", Name: "b 1\u00a0x"}, {ID: "@b2bb"}, {ID: "bad id"}})
+	w.Members(time.Second, []coordinator.Member{{ID: "@b1aa", Name: "b_1_x"}, {ID: "@b2bb"}})
+	w.Named(2*time.Second, "@op", "olga")
+	w.Named(2*time.Second, "@op", "olga")
+	w.Heard(2*time.Second, "@op", "ASSIGN a @olga")
+	w.Said(2*time.Second, []string{"REJECT a @op @olga is not a sender id; olga is the display name of @op"})
+	w.Members(3*time.Second, []coordinator.Member{{ID: "@b2bb", Name: "two"}})
+	w.Heard(3*time.Second, "@op", "ASSIGN a @b2bb")
+	w.Said(3*time.Second, []string{"OK ASSIGN a @b2bb", "ACK a @b2bb"})
+	require.NoError(t, w.Flush())
+	out := buf.String()
+	assert.Equal(t, 1, strings.Count(out, "!members 00:00:01 @b1aa=b_1_x @b2bb\n"), out)
+	assert.Equal(t, 1, strings.Count(out, "!members 00:00:02 @op=olga\n"), out)
+	assert.Contains(t, out, "!members 00:00:03 @b2bb=two\n")
+	assert.Equal(t, 3, strings.Count(out, "!members"), out)
+	res, err := Replay(parse(t, out))
+	require.NoError(t, err)
+	assert.True(t, res.Passed(), out)
 }
 
 // The scenarios together use every verb, say every reply and every

@@ -16,12 +16,13 @@ import (
 type Writer struct {
 	w           *bufio.Writer
 	coordinator string
+	names       map[string]string // the display name each sender id has in the recording, as !members showed it
 	err         error
 }
 
 // NewWriter starts a transcript of a build configured as cfg.
 func NewWriter(w io.Writer, cfg coordinator.Config) *Writer {
-	tw := &Writer{w: bufio.NewWriter(w), coordinator: cfg.Self}
+	tw := &Writer{w: bufio.NewWriter(w), coordinator: cfg.Self, names: map[string]string{}}
 	if tw.coordinator == "" {
 		tw.coordinator = DefaultCoordinator
 	}
@@ -56,7 +57,7 @@ func NewWriter(w io.Writer, cfg coordinator.Config) *Writer {
 // AppendWriter goes on with a transcript NewWriter began, after a restart:
 // it writes no directives.
 func AppendWriter(w io.Writer, coordinatorID string) *Writer {
-	return &Writer{w: bufio.NewWriter(w), coordinator: coordinatorID}
+	return &Writer{w: bufio.NewWriter(w), coordinator: coordinatorID, names: map[string]string{}}
 }
 
 func otherMentions(cfg coordinator.Config) []string {
@@ -74,6 +75,53 @@ func (tw *Writer) Heard(at time.Duration, sender, line string) {
 	if line = strings.TrimSpace(line); line != "" {
 		tw.printf("%s %s %s\n", FormatTime(at), protocol.CleanWord(sender, protocol.MaxName), line)
 	}
+}
+
+// Members records that the room showed members in the channel
+// (coordinator.KindMembers), leaving out those the recording already shows
+// so; nothing if none is left.
+func (tw *Writer) Members(at time.Duration, ms []coordinator.Member) {
+	var parts []string
+	for _, m := range ms {
+		if p, ok := tw.member(m.ID, m.Name); ok {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) > 0 {
+		tw.printf("!members %s %s\n", FormatTime(at), strings.Join(parts, " "))
+	}
+}
+
+// Named records, before the lines heard from id, the display name they
+// came with, unless the recording already shows id so: a replay then
+// knows the name (which an operator's REJECT may quote) as the live
+// engine did. Lines in a transcript carry no names.
+func (tw *Writer) Named(at time.Duration, id, name string) {
+	if name == "" {
+		return
+	}
+	if p, ok := tw.member(id, name); ok {
+		tw.printf("!members %s %s\n", FormatTime(at), p)
+	}
+}
+
+// member is one member as !members writes it, "@id" or "@id=name", and
+// whether it says anything the recording does not show yet. The name is
+// kept one word, as the engine keeps it.
+func (tw *Writer) member(id, name string) (string, bool) {
+	id = protocol.CleanWord(id, protocol.MaxName)
+	if !protocol.ValidAgent(id) {
+		return "", false // no one an operator could name; the engine leaves it out
+	}
+	name = coordinator.DisplayName(name)
+	if old, ok := tw.names[id]; ok && (name == "" || name == old) {
+		return "", false
+	}
+	tw.names[id] = name
+	if name == "" {
+		return id, true
+	}
+	return id + "=" + name, true
 }
 
 // Said records lines the coordinator said.

@@ -369,6 +369,7 @@ func (b *Bot) handle(ev agentchat.Event) error {
 	case agentchat.AgentJoined:
 		b.named(ev.Agent)
 		b.log.Debug().Str("agent", ev.Agent.ID).Str("name", ev.Agent.Name).Msg("joined the room")
+		b.sess.Members(ev.Agent) // an operator may hand it work before it speaks
 	case agentchat.AgentLeft:
 		b.log.Debug().Str("agent", ev.Agent.ID).Str("name", ev.Agent.Name).Msg("left the room")
 	}

@@ -24,7 +24,8 @@ func (b *Bot) joinedRoom(ev agentchat.Joined) error {
 	b.room.saw(at)
 	b.setHealth(func(h *Health) { h.Joined = true })
 	b.log.Info().Str("channel", ev.Channel).Int("agents", len(ev.Agents)).Bool("created", ev.Created).Msg("joined the channel")
-	j, err := b.sess.Join(recovery.Join{At: at, History: ev.History, Created: ev.Created, Replayed: ev.Replayed, Overlap: ev.Overlap})
+	j, err := b.sess.Join(recovery.Join{At: at, History: ev.History, Created: ev.Created, Replayed: ev.Replayed, Overlap: ev.Overlap,
+		Members: ev.Agents})
 	if err != nil {
 		return b.refuse(err)
 	}

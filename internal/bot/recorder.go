@@ -12,7 +12,8 @@ import (
 // recorder writes the session as a transcript (contract section 9) that
 // `foreman replay` reproduces: every line heard and said, at the engine's
 // times relative to the build's start, with foreman's own directives for a
-// restart's downtime and for reloads. After a restart it appends.
+// restart's downtime, reloads and the members the room showed. After a
+// restart it appends.
 type recorder struct {
 	f     *os.File
 	w     *transcript.Writer
@@ -49,6 +50,7 @@ func (r *recorder) event(ev *coordinator.Event, said []coordinator.Reply, now ti
 	r.last = now
 	switch ev.Kind {
 	case coordinator.KindMessage:
+		r.w.Named(r.since(now), ev.Msg.From, ev.Msg.Name)
 		for line := range protocol.Lines(ev.Msg.Content) {
 			r.w.Heard(r.since(now), ev.Msg.From, line)
 		}
@@ -64,6 +66,8 @@ func (r *recorder) event(ev *coordinator.Event, said []coordinator.Reply, now ti
 		r.w.Online(r.since(now))
 	case coordinator.KindGap:
 		r.w.Gap(r.since(now), r.since(ev.Since), r.since(ev.Until))
+	case coordinator.KindMembers:
+		r.w.Members(r.since(now), ev.Members)
 	}
 	for _, s := range said {
 		r.w.Said(r.since(s.At), []string{s.Text})

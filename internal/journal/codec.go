@@ -27,7 +27,16 @@ type record struct {
 	Inst    string                  `json:"inst,omitempty"`
 	Since   int64                   `json:"s,omitempty"`
 	Until   int64                   `json:"u,omitempty"`
+	Members []member                `json:"m,omitempty"`
 	Confirm *node.Confirm           `json:"conf,omitempty"`
+}
+
+// member is a coordinator.Member as stored: a member list may hold
+// thousands, so its keys are short too.
+type member struct {
+	ID string `json:"i"`
+	N  string `json:"n,omitempty"`
+	V  bool   `json:"v,omitempty"`
 }
 
 func ms(t time.Time) int64 {
@@ -51,6 +60,9 @@ func encodeEntry(e node.Entry) ([]byte, error) {
 		r.ID, r.From, r.Name, r.V, r.C = ev.Msg.ID, ev.Msg.From, ev.Msg.Name, ev.Msg.Verified, ev.Msg.Content
 		r.Comps, r.Roles, r.Seen, r.Inst = ev.Components, ev.Roles, ev.Seen, ev.Instance
 		r.Since, r.Until = ms(ev.Since), ms(ev.Until)
+		for _, m := range ev.Members {
+			r.Members = append(r.Members, member{ID: m.ID, N: m.Name, V: m.Verified})
+		}
 	}
 	return json.Marshal(r)
 }
@@ -68,6 +80,9 @@ func decodeEntry(data []byte) (node.Entry, error) {
 		at := fromMS(r.T)
 		e.Event = &coordinator.Event{Kind: r.K, At: at, Components: r.Comps, Roles: r.Roles, Seen: r.Seen, Instance: r.Inst,
 			Since: fromMS(r.Since), Until: fromMS(r.Until)}
+		for _, m := range r.Members {
+			e.Event.Members = append(e.Event.Members, coordinator.Member{ID: m.ID, Name: m.N, Verified: m.V})
+		}
 		if r.K == coordinator.KindMessage {
 			e.Event.Msg = coordinator.Message{ID: r.ID, From: r.From, Name: r.Name, Verified: r.V, At: at, Content: r.C}
 		}

@@ -244,3 +244,18 @@ func TestAliveMark(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, t0, at)
 }
+
+// A member list goes in the journal and comes back as it was: ids, names
+// and verified marks, in order.
+func TestMembersRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	j := open(t, dir, Options{})
+	require.NoError(t, j.Entries(0, nil))
+	want := []node.Entry{{Index: 1, Event: &coordinator.Event{Kind: coordinator.KindMembers, At: t0,
+		Members: []coordinator.Member{{ID: "@b1aa", Name: "b1", Verified: true}, {ID: "@b2bb"}, {ID: "@b3cc", Name: "b3"}}}}}
+	require.NoError(t, j.Append(want))
+	require.NoError(t, j.Close())
+	j = open(t, dir, Options{})
+	defer j.Close()
+	assert.Equal(t, want, readAll(t, j, 0))
+}

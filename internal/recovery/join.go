@@ -29,6 +29,9 @@ type Join struct {
 	// were ones this connection had already delivered (agentchat.Joined).
 	Replayed int
 	Overlap  bool
+	// Members is the room's member list on joining (agentchat.Joined's
+	// Agents): ids an operator may ASSIGN to before they say a word.
+	Members []agentchat.Agent
 }
 
 // Joined is what a join did, for the shell to act on and to log.
@@ -66,7 +69,11 @@ func (s *Session) Join(j Join) (Joined, error) {
 	at := j.At
 	s.Saw(at)
 	if !s.node.Started() {
-		return s.startBuild(at, j.History)
+		out, err := s.startBuild(at, j.History)
+		if err == nil {
+			s.Members(j.Members...)
+		}
+		return out, err
 	}
 	for _, m := range j.History {
 		if err := s.checkOwn(m); err != nil {
@@ -106,6 +113,7 @@ func (s *Session) Join(j Join) (Joined, error) {
 	out.Missed, out.Gap = len(missed), gap
 	s.goOnline(at)
 	s.joined, s.caughtUp = true, true
+	s.Members(j.Members...) // who is here now: after what was said before
 	return out, nil
 }
 

@@ -20,10 +20,10 @@
 // clock but the times it is handed.
 //
 // A shell drives it so: Open; on the room's events, Join (then send
-// Joined.Resend before anything else), Hear, Delivered, Clock,
-// Disconnected; Reload on SIGHUP; after each batch of events, Commit, and
-// only then send what it returned; now and then save AliveMark with
-// Storage.SaveAlive. A takeover (a standby that takes over from a foreman
+// Joined.Resend before anything else), Hear, Delivered, Clock, Members
+// (AGENT_JOINED), Disconnected; Reload on SIGHUP; after each batch of
+// events, Commit, and only then send what it returned; now and then save
+// AliveMark with Storage.SaveAlive. A takeover (a standby that takes over from a foreman
 // that stopped) is the same sequence on another machine: Open on a Storage
 // holding the same log (the old foreman must no longer append to it), then
 // Join on a connection with the same identity, which displaces the old
@@ -180,6 +180,29 @@ func (s *Session) Hear(m agentchat.Message) error {
 	}
 	s.node.Hear(Message(m))
 	return nil
+}
+
+// Members is the room showing who is in the channel: its member list on
+// joining (Join does this), or one member joining (AGENT_JOINED). Those the
+// engine does not know yet, or knows by another name, become an operator's
+// to name (coordinator.KindMembers), journaled like any event, in events of
+// at most coordinator.MaxMembers; a list the engine knows already costs no
+// journal entry. Leaving changes nothing: a member who left stays one an
+// operator may name, as a sender who spoke does.
+func (s *Session) Members(agents ...agentchat.Agent) {
+	if !s.joined || len(agents) == 0 {
+		return
+	}
+	ms := make([]coordinator.Member, len(agents))
+	for i, a := range agents {
+		ms[i] = coordinator.Member{ID: a.ID, Name: a.Name, Verified: a.Verified}
+	}
+	ms = s.node.Engine().NewMembers(ms)
+	for len(ms) > 0 {
+		n := min(len(ms), coordinator.MaxMembers)
+		s.node.Step(coordinator.Event{Kind: coordinator.KindMembers, At: s.roomTS, Members: ms[:n:n]})
+		ms = ms[n:]
+	}
 }
 
 // Message is the engine's form of a room message.

@@ -112,6 +112,10 @@ func (c *client) recv(f frame) {
 			c.slowDown()
 			c.maybeSend()
 		}
+	case fAgentJoined:
+		if c.live {
+			c.p.deliver(agentchat.AgentJoined{Channel: "#build", Agent: f.agents[0]})
+		}
 	case fClosed:
 		c.dropped()
 	case fDisplaced:
@@ -164,7 +168,7 @@ func (c *client) joined(f frame) {
 	}
 	c.attempt = 0
 	c.live = true
-	c.p.deliver(agentchat.Joined{Channel: "#build", History: history, Created: f.created, TS: f.ts,
+	c.p.deliver(agentchat.Joined{Channel: "#build", Agents: f.agents, History: history, Created: f.created, TS: f.ts,
 		Replayed: len(f.history), Overlap: overlap})
 	if delivered != nil {
 		c.p.deliver(*delivered)

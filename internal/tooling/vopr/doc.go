@@ -17,8 +17,8 @@
 // mark is not, a snapshot is written in the background), the room, and the
 // agents.
 //
-// The room (room.go) replays its last N frames on a join, server notices
-// included; rewrites secret-looking text; refuses, never queues, a message
+// The room (room.go) lists its members and replays its last N frames on a
+// join, server notices included, and tells the others who joined; rewrites secret-looking text; refuses, never queues, a message
 // sent within a second of the last; drops connections, loses its channel and
 // history when restarted, and displaces a connection when the same key
 // connects again.

@@ -107,7 +107,8 @@ func (p *proc) handle(ev agentchat.Event) error {
 			alive, _ := p.st.Alive()
 			p.w.trace("foreman %d joins: engine at %s, alive mark %s", p.life, p.w.since(p.sess.Node().Engine().Now()), p.w.since(alive))
 		}
-		j, err := p.sess.Join(recovery.Join{At: ev.TS, History: ev.History, Created: ev.Created, Replayed: ev.Replayed, Overlap: ev.Overlap})
+		j, err := p.sess.Join(recovery.Join{At: ev.TS, History: ev.History, Created: ev.Created, Replayed: ev.Replayed, Overlap: ev.Overlap,
+			Members: ev.Agents})
 		if err != nil {
 			return p.refuse(err)
 		}
@@ -151,6 +152,8 @@ func (p *proc) handle(ev agentchat.Event) error {
 	case agentchat.Clock:
 		p.clock.Saw(ev.TS, now)
 		p.sess.Clock(ev.TS)
+	case agentchat.AgentJoined:
+		p.sess.Members(ev.Agent)
 	case agentchat.Disconnected:
 		p.sess.Disconnected()
 	}
@@ -326,6 +329,8 @@ func describe(ev agentchat.Event) string {
 		return fmt.Sprintf("delivered %v as %s", ev.Seqs, ev.MsgID)
 	case agentchat.Clock:
 		return "clock " + ev.TS.Format("15:04:05.000")
+	case agentchat.AgentJoined:
+		return fmt.Sprintf("%s (%s) joined", ev.Agent.ID, ev.Agent.Name)
 	case agentchat.Disconnected:
 		return "disconnected"
 	}

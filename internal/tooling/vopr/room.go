@@ -8,8 +8,8 @@ import (
 )
 
 // room is the stock AgentChat server where foreman can tell: one channel
-// that replays its last N frames (server notices included) to whoever
-// joins, content rewritten where it looks like a secret, one MSG a second
+// that lists its members and replays its last N frames (server notices
+// included) to whoever joins, and tells the others who joined, content rewritten where it looks like a secret, one MSG a second
 // per connection with the rest refused (not queued: the slot is used all
 // the same), connections dropped, the server restarted (channel and history
 // gone), and a second connection of one key displacing the first. Frames
@@ -57,6 +57,7 @@ const (
 	fClosed
 	fDisplaced
 	fNoChannel
+	fAgentJoined
 )
 
 type frame struct {
@@ -66,6 +67,7 @@ type frame struct {
 	history []post
 	created bool
 	ts      time.Time
+	agents  []agentchat.Agent // fJoined: the channel's members, the joiner included; fAgentJoined: the one who joined
 }
 
 // now is the room's clock, in whole milliseconds as the stock server counts.
@@ -102,7 +104,18 @@ func (r *room) join(c *conn) {
 	r.exists = true
 	c.member = true
 	h := append([]post(nil), r.history...)
-	c.toClientSend(frame{kind: fJoined, history: h, created: created, ts: r.now()})
+	var here []agentchat.Agent
+	for _, o := range r.conns {
+		if o.member && !o.closed {
+			here = append(here, agentchat.Agent{ID: o.agent, Name: o.name})
+		}
+	}
+	c.toClientSend(frame{kind: fJoined, history: h, created: created, ts: r.now(), agents: here})
+	for _, o := range r.conns {
+		if o != c && o.member && !o.closed {
+			o.toClientSend(frame{kind: fAgentJoined, ts: r.now(), agents: []agentchat.Agent{{ID: c.agent, Name: c.name}}})
+		}
+	}
 	r.publish(post{from: "@server", content: c.name + " joined #build", notice: true, ts: r.now()})
 }
 

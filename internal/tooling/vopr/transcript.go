@@ -49,6 +49,7 @@ func (w *world) writeTranscript(out io.Writer) error {
 		since := func(t time.Time) time.Duration { return t.Sub(start) }
 		switch ev.Kind {
 		case coordinator.KindMessage:
+			tw.Named(since(now), ev.Msg.From, ev.Msg.Name)
 			for l := range protocol.Lines(ev.Msg.Content) {
 				tw.Heard(since(now), ev.Msg.From, l)
 			}
@@ -64,6 +65,8 @@ func (w *world) writeTranscript(out io.Writer) error {
 			tw.Online(since(now))
 		case coordinator.KindGap:
 			tw.Gap(since(now), since(ev.Since), since(ev.Until))
+		case coordinator.KindMembers:
+			tw.Members(since(now), ev.Members)
 		}
 		for _, s := range said {
 			tw.Said(since(s.At), []string{s.Text})

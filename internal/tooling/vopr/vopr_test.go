@@ -66,7 +66,7 @@ func TestSameSeedSameStory(t *testing.T) {
 // lines (a flood) replays with an ERROR per line instead of one per
 // message: seeds without floods are the ones checked.
 func TestTranscriptsReplay(t *testing.T) {
-	checked := 0
+	checked, members := 0, 0
 	for seed := uint64(1); checked < 6 && seed < 100; seed++ {
 		if w := newWorld(Options{Seed: seed}); w.plan.on(faultFlood) {
 			continue
@@ -75,6 +75,9 @@ func TestTranscriptsReplay(t *testing.T) {
 		r, err := Record(Options{Seed: seed}, &hist, nil)
 		require.NoError(t, err)
 		require.Nil(t, r.Violation)
+		if bytes.Contains(hist.Bytes(), []byte("\n!members ")) {
+			members++ // the room's member lists and joins, journaled
+		}
 		tr, err := transcript.Parse(fmt.Sprintf("seed-%d.txt", seed), &hist)
 		require.NoError(t, err)
 		res, err := transcript.Replay(tr)
@@ -87,6 +90,7 @@ func TestTranscriptsReplay(t *testing.T) {
 		checked++
 	}
 	assert.Equal(t, 6, checked)
+	assert.Equal(t, 6, members, "every build has members the room showed")
 }
 
 // TestTakeovers runs seeds whose stalls are a cluster's takeovers: foreman
