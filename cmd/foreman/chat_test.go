@@ -217,3 +217,17 @@ func TestChatShowsReplayedHistoryAtTheTimeItWasSaid(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), want) }, agentWait, 10*time.Millisecond,
 		"want %q in %q", want, stdout.String())
 }
+
+// A line from foreman the chat client cannot read (cut short, or from a
+// newer contract) is shown and otherwise skipped: it never stops the client.
+func TestChatSkipsForemansShortLines(t *testing.T) {
+	var out bytes.Buffer
+	show := chatRoom(&out)
+	at := time.Date(2020, 1, 2, 3, 4, 5, 0, time.Local)
+	for _, l := range []string{"STATUS", "STATUS web", "ACK", "ACK db", "OK", "OK RELEASE", "TASKS", "FIX db @cb88 x/y"} {
+		require.NotPanics(t, func() { show.lineAt(at, "@f", "foreman", l) }, l)
+	}
+	var who bytes.Buffer
+	show.who(&who, "#build")
+	assert.Regexp(t, `(?m)^  b1 +@cb88 +builder \(by its lines\) +owns db$`, who.String(), "the odd lines changed nobody's ownership")
+}

@@ -150,28 +150,29 @@ func (s *roomShow) track(from, text string) {
 		}
 		return
 	}
-	c, agent := word(text, 1), word(text, 2)
-	switch protocol.VerbOf(text) {
+	// Read foreman's lines by the contract's grammar: a short or odd line
+	// is skipped, never indexed past its end.
+	h, err := protocol.ReadReply(text)
+	if err != nil {
+		return
+	}
+	c := h.Subject
+	switch h.Verb {
 	case protocol.ReplyAck:
-		s.owner[c] = agent
+		s.owner[c] = h.Agent
 	case protocol.ReplyTimeout, protocol.ReplyRetry, protocol.ReplyMerged:
 		delete(s.owner, c)
 	case protocol.ReplyTasks:
-		for _, t := range strings.Fields(text)[1:] {
+		for _, t := range h.Components {
 			delete(s.owner, t) // claimable, so nobody's
 		}
 	case protocol.ReplyOK: // OK RELEASE c
-		if strings.EqualFold(c, protocol.Release.String()) {
-			delete(s.owner, word(text, 2))
+		if strings.EqualFold(word(h.Text, 0), protocol.Release.String()) {
+			delete(s.owner, word(h.Text, 1))
 		}
 	case protocol.ReplyStatus:
-		owner := ""
-		for _, f := range strings.Fields(text)[3:] {
-			if v, ok := strings.CutPrefix(f, "owner="); ok {
-				owner = v
-			}
-		}
-		if owner == "" || word(text, 2) == coordinator.Merged.String() {
+		owner := h.Field("owner")
+		if owner == "" || h.State == coordinator.Merged.String() {
 			delete(s.owner, c)
 		} else {
 			s.owner[c] = owner
