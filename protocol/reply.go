@@ -106,6 +106,19 @@ func Escalations() []Escalation {
 		InterfaceConflict, CIExhausted, ClaimDispute, Cycle, Overtime}
 }
 
+// Holds reports whether an ESCALATE with this code freezes the component it
+// names until an operator decides (contract section 4). Audit-overdue and
+// claim-dispute only ask for a look, and overtime is about the build; every
+// other code holds, so does a code this version does not know, as the
+// cautious reading for a listener.
+func (e Escalation) Holds() bool {
+	switch e {
+	case AuditOverdue, ClaimDispute, Overtime:
+		return false
+	}
+	return true
+}
+
 // BuildSubject is the subject of build-level ESCALATE and ERROR lines
 // (contract section 3). No component may be named so.
 const BuildSubject = "build"

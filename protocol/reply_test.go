@@ -95,3 +95,16 @@ func BenchmarkAck(b *testing.B) {
 		_ = Ack("api", "@0123456789abcdef", "")
 	}
 }
+
+// Contract section 4: which escalations put a component in held.
+func TestEscalationHolds(t *testing.T) {
+	held := map[Escalation]bool{}
+	for _, e := range Escalations() {
+		if e.Holds() {
+			held[e] = true
+		}
+	}
+	assert.Equal(t, map[Escalation]bool{AuditExhausted: true, HardBlocker: true, NeedInfo: true,
+		InterfaceConflict: true, CIExhausted: true, Cycle: true}, held)
+	assert.True(t, Escalation("from-a-newer-contract").Holds(), "an unknown code is read as holding: a listener stays careful")
+}

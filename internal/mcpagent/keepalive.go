@@ -125,7 +125,7 @@ func (k *keepalive) heard(h protocol.Heard, self string, now time.Time) {
 	case protocol.ReplyMerged:
 		delete(k.duties, c)
 	case protocol.ReplyEscalate:
-		if d := k.duties[c]; d != nil && holds(h.Code) {
+		if d := k.duties[c]; d != nil && h.Code.Holds() {
 			d.due = false // held: no timers until an operator's RESOLVE (ACK) or ASSIGN
 		}
 	case protocol.ReplyStatus:
@@ -140,16 +140,6 @@ func (k *keepalive) heard(h protocol.Heard, self string, now time.Time) {
 			d.handed, d.hasHand = p, true
 		}
 	}
-}
-
-// holds reports whether an escalation code freezes the component it names
-// (contract section 4).
-func holds(code protocol.Escalation) bool {
-	switch code {
-	case protocol.AuditOverdue, protocol.ClaimDispute, protocol.Overtime:
-		return false
-	}
-	return true
 }
 
 func percent(s string) (int, bool) {

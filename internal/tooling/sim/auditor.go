@@ -56,7 +56,7 @@ func (a *auditor) catchUp(r reply) {
 		a.owed = append(a.owed, r.C)
 	case protocol.ReplyStatus: // says where c is; moves nothing
 	case protocol.ReplyEscalate:
-		if holds(r.Code) {
+		if protocol.Escalation(r.Code).Holds() {
 			a.settle(r.C)
 		}
 	case protocol.ReplyTasks:

@@ -211,7 +211,7 @@ func (b *builder) coordinator(w world, r reply) {
 			b.drop(w)
 		}
 	case protocol.ReplyEscalate:
-		if r.C == b.c && holds(r.Code) && (b.st == working || b.st == waiting || b.st == reviewing) {
+		if r.C == b.c && protocol.Escalation(r.Code).Holds() && (b.st == working || b.st == waiting || b.st == reviewing) {
 			b.epoch++
 			b.st = held
 		}

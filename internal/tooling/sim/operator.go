@@ -36,7 +36,7 @@ func (o *operator) agent(world, string, string) {}
 var missingRE = regexp.MustCompile(`needs (\S+), which is not a component`)
 
 func (o *operator) coordinator(w world, r reply) {
-	if r.Verb != protocol.ReplyEscalate || !holds(r.Code) || !protocol.ValidComponent(r.C) {
+	if r.Verb != protocol.ReplyEscalate || !protocol.Escalation(r.Code).Holds() || !protocol.ValidComponent(r.C) {
 		return
 	}
 	// A cycle in the graph halts the build and names the build, not a

@@ -54,13 +54,3 @@ func word(s string) (string, string) {
 	w, rest, _ := strings.Cut(s, " ")
 	return w, rest
 }
-
-// holds reports whether an escalation code freezes the component it names
-// (contract section 4); the others hold nothing.
-func holds(code string) bool {
-	switch protocol.Escalation(code) {
-	case protocol.AuditOverdue, protocol.ClaimDispute, protocol.Overtime:
-		return false
-	}
-	return true
-}

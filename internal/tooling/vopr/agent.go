@@ -274,12 +274,3 @@ func cut(s string) (string, string) {
 func (r reply) isGap() bool {
 	return r.verb == protocol.ReplyError && r.c == protocol.BuildSubject && strings.Contains(r.rest, "may have missed lines")
 }
-
-// holds reports whether an escalation code freezes its component.
-func holds(code string) bool {
-	switch protocol.Escalation(code) {
-	case protocol.AuditOverdue, protocol.ClaimDispute, protocol.Overtime:
-		return false
-	}
-	return true
-}

@@ -143,7 +143,7 @@ func (b *builder) reply(a *agent, r reply) {
 			b.drop(a)
 		}
 	case protocol.ReplyEscalate:
-		if b.c == r.c && holds(r.code) && b.st != idle && b.st != claiming {
+		if b.c == r.c && protocol.Escalation(r.code).Holds() && b.st != idle && b.st != claiming {
 			if strings.Contains(r.rest, " let "+r.c+" go") || strings.Contains(r.rest, "gave up "+r.c) {
 				return // its own ABORT, answered
 			}

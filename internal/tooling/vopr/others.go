@@ -150,7 +150,7 @@ func (o *operator) reply(a *agent, r reply) {
 			}
 		}
 	case protocol.ReplyEscalate:
-		if r.c == protocol.BuildSubject || !holds(r.code) || !protocol.ValidComponent(r.c) {
+		if r.c == protocol.BuildSubject || !protocol.Escalation(r.code).Holds() || !protocol.ValidComponent(r.c) {
 			return
 		}
 		c, code := r.c, r.code
