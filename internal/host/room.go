@@ -103,13 +103,13 @@ func (h *Core) auditPassed(from, name string) {
 
 // fromForeman reads one of foreman's lines: facts, in foreman's order.
 func (h *Core) fromForeman(line string) {
-	r, ok := parseReply(line)
-	if !ok {
+	r, err := protocol.ReadReply(line)
+	if err != nil {
 		return
 	}
 	switch r.Verb {
 	case protocol.ReplyTasks:
-		for _, name := range r.List {
+		for _, name := range r.Components {
 			if c := h.comps[name]; c != nil {
 				h.leave(c, pending)
 				c.owner = ""
@@ -118,7 +118,7 @@ func (h *Core) fromForeman(line string) {
 			}
 		}
 	case protocol.ReplyAck, protocol.ReplyFix:
-		c := h.get(r.C)
+		c := h.get(r.Subject)
 		redo := r.Verb == protocol.ReplyFix && c.dupe != "" && c.owner == r.Agent
 		h.leave(c, building)
 		c.owner = r.Agent
@@ -129,31 +129,31 @@ func (h *Core) fromForeman(line string) {
 			h.say("STATUS " + c.name)
 		}
 	case protocol.ReplyTimeout, protocol.ReplyRetry:
-		c := h.get(r.C)
+		c := h.get(r.Subject)
 		h.leave(c, pending)
 		c.owner = ""
 	case protocol.ReplyReview:
-		c := h.get(r.C)
+		c := h.get(r.Subject)
 		early := c.early
 		h.leave(c, review)
-		c.owner, c.ref = r.Agent, firstWord(r.Rest)
+		c.owner, c.ref = r.Agent, r.PR
 		if early && h.cfg.External {
 			c.asked = true
 			h.say("STATUS " + c.name)
 		}
 	case protocol.ReplyMerged:
-		h.leave(h.get(r.C), merged)
+		h.leave(h.get(r.Subject), merged)
 	case protocol.ReplyEscalate:
-		if r.C != protocol.BuildSubject && holds(r.Code) {
-			h.leave(h.get(r.C), held)
+		if r.Subject != protocol.BuildSubject && protocol.Escalation(r.Code).Holds() {
+			h.leave(h.get(r.Subject), held)
 		}
 	case protocol.ReplyOK:
-		h.confirmed(r.Rest)
+		h.confirmed(r.Text)
 	case protocol.ReplyStatus:
-		h.status(r.C, r.Rest)
+		h.status(r.Subject, r)
 	case protocol.ReplyReject:
 		if r.Agent == h.cfg.Self {
-			h.refused(r.C, r.Rest)
+			h.refused(r.Subject, r.Text)
 		}
 	}
 }
@@ -196,8 +196,8 @@ func (h *Core) refused(name, reason string) {
 // approved) and learns the owner; it never stops anything: the view may be
 // older than a READY the host heard since, and every way out of CI is said
 // by its own line, which stops the run then.
-func (h *Core) status(name, rest string) {
-	state, fields := statusFields(rest)
+func (h *Core) status(name string, r protocol.Heard) {
+	state := r.State
 	c := h.get(name)
 	c.gen = h.gen
 	if !h.synced {
@@ -209,10 +209,10 @@ func (h *Core) status(name, rest string) {
 			}
 		}
 	}
-	if owner := fields["owner"]; owner != "" {
+	if owner := r.Field("owner"); owner != "" {
 		c.owner = owner
 	}
-	if pr := fields["pr"]; pr != "" {
+	if pr := r.Field("pr"); pr != "" {
 		c.ref = pr
 	}
 	switch {
@@ -225,7 +225,7 @@ func (h *Core) status(name, rest string) {
 				h.enqueue(c, Check)
 			}
 		}
-	case state == "review" && fields["approved"] == "yes" && h.cfg.External:
+	case state == "review" && r.Field("approved") == "yes" && h.cfg.External:
 		c.asked = false
 		if c.phase != approved || c.run == nil {
 			c.phase = approved
@@ -266,78 +266,6 @@ func (h *Core) leave(c *comp, p phase) {
 	if c.run != nil {
 		h.cancel(c.run)
 	}
-}
-
-// parsed foreman reply.
-type reply struct {
-	Verb  protocol.ReplyVerb
-	C     string
-	Agent string
-	Code  string
-	Rest  string
-	List  []string
-}
-
-var agentVerbs = map[protocol.ReplyVerb]bool{
-	protocol.ReplyAck: true, protocol.ReplyReject: true, protocol.ReplyTimeout: true,
-	protocol.ReplyRetry: true, protocol.ReplyReview: true, protocol.ReplyFix: true,
-	protocol.ReplyWait: true, protocol.ReplyUnblocked: true,
-}
-
-func parseReply(line string) (reply, bool) {
-	w0, rest, _ := strings.Cut(line, " ")
-	v := protocol.LookupReplyVerb(w0)
-	if v == protocol.NoReply {
-		return reply{}, false
-	}
-	r := reply{Verb: v}
-	if v == protocol.ReplyTasks {
-		r.List = strings.Fields(rest)
-		return r, true
-	}
-	if v == protocol.ReplyOK {
-		r.Rest = strings.TrimSpace(rest)
-		return r, true
-	}
-	r.C, rest = cut(rest)
-	switch {
-	case agentVerbs[v]:
-		r.Agent, rest = cut(rest)
-	case v == protocol.ReplyEscalate:
-		r.Code, rest = cut(rest)
-	}
-	r.Rest = strings.TrimSpace(rest)
-	return r, r.C != ""
-}
-
-func cut(s string) (string, string) {
-	s = strings.TrimLeft(s, " ")
-	w, rest, _ := strings.Cut(s, " ")
-	return w, rest
-}
-
-func firstWord(s string) string { w, _ := cut(s); return w }
-
-// statusFields splits "<state> k=v k=v" of a STATUS line.
-func statusFields(rest string) (string, map[string]string) {
-	state, rest := cut(rest)
-	f := map[string]string{}
-	for _, kv := range strings.Fields(rest) {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			f[k] = v
-		}
-	}
-	return state, f
-}
-
-// holds reports whether an escalation code freezes the component (contract
-// section 4).
-func holds(code string) bool {
-	switch protocol.Escalation(code) {
-	case protocol.AuditOverdue, protocol.ClaimDispute, protocol.Overtime:
-		return false
-	}
-	return true
 }
 
 func contains(list []string, s string) bool {
