@@ -34,13 +34,7 @@ func (r *Repo) RemoveWorktree(ctx context.Context, dir string) error {
 // removed. Only the files that differ are written, which on a repository
 // of many files is what makes a check start in milliseconds, not seconds.
 func (r *Repo) ResetWorktree(ctx context.Context, dir, commit string) error {
-	gd := r.worktreeGitDir(ctx, dir)
-	for _, state := range []string{"rebase-merge", "rebase-apply"} {
-		if _, err := os.Stat(filepath.Join(gd, state)); err == nil {
-			_, _ = r.gitIn(ctx, dir, "rebase", "--abort")
-			break
-		}
-	}
+	r.abortRebase(ctx, dir)
 	if _, err := r.gitIn(ctx, dir, "checkout", "--quiet", "--force", "--detach", commit); err != nil {
 		return err
 	}
@@ -73,12 +67,8 @@ func (r *Repo) Rebase(ctx context.Context, dir, onto string) (head string, confl
 	if _, err := r.gitIn(ctx, dir, "rebase", "--no-autostash", "--no-autosquash", "--no-verify", "--quiet", onto); err != nil {
 		// Stopped on a conflict: git leaves its state to resume from.
 		// Refused outright (a dirty worktree, say): it leaves none.
-		gd := r.worktreeGitDir(ctx, dir)
-		for _, state := range []string{"rebase-merge", "rebase-apply"} {
-			if _, serr := os.Stat(filepath.Join(gd, state)); serr == nil {
-				_, _ = r.gitIn(ctx, dir, "rebase", "--abort")
-				return "", true, nil
-			}
+		if r.abortRebase(ctx, dir) {
+			return "", true, nil
 		}
 		return "", false, err
 	}
@@ -87,6 +77,20 @@ func (r *Repo) Rebase(ctx context.Context, dir, onto string) (head string, confl
 		return "", false, err
 	}
 	return strings.TrimSpace(out), false, nil
+}
+
+// abortRebase aborts a rebase left unfinished in the worktree dir, if there
+// is one (git keeps its state in rebase-merge or rebase-apply), and reports
+// whether there was.
+func (r *Repo) abortRebase(ctx context.Context, dir string) bool {
+	gd := r.worktreeGitDir(ctx, dir)
+	for _, state := range []string{"rebase-merge", "rebase-apply"} {
+		if _, err := os.Stat(filepath.Join(gd, state)); err == nil {
+			_, _ = r.gitIn(ctx, dir, "rebase", "--abort")
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Repo) worktreeGitDir(ctx context.Context, dir string) string {
