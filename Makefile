@@ -41,11 +41,12 @@ bench-host:
 	$(GO) test -run '^$$' -bench 'ReadyToVerdict|QueueThroughput' -benchtime 20x ./internal/host/gitjob
 	$(GO) test -run '^$$' -bench 'FreshWorktree' -benchtime 3x ./internal/host/gitjob
 
-# Short fuzzing runs of the grammar and the engine; FUZZTIME=10m for long ones.
+# Short fuzzing runs of the grammar, the engine and the room's frames; FUZZTIME=10m for long ones.
 fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./coordinator -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzReadReply$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./agentchat/server -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime $(FUZZTIME)
 
 # A whole build on this machine: chat server, foreman and simulated agents
 # (ARGS="--minute 50ms --ci" to change it; see `foreman demo --help`).
