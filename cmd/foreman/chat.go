@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -57,108 +56,61 @@ func clock(at, now time.Time) string {
 // the room's time: shown means delivered. Local notices go to notes.
 func chat(ctx context.Context, stdin io.Reader, notes io.Writer, cfg agentchat.Config, show *roomShow, joined func()) error {
 	show.arrived(agentchat.Agent{ID: show.self, Name: cfg.Name})
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	client := agentchat.New(cfg)
-	runErr := make(chan error, 1)
-	go func() { runErr <- client.Run(ctx) }()
-	typed := make(chan string)
-	go func() {
-		defer close(typed)
-		sc := bufio.NewScanner(stdin)
-		for sc.Scan() {
-			select {
-			case typed <- sc.Text():
-			case <-ctx.Done():
-				return
-			}
+	return converse(ctx, stdin, notes, cfg, chatTalker{show: show, notes: notes, name: cfg.Name, channel: cfg.Channel}, joined)
+}
+
+// chatTalker is the chat client's side of converse.
+type chatTalker struct {
+	show          *roomShow
+	notes         io.Writer
+	name, channel string
+}
+
+func (c chatTalker) heard(ev agentchat.Event) {
+	show := c.show
+	switch ev := ev.(type) {
+	case agentchat.Joined: // what was said before, or while reconnecting
+		clear(show.here)
+		show.arrived(ev.Agents...)
+		show.arrived(agentchat.Agent{ID: show.self, Name: c.name})
+		for _, m := range ev.History {
+			showMessage(show, m)
 		}
-	}()
-	var seq uint64
-	sent := map[uint64]string{} // lines not yet echoed by the room
-	in := false
-	leaving := false
-	var giveUp <-chan time.Time
-	leave := func() {
-		typed, leaving = nil, true
-		giveUp = time.After(10 * time.Second)
-		if len(sent) == 0 {
-			cancel()
+	case agentchat.Message:
+		showMessage(show, ev)
+	case agentchat.AgentJoined:
+		show.arrived(ev.Agent)
+	case agentchat.AgentLeft:
+		show.left(ev.Agent)
+	}
+}
+
+func (c chatTalker) typed(l string) (string, bool) {
+	switch {
+	case l == "/quit" || l == "/exit":
+		return "", true
+	case l == "/help" || l == "/?":
+		fmt.Fprint(c.notes, chatHelp)
+	case l == "/who":
+		c.show.who(c.notes, c.channel)
+	case l == "/id" || strings.HasPrefix(l, "/id "):
+		c.show.lookup(c.notes, strings.TrimSpace(strings.TrimPrefix(l, "/id")))
+	case strings.HasPrefix(l, "/"):
+		fmt.Fprintf(c.notes, "%s is not a command here: /help lists them (lines starting with / are never sent)\n", strings.Fields(l)[0])
+	default:
+		l, note, ok := c.show.expandAssign(l)
+		if note != "" {
+			fmt.Fprintln(c.notes, note)
+		}
+		if ok {
+			return l, false
 		}
 	}
-	events := client.Events()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				return <-runErr
-			}
-			switch ev := ev.(type) {
-			case agentchat.Joined: // what was said before, or while reconnecting
-				if !in {
-					in = true
-					joined()
-				}
-				clear(show.here)
-				show.arrived(ev.Agents...)
-				show.arrived(agentchat.Agent{ID: show.self, Name: cfg.Name})
-				for _, m := range ev.History {
-					showMessage(show, m)
-				}
-			case agentchat.Message:
-				showMessage(show, ev)
-			case agentchat.AgentJoined:
-				show.arrived(ev.Agent)
-			case agentchat.AgentLeft:
-				show.left(ev.Agent)
-			case agentchat.Delivered:
-				for _, n := range ev.Seqs {
-					if l, ok := sent[n]; ok {
-						show.lineAt(ev.TS, show.self, show.names[show.self], l)
-						delete(sent, n)
-					}
-				}
-				if leaving && len(sent) == 0 {
-					cancel()
-				}
-			}
-		case l, ok := <-typed:
-			if !ok {
-				leave()
-				continue
-			}
-			switch l = strings.TrimSpace(l); {
-			case l == "":
-			case l == "/quit" || l == "/exit":
-				leave()
-			case l == "/help" || l == "/?":
-				fmt.Fprint(notes, chatHelp)
-			case l == "/who":
-				show.who(notes, cfg.Channel)
-			case l == "/id" || strings.HasPrefix(l, "/id "):
-				show.lookup(notes, strings.TrimSpace(strings.TrimPrefix(l, "/id")))
-			case strings.HasPrefix(l, "/"):
-				fmt.Fprintf(notes, "%s is not a command here: /help lists them (lines starting with / are never sent)\n", strings.Fields(l)[0])
-			default:
-				var note string
-				var ok bool
-				if l, note, ok = show.expandAssign(l); note != "" {
-					fmt.Fprintln(notes, note)
-				}
-				if !ok {
-					continue
-				}
-				seq++
-				sent[seq] = l
-				client.Send(agentchat.Line{Seq: seq, Text: l})
-			}
-		case <-giveUp:
-			fmt.Fprintf(notes, "leaving with %d lines the room never confirmed\n", len(sent))
-			cancel()
-		case <-ctx.Done():
-			return <-runErr
-		}
-	}
+	return "", false
+}
+
+func (c chatTalker) said(l string, d agentchat.Delivered) {
+	c.show.lineAt(d.TS, c.show.self, c.show.names[c.show.self], l)
 }
 
 // showMessage shows a room message at the time the room says it was sent,
