@@ -140,8 +140,9 @@ http:
 	return dir, config
 }
 
-// A pool's process config with no build section is valid: validate checks
-// each build in cluster.builds (one line each) and says which has a cycle.
+// A pool's process config with no build section (the README's too) is
+// valid: validate checks each build in cluster.builds (one line each) and
+// says which has a cycle.
 func TestValidateAPool(t *testing.T) {
 	dir, config := writePool(t, "ws://127.0.0.1:1", "nats://127.0.0.1:1", "alpha", "beta")
 	code, out, errOut := foreman(t, "validate", config)
@@ -155,6 +156,15 @@ func TestValidateAPool(t *testing.T) {
 	code, out, _ = foreman(t, "validate", "-v", config)
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "build beta: 2 components, no cycles; build order:\n  1. db\n  2. api  after db\n")
+
+	// The README's pool.yaml, beside the same builds.
+	readme := string(must(os.ReadFile("../../README.md")))
+	_, block, ok := strings.Cut(readme, "```yaml\n# pool.yaml")
+	require.True(t, ok, "the README's \"A pool\" shows a pool.yaml")
+	block, _, _ = strings.Cut("# pool.yaml"+block, "```")
+	code, out, errOut = foreman(t, "validate", writeFile(t, dir, "readme.yaml", block))
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "cluster.builds "+builds+": 2 builds\n")
 
 	writeFile(t, dir, "builds/loop.yaml", cycleConfig)
 	code, out, _ = foreman(t, "validate", config)
