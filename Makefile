@@ -113,6 +113,8 @@ replay:
 CHAOS_SMALL = CHAOS_TRIALS=1 CHAOS_KILLS=2 CHAOS_RESTARTS=2 CHAOS_STALL_TRIALS=1 \
 	CLUSTER_KILLS=2 CLUSTER_TRIALS=1 CLUSTER_HANDOVERS=1
 ci-small:
+	$(MAKE) build
+	GOBIN=$(CURDIR)/bin $(MAKE) install # into bin/, not this machine's PATH
 	$(MAKE) replay
 	$(MAKE) demo
 	$(MAKE) demo-git

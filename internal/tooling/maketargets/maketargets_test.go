@@ -117,3 +117,43 @@ func TestMakeTargetsRunEveryBenchmarkAndFuzzTarget(t *testing.T) {
 		assert.True(t, covered(fuzz, d), "%s: make fuzz does not fuzz it", d)
 	}
 }
+
+// ciTargets are the targets CI runs: those .ci/run names, and those
+// make ci-small runs.
+func ciTargets(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	script, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	require.NoError(t, err)
+	for _, m := range regexp.MustCompile(`(?m)^make ([\w-]+)`).FindAllStringSubmatch(string(script), -1) {
+		out[m[1]] = true
+	}
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	require.NoError(t, err)
+	_, recipe, ok := strings.Cut(string(makefile), "\nci-small:\n")
+	require.True(t, ok, "the Makefile has no ci-small target")
+	for _, line := range strings.Split(recipe, "\n") {
+		if !strings.HasPrefix(line, "\t") {
+			break
+		}
+		if _, after, ok := strings.Cut(line, "$(MAKE) "); ok {
+			out[strings.Fields(after)[0]] = true
+		}
+	}
+	require.True(t, out["ci-small"], ".ci/run does not run make ci-small")
+	return out
+}
+
+// Every target the README's "Make targets" lists runs in CI, at some
+// size: a documented command cannot rot unseen (issue 32: make scale had
+// been failing for weeks, since nothing ran it).
+func TestCIRunsEveryDocumentedTarget(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	documented := regexp.MustCompile("(?m)^\\| `make ([\\w-]+)`").FindAllStringSubmatch(string(readme), -1)
+	require.NotEmpty(t, documented, "no make targets in the README")
+	ci := ciTargets(t)
+	for _, m := range documented {
+		assert.True(t, ci[m[1]], "make %s: documented in the README, run by neither .ci/run nor make ci-small", m[1])
+	}
+}
