@@ -35,10 +35,12 @@ See docs/agentchat-compat.md.
 
 It listens where the config's server.url points (ws://127.0.0.1:6667 by
 default), so foreman run and foreman agent with the same config find it, and
-paces senders at server.rate_limit. Like run, it needs a config file (the
-CONFIG argument, -c, FOREMAN_CONFIG or foreman.yaml here), and says so
-before it binds a port. It starts with the stock channels
-(#general ... #ops) plus server.channel, or those given with --channel.
+paces senders at server.rate_limit. Like a stock AgentChat server it needs
+no config file: without one (no CONFIG argument, -c, FOREMAN_CONFIG or
+foreman.yaml here) it uses the defaults, or --listen. It starts with the
+stock channels (#general ... #ops) plus server.channel (#build), or those
+given with --channel. (foreman up serves the room itself; serve is for the
+separate processes of the advanced path, and for agents' tests.)
 Two things differ from a stock server by
 default: new identities, and agents without a key, may send at once (as on a
 stock server run with LURK_DISABLED=true; --lurk restores the stock default:
@@ -49,9 +51,6 @@ channels, unless --open-create).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.loadConfig(cmd, configArg(args), map[string]string{"rate-limit": "server.rate_limit"})
 			if err != nil {
-				return err
-			}
-			if err := requireFile(c, "serve"); err != nil {
 				return err
 			}
 			log, err := a.logger(c)
