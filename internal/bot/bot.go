@@ -565,6 +565,11 @@ func (b *Bot) shutdown(batches <-chan []agentchat.Event, runErr <-chan error, st
 	return err
 }
 
+// Close releases what New opened (the journal, the recording) for a Bot
+// that will not Run: foreman up opens each of its parts before it starts
+// any, and lets them all go when one cannot start. Run closes them itself.
+func (b *Bot) Close() { b.close() }
+
 // close saves a last snapshot, so that the next start replays little, and
 // closes the journal and the recording.
 func (b *Bot) close() {
