@@ -10,9 +10,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat/server"
+	"github.com/agentforeman/foreman/internal/config"
 )
 
 func (a *app) serveCommand() *cobra.Command {
@@ -65,11 +67,7 @@ channels, unless --open-create).`,
 			if !cmd.Flags().Changed("channel") {
 				channels = []string{c.Server.Channel}
 			}
-			cfg.RateLimit = c.Server.RateLimit
-			cfg.Channels = append(server.DefaultChannels(), channels...)
-			cfg.Logger = log
-			info, _ := debug.ReadBuildInfo()
-			cfg.Version = moduleVersion(version, info) // what GET /health reports
+			stockRoom(&cfg, c, log, channels)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			srv, err := server.Start(ctx, cfg)
@@ -94,6 +92,17 @@ channels, unless --open-create).`,
 	f.DurationVar(&cfg.ChallengeTimeout, "challenge-timeout", time.Minute, "how long a client has to answer the sign-in challenge")
 	f.DurationVar(&cfg.VerifyTimeout, "verify-timeout", 30*time.Second, "how long an agent has to answer another's VERIFY_REQUEST about it")
 	return cmd
+}
+
+// stockRoom sets what the embedded room takes from the configuration, for
+// serve and up alike: the stock channels and channels, the room's pace,
+// the log, and the version GET /health reports.
+func stockRoom(cfg *server.Config, c *config.Config, log zerolog.Logger, channels []string) {
+	cfg.RateLimit = c.Server.RateLimit
+	cfg.Channels = append(server.DefaultChannels(), channels...)
+	cfg.Logger = log
+	info, _ := debug.ReadBuildInfo()
+	cfg.Version = moduleVersion(version, info)
 }
 
 // listenAddress is where serve listens for a room at url: its host and
