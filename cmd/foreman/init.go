@@ -117,14 +117,14 @@ func (a *app) initConfig(file string, f initFlags) error {
 	if err := p.readBuild(f.spec); err != nil {
 		return err
 	}
-	if err := p.readRepo(f); err != nil {
-		return err
-	}
 	p.OperatorKey = f.identity
 	if p.OperatorKey == "" {
 		p.OperatorKey = filepath.Join(p.Dir, ".foreman", p.Operator+".json")
 	}
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+		return err
+	}
+	if err := p.readRepo(f); err != nil {
 		return err
 	}
 	// The config is checked as foreman will read it before any key is made.
@@ -407,9 +407,10 @@ func (p *initPlan) report(a *app, verbose bool) {
 	if p.File != defaultConfig {
 		arg = " " + p.File
 	}
-	host := ""
+	host, hostLine := "", ""
 	if p.Repo != "" {
 		host = ", the host"
+		hostLine = fmt.Sprintf("  # foreman host checks and lands; first list its id (foreman identity%[1]s --identity .foreman/host.json)\n  # in roles.ci and roles.merger\n  foreman host%[1]s\n", arg)
 	}
 	fmt.Fprintf(out, `
 Next, from here:
@@ -420,11 +421,11 @@ Or each part in a terminal of its own (the advanced path):
   foreman serve%[1]s
   # foreman joins %[3]s and coordinates; its board is on http://127.0.0.1:9090
   foreman run%[1]s
-  # you, the operator, in %[3]s: type STATUS, RESOLVE c, ... or /help
+%[6]s  # you, the operator, in %[3]s: type STATUS, RESOLVE c, ... or /help
   foreman agent%[1]s --role chat --identity %[4]s
 Agents join the same room: foreman agent%[1]s --role builder is a scripted one, and
 foreman prompt prints the guide that teaches an LLM agent the protocol.
-`, arg, p.URL, p.Channel, p.OperatorKey, host)
+`, arg, p.URL, p.Channel, p.OperatorKey, host, hostLine)
 }
 
 func pathExists(path string) bool {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/gitrepo"
 )
 
 func TestInitMakesYouTheOperator(t *testing.T) {
@@ -144,4 +147,54 @@ func TestPromptPrintsTheGuideAndThisBuild(t *testing.T) {
 	assert.Contains(t, out, "- Check in at least every 10m0s (TIMEOUT after 3 missed); 3 audit attempts per builder")
 	assert.Contains(t, out, "  - `cart`, after `auth`, `catalog`\n")
 	assert.Contains(t, out, "  - foreman's MCP server: `foreman mcp --identity KEY.json --url ws://127.0.0.1:6667 --channel '#build'`;\n", "the ways in, with this build's room")
+}
+
+// In a git repository foreman init offers it as host.repo (relative to the
+// config), with the branch checked out there as the target, CI gating on
+// and merge external: foreman up then runs the host. --no-repo leaves the
+// host out; --repo names another repository.
+func TestInitOffersTheRepositoryItIsIn(t *testing.T) {
+	dir := t.TempDir()
+	_, err := gitrepo.Init(context.Background(), dir, "trunk", false)
+	require.NoError(t, err)
+	t.Chdir(dir)
+	code, out, errOut := foreman(t, "init", "--name", "olga", "ops/foreman.yaml")
+	require.Equal(t, 0, code, errOut)
+	c, err := config.Load("ops/foreman.yaml", nil, nil)
+	require.NoError(t, err)
+	real, err := filepath.EvalSymlinks(dir)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join("ops", ".."), c.Host.Repo, "relative to the config")
+	assert.Equal(t, "trunk", c.Host.Target, "the branch checked out")
+	assert.True(t, c.Rules.CIGating)
+	assert.Equal(t, coordinator.MergeExternal, c.Rules.Merge)
+	require.NoError(t, c.RequireHost())
+	assert.Contains(t, out, "host.repo: "+real+" (target trunk): foreman up checks builders' branches there")
+	assert.Contains(t, out, "\n  foreman up ops/foreman.yaml\nruns the room, foreman, the host and the board in one process")
+
+	code, out, errOut = foreman(t, "init", "--name", "olga", "--force", "--no-repo", "ops/foreman.yaml")
+	require.Equal(t, 0, code, errOut)
+	c, err = config.Load("ops/foreman.yaml", nil, nil)
+	require.NoError(t, err)
+	assert.Empty(t, c.Host.Repo)
+	assert.False(t, c.Rules.CIGating)
+	assert.NotContains(t, out, "host.repo")
+
+	bare := filepath.Join(t.TempDir(), "shop.git")
+	_, err = gitrepo.Init(context.Background(), bare, "main", true)
+	require.NoError(t, err)
+	code, out, errOut = foreman(t, "init", "--name", "olga", "--force", "--repo", bare, "ops/foreman.yaml")
+	require.Equal(t, 0, code, errOut)
+	c, err = config.Load("ops/foreman.yaml", nil, nil)
+	require.NoError(t, err)
+	abs, err := filepath.Abs(c.Host.Repo)
+	require.NoError(t, err)
+	assert.Equal(t, bare, abs)
+	assert.Equal(t, "main", c.Host.Target)
+	assert.NotContains(t, out, "has no branch")
+
+	code, _, errOut = foreman(t, "init", "--name", "olga", "--force", "--repo", t.TempDir(), "ops/foreman.yaml")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "foreman: --repo: ")
+	assert.Contains(t, errOut, "not a git repository")
 }
