@@ -132,6 +132,7 @@ func copyDir(t *testing.T, from, to string) {
 
 func TestPromptPrintsTheGuideAndThisBuild(t *testing.T) {
 	t.Chdir(t.TempDir())
+	t.Setenv("FOREMAN_HTTP_LISTEN", freeAddr(t)) // no foreman answers there
 	code, out, errOut := foreman(t, "prompt")
 	require.Equal(t, 0, code, errOut)
 	assert.True(t, strings.HasPrefix(out, "# Working with foreman: a guide for agents\n"))
@@ -147,6 +148,27 @@ func TestPromptPrintsTheGuideAndThisBuild(t *testing.T) {
 	assert.Contains(t, out, "- Check in at least every 10m0s (TIMEOUT after 3 missed); 3 audit attempts per builder")
 	assert.Contains(t, out, "  - `cart`, after `auth`, `catalog`\n")
 	assert.Contains(t, out, "  - foreman's MCP server: `foreman mcp --identity KEY.json --url ws://127.0.0.1:6667 --channel '#build'`;\n", "the ways in, with this build's room")
+	assert.Contains(t, out, "- The build `bookshop`, its components in TASKS order, from foreman.yaml (no running foreman answered at http://"+os.Getenv("FOREMAN_HTTP_LISTEN")+
+		", so components ADDed in the room are not listed; say STATUS there for the build as it stands):\n")
+	assert.NotContains(t, out, "The work is real", "no host.repo, no host")
+}
+
+// foreman prompt's "This build" names the host's repository, target and
+// checks, and lists the components the running foreman has (docs was
+// ADDed in the room; the config has three), from its board.
+func TestPromptSaysTheHostAndTheLiveComponents(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	board := strings.TrimPrefix(statusServer(t, midBuild()).URL, "http://")
+	writeFile(t, dir, "foreman.yaml", "build:\n  name: shop\n  components:\n    - name: db\n    - name: api\n      depends_on: [db]\n    - name: web\n      depends_on: [api]\n"+
+		"http:\n  listen: "+board+"\nrules:\n  ci_gating: on\n  merge: external\nhost:\n  repo: shop.git\n  target: trunk\n  checks: [\"make test\", \"go vet ./...\"]\n")
+	code, out, errOut := foreman(t, "prompt")
+	require.Equal(t, 0, code, errOut)
+	repo := filepath.Join(dir, "shop.git")
+	assert.Contains(t, out, "- The work is real: foreman host checks each READY in the git repository `"+repo+"`. Push your branch there (`git push "+repo+" HEAD:refs/heads/<you>/<c>`)")
+	assert.Contains(t, out, "It checks what would land on `trunk` (checks: `make test`, `go vet ./...`)")
+	assert.Contains(t, out, "- The build `shop`, its components in TASKS order, as the running foreman has them (its board, http://"+board+"):\n"+
+		"  - `db`\n  - `api`, after `db`\n  - `web`, after `api`\n  - `docs`, after `web`\n")
 }
 
 // In a git repository foreman init offers it as host.repo (relative to the
