@@ -382,10 +382,17 @@ func (u *upStack) run(ctx context.Context, out io.Writer) error {
 	var failed error
 	fail := func(part string, err error) {
 		if err == nil {
-			err = errors.New("stopped")
+			err = errors.New(strings.TrimSpace(part + " stopped"))
+			if part == "" {
+				err = errors.New("foreman stopped")
+			}
+			part = ""
+		}
+		if failed == nil && part != "" {
+			err = fmt.Errorf("%s: %w", part, err)
 		}
 		if failed == nil {
-			failed = fmt.Errorf("%s: %w", part, err)
+			failed = err
 		}
 	}
 	ready := u.here.ready
@@ -396,7 +403,7 @@ func (u *upStack) run(ctx context.Context, out io.Writer) error {
 			u.printReady(ctx, out)
 		case err := <-botDone:
 			botDone = nil
-			fail("foreman", err)
+			fail("", err) // foreman's errors say what they are about
 			running = false
 		case err := <-hostDone:
 			hostDone = nil
@@ -422,7 +429,7 @@ func (u *upStack) run(ctx context.Context, out io.Writer) error {
 	stopBot()
 	if botDone != nil {
 		if err := <-botDone; err != nil {
-			fail("foreman", err)
+			fail("", err)
 		}
 	}
 	u.log.Info().Msg("foreman has stopped: its journal is flushed and closed")

@@ -1,6 +1,7 @@
 package newcomer
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,4 +159,38 @@ func TestTheReadmesOneCommandPath(t *testing.T) {
 	bot := strings.Index(logs, "foreman has stopped: its journal is flushed")
 	room := strings.Index(logs, "the room is closed")
 	assert.True(t, host >= 0 && host < bot && bot < room, "Ctrl-C stops the host, then foreman, then the room:\n%s", logs)
+}
+
+// The README's MCP client configuration is what foreman mcp --print-config
+// prints: absolute paths throughout, the program's included, since an MCP
+// client starts it from anywhere, often without ~/go/bin on PATH.
+func TestTheReadmesMCPConfigUsesAbsolutePaths(t *testing.T) {
+	blocks := readmeSection(t, "### Connecting real agents", "### Configuration")
+	var found bool
+	for _, b := range blocks {
+		if b.lang != "json" {
+			continue
+		}
+		found = true
+		var doc struct {
+			Servers map[string]struct {
+				Command string   `json:"command"`
+				Args    []string `json:"args"`
+			} `json:"mcpServers"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(strings.Join(b.lines, "\n")), &doc))
+		require.NotEmpty(t, doc.Servers)
+		for name, s := range doc.Servers {
+			assert.True(t, filepath.IsAbs(s.Command), "%s: %q is not an absolute path", name, s.Command)
+			for _, a := range s.Args {
+				if strings.Contains(a, "/") && !strings.Contains(a, "://") {
+					assert.True(t, filepath.IsAbs(a), "%s: %q is not an absolute path", name, a)
+				}
+			}
+		}
+	}
+	assert.True(t, found, "the README shows an MCP client's configuration")
+	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(strings.Fields(string(readme)), " "), "foreman mcp --print-config --identity .foreman/ada.json", "and says which command prints it")
 }
