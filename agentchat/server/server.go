@@ -27,6 +27,10 @@ import (
 // server's defaults unless said otherwise.
 type Config struct {
 	Listen  string // address to listen on (default 127.0.0.1:6667; tests use 127.0.0.1:0)
+	// Listener, if set, is where to serve instead: bound already (foreman
+	// up binds a free port before it starts anything, to tell every part
+	// the room's address). Start then owns it, unless it fails.
+	Listener net.Listener
 	Name    string // the server's name in WELCOME and /health
 	Version string // the version /health reports (default 0.0.0, as a stock server started without npm)
 
@@ -204,9 +208,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	cfg.Channels = channels
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, err
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{
 		cfg:        cfg,

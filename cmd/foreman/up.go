@@ -11,9 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
-	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -100,6 +98,7 @@ type upStack struct {
 	origURL string // server.url before up served the room elsewhere
 
 	served bool           // up serves the room
+	roomLn net.Listener   // its free port, bound before anything starts
 	room   *server.Server // nil until started, or when joining one elsewhere
 
 	board    *web.Server // nil with http.listen off
@@ -173,11 +172,14 @@ func (a *app) prepareUp(ctx context.Context, cmd *cobra.Command, file string, f 
 
 	// A free port is taken first, so that every part knows the address; a
 	// fixed one last, so that a second up of the same config hears of the
-	// journal it shares, not of a port.
+	// journal it shares, not of a port. The room serves once all is open.
 	if served && freePort(listen) {
-		if err := u.startRoom(ctx, listen, true); err != nil {
-			return nil, err
+		if u.roomLn, err = net.Listen("tcp", listen); err != nil {
+			return nil, fmt.Errorf("--listen %s: cannot serve the room: %s", listen, listenProblem(err))
 		}
+		c.Server.URL = "ws://" + u.roomLn.Addr().String()
+	} else if served && f.listen != "" {
+		c.Server.URL = "ws://" + dialable(listen)
 	}
 	if c.HTTP != "" && freePort(c.HTTP) {
 		if err := u.listenBoard(); err != nil {
@@ -222,7 +224,7 @@ func (a *app) prepareUp(ctx context.Context, cmd *cobra.Command, file string, f 
 			return nil, err
 		}
 	}
-	if served && u.room == nil { // last: once it serves, it says so
+	if served { // last: once it serves, it says so
 		if err := u.startRoom(ctx, listen, f.listen != ""); err != nil {
 			return nil, err
 		}
@@ -258,6 +260,19 @@ func loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// dialable is where to reach a listen address: on this machine when it
+// names every interface.
+func dialable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
 // freePort reports whether addr asks for any free port (port 0).
 func freePort(addr string) bool {
 	_, port, err := net.SplitHostPort(addr)
@@ -268,7 +283,7 @@ func freePort(addr string) bool {
 // server.url for every part when the address was not the config's.
 func (u *upStack) startRoom(ctx context.Context, listen string, moved bool) error {
 	cfg := server.DefaultConfig()
-	cfg.Listen = listen
+	cfg.Listen, cfg.Listener = listen, u.roomLn
 	stockRoom(&cfg, u.c, u.log.With().Str("part", "server").Logger(), []string{u.c.Server.Channel})
 	// The room outlives ctx: it closes last, once foreman's queued
 	// replies are out.
@@ -281,10 +296,7 @@ func (u *upStack) startRoom(ctx context.Context, listen string, moved bool) erro
 		return fmt.Errorf("%s %s: cannot serve the room on %s: %s; %s", where, u.c.Server.URL, listen, listenProblem(err),
 			"stop what uses it, join a room already there with --join, or take a free port with --listen 127.0.0.1:0")
 	}
-	u.room = srv
-	if moved || freePort(listen) {
-		u.c.Server.URL = srv.URL()
-	}
+	u.room, u.roomLn = srv, nil // the room's own now
 	return nil
 }
 
@@ -326,263 +338,4 @@ func addHostRoles(c *config.Config, id string) []string {
 		added = append(added, "roles.merger")
 	}
 	return added
-}
-
-// close lets go of everything prepareUp opened, for an up that does not
-// run.
-func (u *upStack) close() {
-	if u.host != nil {
-		_ = u.host.Close()
-	}
-	if u.bot != nil {
-		u.bot.Close()
-	}
-	if u.stopHUP != nil {
-		u.stopHUP()
-	}
-	if u.boardLn != nil {
-		u.boardLn.Close()
-	}
-	if u.room != nil {
-		u.room.Close()
-	}
-}
-
-// run starts every part, says how to join once all are in the room, and
-// stops them in order when ctx ends or one of them fails: the host, then
-// foreman, then the board, then the room.
-func (u *upStack) run(ctx context.Context, out io.Writer) error {
-	defer u.stopHUP()
-	boardCtx, stopBoard := context.WithCancel(context.Background())
-	defer stopBoard()
-	boardDone := make(chan struct{})
-	if u.boardLn != nil {
-		u.board.Attach(u.bot)
-		go func() {
-			defer close(boardDone)
-			if err := u.board.Serve(boardCtx, u.boardLn); err != nil {
-				u.log.Error().Err(err).Msg("the board's server failed")
-			}
-		}()
-	} else {
-		close(boardDone)
-	}
-	botCtx, stopBot := context.WithCancel(context.Background())
-	defer stopBot()
-	botDone := make(chan error, 1)
-	go func() { botDone <- roomError(u.bot.Run(botCtx), u.c) }()
-	hostCtx, stopHost := context.WithCancel(context.Background())
-	defer stopHost()
-	var hostDone chan error
-	if u.host != nil {
-		hostDone = make(chan error, 1)
-		go func() { hostDone <- u.host.Serve(hostCtx, u.c, u.log.With().Str("part", "host").Logger(), u.stderr) }()
-	}
-
-	var failed error
-	fail := func(part string, err error) {
-		if err == nil {
-			err = errors.New(strings.TrimSpace(part + " stopped"))
-			if part == "" {
-				err = errors.New("foreman stopped")
-			}
-			part = ""
-		}
-		if failed == nil && part != "" {
-			err = fmt.Errorf("%s: %w", part, err)
-		}
-		if failed == nil {
-			failed = err
-		}
-	}
-	ready := u.here.ready
-	for running := true; running; {
-		select {
-		case <-ready:
-			ready = nil
-			u.printReady(ctx, out)
-		case err := <-botDone:
-			botDone = nil
-			fail("", err) // foreman's errors say what they are about
-			running = false
-		case err := <-hostDone:
-			hostDone = nil
-			fail("foreman host", err)
-			running = false
-		case <-ctx.Done():
-			running = false
-		}
-	}
-	u.log.Info().Msg("stopping: the host first, then foreman, then the board and the room")
-	stopHost()
-	if hostDone != nil {
-		if err := <-hostDone; err != nil {
-			fail("foreman host", err)
-		}
-	}
-	if u.host != nil {
-		if err := u.host.Close(); err != nil {
-			fail("foreman host", err)
-		}
-		u.log.Info().Msg("the host has stopped: no check runs, its ledger is synced and closed")
-	}
-	stopBot()
-	if botDone != nil {
-		if err := <-botDone; err != nil {
-			fail("", err)
-		}
-	}
-	u.log.Info().Msg("foreman has stopped: its journal is flushed and closed")
-	stopBoard()
-	<-boardDone
-	if u.room != nil {
-		u.room.Close()
-		u.log.Info().Msg("the room is closed")
-	}
-	return failed
-}
-
-// presence follows who is in the channel, from foreman's side: up is ready
-// once foreman is in, and the host too when there is one. It runs in the
-// bot's goroutine.
-type presence struct {
-	host             string
-	joined, hostHere bool
-	ready            chan struct{}
-	said             bool
-}
-
-func (p *presence) see(ev agentchat.Event) {
-	switch ev := ev.(type) {
-	case agentchat.Joined:
-		p.joined = true
-		for _, a := range ev.Agents {
-			p.hostHere = p.hostHere || a.ID == p.host
-		}
-	case agentchat.AgentJoined:
-		p.hostHere = p.hostHere || ev.Agent.ID == p.host
-	case agentchat.AgentLeft:
-		p.hostHere = p.hostHere && ev.Agent.ID != p.host
-	case agentchat.Disconnected:
-		p.joined = false
-	}
-	if !p.said && p.joined && (p.host == "" || p.hostHere) {
-		p.said = true
-		close(p.ready)
-	}
-}
-
-// printReady says where everything is and how to join, with absolute
-// paths, to paste as it is.
-func (u *upStack) printReady(ctx context.Context, w io.Writer) {
-	c := u.c
-	comps := len(c.Build.Components)
-	vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	if v, err := u.bot.View(vctx); err == nil {
-		comps = len(v.Components) // components ADDed before a restart count too
-	}
-	cancel()
-	where := "served here"
-	if !u.served {
-		where = "joined"
-	}
-	fmt.Fprintf(w, "foreman up: build %s (%d components) in %s at %s (%s)\n", c.Build.Name, comps, c.Server.Channel, c.Server.URL, where)
-	journal := "none (journal.path is \"\")"
-	if c.Journal != "" {
-		journal = absPath(c.Journal)
-	}
-	fmt.Fprintf(w, "  foreman  %s, journal %s\n", u.bot.AgentID(), journal)
-	if u.host != nil {
-		checks := "none"
-		if len(c.Host.CheckLines) > 0 {
-			checks = strings.Join(c.Host.CheckLines, "; ")
-		}
-		fmt.Fprintf(w, "  host     %s, checking %s (target %s; checks: %s)\n", u.hostID, u.host.Repo.Dir(), c.Host.Target, checks)
-		if u.hostKey {
-			fmt.Fprintf(w, "           its key %s was created now\n", absPath(c.Host.Identity))
-		}
-		if len(u.hostRoles) > 0 {
-			fmt.Fprintf(w, "           its id is in %s for this run; list it there in %s to keep it for foreman run and foreman host\n",
-				strings.Join(u.hostRoles, " and "), u.file)
-		}
-	}
-	if u.board != nil {
-		fmt.Fprintf(w, "  board    %s\n", u.boardURL)
-	} else {
-		fmt.Fprintln(w, "  board    off (http.listen is \"\")")
-	}
-	url := ""
-	if c.Server.URL != u.origURL {
-		url = c.Server.URL
-		fmt.Fprintf(w, "Others find the room with: export FOREMAN_SERVER_URL=%s\n", url)
-	}
-	bin := selfPath()
-	fmt.Fprintln(w)
-	if key, name := operatorKey(c, u.file); key != "" {
-		fmt.Fprintf(w, "You, the operator (%s), in the room:\n  %s\n", name, shellLine(chatCommand(bin, key, url, u.file)))
-	} else {
-		fmt.Fprintf(w, "The operator (roles.operators: %s) joins the room with its key file for KEY.json:\n  %s\n",
-			strings.Join(c.Roles.Operators, ", "), shellLine(chatCommand(bin, "KEY.json", url, u.file)))
-	}
-	fmt.Fprintf(w, "\nAn LLM agent's MCP client (.mcp.json for Claude Code, claude_desktop_config.json for Claude Desktop)\n"+
-		"starts foreman mcp so (foreman mcp --print-config prints it again; give each agent a key file of its own):\n")
-	fmt.Fprint(w, mcpConfig(bin, u.file, filepath.Join(filepath.Dir(u.file), ".foreman", "agent.json"), "", url))
-	fmt.Fprintf(w, "and foreman prompt %s as its instructions.\n\nCtrl-C stops it all.\n", u.file)
-	u.log.Info().Str("room", c.Server.URL).Str("board", u.boardURL).Msg("everything is up")
-}
-
-// chatCommand is the command that puts the operator in the room.
-func chatCommand(bin, key, url, config string) []string {
-	args := []string{bin, "agent", "--role", "chat", "--identity", key}
-	if url != "" {
-		args = append(args, "--url", url)
-	}
-	return append(args, config)
-}
-
-// operatorKey finds an operator's key file among those beside the config
-// (.foreman/*.json, where foreman init puts them): its path and name.
-func operatorKey(c *config.Config, file string) (path, name string) {
-	keys, _ := filepath.Glob(filepath.Join(filepath.Dir(file), ".foreman", "*.json"))
-	for _, k := range keys {
-		if samePath(k, c.Server.Identity) || samePath(k, c.Host.Identity) {
-			continue
-		}
-		id, err := agentchat.LoadIdentity(k)
-		if err == nil && slices.Contains(c.Roles.Operators, id.AgentID()) {
-			return k, id.Name
-		}
-	}
-	return "", ""
-}
-
-// selfPath is this program, to name in commands to paste: absolute, so
-// that they work where foreman is not on PATH (an MCP client's
-// environment often has no ~/go/bin). A program go run built in a
-// temporary directory is named as foreman.
-func selfPath() string {
-	p, err := os.Executable()
-	if err != nil || strings.Contains(p, string(filepath.Separator)+"go-build") {
-		return "foreman"
-	}
-	return p
-}
-
-func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
-}
-
-// shellLine writes a command for a shell, quoting the words that need it.
-func shellLine(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
 }

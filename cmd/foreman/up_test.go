@@ -189,6 +189,8 @@ func TestSecondUpIsRefused(t *testing.T) {
 
 	code, _, errOut := foreman(t, "up", first)
 	oneLine(t, code, errOut, "foreman: journal.path: "+filepath.Join(w.dir, "journal")+": the journal is in use by another foreman")
+	code, _, errOut = foreman(t, "up", first, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	oneLine(t, code, errOut, "foreman: journal.path: "+filepath.Join(w.dir, "journal")+": the journal is in use by another foreman")
 
 	code, _, errOut = foreman(t, "up", w.config("same-journal", freeAddr(t), freeAddr(t), "journal", "", ""))
 	oneLine(t, code, errOut, "foreman: journal.path: "+filepath.Join(w.dir, "journal")+": the journal is in use by another foreman")
@@ -273,4 +275,24 @@ func TestUpRunsARealBuild(t *testing.T) {
 	assert.Contains(t, stderr.String(), "resuming the build from the journal")
 	stop()
 	require.Equal(t, 0, <-done, stderr.String())
+}
+
+// --listen serves the room elsewhere than server.url says, and every part
+// (foreman, the host) and every command printed goes there; --join with
+// --listen is refused.
+func TestUpServesWhereListenSays(t *testing.T) {
+	w := newUpWorld(t)
+	config := w.config("elsewhere", "127.0.0.1:1", "", "journal", "shop.git", "")
+	addr := freeAddr(t)
+	stdout, stderr, done, stop := startUp(t, config, "--listen", addr)
+	out := stdout.String()
+	assert.Contains(t, out, "in #build at ws://"+addr+" (served here)\n", "foreman and the host are in that room: up said so once both were")
+	assert.Contains(t, out, "export FOREMAN_SERVER_URL=ws://"+addr+"\n")
+	assert.Contains(t, out, "--url ws://"+addr+" "+config+"\n")
+	assert.Contains(t, out, "  board    off (http.listen is \"\")\n")
+	stop()
+	require.Equal(t, 0, <-done, stderr.String())
+
+	code, _, errOut := foreman(t, "up", config, "--listen", addr, "--join")
+	oneLine(t, code, errOut, "foreman: --listen and --join")
 }
