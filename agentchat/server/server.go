@@ -27,12 +27,13 @@ import (
 // server's defaults unless said otherwise.
 type Config struct {
 	Listen  string // address to listen on (default 127.0.0.1:6667; tests use 127.0.0.1:0)
-	// Listener, if set, is where to serve instead: bound already (foreman
-	// up binds a free port before it starts anything, to tell every part
-	// the room's address). Start then owns it, unless it fails.
-	Listener net.Listener
 	Name    string // the server's name in WELCOME and /health
 	Version string // the version /health reports (default 0.0.0, as a stock server started without npm)
+
+	// Listener, if set, is where to serve instead of Listen: bound already
+	// (foreman up binds a free port before it starts anything, to tell
+	// every part the room's address). Start then owns it, unless it fails.
+	Listener net.Listener
 
 	// Channels to create at start. nil: DefaultChannels (the stock set).
 	// #ops admits only verified agents, as on a stock server.
