@@ -63,6 +63,13 @@ demo:
 demo-git:
 	$(GO) run ./cmd/foreman demo --git $(ARGS)
 
+# The README's path for real: git init, foreman init and foreman up on a
+# temporary repository, scripted builders pushing to it and an auditor,
+# until COMPLETE with main holding every component; says how long it took.
+.PHONY: demo-real
+demo-real:
+	$(GO) run ./cmd/foreman demo --up $(ARGS)
+
 # The full fault set: many kill -9 trials and restarts, and the cluster's
 # faults on in-process NATS servers (make test runs a short form).
 chaos:
