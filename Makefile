@@ -125,6 +125,7 @@ ci-small:
 	$(MAKE) replay
 	$(MAKE) demo
 	$(MAKE) demo-git
+	$(MAKE) demo-real
 	$(MAKE) bench BENCHTIME=1x
 	$(MAKE) bench-host BENCHTIME=1x
 	$(MAKE) fuzz FUZZTIME=5s
