@@ -17,10 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// newSandbox makes a sandbox, or skips the test where this machine cannot
-// (inside a sandboxed check, whose Landlock forbids mounting; a kernel
-// without Landlock). FOREMANTEST_REQUIRE_SANDBOX=1 (CI) makes that a
-// failure.
+// newSandbox makes a sandbox, or skips where this machine has none (see
+// sandboxtest.New, which cannot be used here: it imports this package).
 func newSandbox(t testing.TB, c Config) *Sandbox {
 	t.Helper()
 	if c.Home == "" {
