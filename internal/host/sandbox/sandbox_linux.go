@@ -185,7 +185,7 @@ func (s *Sandbox) Describe() []string {
 		out = append(out, "landlock scopes: none in this ABI (6 or later has them); the PID and network namespaces stand in")
 	}
 	if s.ll.HandledAccessFS&ll.AccessFSResolveUnix == 0 {
-		out = append(out, "named unix sockets: connect() is not a Landlock right before ABI 9; /run is hidden (host.sandbox_net none) and /tmp is private, sockets elsewhere are reachable")
+		out = append(out, "named unix sockets: connect() is not a Landlock right before ABI 9: /run is hidden (with host.sandbox_net none) and /tmp is the check's own (when nothing it needs lies under them), a socket elsewhere that its user may write is reachable")
 	}
 	ns := "pid, mount, ipc"
 	if s.c.Net == NetNone {
@@ -201,11 +201,15 @@ func (s *Sandbox) Describe() []string {
 	out = append(out, "namespaces: "+ns)
 	l := s.c.Limits
 	out = append(out, fmt.Sprintf("limits: memory %s (host.sandbox_limits.memory), processes and threads %d (host.sandbox_limits.processes), file size %s (host.sandbox_limits.file_size), core dumps off", Size(l.Memory), l.Tasks, Size(l.FileSize)))
-	out = append(out, "reads: "+strings.Join(append(append(append([]string{}, s.system.dirs...), s.system.files...), "/etc (what every user may read)", "/proc (its own)", s.c.GitDir+" (git)"), " "))
+	reads := append(append(append([]string{}, s.system.dirs...), s.system.files...), "/etc (what every user may read)", "/proc (its own)")
+	if s.c.GitDir != "" {
+		reads = append(reads, s.c.GitDir+" (host.repo's git directory)")
+	}
+	out = append(out, "reads: "+strings.Join(reads, " "))
 	if len(s.ro.dirs)+len(s.ro.files) > 0 {
 		out = append(out, "reads (host.sandbox_paths.ro): "+strings.Join(append(append([]string{}, s.ro.dirs...), s.ro.files...), " "))
 	}
-	rw := append(append([]string{"its worktree", "its private TMPDIR and HOME"}, s.rw.dirs...), s.rw.files...)
+	rw := append(append([]string{"its worktree,", "its private TMPDIR and HOME,"}, s.rw.dirs...), s.rw.files...)
 	out = append(out, "writes: "+strings.Join(append(rw, devices...), " "))
 	out = append(out, fmt.Sprintf("probe: a confined no-op ran and found itself confined (%d ms)", s.probe.Milliseconds()))
 	return out
