@@ -30,6 +30,7 @@ func TestAsAnUnprivilegedUser(t *testing.T) {
 		asNobody(t) // not root already: this is the branch
 		return
 	}
+	newSandbox(t, Config{}) // skips where this machine has none (inside a sandboxed check, say)
 	// The test binary sits in a directory only root may enter: copy it
 	// where nobody may run it.
 	dir, err := os.MkdirTemp("", "sandbox-unprivileged-")
@@ -61,14 +62,13 @@ func asNobody(t *testing.T) {
 	outside := filepath.Join(os.TempDir(), "outside")
 	res := run(t, s, r, `
 echo "uid $(id -u)"
-echo "pid $$"
 grep CapEff /proc/self/status
 (echo x > "$OUTSIDE") 2>/dev/null || echo "cannot write outside"
 echo x > in-worktree && echo "writes its worktree"
 grep -c : /proc/net/dev | sed 's/^/devices /'
 `, "OUTSIDE="+outside)
 	require.NoError(t, res.err, res.out)
-	for _, want := range []string{"uid " + itoa(os.Getuid()) + "\n", "pid 1\n", "CapEff:\t0000000000000000", "cannot write outside", "writes its worktree", "devices 1\n"} {
+	for _, want := range []string{"uid " + itoa(os.Getuid()) + "\n", "CapEff:\t0000000000000000", "cannot write outside", "writes its worktree", "devices 1\n"} {
 		assert.Contains(t, res.out, want)
 	}
 	assert.NoFileExists(t, outside)

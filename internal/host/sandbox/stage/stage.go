@@ -1,7 +1,11 @@
-// Package stage is the first moment of a sandboxed check: foreman host
+// Package stage is the first process of a sandboxed check: foreman host
 // starts /proc/self/exe with argv[0] set to Marker, in new namespaces, and
 // this package's init, before main (or a test binary's TestMain) runs,
-// confines the process and execs the check's program in its place.
+// confines the process, starts the check's program from the confined
+// thread, and stays as PID 1 of the namespace: it reaps the processes
+// that lose their parent (as tini does; a test runner as PID 1 would let
+// them pile up as zombies), and when the program exits it kills what is
+// left and exits with the program's status.
 //
 // Why a re-exec: Go runs no code of the caller's between fork and exec, and
 // the confinement (Landlock, dropping capabilities, no_new_privs, the mounts
@@ -10,14 +14,14 @@
 // logs, and running git.
 //
 // The package imports little, so that init order puts it before the
-// heavier packages of the binary: what runs before the exec is paid by
-// every check (docs/PERFORMANCE.md).
+// heavier packages of the binary: what runs before the check starts is
+// paid by every check (docs/PERFORMANCE.md).
 //
 // The host says what to do on file descriptor 3 (a JSON Spec, not in argv
 // or the environment, where the check could read it back) and passes the
 // Landlock ruleset it built on 5; the stage reports a failure on 4, which
-// it marks close-on-exec: the host reads end of file when the exec
-// succeeded, or why it did not.
+// it marks close-on-exec and closes once the program runs: the host reads
+// end of file when the program started, or why it did not.
 package stage
 
 // Marker is argv[0] of a process that is a stage.
@@ -31,7 +35,7 @@ const (
 )
 
 // ExitFailed is the stage's exit status when it could not confine or
-// exec the check (the reason is on ReportFD).
+// start the check (the reason is on ReportFD).
 const ExitFailed = 126
 
 // Spec is what the stage does, written by the host as JSON on SpecFD.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -25,8 +26,8 @@ func init() {
 	os.Exit(run())
 }
 
-// run confines this process as the Spec says, then execs the check. It
-// returns only on failure (or after a probe).
+// run confines this process as the Spec says, then runs the check and
+// returns its exit status (or why it could not, or what a probe found).
 func run() int {
 	if _, err := unix.FcntlInt(ReportFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 		return ExitFailed // nobody to tell
@@ -56,8 +57,42 @@ func run() int {
 	if spec.Probe {
 		return probe(spec)
 	}
-	err = unix.Exec(spec.Path, spec.Args, spec.Env)
-	return fail("exec "+spec.Path, err)
+	return runCheck(spec)
+}
+
+// runCheck starts the check's program and stays, PID 1 of the namespace,
+// to reap every process that loses its parent (a test runner as PID 1
+// would let them pile up as zombies) until the program exits; then it
+// kills what is left and exits with the program's status (128+n for a
+// signal, as a shell says it). The program is forked from this thread,
+// which holds the confinement, and inherits it.
+func runCheck(s *Spec) int {
+	pid, err := syscall.ForkExec(s.Path, s.Args, &syscall.ProcAttr{Dir: s.Dir, Env: s.Env, Files: []uintptr{0, 1, 2}})
+	if err != nil {
+		return fail("exec "+s.Path, err)
+	}
+	unix.Close(ReportFD) // the host reads end of file: the program runs
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return ExitFailed // no child left: cannot happen before pid's
+		}
+		if got != pid {
+			continue // an orphan, reaped
+		}
+		_ = unix.Kill(-1, unix.SIGKILL) // all but this process, in this namespace
+		switch {
+		case ws.Exited():
+			return ws.ExitStatus()
+		case ws.Signaled():
+			return 128 + int(ws.Signal())
+		}
+		return ExitFailed
+	}
 }
 
 func readSpec() (*Spec, error) {
