@@ -4,9 +4,11 @@
 //
 //   - in PID, mount, IPC and (with host.sandbox_net none) network
 //     namespaces of its own, and a user namespace too when the host is not
-//     root: its program is PID 1 there, so when it ends, or the host kills
-//     it, the kernel ends every process it left (a detached `setsid sleep
-//     &` included), and it sees no process of the host's;
+//     root: its first process (PID 1 there) is the stage, which runs the
+//     program and reaps orphans, and kills what is left when the program
+//     ends; when the host kills the stage, the kernel ends every process
+//     of the namespace (a detached `setsid sleep &` included); the check
+//     sees no process of the host's;
 //   - with no capability (a host running as root runs its checks as uid 0
 //     without root's powers), no_new_privs, core dumps off and a bound on
 //     the size of a file;
@@ -17,7 +19,8 @@
 //     them every 100 ms; over a limit, all of them are killed.
 //
 // The confinement is applied by a re-exec of the host's own binary (package
-// stage) in the check's process before its program runs. Where the kernel
+// stage), which confines itself and starts the program from the confined
+// thread. Where the kernel
 // cannot do all of it, New refuses: the host says so and stops, never
 // runs a check less confined than the configuration promises.
 package sandbox
@@ -66,11 +69,12 @@ type Limits struct {
 	FileSize int64 // bytes: the largest file it may write
 }
 
-// The defaults fit a `go test -race ./...` of foreman itself with room to
-// spare (docs/HOST.md says how that was measured).
+// The defaults leave room three to four times over for a `go test ./...`
+// of foreman itself, with -race or not (at most 1.3 GiB and 225 tasks: see
+// TestGoTestFitsTheDefaults and docs/HOST.md).
 const (
-	DefaultMemory   = 8 << 30
-	DefaultTasks    = 4096
+	DefaultMemory   = 4 << 30
+	DefaultTasks    = 1024
 	DefaultFileSize = 1 << 30
 )
 

@@ -60,8 +60,12 @@ func New(c Config) (*Sandbox, error) {
 	s.ll = landlockConfigs[min(s.abi, len(landlockConfigs))-1]
 	s.ll.HandledAccessNet = 0 // the network is a namespace's business
 	d := newDenied(c)
-	for key, paths := range map[string][]string{"host.sandbox_paths.ro": c.RO, "host.sandbox_paths.rw": c.RW} {
-		for i, p := range paths {
+	for _, list := range []struct {
+		key   string
+		paths []string
+	}{{"host.sandbox_paths.ro", c.RO}, {"host.sandbox_paths.rw", c.RW}} {
+		key := list.key
+		for i, p := range list.paths {
 			if !filepath.IsAbs(p) {
 				return nil, fmt.Errorf("%s[%d]: %s is not an absolute path", key, i, p)
 			}
