@@ -38,11 +38,13 @@ bench:
 	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' $(call benchtime) -benchmem -cpu 1 ./coordinator
 
 # foreman host on a repository of 10,000 files and 1,000 commits: its work
-# per READY, the queue's throughput, a fresh worktree (a few minutes).
+# per READY, the queue's throughput, a fresh worktree (a few minutes); then
+# the sandbox's cost per check command (a no-op, unconfined and confined).
 .PHONY: bench-host
 bench-host:
 	$(GO) test -run '^$$' -bench 'ReadyToVerdict|QueueThroughput' $(call benchtime,-benchtime 20x) ./internal/host/gitjob
 	$(GO) test -run '^$$' -bench 'FreshWorktree' $(call benchtime,-benchtime 3x) ./internal/host/gitjob
+	$(GO) test -run '^$$' -bench 'SandboxNoop' $(call benchtime,-benchtime 200x) ./internal/host/sandbox
 
 # Short fuzzing runs of the grammar, the engine and the room's frames; FUZZTIME=10m for long ones.
 fuzz:

@@ -73,6 +73,11 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 		if ctx.Err() != nil {
 			return host.Outcome{Result: host.Cancelled}
 		}
+		if r.o.MayLand != nil {
+			if err := r.o.MayLand(); err != nil {
+				return host.Outcome{Result: host.Retry, Line: err.Error()}
+			}
+		}
 		err = r.o.Repo.UpdateRef(ctx, r.targetRef(), commit, base, "foreman host: land "+j.Component)
 		if errors.Is(err, gitrepo.ErrMoved) {
 			pass = nil // merge again with the target as it is now

@@ -76,11 +76,22 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 	if !repo.Bare() {
 		warnings = append(warnings, fmt.Sprintf("host.repo: %s has a work tree; a bare repository is best (a checkout of %s there must be clean for a landing, and follows it)", repo.Dir(), c.Host.Target))
 	}
+	box, said, err := Sandbox(c, repo.GitDir())
+	if err != nil {
+		return nil, err
+	}
+	warnings = append(warnings, said...)
+	if box != nil {
+		for _, line := range box.Describe() {
+			log.Info().Str("sandbox", line).Msg("checks run confined")
+		}
+	}
 	timeout := c.Rules.CITimeout
 	runner, err := gitjob.New(gitjob.Options{
 		Repo: repo, Target: c.Host.Target, Checks: c.Host.Checks, AutoRebase: c.Host.AutoRebase,
 		Timeout: timeout, Env: c.Host.Env, Logs: c.Host.Logs, LogLimit: c.Host.LogLimit,
 		LogURL: LogURL(c), Work: c.Host.Work,
+		Sandbox: box, Secrets: secrets(c), MayLand: mayLand(c, self),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("host.logs/host.work: %w", err)
@@ -195,8 +206,12 @@ func (s *Setup) Serve(ctx context.Context, c *config.Config, log zerolog.Logger,
 		log.Warn().Msg(w)
 	}
 	abs, _ := filepath.Abs(s.Options.QueueFile)
-	fmt.Fprintf(out, "foreman host %s: checking %s (target %s) for %s at %s; queue in %s\n",
-		s.Identity.AgentID(), s.Repo.Dir(), c.Host.Target, c.Server.Channel, c.Server.URL, abs)
+	confined := "checks sandboxed (foreman host --check-sandbox says how)"
+	if c.Host.Unconfined {
+		confined = "CHECKS RUN UNCONFINED (host.sandbox: off)"
+	}
+	fmt.Fprintf(out, "foreman host %s: checking %s (target %s) for %s at %s; queue in %s; %s\n",
+		s.Identity.AgentID(), s.Repo.Dir(), c.Host.Target, c.Server.Channel, c.Server.URL, abs, confined)
 	err := Run(ctx, s.Options)
 	if errors.Is(err, context.Canceled) {
 		return nil
