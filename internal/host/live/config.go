@@ -30,7 +30,10 @@ type Setup struct {
 	Repo     *gitrepo.Repo
 	Ledger   *ledger.Ledger
 	Warnings []string
-	lock     *os.File // the repository's host lock (lock.go)
+	// Confinement says how checks run confined, logged when the host
+	// starts (not before: a refusal after Prepare is one line).
+	Confinement []string
+	lock        *os.File // the repository's host lock (lock.go)
 }
 
 // Close releases the ledger and the repository.
@@ -81,10 +84,9 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 		return nil, err
 	}
 	warnings = append(warnings, said...)
+	var confinement []string
 	if box != nil {
-		for _, line := range box.Describe() {
-			log.Info().Str("sandbox", line).Msg("checks run confined")
-		}
+		confinement = box.Describe()
 	}
 	timeout := c.Rules.CITimeout
 	runner, err := gitjob.New(gitjob.Options{
@@ -123,7 +125,7 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 		State: st, Jobs: runner, Ledger: led, QueueFile: QueueFile(c.Host.Logs), Logger: log,
 	}
 	ready = true
-	return &Setup{Options: o, Identity: id, Repo: repo, Ledger: led, Warnings: warnings, lock: lock}, nil
+	return &Setup{Options: o, Identity: id, Repo: repo, Ledger: led, Warnings: warnings, Confinement: confinement, lock: lock}, nil
 }
 
 func rateLimit(d time.Duration) time.Duration {
@@ -204,6 +206,9 @@ func Main(ctx context.Context, c *config.Config, log zerolog.Logger, out io.Writ
 func (s *Setup) Serve(ctx context.Context, c *config.Config, log zerolog.Logger, out io.Writer) error {
 	for _, w := range s.Warnings {
 		log.Warn().Msg(w)
+	}
+	for _, line := range s.Confinement {
+		log.Info().Str("sandbox", line).Msg("checks run confined")
 	}
 	abs, _ := filepath.Abs(s.Options.QueueFile)
 	confined := "checks sandboxed (foreman host --check-sandbox says how)"
