@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/guide"
 )
@@ -59,6 +60,7 @@ func writeThisBuild(w io.Writer, c *config.Config) {
 	r := c.Rules
 	fmt.Fprintf(w, "- Check in at least every %s (TIMEOUT after %d missed); %d audit attempts per builder; audits due within %s; at most %d component(s) at a time; CI gating %s.\n",
 		r.CheckinInterval, r.MissedCheckins, r.AuditAttempts, r.AuditTimeout, r.MaxClaimsPerAgent, map[bool]string{true: "on", false: "off"}[r.CIGating])
+	writeOverlapRule(w, c)
 	fmt.Fprintf(w, "- The build `%s`, its components in TASKS order:\n", c.Build.Name)
 	for _, comp := range c.Build.Components {
 		if len(comp.Deps) == 0 {
@@ -67,4 +69,14 @@ func writeThisBuild(w io.Writer, c *config.Config) {
 		}
 		fmt.Fprintf(w, "  - `%s`, after %s\n", comp.Name, "`"+strings.Join(comp.Deps, "`, `")+"`")
 	}
+}
+
+// writeOverlapRule says what the host's OVERLAP does in this build (see
+// "Work in progress, overlaps and handoffs").
+func writeOverlapRule(w io.Writer, c *config.Config) {
+	does := "is a warning (`overlap: warn`): talk to the other builder, wait for it with CONFLICT files, or CONFLICT interface"
+	if c.Rules.Overlap == coordinator.OverlapWait {
+		does = "makes the builder whose branch moved last WAIT for the other (`overlap: wait`), as its CONFLICT files would"
+	}
+	fmt.Fprintf(w, "- Push your work in progress and name it in PROGRESS (`branch=`); the host's OVERLAP %s.\n", does)
 }
