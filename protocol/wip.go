@@ -27,6 +27,48 @@ func HandedBranch(context string) (string, bool) {
 	return ref, true
 }
 
+// Handover is what an ACK's context says a departed builder left, read
+// back (foreman writes it: branch=<ref> after TIMEOUT of @a: ...).
+type Handover struct {
+	Branch string // where its work is; "" if no ref was named
+	Why    string // TIMEOUT, RETRY, ABORT, RELEASE or ASSIGN
+	From   string // the builder who left
+}
+
+// ReadHandover reads an ACK's context after a departure: the branch it
+// names first (HandedBranch), why the last builder left and who it was.
+// False for a context that says no departure (a first ACK, or one after
+// RESOLVE). A host reads it to know whose work, on which branch, the new
+// builder is handed.
+func ReadHandover(context string) (Handover, bool) {
+	var h Handover
+	context = strings.TrimSpace(context)
+	if b, ok := HandedBranch(context); ok {
+		h.Branch = b
+		_, context = cutWord(context)
+	} else if first, rest := cutWord(context); hasBranchKey(first) {
+		context = rest // a ref foreman would not keep: no branch
+	}
+	sc := scanner{rest: context}
+	if sc.word() != "after" {
+		return Handover{}, false
+	}
+	h.Why = sc.word()
+	switch h.Why {
+	case "TIMEOUT", "RETRY", "RELEASE", "ASSIGN", "ABORT":
+	default:
+		return Handover{}, false
+	}
+	if w := sc.word(); w != "of" && w != "by" {
+		return Handover{}, false
+	}
+	h.From = strings.TrimRight(sc.word(), ":")
+	if !ValidAgent(h.From) {
+		return Handover{}, false
+	}
+	return h, true
+}
+
 // OverlapLine is the host's line saying that c's and d's work in progress
 // would conflict in files (c is the one whose ref moved last). Each path is
 // made one safe word, and the list is cut to fit one line, saying how many

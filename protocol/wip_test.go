@@ -145,3 +145,21 @@ func TestCheckRef(t *testing.T) {
 	}
 	assert.Equal(t, "b1/api", Ref{Branch: "refs/heads/b1/api"}.String())
 }
+
+func TestReadHandover(t *testing.T) {
+	for context, want := range map[string]Handover{
+		"branch=b1/api after TIMEOUT of @b1: progress 40%":                           {Branch: "b1/api", Why: "TIMEOUT", From: "@b1"},
+		"after ABORT by @b1 (context_exhaustion_handoff at 60%): progress 60%":       {Why: "ABORT", From: "@b1"},
+		"branch=pr/1 after RETRY of @b1 (2/2 audits failed): PR pr/1, last audit: x": {Branch: "pr/1", Why: "RETRY", From: "@b1"},
+		"after RELEASE of @b1: no progress reported":                                 {Why: "RELEASE", From: "@b1"},
+		"branch=b7/docs after ASSIGN of @b7: progress 10%":                           {Branch: "b7/docs", Why: "ASSIGN", From: "@b7"},
+	} {
+		got, ok := ReadHandover(context)
+		assert.True(t, ok, context)
+		assert.Equal(t, want, got, context)
+	}
+	for _, context := range []string{"", "resolved by @op: spec fixed", "branch=b1/api", "after LUNCH of @b1", "after TIMEOUT of b1"} {
+		_, ok := ReadHandover(context)
+		assert.False(t, ok, context)
+	}
+}
