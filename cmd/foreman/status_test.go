@@ -228,8 +228,8 @@ journal:
 	code, out, errOut := foreman(t, "status", "--board", url)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "build shop: running, 0 of 2 merged")
-	assert.Regexp(t, `(?m)^db +pending +- +- +- +claimable$`, out)
-	assert.Regexp(t, `(?m)^api +pending +- +- +- +waits on db$`, out)
+	assert.Regexp(t, `(?m)^db +pending +- +- +- +- +claimable$`, out)
+	assert.Regexp(t, `(?m)^api +pending +- +- +- +- +waits on db$`, out)
 
 	require.NoError(t, syscall.Kill(syscall.Getpid(), syscall.SIGINT))
 	select {
