@@ -28,7 +28,7 @@ import (
 // keepBranch records a ref named for c. READY may name a PR URL, which is
 // no ref: only a ref is kept.
 func (e *Engine) keepBranch(c *component, ref string) {
-	if _, err := protocol.CheckRef(ref); err == nil {
+	if protocol.ValidRef(ref) {
 		c.branch = ref
 	}
 }

@@ -281,7 +281,7 @@ func (p *parser) progressNote() {
 	if hasBranchKey(ref) {
 		ref = ref[len(BranchKey):]
 	}
-	if _, err := CheckRef(ref); err != nil {
+	if _, err := checkRef(ref, true); err != nil {
 		p.fail(BadRef, ref, err.Error())
 		return
 	}

@@ -266,6 +266,15 @@ func BenchmarkReadProgress(b *testing.B) {
 	}
 }
 
+// A PROGRESS that names its branch is read, and the ref checked, without
+// allocating either.
+func BenchmarkReadProgressBranch(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = bot.Read("PROGRESS api 50 branch=b1/api halfway there")
+	}
+}
+
 // No component may be named like a verb or "build": the bot's lines about
 // it could be read as something else (contract section 3).
 func TestReservedNames(t *testing.T) {

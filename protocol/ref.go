@@ -45,42 +45,8 @@ func badRef(format string, args ...any) error { return &RefError{Why: fmt.Sprint
 // component starting with a dot, one ending in .lock): CheckRef refuses
 // those too.
 func ParseRef(ref string) (Ref, error) {
-	switch {
-	case ref == "":
-		return Ref{}, badRef("no branch named")
-	case len(ref) > MaxRef:
-		return Ref{}, badRef("ref is %d bytes long, more than %d", len(ref), MaxRef)
-	case strings.HasPrefix(ref, "-"):
-		return Ref{}, badRef("ref %s starts with -, which git would read as an option", QuoteRef(ref))
-	case strings.Contains(ref, ".."):
-		return Ref{}, badRef("ref %s holds .., a range, not a branch", QuoteRef(ref))
-	}
-	for _, r := range ref {
-		switch {
-		case r < 0x20 || r == 0x7f:
-			return Ref{}, badRef("ref %s holds a control character", QuoteRef(ref))
-		case r == ' ' || r == '\t':
-			return Ref{}, badRef("ref %s holds a space", QuoteRef(ref))
-		case r >= 0x80:
-			return Ref{}, badRef("ref %s holds a character outside ASCII; name branches with letters, digits, . _ / + -", QuoteRef(ref))
-		case !refChar(r):
-			return Ref{}, badRef("ref %s holds %q, which no branch name here may hold (letters, digits, . _ / + - only)", QuoteRef(ref), r)
-		}
-	}
-	if IsCommitID(ref) {
-		return Ref{Commit: ref}, nil
-	}
-	name := ref
-	if strings.HasPrefix(name, "refs/") {
-		if !strings.HasPrefix(name, "refs/heads/") {
-			return Ref{}, badRef("ref %s is not a branch (refs/heads/...) or a full commit id", QuoteRef(ref))
-		}
-		name = strings.TrimPrefix(name, "refs/heads/")
-	}
-	if name == "" {
-		return Ref{}, badRef("no branch named")
-	}
-	return Ref{Branch: "refs/heads/" + name}, nil
+	commit, err := checkRef(ref, false)
+	return refOf(ref, commit), err
 }
 
 // CheckRef is ParseRef and git's own rules for a branch name
@@ -89,25 +55,99 @@ func ParseRef(ref string) (Ref, error) {
 // ending in .lock, and no dot at the end. It is how foreman checks a ref
 // it keeps without asking git.
 func CheckRef(ref string) (Ref, error) {
-	r, err := ParseRef(ref)
-	if err != nil || r.Branch == "" {
-		return r, err
+	commit, err := checkRef(ref, true)
+	return refOf(ref, commit), err
+}
+
+// ValidRef reports whether CheckRef takes ref, without allocating: the
+// engine checks every ref it keeps.
+func ValidRef(ref string) bool {
+	_, err := checkRef(ref, true)
+	return err == nil
+}
+
+func refOf(ref string, commit bool) Ref {
+	switch {
+	case ref == "":
+		return Ref{}
+	case commit:
+		return Ref{Commit: ref}
+	case strings.HasPrefix(ref, "refs/heads/"):
+		return Ref{Branch: ref}
 	}
-	name := strings.TrimPrefix(r.Branch, "refs/heads/")
-	if strings.HasSuffix(name, ".") {
-		return Ref{}, badRef("ref %s ends with a dot, which git does not allow", QuoteRef(ref))
+	return Ref{Branch: "refs/heads/" + ref}
+}
+
+// checkRef applies the rules, allocating only to say what is wrong; with
+// git, git's own rules for a branch name too.
+func checkRef(ref string, git bool) (commit bool, err error) {
+	switch {
+	case ref == "":
+		return false, badRef("no branch named")
+	case len(ref) > MaxRef:
+		return false, badRef("ref is %d bytes long, more than %d", len(ref), MaxRef)
+	case strings.HasPrefix(ref, "-"):
+		return false, badRef("ref %s starts with -, which git would read as an option", QuoteRef(ref))
+	case strings.Contains(ref, ".."):
+		return false, badRef("ref %s holds .., a range, not a branch", QuoteRef(ref))
 	}
-	for _, part := range strings.Split(name, "/") {
-		switch {
-		case part == "":
-			return Ref{}, badRef("ref %s has an empty part (a leading, trailing or double /)", QuoteRef(ref))
-		case strings.HasPrefix(part, "."):
-			return Ref{}, badRef("ref %s has a part starting with a dot, which git does not allow", QuoteRef(ref))
-		case strings.HasSuffix(part, ".lock"):
-			return Ref{}, badRef("ref %s has a part ending in .lock, which git does not allow", QuoteRef(ref))
+	for i := 0; i < len(ref); i++ {
+		if c := ref[i]; c >= 0x80 || !refChar(rune(c)) {
+			return false, badChar(ref)
 		}
 	}
-	return r, nil
+	if IsCommitID(ref) {
+		return true, nil
+	}
+	name := ref
+	if strings.HasPrefix(name, "refs/") {
+		if !strings.HasPrefix(name, "refs/heads/") {
+			return false, badRef("ref %s is not a branch (refs/heads/...) or a full commit id", QuoteRef(ref))
+		}
+		name = strings.TrimPrefix(name, "refs/heads/")
+	}
+	if name == "" {
+		return false, badRef("no branch named")
+	}
+	if !git {
+		return false, nil
+	}
+	if strings.HasSuffix(name, ".") {
+		return false, badRef("ref %s ends with a dot, which git does not allow", QuoteRef(ref))
+	}
+	for rest := name; ; {
+		part, tail, more := strings.Cut(rest, "/")
+		switch {
+		case part == "":
+			return false, badRef("ref %s has an empty part (a leading, trailing or double /)", QuoteRef(ref))
+		case strings.HasPrefix(part, "."):
+			return false, badRef("ref %s has a part starting with a dot, which git does not allow", QuoteRef(ref))
+		case strings.HasSuffix(part, ".lock"):
+			return false, badRef("ref %s has a part ending in .lock, which git does not allow", QuoteRef(ref))
+		}
+		if !more {
+			return false, nil
+		}
+		rest = tail
+	}
+}
+
+// badChar says what is wrong with the first character of ref no branch
+// name may hold.
+func badChar(ref string) error {
+	for _, r := range ref {
+		switch {
+		case r < 0x20 || r == 0x7f:
+			return badRef("ref %s holds a control character", QuoteRef(ref))
+		case r == ' ' || r == '\t':
+			return badRef("ref %s holds a space", QuoteRef(ref))
+		case r >= 0x80:
+			return badRef("ref %s holds a character outside ASCII; name branches with letters, digits, . _ / + -", QuoteRef(ref))
+		case !refChar(r):
+			return badRef("ref %s holds %q, which no branch name here may hold (letters, digits, . _ / + - only)", QuoteRef(ref), r)
+		}
+	}
+	return badRef("ref %s is not a branch name", QuoteRef(ref))
 }
 
 func refChar(r rune) bool {
