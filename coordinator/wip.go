@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/agentforeman/foreman/protocol"
 )
@@ -26,10 +27,12 @@ import (
 // builder asked for nothing.
 
 // keepBranch records a ref named for c. READY may name a PR URL, which is
-// no ref: only a ref is kept.
+// no ref: only a ref is kept. It is copied when it changes: the line it
+// was read from may be a long message, which a kept substring would keep
+// whole; the same branch named again costs nothing.
 func (e *Engine) keepBranch(c *component, ref string) {
-	if protocol.ValidRef(ref) {
-		c.branch = ref
+	if c.branch != ref && protocol.ValidRef(ref) {
+		c.branch = strings.Clone(ref)
 	}
 }
 
