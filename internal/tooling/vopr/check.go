@@ -83,7 +83,7 @@ type checker struct {
 	postedAt   map[uint64]time.Time
 	leftAt     map[string]departed
 	handed     map[string][]handed
-	handoffs   []protocol.Handoff
+	handoffs   []handoffSaid
 	hostMerged map[string]bool
 
 	// Time that is not a builder's: foreman away, or paused by an operator.
@@ -291,12 +291,6 @@ func (c *checker) gone(at time.Time) {
 func (c *checker) posted(p post) {
 	if p.from != c.w.foremanID {
 		for l := range protocol.Lines(p.content) {
-			if p.from == c.w.hostAgent.id {
-				if h, ok := protocol.ReadHandoff(l); ok {
-					c.handoffs = append(c.handoffs, h)
-					c.matchHandoffs()
-				}
-			}
 			cmd, err := c.reader.Read(l)
 			var pe *protocol.ParseError
 			if err != nil && (!errors.As(err, &pe) || !pe.CheckIn()) {
@@ -620,13 +614,28 @@ func (c *checker) handedOver(r reply) {
 	}
 }
 
+// handoffSaid is a handoff line the host said, and how many pushes the
+// repository had then: what was pushed later cannot be in the pin.
+type handoffSaid struct {
+	protocol.Handoff
+	pushes int
+}
+
+// hostHands is the host saying a handoff line: it is checked once the
+// checks have reached the ACK it follows.
+func (c *checker) hostHands(h protocol.Handoff) {
+	c.handoffs = append(c.handoffs, handoffSaid{h, len(c.w.repo.pushes)})
+	c.matchHandoffs()
+}
+
 // matchHandoffs checks each handoff line of the host against the ACK it
 // follows: the pin is the last tip the departed builder pushed to the
 // branch handed over, at or before the time it left. A line whose ACK the
 // checks have not reached yet waits for it.
 func (c *checker) matchHandoffs() {
 	kept := c.handoffs[:0]
-	for _, h := range c.handoffs {
+	for _, hs := range c.handoffs {
+		h := hs.Handoff
 		var candidates []handed
 		for _, x := range c.handed[h.Component] {
 			if x.to == h.To {
@@ -634,29 +643,34 @@ func (c *checker) matchHandoffs() {
 			}
 		}
 		if len(candidates) == 0 {
-			kept = append(kept, h)
+			kept = append(kept, hs)
 			continue
 		}
 		if pin := c.w.repo.pins[h.Ref]; pin != h.Commit {
 			c.fail(invHandoff, "the host said %s holds %s, but it holds %q", h.Ref, h.Commit, pin)
 			return
 		}
+		// The branch handed over is the one foreman's ACK named, and the
+		// commit is what the builder the line names pushed to it last
+		// before one of its departures: this one, or, when the builder who
+		// left now named no branch of its own, the departure of the
+		// builder whose branch it is (its pin is handed again).
 		var want []string
-		match := false
+		named, match := false, false
 		for _, x := range candidates {
-			tip := c.w.repo.lastBy(x.branch, x.from, x.at)
-			want = append(want, fmt.Sprintf("%s of %s at %s", tip, x.branch, c.w.since(x.at)))
-			match = match || tip == h.Commit && h.From == x.from
-			if h.From != x.from && h.Branch == x.branch {
-				// Handed again: the branch's builder left it earlier, and
-				// the pin made then is what the new builder is told of.
-				for _, y := range c.handed[h.Component] {
-					match = match || y.from == h.From && y.branch == h.Branch && c.w.repo.lastBy(y.branch, y.from, y.at) == h.Commit
-				}
-			}
+			named = named || x.branch == h.Branch
 		}
-		if !match {
-			c.fail(invHandoff, "the host pinned %s for %s as %s, but %s left %v", h.Commit, h.To, h.Ref, candidates[len(candidates)-1].from, want)
+		for _, y := range c.handed[h.Component] {
+			if y.from != h.From || y.branch != h.Branch {
+				continue
+			}
+			tip := c.w.repo.lastBy(y.branch, y.from, y.at, hs.pushes)
+			want = append(want, fmt.Sprintf("%s of %s at %s", tip, y.branch, c.w.since(y.at)))
+			match = match || tip == h.Commit
+		}
+		if !named || !match {
+			c.fail(invHandoff, "the host handed %s %s as %s (%s, the work of %s on %s), but foreman handed over %v and that builder left %v",
+				h.To, h.Component, h.Ref, h.Commit, h.From, h.Branch, candidates, want)
 			return
 		}
 	}

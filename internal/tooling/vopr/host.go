@@ -46,7 +46,9 @@ func (r *repo) push(branch, by string, empty bool) string {
 		tip = fmt.Sprintf("%040x", uint64(r.n))
 	}
 	r.tips[branch] = tip
-	r.pushes = append(r.pushes, push{branch: branch, tip: tip, by: by, at: r.w.room.now()})
+	// The room's clock, not cut to its milliseconds: a push made just
+	// after a line reached the room must not look as if made before it.
+	r.pushes = append(r.pushes, push{branch: branch, tip: tip, by: by, at: r.w.now().Add(r.w.room.skew)})
 	return tip
 }
 
@@ -62,11 +64,11 @@ func (r *repo) tipAt(branch string, at time.Time) string {
 	return tip
 }
 
-// lastBy is the last tip by pushed to branch at or before at: what a
-// builder who left at at had pushed last.
-func (r *repo) lastBy(branch, by string, at time.Time) string {
+// lastBy is the last tip by pushed to branch at or before at, among the
+// first n pushes: what a builder who left at at had pushed last.
+func (r *repo) lastBy(branch, by string, at time.Time, n int) string {
 	tip := ""
-	for _, p := range r.pushes {
+	for _, p := range r.pushes[:n] {
 		if p.branch == branch && p.by == by && !p.at.After(at) {
 			tip = p.tip
 		}
@@ -296,9 +298,18 @@ func (h *host) acked(a *agent, r reply) {
 	}
 	a.w.repo.pin(ref, tip)
 	h.pins[c] = append(h.pins[c], pinned{n: d.n, commit: tip, from: d.from, branch: branch})
+	h.hands(a, line)
 	a.w.count(faultHandoff)
 	a.w.trace("host: pins %s at %s, what %s held when %s left", ref, tip[:12], branch, d.from)
 	a.say(line)
+}
+
+// hands is the host about to say a handoff line: the checks read it as
+// said.
+func (h *host) hands(a *agent, line string) {
+	if ho, ok := protocol.ReadHandoff(line); ok {
+		a.w.check.hostHands(ho)
+	}
 }
 
 // rehand tells a new builder of the pin made when the branch handed over
@@ -312,6 +323,7 @@ func (h *host) rehand(a *agent, c, to, branch string) {
 		line, ok := protocol.HandoffLine(protocol.Handoff{To: to, Component: c, N: p.n, Commit: p.commit, From: p.from, Branch: branch})
 		if ok {
 			a.w.trace("host: hands %s the pin of what %s left on %s", to, p.from, branch)
+			h.hands(a, line)
 			a.say(line)
 		}
 		return
