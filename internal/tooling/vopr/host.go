@@ -90,8 +90,12 @@ func (r *repo) pin(ref, commit string) {
 type departure struct {
 	n     int
 	from  string
+	why   string    // as the ACK after it says: TIMEOUT, RETRY, ABORT, RELEASE, ASSIGN
 	at    time.Time // the room's time of the line that said it
 	named string    // the branch it named itself for the component, if any
+	// unanswered counts its builder lines about the component since it
+	// left that foreman has not refused yet.
+	unanswered int
 }
 
 // pinned is a handoff ref the host made: whose work, on which branch.
@@ -133,14 +137,20 @@ func (h *host) start(a *agent) {}
 // line reads a builder's line: a branch named, or an ABORT (a departure).
 func (h *host) line(a *agent, from, line string) {
 	cmd, err := protocol.Read(line)
-	if cmd.Verb == protocol.NoVerb || h.owner[cmd.Component] != from {
-		return
-	}
 	if err != nil {
 		var pe *protocol.ParseError
 		if !errors.As(err, &pe) || !pe.CheckIn() {
 			return
 		}
+	}
+	if d := h.left[cmd.Component]; d != nil && d.from == from && cmd.Verb.IsBuilderLine() {
+		// It speaks of c after it left: foreman refuses the line if it
+		// has not c again (REJECT). One it does not refuse means the host
+		// missed an ACK: when it left is then no longer known.
+		d.unanswered++
+	}
+	if cmd.Verb == protocol.NoVerb || h.owner[cmd.Component] != from {
+		return
 	}
 	switch cmd.Verb {
 	case protocol.Progress:
@@ -152,7 +162,7 @@ func (h *host) line(a *agent, from, line string) {
 			h.named(a, cmd.Component, from, cmd.PR)
 		}
 	case protocol.Abort:
-		h.leave(a, cmd.Component, from, false)
+		h.leave(a, cmd.Component, from, "ABORT", false)
 		h.flying[cmd.Component] = false
 	}
 }
@@ -197,7 +207,7 @@ func (h *host) named(a *agent, c, by, branch string) {
 // leave is a departure of from from c, heard in a line at the room's time
 // the message carries. One heard only as a line said again after a
 // restart cannot be timed: it is counted, never pinned.
-func (h *host) leave(a *agent, c, from string, again bool) {
+func (h *host) leave(a *agent, c, from, why string, again bool) {
 	if from == "" {
 		return
 	}
@@ -207,7 +217,7 @@ func (h *host) leave(a *agent, c, from string, again bool) {
 		delete(h.left, c)
 		return
 	}
-	d := &departure{n: h.count[c], from: from, at: a.heardAt}
+	d := &departure{n: h.count[c], from: from, why: why, at: a.heardAt}
 	if h.namer[c] == from {
 		d.named = h.branch[c]
 	}
@@ -216,11 +226,15 @@ func (h *host) leave(a *agent, c, from string, again bool) {
 
 func (h *host) reply(a *agent, r reply) {
 	switch r.verb {
+	case protocol.ReplyReject:
+		if d := h.left[r.c]; d != nil && d.from == r.agent && d.unanswered > 0 {
+			d.unanswered--
+		}
 	case protocol.ReplyAck:
 		h.acked(a, r)
 	case protocol.ReplyTimeout, protocol.ReplyRetry:
 		if h.owner[r.c] == r.agent {
-			h.leave(a, r.c, r.agent, a.heardAgain)
+			h.leave(a, r.c, r.agent, r.verb.String(), a.heardAgain)
 		}
 		h.flying[r.c] = false
 	case protocol.ReplyReview, protocol.ReplyWait, protocol.ReplyUnblocked, protocol.ReplyFix:
@@ -238,11 +252,11 @@ func (h *host) reply(a *agent, r reply) {
 		case "MERGED":
 			h.done(c)
 		case "RELEASE":
-			h.leave(a, c, h.owner[c], a.heardAgain)
+			h.leave(a, c, h.owner[c], verb, a.heardAgain)
 			h.flying[c] = false
 		case "ASSIGN":
 			if who, _ := cut(rest); h.owner[c] != "" && h.owner[c] != who {
-				h.leave(a, c, h.owner[c], a.heardAgain)
+				h.leave(a, c, h.owner[c], verb, a.heardAgain)
 			}
 		}
 	case protocol.ReplyTasks:
@@ -263,13 +277,13 @@ func (h *host) done(c string) {
 func (h *host) acked(a *agent, r reply) {
 	c := r.c
 	if prev := h.owner[c]; prev != "" && prev != r.agent {
-		h.leave(a, c, prev, a.heardAgain) // an ASSIGN whose OK it missed
+		h.leave(a, c, prev, "ASSIGN", a.heardAgain) // an ASSIGN whose OK it missed
 	}
 	h.owner[c], h.flying[c] = r.agent, true
 	d := h.left[c]
 	delete(h.left, c)
 	hand, ok := protocol.ReadHandover(r.rest)
-	if d == nil || !ok || hand.Branch == "" || hand.From != d.from {
+	if d == nil || !ok || hand.Branch == "" || hand.From != d.from || hand.Why != d.why || d.unanswered > 0 {
 		return // no work named, or a departure the host did not hear
 	}
 	branch := hand.Branch
