@@ -395,7 +395,10 @@ func (c *checker) reply(s said) {
 		c.owner[r.c] = r.agent
 		delete(c.assignTo, r.c)
 		delete(c.resolved, r.c)
-	case protocol.ReplyFix, protocol.ReplyUnblocked, protocol.ReplyWait:
+	case protocol.ReplyFix, protocol.ReplyUnblocked:
+		// A WAIT begins no deadline (contract section 5): after BLOCKED or
+		// CONFLICT the builder's own line was the check-in, and after the
+		// host's OVERLAP (rules.overlap wait) there was none.
 		if c.owner[r.c] == r.agent {
 			c.restart[r.c] = s.at
 		}

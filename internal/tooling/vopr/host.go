@@ -109,10 +109,16 @@ type pinned struct {
 // owners and states foreman announces, the branches builders name. When a
 // component's branch moves it says OVERLAP for each other component in
 // flight whose work the seed made collide with it, once per pair and set
-// of files. When a builder leaves a component it notes when; at the next
-// ACK of that component, which names the branch the builder left, it pins
-// what that branch held when the builder left and says so to the new
-// builder.
+// of files. When a builder leaves a component it notes when (the room's
+// time of the line that said so); at the next ACK of that component, which
+// names the branch the builder left and who left how, it pins what that
+// branch held when the builder left (as git's reflog of the branch would
+// tell) and says so to the new builder. When the builder who left named no
+// branch of its own, the branch handed over is an earlier builder's: the
+// pin made when that one left is handed again. It pins nothing it is not
+// sure of: a departure it heard only as a line said again after a restart,
+// or whose ACK names another builder or another way of leaving, or after
+// which the builder spoke of the component unrefused (an ACK it missed).
 type host struct {
 	owner  map[string]string // as foreman's lines say
 	flying map[string]bool   // building, blocked, in CI or in review
