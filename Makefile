@@ -51,6 +51,7 @@ fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./coordinator -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzReadReply$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzHandoff$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./agentchat/server -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime $(FUZZTIME)
 
 # A whole build on this machine: chat server, foreman and simulated agents

@@ -19,6 +19,7 @@ func (e *Engine) ready(c *component, pr string) {
 		return
 	}
 	c.pr = pr
+	e.keepBranch(c, pr)
 	e.stopWaiting(c)
 	if e.rules.CIGating {
 		e.setState(c, InCI)

@@ -31,7 +31,7 @@ func (e *Engine) builderLine(agent string, cmd protocol.Command) {
 	}
 	switch cmd.Verb {
 	case protocol.Progress:
-		e.progress(c, cmd.Percent)
+		e.progress(c, cmd)
 	case protocol.Blocked:
 		e.needInfo(c, cmd.Dep)
 	case protocol.Conflict:
@@ -86,9 +86,12 @@ func (e *Engine) checkin(c *component) {
 	}
 }
 
-// progress records a PROGRESS heartbeat.
-func (e *Engine) progress(c *component, pct int) {
-	c.progress, c.hasProgress, c.progressAt = pct, true, e.base()
+// progress records a PROGRESS heartbeat, and the branch its note names.
+func (e *Engine) progress(c *component, cmd protocol.Command) {
+	c.progress, c.hasProgress, c.progressAt = cmd.Percent, true, e.base()
+	if cmd.Branch != "" {
+		e.keepBranch(c, cmd.Branch)
+	}
 	e.checkin(c)
 }
 

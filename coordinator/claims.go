@@ -58,7 +58,9 @@ func (e *Engine) assign(c *component, agent string) {
 		c.progress, c.hasProgress, c.pr = 0, false, ""
 		c.ciFails, c.ciConflict = 0, 0 // CI attempts are the new builder's own
 	}
-	e.setState(c, Building)
+	if c.state != Blocked { // ASSIGNed to its own builder while it waits: it still waits
+		e.setState(c, Building)
+	}
 	c.hold = ""
 	c.overdue, c.approved = false, false
 	if c.isBarred(agent) { // only an operator's ASSIGN gets here: fresh attempts
@@ -102,13 +104,19 @@ func (e *Engine) ackContext(c *component) string {
 	if len(left) == 0 {
 		left = append(left, "no progress reported")
 	}
-	return parts[0] + ": " + strings.Join(left, ", ")
+	context := parts[0] + ": " + strings.Join(left, ", ")
+	if b := handedOver(t); b != "" {
+		// First, before anything a sender wrote: protocol.HandedBranch
+		// reads it there, and the bound on a reply cuts only the end.
+		context = b + " " + context
+	}
+	return context
 }
 
 // trailOf records what c's owner leaves behind.
 func (e *Engine) trailOf(c *component, why, reason string) *trail {
 	return &trail{agent: c.owner, why: why, reason: reason, progress: c.progress,
-		hasProgress: c.hasProgress, pr: c.pr, findings: c.findings}
+		hasProgress: c.hasProgress, pr: c.pr, findings: c.findings, branch: c.branch}
 }
 
 // clearOwner takes c from its owner: the timer stops and c stops waiting.

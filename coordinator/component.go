@@ -46,6 +46,10 @@ type component struct {
 	pr          string
 	findings    string // details of the last AUDIT FAIL
 
+	// Work in progress (contract section 10), kept across builders.
+	branch   string       // the last ref named for c: PROGRESS branch=, or READY's when it is a ref
+	overlaps []*component // whose work the host found would conflict with c's, until one is merged
+
 	timer timer // the one deadline running for c, if any
 
 	fails      []attempts // failed audits, per builder
@@ -96,6 +100,7 @@ type trail struct {
 	hasProgress bool
 	pr          string
 	findings    string
+	branch      string // the last ref named for c when it left: the next ACK names it
 }
 
 // auditFails is how many audits owner has failed on c.

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -173,7 +174,12 @@ func (e *Engine) receive(m Message) {
 		read++
 		if err != nil {
 			errs.malformed(e, err)
-			continue
+			var pe *protocol.ParseError
+			if !errors.As(err, &pe) || !pe.CheckIn() {
+				continue
+			}
+			// A PROGRESS with a bad branch= is answered, and still a
+			// check-in (contract section 10): cmd is the rest of it.
 		}
 		e.handle(m.From, cmd)
 		e.flushTasks()
@@ -336,6 +342,8 @@ func (e *Engine) handle(sender string, cmd protocol.Command) {
 		e.audit(sender, cmd)
 	case v == protocol.CI:
 		e.ciVerdict(sender, cmd)
+	case v == protocol.Overlap:
+		e.overlap(sender, cmd)
 	case v == protocol.Status:
 		e.status(sender, cmd.Component)
 	case v.IsOperatorCommand():

@@ -15,6 +15,7 @@ func (e *Engine) holdFor(c *component, code protocol.Escalation, what, suggestio
 	e.setState(c, Held)
 	c.hold = code
 	c.overdue = false
+	c.approved = false // a hold is a decision to make: an approval before it no longer stands
 	e.timers.stop(&c.timer)
 	e.stopWaiting(c)
 	e.say(protocol.Escalate(c.name, code, what, suggestion))

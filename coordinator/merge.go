@@ -11,6 +11,7 @@ func (e *Engine) merge(c *component, say bool) {
 	}
 	e.clearOwner(c)
 	e.setState(c, Merged)
+	dropOverlaps(c)
 	c.hold = ""
 	c.overdue, c.approved = false, false
 	c.disputes = nil // nobody disputes a merged component: no escalation of it is open

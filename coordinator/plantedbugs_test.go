@@ -19,7 +19,7 @@ func TestRulesRoundTrip(t *testing.T) {
 		"checkin_interval": "7m30s", "missed_checkins": "4", "audit_attempts": "2", "max_builders": "5",
 		"audit_timeout": "90s", "pushback_retries": "6", "max_claims_per_agent": "2", "ci_gating": "on",
 		"ci_timeout": "45s", "ci_attempts": "7", "conflict_attempts": "2", "max_build_time": "3h",
-		"merge": "external", "require_verified": "on",
+		"merge": "external", "require_verified": "on", "overlap": "wait",
 	} {
 		require.NoError(t, set.Set(key, value), key)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentforeman/foreman/protocol"
 )
 
 // chooser is where random choices come from: a seeded generator in the
@@ -72,11 +74,12 @@ func (w *world) line(c chooser) (sender, text string) {
 	if cc, ok := w.e.graph.Index(comp); ok && w.e.comps[cc].owner != "" && c.intn(5) > 0 {
 		owner = w.e.comps[cc].owner
 	}
-	switch r := c.intn(100); {
+	switch r := c.intn(104); {
 	case r < 14:
 		return pick(c, builders), "CLAIM " + comp
 	case r < 30:
-		return owner, fmt.Sprintf("PROGRESS %s %d", comp, c.intn(101))
+		note := pick(c, []string{"", "", " branch=" + owner[1:] + "/" + comp, " branch=b1/" + comp + " wip", " branch=-x", " branch=a..b"})
+		return owner, fmt.Sprintf("PROGRESS %s %d%s", comp, c.intn(101), note)
 	case r < 34:
 		return owner, "BLOCKED " + comp + " " + other
 	case r < 37:
@@ -107,6 +110,8 @@ func (w *world) line(c chooser) (sender, text string) {
 		return "@op", "ADD " + pick(c, []string{"cache", "queue", "search"}) + " " + other
 	case r < 94:
 		return pick(c, []string{"@op", sender}), pick(c, []string{"PAUSE", "RESUME", "RESUME"})
+	case r >= 100:
+		return pick(c, []string{"@ci", "@ci", "@ci", sender}), "OVERLAP " + comp + " " + pick(c, []string{other, other, comp}) + " src/shared.go"
 	}
 	return sender, pick(c, []string{"PROGRESS " + comp + " 500", "CLAIM", "> CLAIM " + comp, "hello", "**READY** " + comp + " x", "AUDIT " + comp})
 }
@@ -135,15 +140,64 @@ func (w *world) inReview(c chooser, fallback string) string {
 }
 
 // step makes one random event: a message at a later time, or the clock
-// running on.
-func (w *world) step(c chooser) (string, []string) {
+// running on. Before an OVERLAP the clock is run on first, so that what
+// the line alone did can be checked (overlapChanged).
+func (w *world) step(c chooser) (string, []string, error) {
 	w.now += []time.Duration{0, time.Second, time.Minute, 7 * time.Minute, 31 * time.Minute}[c.intn(5)]
 	at := t0.Add(w.now)
 	if c.intn(6) == 0 {
-		return "advance", w.e.doAdvance(at)
+		return "advance", w.e.doAdvance(at), nil
 	}
 	sender, text := w.line(c)
-	return sender + " " + text, w.e.doReceive(Message{From: sender, Verified: true, At: at, Content: text})
+	event := sender + " " + text
+	if !strings.HasPrefix(text, "OVERLAP ") {
+		return event, w.e.doReceive(Message{From: sender, Verified: true, At: at, Content: text}), nil
+	}
+	before := w.e.doAdvance(at)
+	was := w.holdings()
+	out := w.e.doReceive(Message{From: sender, Verified: true, At: at, Content: text})
+	return event, append(before, out...), w.overlapChanged(was, out)
+}
+
+// holding is what an OVERLAP must leave alone: who owns a component, and
+// its deadline; with rules.overlap warn, its state too.
+type holding struct {
+	owner string
+	state State
+	timer timerKind
+	at    time.Time
+}
+
+func (w *world) holdings() map[string]holding {
+	m := map[string]holding{}
+	for _, c := range w.e.comps {
+		m[c.name] = holding{c.owner, c.state, c.timer.kind, c.timer.at}
+	}
+	return m
+}
+
+// overlapChanged checks what an OVERLAP did (contract section 10): it never
+// changes an owner or a check-in deadline; with warn it changes no state
+// and says nothing but a refusal; with wait the one change is c going from
+// building to blocked, with a WAIT.
+func (w *world) overlapChanged(was map[string]holding, out []string) error {
+	for _, c := range w.e.comps {
+		b, a := was[c.name], holding{c.owner, c.state, c.timer.kind, c.timer.at}
+		if b.owner != a.owner || b.timer != a.timer || !b.at.Equal(a.at) {
+			return fmt.Errorf("OVERLAP changed %s: %+v -> %+v", c.name, b, a)
+		}
+		if b.state != a.state && (w.e.rules.Overlap != OverlapWait || b.state != Building || a.state != Blocked) {
+			return fmt.Errorf("OVERLAP (%s) moved %s from %s to %s", w.e.rules.Overlap, c.name, b.state, a.state)
+		}
+	}
+	for _, line := range out {
+		verb := strings.Fields(line)[0]
+		if verb == "REJECT" || verb == "ERROR" || verb == "WAIT" && w.e.rules.Overlap == OverlapWait {
+			continue
+		}
+		return fmt.Errorf("OVERLAP (%s) said %q", w.e.rules.Overlap, line)
+	}
+	return nil
 }
 
 // run drives a world through events from c, checking the invariants after
@@ -159,6 +213,9 @@ func run(c chooser, steps int, more func() bool) error {
 	if c.intn(2) == 0 {
 		rules.Merge = MergeExternal
 	}
+	if c.intn(2) == 0 {
+		rules.Overlap = OverlapWait
+	}
 	w, err := newWorld(rules)
 	if err != nil {
 		return err
@@ -167,8 +224,11 @@ func run(c chooser, steps int, more func() bool) error {
 	merged := map[string]bool{}
 	for i := 0; i < steps && more(); i++ {
 		barred := w.barredNow()
-		event, out := w.step(c)
-		if err := w.check(event, out, barred, merged); err != nil {
+		event, out, err := w.step(c)
+		if err == nil {
+			err = w.check(event, out, barred, merged)
+		}
+		if err != nil {
 			return fmt.Errorf("step %d (%s): %w\nreplies: %q", i, event, err, out)
 		}
 	}
@@ -282,6 +342,21 @@ func (e *Engine) checkComponent(c *component) error {
 	for _, w := range c.waits {
 		if !containsComponent(w.on.waiters, c) {
 			return fmt.Errorf("waits on %s, which does not list it", w.on.name)
+		}
+	}
+	for _, o := range c.overlaps {
+		switch {
+		case o == c:
+			return fmt.Errorf("overlaps itself")
+		case c.state == Merged || o.state == Merged:
+			return fmt.Errorf("%s overlaps %s %s: an overlap outlived a merge", c.state, o.state, o.name)
+		case !containsComponent(o.overlaps, c):
+			return fmt.Errorf("overlaps %s, which does not list it", o.name)
+		}
+	}
+	if c.branch != "" {
+		if _, err := protocol.CheckRef(c.branch); err != nil {
+			return fmt.Errorf("kept branch %q: %v", c.branch, err)
 		}
 	}
 	for _, x := range c.waiters {

@@ -16,6 +16,15 @@ const (
 	MergeExternal MergeMode = "external" // AUDIT PASS approves; an operator or the merger says MERGED
 )
 
+// OverlapMode says what an OVERLAP from the host does (contract section 10).
+type OverlapMode string
+
+// Overlap modes.
+const (
+	OverlapWarn OverlapMode = "warn" // recorded and shown; the host's line is the warning
+	OverlapWait OverlapMode = "wait" // as c's builder's CONFLICT c d files: c waits for d
+)
+
 // Rules are the timings and counts of contract section 5. The key of each is
 // the same in config files (under "rules:") and in transcripts ("!set").
 type Rules struct {
@@ -32,7 +41,8 @@ type Rules struct {
 	ConflictAttempts  int           // CI merge conflicts before ci-exhausted
 	MaxBuildTime      time.Duration // after this, ESCALATE build overtime (0: never)
 	Merge             MergeMode
-	RequireVerified   bool // ignore senders the room does not mark verified
+	RequireVerified   bool        // ignore senders the room does not mark verified
+	Overlap           OverlapMode // what the host's OVERLAP does (section 10)
 }
 
 // DefaultRules are the contract's defaults.
@@ -50,6 +60,7 @@ func DefaultRules() Rules {
 		ConflictAttempts:  3,
 		MaxBuildTime:      2 * time.Hour,
 		Merge:             MergeAccept,
+		Overlap:           OverlapWarn,
 	}
 }
 
@@ -69,7 +80,7 @@ const (
 // list of keys, so a new rule is added in one place.
 type rule struct {
 	key string
-	ptr func(*Rules) any // *time.Duration, *int, *bool or *MergeMode
+	ptr func(*Rules) any // *time.Duration, *int, *bool, *MergeMode or *OverlapMode
 	min int              // least value for counts
 }
 
@@ -88,6 +99,7 @@ var rules = []rule{
 	{"max_build_time", func(r *Rules) any { return &r.MaxBuildTime }, 0},
 	{"merge", func(r *Rules) any { return &r.Merge }, 0},
 	{"require_verified", func(r *Rules) any { return &r.RequireVerified }, 0},
+	{"overlap", func(r *Rules) any { return &r.Overlap }, 0},
 }
 
 // check reports whether rl's value in r is within its bounds; the error
@@ -144,7 +156,7 @@ func RuleKeys() []string {
 }
 
 // Set sets the rule named key from its text form: a Go duration ("10m"), a
-// count ("3"), "on"/"off" (or true/false), or a merge mode. The error names
+// count ("3"), "on"/"off" (or true/false), a merge mode or an overlap mode. The error names
 // the key and says what it expected.
 func (r *Rules) Set(key, value string) error {
 	for _, rl := range rules {
@@ -191,6 +203,13 @@ func (r *Rules) Set(key, value string) error {
 			default:
 				return fmt.Errorf("%s: %q is not accept or external", key, value)
 			}
+		case *OverlapMode:
+			switch m := OverlapMode(strings.ToLower(value)); m {
+			case OverlapWarn, OverlapWait:
+				*p = m
+			default:
+				return fmt.Errorf("%s: %q is not warn or wait", key, value)
+			}
 		}
 		return nil
 	}
@@ -214,6 +233,8 @@ func (r Rules) Get(key string) (string, bool) {
 			}
 			return "off", true
 		case *MergeMode:
+			return string(*p), true
+		case *OverlapMode:
 			return string(*p), true
 		}
 	}

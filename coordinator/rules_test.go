@@ -16,6 +16,9 @@ func TestRulesSetAndGet(t *testing.T) {
 	require.NoError(t, r.Set("ci_gating", "on"))
 	require.NoError(t, r.Set("merge", "external"))
 	require.NoError(t, r.Set("max_build_time", "0"))
+	assert.Equal(t, OverlapWarn, r.Overlap, "warn by default (contract section 10)")
+	require.NoError(t, r.Set("overlap", "Wait"))
+	assert.Equal(t, OverlapWait, r.Overlap)
 	assert.Equal(t, 2*time.Minute, r.CheckinInterval)
 	assert.Equal(t, 5, r.MissedCheckins)
 	assert.True(t, r.CIGating)
@@ -41,6 +44,7 @@ func TestRulesSetErrorsNameTheKey(t *testing.T) {
 		"pushback_retries":     "three",
 		"ci_gating":            "maybe",
 		"merge":                "squash",
+		"overlap":              "block",
 		"no_such_rule":         "1",
 	} {
 		err := r.Set(key, value)

@@ -69,6 +69,8 @@ type ComponentSnapshot struct {
 	Approved    bool           `json:"approved,omitempty"`
 	Left        *TrailSnapshot `json:"left,omitempty"`
 	MergedFrom  string         `json:"merged_from,omitempty"`
+	Branch      string         `json:"branch,omitempty"`   // the last ref named for it (section 10)
+	Overlaps    []string       `json:"overlaps,omitempty"` // as recorded, in order
 }
 
 // FailSnapshot is one builder's failed audits.
@@ -92,6 +94,7 @@ type TrailSnapshot struct {
 	HasProgress bool   `json:"has_progress,omitempty"`
 	PR          string `json:"pr,omitempty"`
 	Findings    string `json:"findings,omitempty"`
+	Branch      string `json:"branch,omitempty"`
 }
 
 // Snapshot exports the engine's state. It shares nothing the engine goes on
@@ -123,7 +126,10 @@ func (e *Engine) snapshotComponent(c *component) ComponentSnapshot {
 		Progress: c.progress, HasProgress: c.hasProgress, ProgressAt: c.progressAt,
 		PR: c.pr, Findings: c.findings, CIFails: c.ciFails, CIConflict: c.ciConflict,
 		Barred: slices.Clone(c.barred), TimedOut: slices.Clone(c.timedOut), Hold: string(c.hold), Overdue: c.overdue,
-		Approved: c.approved, MergedFrom: c.mergedFrom,
+		Approved: c.approved, MergedFrom: c.mergedFrom, Branch: c.branch,
+	}
+	for _, o := range c.overlaps {
+		cs.Overlaps = append(cs.Overlaps, o.name)
 	}
 	for _, d := range e.graph.Deps(c.idx) {
 		cs.Deps = append(cs.Deps, e.graph.Name(d))
@@ -151,7 +157,7 @@ func (e *Engine) snapshotComponent(c *component) ComponentSnapshot {
 	}
 	if t := c.left; t != nil {
 		cs.Left = &TrailSnapshot{Agent: t.agent, Why: t.why, Reason: t.reason, Progress: t.progress,
-			HasProgress: t.hasProgress, PR: t.pr, Findings: t.findings}
+			HasProgress: t.hasProgress, PR: t.pr, Findings: t.findings, Branch: t.branch}
 	}
 	return cs
 }
@@ -227,6 +233,14 @@ func (e *Engine) restoreComponent(c *component, cs ComponentSnapshot) error {
 	c.barred, c.timedOut = slices.Clone(cs.Barred), slices.Clone(cs.TimedOut)
 	c.hold, c.overdue, c.approved = protocol.Escalation(cs.Hold), cs.Overdue, cs.Approved
 	c.mergedFrom = cs.MergedFrom
+	c.branch = cs.Branch
+	for _, name := range cs.Overlaps {
+		oi, ok := e.graph.Index(name)
+		if !ok {
+			return fmt.Errorf("overlaps unknown %s", name)
+		}
+		c.overlaps = append(c.overlaps, e.comps[oi])
+	}
 	if c.owner != "" {
 		e.owned[c.owner]++
 	}
@@ -285,7 +299,7 @@ func (e *Engine) restoreComponent(c *component, cs ComponentSnapshot) error {
 	}
 	if t := cs.Left; t != nil {
 		c.left = &trail{agent: t.Agent, why: t.Why, reason: t.Reason, progress: t.Progress,
-			hasProgress: t.HasProgress, pr: t.PR, findings: t.Findings}
+			hasProgress: t.HasProgress, pr: t.PR, findings: t.Findings, branch: t.Branch}
 	}
 	return nil
 }

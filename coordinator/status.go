@@ -69,6 +69,14 @@ func (e *Engine) statusLine(c *component) protocol.Reply {
 	if e.paused {
 		add("paused", "yes")
 	}
+	// Last, so that a reader who knows the fields above reads them where
+	// it always did.
+	if v.Branch != "" {
+		add("branch", v.Branch)
+	}
+	if len(v.Overlaps) > 0 {
+		add("overlaps", strings.Join(v.Overlaps, ","))
+	}
 	return protocol.StatusLine(c.name, v.State, f)
 }
 

@@ -47,6 +47,8 @@ type ComponentView struct {
 	Approved    bool      `json:"approved,omitempty"`
 	BuiltBy     string    `json:"built_by,omitempty"`
 	Claimable   bool      `json:"claimable,omitempty"`
+	Branch      string    `json:"branch,omitempty"`   // the last ref named for it: where its work in progress is (section 10)
+	Overlaps    []string  `json:"overlaps,omitempty"` // components whose work the host found would conflict with its own
 }
 
 // Size is how many components the build has now: those configured, and
@@ -105,6 +107,10 @@ func (e *Engine) componentView(c *component) ComponentView {
 		v.TimedOut = slices.Clone(c.timedOut)
 	} else {
 		v.BuiltBy = c.mergedFrom
+	}
+	v.Branch = c.branch
+	for _, o := range c.overlaps {
+		v.Overlaps = append(v.Overlaps, o.name)
 	}
 	return v
 }

@@ -12,14 +12,15 @@ type Command struct {
 	Verb      Verb
 	Component string       // c: every verb but PAUSE, RESUME and a bare STATUS
 	Dep       string       // BLOCKED, DEPEND, UNDEPEND: the dependency
-	Other     string       // CONFLICT: the component collided with
+	Other     string       // CONFLICT: the component collided with; OVERLAP: d
 	Kind      ConflictKind // CONFLICT
 	Percent   int          // PROGRESS, 0..100
+	Branch    string       // PROGRESS: the ref its note names as the work in progress (branch=<ref>), checked by CheckRef
 	PR        string       // READY: PR URL or branch
 	Verdict   Verdict      // AUDIT, CI
 	Agent     string       // ASSIGN: the sender id to assign to
 	Deps      []string     // ADD: dependencies of the new component
-	Text      string       // the free-text tail: note, details or reason
+	Text      string       // the free-text tail: note (after branch=), details, reason; OVERLAP: the files
 }
 
 // Verdict is an auditor's or the CI's answer.
@@ -80,8 +81,13 @@ func (c Command) String() string {
 	switch c.Verb {
 	case Progress:
 		word(strconv.Itoa(c.Percent))
+		if c.Branch != "" {
+			word(BranchKey + c.Branch)
+		}
 	case Blocked, Depend, Undepend:
 		word(c.Dep)
+	case Overlap:
+		word(c.Other)
 	case Conflict:
 		word(c.Other)
 		word(c.Kind.String())

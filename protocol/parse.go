@@ -18,6 +18,12 @@ type Reader struct {
 // Read reads one line. Chat (anything whose first word is not a verb, and
 // every quoted line) gives a Command with Verb NoVerb and a nil error. A
 // protocol line with wrong arguments gives its verb and a *ParseError.
+//
+// One wrong argument spares the rest of the line: a PROGRESS whose note
+// names a bad ref (branch=-x) gives the command as read without the
+// branch, and a *ParseError whose CheckIn is true. It is answered with
+// ERROR and still counts as a check-in (contract section 10): a builder
+// who mistyped its branch has not gone silent.
 func (r Reader) Read(line string) (Command, error) {
 	s, ok := undecorate(line, r.Mentions)
 	if !ok {
@@ -31,6 +37,9 @@ func (r Reader) Read(line string) (Command, error) {
 	p := parser{sc: sc, cmd: Command{Verb: verb}}
 	p.parse()
 	if p.err != nil {
+		if p.err.CheckIn() {
+			return p.cmd, p.err
+		}
 		return Command{Verb: verb}, p.err
 	}
 	return p.cmd, nil
@@ -74,7 +83,7 @@ func (p *parser) parse() {
 	case Progress:
 		c.Component = p.component("<c>")
 		c.Percent = p.percent()
-		c.Text = p.text(false)
+		p.progressNote()
 	case Blocked:
 		c.Component = p.component("<c>")
 		c.Dep = p.component("<dep>")
@@ -99,6 +108,10 @@ func (p *parser) parse() {
 		c.Component = p.component("<c>")
 		c.Verdict = p.verdict(true)
 		c.Text = p.text(false)
+	case Overlap:
+		c.Component = p.component("<c>")
+		c.Other = p.component("<d>")
+		c.Text = p.text(true)
 	case Status:
 		if w := p.sc.word(); w != "" {
 			c.Component = p.checkComponent(w)
@@ -252,9 +265,57 @@ func (p *parser) text(required bool) string {
 	}
 	t := strings.TrimSpace(CleanText(p.sc.tail(), MaxText))
 	if required && t == "" {
-		p.fail(MissingArgument, "", "<reason>")
+		want := "<reason>"
+		if p.cmd.Verb == Overlap {
+			want = "<files>"
+		}
+		p.fail(MissingArgument, "", want)
 	}
 	return t
+}
+
+// BranchKey starts the word of a PROGRESS note that names where the work
+// is (contract section 10): branch=<ref>, the note's first word.
+const BranchKey = "branch="
+
+// progressNote reads PROGRESS's note: a first word branch=<ref> is the
+// branch, checked as READY's ref is (CheckRef); the rest is the note. The
+// word is told apart on the note as cleaned, and the ref checked as the
+// sender wrote it, so a control character in it is refused, never turned
+// into a space that makes another name. A bad ref loses only the branch:
+// the line still counts (ParseError.CheckIn).
+func (p *parser) progressNote() {
+	if p.err != nil {
+		return
+	}
+	raw := p.sc.tail()
+	text := strings.TrimSpace(CleanText(raw, MaxText))
+	first, rest := cutWord(text)
+	if !hasBranchKey(first) {
+		p.cmd.Text = text
+		return
+	}
+	p.cmd.Text = rest
+	ref, _ := cutWord(raw)
+	if hasBranchKey(ref) {
+		ref = ref[len(BranchKey):]
+	}
+	if _, err := checkRef(ref, true); err != nil {
+		p.fail(BadRef, ref, err.Error())
+		return
+	}
+	p.cmd.Branch = ref
+}
+
+func hasBranchKey(w string) bool {
+	return len(w) >= len(BranchKey) && strings.EqualFold(w[:len(BranchKey)], BranchKey)
+}
+
+// cutWord splits off the first word of s, as the scanner splits words.
+func cutWord(s string) (word, rest string) {
+	sc := scanner{rest: s}
+	word = sc.word()
+	return word, sc.tail()
 }
 
 // end records an error if anything follows the last argument.
@@ -338,6 +399,7 @@ const (
 	BadAgent
 	Unprintable
 	ReservedName
+	BadRef // PROGRESS's branch=: the rest of the line stands
 )
 
 // ParseError is a protocol line with wrong arguments. Its message says what
@@ -347,8 +409,13 @@ type ParseError struct {
 	Verb    Verb
 	Problem Problem
 	Arg     string // the offending argument, cleaned and bounded
-	Want    string // what was expected instead, when that helps
+	Want    string // what was expected instead, when that helps; BadRef: why the ref is bad
 }
+
+// CheckIn reports whether the line is handled all the same, without the
+// argument that was wrong: a PROGRESS whose branch= names a bad ref is a
+// check-in (contract section 10). Read returns its command.
+func (e *ParseError) CheckIn() bool { return e.Problem == BadRef }
 
 func (e *ParseError) Error() string {
 	var what string
@@ -373,6 +440,8 @@ func (e *ParseError) Error() string {
 		what = fmt.Sprintf("%q is reserved (a verb, or the word build) and cannot name a component", e.Arg)
 	case Unprintable:
 		what = fmt.Sprintf("%s %q is too long or has control characters", e.Want, e.Arg)
+	case BadRef:
+		what = fmt.Sprintf("bad %s: %s (the line still counts as a check-in)", BranchKey, e.Want)
 	default:
 		what = "malformed"
 	}

@@ -26,6 +26,10 @@ func TestReadGoodLines(t *testing.T) {
 		{"PROGRESS api 0", Command{Verb: Progress, Component: "api", Percent: 0}},
 		{"PROGRESS api 100% tests green", Command{Verb: Progress, Component: "api", Percent: 100, Text: "tests green"}},
 		{"PROGRESS api 007", Command{Verb: Progress, Component: "api", Percent: 7}},
+		{"PROGRESS api 40 branch=b1/api", Command{Verb: Progress, Component: "api", Percent: 40, Branch: "b1/api"}},
+		{"PROGRESS api 40% Branch=refs/heads/b1/api schema drafted", Command{Verb: Progress, Component: "api", Percent: 40, Branch: "refs/heads/b1/api", Text: "schema drafted"}},
+		{"PROGRESS api 40 branch=" + strings.Repeat("ab", 20), Command{Verb: Progress, Component: "api", Percent: 40, Branch: strings.Repeat("ab", 20)}},
+		{"PROGRESS api 40 on branch=b1/api", Command{Verb: Progress, Component: "api", Percent: 40, Text: "on branch=b1/api"}},
 		{"BLOCKED api db", Command{Verb: Blocked, Component: "api", Dep: "db"}},
 		{"BLOCKED api db need the schema", Command{Verb: Blocked, Component: "api", Dep: "db", Text: "need the schema"}},
 		{"CONFLICT api web files src/shared.go", Command{Verb: Conflict, Component: "api", Other: "web", Kind: Files, Text: "src/shared.go"}},
@@ -37,6 +41,7 @@ func TestReadGoodLines(t *testing.T) {
 		{"AUDIT api fail no tests for /users", Command{Verb: Audit, Component: "api", Verdict: Fail, Text: "no tests for /users"}},
 		{"CI api PASS", Command{Verb: CI, Component: "api", Verdict: Pass}},
 		{"CI api CONFLICT go.sum", Command{Verb: CI, Component: "api", Verdict: MergeConflict, Text: "go.sum"}},
+		{"OVERLAP api web src/routes.go go.mod", Command{Verb: Overlap, Component: "api", Other: "web", Text: "src/routes.go go.mod"}},
 		{"STATUS", Command{Verb: Status}},
 		{"STATUS api", Command{Verb: Status, Component: "api"}},
 		{"ASSIGN api @b2", Command{Verb: Assign, Component: "api", Agent: "@b2"}},
@@ -143,6 +148,10 @@ func TestReadBadLines(t *testing.T) {
 		{"AUDIT api MAYBE", Audit, BadVerdict},
 		{"AUDIT api CONFLICT", Audit, BadVerdict},
 		{"CI api OK", CI, BadVerdict},
+		{"OVERLAP api web", Overlap, MissingArgument},
+		{"OVERLAP api", Overlap, MissingArgument},
+		{"OVERLAP api w#b x.go", Overlap, BadComponent},
+		{"OVERLAP build web x.go", Overlap, ReservedName},
 		{"STATUS api web", Status, ExtraArgument},
 		{"STATUS a?", Status, BadComponent},
 		{"ASSIGN api", Assign, MissingArgument},
@@ -179,6 +188,49 @@ func TestReadBadLines(t *testing.T) {
 	}
 }
 
+// A PROGRESS whose branch= is not a ref gets ERROR and still counts as a
+// check-in (contract section 10): Read gives the command without the
+// branch, and an error that says so. A ref is checked as the sender wrote
+// it: a control character is refused, never cleaned into another name.
+func TestReadProgressWithABadBranch(t *testing.T) {
+	for line, why := range map[string]string{
+		"PROGRESS api 40 branch=-x note":                     "starts with -, which git would read as an option",
+		"PROGRESS api 40 branch=--upload-pack=touch":         "starts with -",
+		"PROGRESS api 40 branch=main..b1":                    "holds .., a range",
+		"PROGRESS api 40 branch=a\x01b":                      "control character",
+		"PROGRESS api 40 branch=a\x01b note":                 "control character",
+		"PROGRESS api 40 branch=a\u2028b":                    "outside ASCII",
+		"PROGRESS api 40 \x01branch=b1/api":                  "control character",
+		"PROGRESS api 40 branch=":                            "no branch named",
+		"PROGRESS api 40 branch=https://x/pr/1":              `holds ':'`,
+		"PROGRESS api 40 branch=refs/tags/v1":                "not a branch",
+		"PROGRESS api 40 branch=b1/api.lock":                 "ending in .lock",
+		"PROGRESS api 40 branch=b1//api":                     "empty part",
+		"PROGRESS api 40 branch=b1/.api":                     "starting with a dot",
+		"PROGRESS api 40 branch=" + strings.Repeat("a", 201): "more than 200",
+	} {
+		got, err := bot.Read(line)
+		var pe *ParseError
+		require.ErrorAs(t, err, &pe, "%q", line)
+		assert.True(t, pe.CheckIn(), line)
+		assert.Equal(t, BadRef, pe.Problem, line)
+		assert.Contains(t, pe.Error(), why, line)
+		assert.Contains(t, pe.Error(), "still counts as a check-in", line)
+		assert.Contains(t, pe.Error(), "usage: PROGRESS <c> <pct>[%] [branch=<ref>] [note]", line)
+		assert.Equal(t, Progress, got.Verb, line)
+		assert.Equal(t, "api", got.Component, line)
+		assert.Equal(t, 40, got.Percent, line)
+		assert.Empty(t, got.Branch, line)
+		assert.NotContains(t, Error("@b1", pe.Error()).Text, "\n")
+	}
+	// Any other problem loses the whole line, as before.
+	got, err := bot.Read("PROGRESS api 400 branch=b1/api")
+	var pe *ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.False(t, pe.CheckIn())
+	assert.Equal(t, Command{Verb: Progress}, got)
+}
+
 func TestReadCleansFreeText(t *testing.T) {
 	got, err := Read("PROGRESS api 10 a\x00b\x1bc\u2028d\u202Ee \xff")
 	require.NoError(t, err)
@@ -211,6 +263,15 @@ func BenchmarkReadProgress(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_, _ = bot.Read("PROGRESS api 50 halfway there")
+	}
+}
+
+// A PROGRESS that names its branch is read, and the ref checked, without
+// allocating either.
+func BenchmarkReadProgressBranch(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = bot.Read("PROGRESS api 50 branch=b1/api halfway there")
 	}
 }
 

@@ -2,7 +2,8 @@
 // lines into typed commands and formats the coordinator's replies so that each
 // is exactly one safe line. It is pure: no I/O, no clock, no state.
 //
-// The contract is ../shared/spec/protocol.md, sections 1 to 3.
+// The contract is ../shared/spec/protocol.md, sections 1 to 3, and the
+// lines of section 10 (work in progress, handoff and overlaps).
 package protocol
 
 // Verb is the first word of a protocol line, the one that decides what the
@@ -20,6 +21,7 @@ const (
 	Abort
 	Audit
 	CI
+	Overlap
 	Status
 	Assign
 	Release
@@ -40,13 +42,14 @@ var verbs = [numVerbs]struct {
 }{
 	NoVerb:   {"", ""},
 	Claim:    {"CLAIM", "CLAIM <c>"},
-	Progress: {"PROGRESS", "PROGRESS <c> <pct>[%] [note]"},
+	Progress: {"PROGRESS", "PROGRESS <c> <pct>[%] [branch=<ref>] [note]"},
 	Blocked:  {"BLOCKED", "BLOCKED <c> <dep> [note]"},
 	Conflict: {"CONFLICT", "CONFLICT <c> <other> files|interface [details]"},
 	Ready:    {"READY", "READY <c> <pr-url-or-branch>"},
 	Abort:    {"ABORT", "ABORT <c> <reason>"},
 	Audit:    {"AUDIT", "AUDIT <c> PASS|FAIL [details]"},
 	CI:       {"CI", "CI <c> PASS|FAIL|CONFLICT [details]"},
+	Overlap:  {"OVERLAP", "OVERLAP <c> <d> <files>"},
 	Status:   {"STATUS", "STATUS [c]"},
 	Assign:   {"ASSIGN", "ASSIGN <c> <@agent>"},
 	Release:  {"RELEASE", "RELEASE <c>"},

@@ -230,3 +230,35 @@ func TestScenariosCoverTheContract(t *testing.T) {
 		assert.True(t, said["ESCALATE "+string(code)], "no scenario expects ESCALATE ... %s", code)
 	}
 }
+
+// Every ACK after a departure in the scenarios reads back as the handover
+// it is (protocol.ReadHandover, which a host reads foreman's ACKs with):
+// who left, why, and the branch when one was named.
+func TestHandoversReadBack(t *testing.T) {
+	files, err := filepath.Glob("../testdata/*.txt")
+	require.NoError(t, err)
+	handovers, branches := 0, 0
+	for _, file := range files {
+		f, err := os.Open(file)
+		require.NoError(t, err)
+		tr, err := Parse(file, f)
+		f.Close()
+		require.NoError(t, err)
+		for _, l := range tr.Lines {
+			h, err := protocol.ReadReply(l.Text)
+			if !l.Said || err != nil || h.Verb != protocol.ReplyAck || !strings.Contains(h.Text, "after ") {
+				continue
+			}
+			got, ok := protocol.ReadHandover(h.Text)
+			require.True(t, ok, "%s:%d: %s", file, l.Pos, l.Text)
+			assert.True(t, protocol.ValidAgent(got.From), l.Text)
+			handovers++
+			if b, ok := protocol.HandedBranch(h.Text); ok {
+				assert.Equal(t, b, got.Branch, l.Text)
+				branches++
+			}
+		}
+	}
+	assert.Positive(t, handovers)
+	assert.Positive(t, branches)
+}

@@ -20,7 +20,8 @@ import (
 // agentFlags are foreman agent's settings.
 type agentFlags struct {
 	url, channel, role, name, identity, coordinator string
-	repo, target                                    string // builder: where to push, and the branch work starts from
+	repo, target                                    string   // builder: where to push, and the branch work starts from
+	hosts                                           []string // builder: the CI role (roles.ci), whose handoff lines it reads
 	minute, rateLimit                               time.Duration
 	seed                                            uint64
 	noColor, json                                   bool
@@ -45,8 +46,10 @@ against any server (foreman serve runs one):
   --role builder   claims what TASKS offers (--prefer narrows it), checks in
                    with PROGRESS, says READY, fixes on FIX, waits on WAIT;
                    --silent-on, --block-on and --abort-on script trouble;
-                   it pushes its work to host.repo (or --repo) before each
-                   READY, for foreman host to check
+                   it pushes its work to host.repo (or --repo) at each
+                   PROGRESS (naming the branch) and before each READY, for
+                   foreman host to check, starting from the work a builder
+                   before it left (its ACK's branch, the host's handoff)
   --role auditor   answers REVIEW with AUDIT PASS, or FAIL as --fail says,
                    and the reviews still owed in the room when it comes
   --role ci        answers a builder's READY with CI PASS, or FAIL (--fail),
@@ -92,7 +95,7 @@ defaults to the one the file holds.`,
 	fl.BoolVar(&f.noColor, "no-color", false, "no colours, even on a terminal")
 	fl.BoolVar(&f.json, "json", false, "for programs: the room as JSON lines on stdout, lines to say on stdin (implies --role chat)")
 	fl.StringSliceVar(&f.prefer, "prefer", nil, "builder: components to take, best first (default: any)")
-	fl.StringVar(&f.repo, "repo", "", "builder: before each READY, commit the work to this git repository on the branch READY names, starting from host.target (default: host.repo, when the config has one; \"\" for none)")
+	fl.StringVar(&f.repo, "repo", "", "builder: commit the work to this git repository on its own branch, at each PROGRESS (naming it: branch=) and before each READY, starting from host.target or from what a builder before it left (default: host.repo, when the config has one; \"\" for none)")
 	fl.DurationVar(&f.builder.React, "react", f.builder.React, "builder: thinking time between TASKS and CLAIM (contract time)")
 	fl.DurationVar(&f.builder.Step, "step", f.builder.Step, "builder: time between PROGRESS lines (contract time)")
 	fl.IntVar(&f.builder.Steps, "steps", f.builder.Steps, "builder: lines per component, READY included")
@@ -126,7 +129,7 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 		return err
 	}
 	f.url, f.channel, f.rateLimit = c.Server.URL, c.Server.Channel, c.Server.RateLimit
-	f.target = c.Host.Target
+	f.target, f.hosts = c.Host.Target, c.Roles.CI
 	if f.role == sim.RoleBuilder && !f.json && !cmd.Flags().Changed("repo") {
 		f.repo = c.Host.Repo // where the build's host checks: a builder beside it pushes there
 	}
@@ -222,7 +225,7 @@ func (f *agentFlags) participant(cfg sim.Config) (*sim.Participant, error) {
 			s.Quirks[c] = sim.Quirk{Kind: sim.Block, After: f.quirkAfter, Dep: dep}
 		}
 		if f.repo != "" {
-			p, err := newRepoPusher(f.repo, f.target, cfg.Name)
+			p, err := newRepoPusher(f.repo, f.target, cfg.Name, f.hosts)
 			if err != nil {
 				return nil, err
 			}

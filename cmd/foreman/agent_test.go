@@ -15,6 +15,7 @@ import (
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/agentchat/server"
 	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/protocol"
 )
 
 // agentRoom is a chat server with a client standing in for foreman.
@@ -215,14 +216,23 @@ func TestAgentBuilderPushesToTheRepository(t *testing.T) {
 	r.say("TASKS db")
 	b1 := r.expect("CLAIM db")
 	r.say("ACK db " + b1)
+	// Its work in progress is pushed at each PROGRESS, which names the
+	// branch (contract section 10).
+	r.expect("PROGRESS db 25 branch=b1/db")
 	r.expect("READY db b1/db")
 	first, err := repo.RevParse(ctx, "refs/heads/b1/db")
 	require.NoError(t, err)
-	require.NotEmpty(t, first, "b1/db was pushed before READY")
-	parent, err := repo.Git(ctx, "rev-parse", first+"^")
+	commits, err := repo.Git(ctx, "rev-list", "--reverse", main+".."+first)
+	require.NoError(t, err)
+	history := strings.Fields(commits)
+	require.Len(t, history, 4, "three PROGRESS pushes, then the work before READY")
+	body, err := repo.Git(ctx, "show", history[0]+":db/wip.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "db, step 1, by b1\n", body, "pushed before the first PROGRESS")
+	parent, err := repo.Git(ctx, "rev-parse", history[0]+"^")
 	require.NoError(t, err)
 	assert.Equal(t, main, strings.TrimSpace(parent), "work starts from main")
-	body, err := repo.Git(ctx, "show", first+":db/db.txt")
+	body, err = repo.Git(ctx, "show", first+":db/db.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "db, built by b1\n", body)
 
@@ -231,9 +241,9 @@ func TestAgentBuilderPushesToTheRepository(t *testing.T) {
 	r.expect("READY db b1/db")
 	second, err := repo.RevParse(ctx, "refs/heads/b1/db")
 	require.NoError(t, err)
-	parent, err = repo.Git(ctx, "rev-parse", second+"^")
+	parent, err = repo.Git(ctx, "rev-parse", second+"^^")
 	require.NoError(t, err)
-	assert.Equal(t, first, strings.TrimSpace(parent))
+	assert.Equal(t, first, strings.TrimSpace(parent), "a PROGRESS push, then the fix, on top of what READY named")
 	stop()
 	assert.Equal(t, 0, <-done, stderr.String())
 
@@ -276,6 +286,61 @@ func TestAgentBuilderPushesToHostRepoByDefault(t *testing.T) {
 	none, err := repo.RevParse(ctx, "refs/heads/b2/api")
 	require.NoError(t, err)
 	assert.Empty(t, none, `--repo "" pushes nothing`)
+}
+
+// A builder that takes over starts from the work the last one left: the
+// branch its ACK names and, once the host has pinned it, the commit the
+// handoff line gives, even after the last builder force-pushed its branch
+// empty (contract section 10).
+func TestAgentBuilderStartsFromTheHandoff(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "shop.git")
+	repo, err := gitrepo.Init(ctx, dir, "main", true)
+	require.NoError(t, err)
+	main, err := repo.RevParse(ctx, "refs/heads/main")
+	require.NoError(t, err)
+	left, err := repo.CommitFiles(ctx, main, map[string]string{"api/half.txt": "half of api, by b0\n"}, "api: half", gitrepo.Author{Name: "b0", Email: "b0@x.invalid"})
+	require.NoError(t, err)
+	require.NoError(t, repo.UpdateRef(ctx, "refs/foreman/handoff/api/1", left, "", "the host's pin"))
+	require.NoError(t, repo.UpdateRef(ctx, "refs/heads/b0/api", main, "", "b0's branch, force-pushed empty after it left"))
+
+	r := newAgentRoom(t)
+	hostID, err := agentchat.NewIdentity("host")
+	require.NoError(t, err)
+	hctx, stopHost := context.WithCancel(ctx)
+	host := agentchat.New(agentchat.Config{URL: r.url, Channel: "#build", Identity: hostID, RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()})
+	hostDone := make(chan struct{})
+	go func() { defer close(hostDone); _ = host.Run(hctx) }()
+	t.Cleanup(func() { stopHost(); <-hostDone })
+	go func() {
+		for range host.Events() {
+		}
+	}()
+	r.joined("host")
+
+	_, stderr, done, stop := startAgent(t, strings.NewReader(""), "agent", "--url", r.url, "--role", "builder", "--name", "b2",
+		"--minute", "10ms", "--rate-limit", "5ms", "--repo", dir, "--block-on", "api=db")
+	r.joined("b2")
+	r.say("TASKS api")
+	b2 := r.expect("CLAIM api")
+	r.say("ACK api " + b2 + " branch=b0/api after TIMEOUT of @00000000000000b0: progress 40%")
+	r.expect("PROGRESS api 55 branch=b2/api")
+	r.expect("BLOCKED api db")
+	// While it waits the host's handoff line comes; the stand-in foreman
+	// says UNBLOCKED once it has heard it, so b2 has it first.
+	line, ok := protocol.HandoffLine(protocol.Handoff{To: b2, Component: "api", N: 1, Commit: left, From: "@00000000000000b0", Branch: "b0/api"})
+	require.True(t, ok)
+	host.Send(agentchat.Line{Seq: 1, Text: line})
+	r.expect(b2 + " api: refs/foreman/handoff/api/1")
+	r.say("UNBLOCKED api " + b2)
+	r.expect("READY api b2/api")
+	tip, err := repo.RevParse(ctx, "refs/heads/b2/api")
+	require.NoError(t, err)
+	_, err = repo.Git(ctx, "merge-base", "--is-ancestor", left, tip)
+	assert.NoError(t, err, "b2/api goes on from the pinned commit")
+	body, err := repo.Git(ctx, "show", tip+":api/half.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "half of api, by b0\n", body, "the work b0 left is in what b2 says READY for")
 	stop()
 	assert.Equal(t, 0, <-done, stderr.String())
 }

@@ -126,6 +126,23 @@ func TestValidateFindsTheConfigAndWarns(t *testing.T) {
 	code, out, errOut = foreman(t, "validate")
 	require.Equal(t, 0, code, errOut)
 	assert.NotContains(t, out, "warning:")
+
+	// rules.overlap is checked as every rule is, and wait without a CI
+	// role to say OVERLAP is pointed out.
+	withOperator := minimalBuild + "roles:\n  operators: [\"" + id.AgentID() + "\"]\n"
+	writeFile(t, ".", "foreman.yaml", withOperator+"rules:\n  overlap: block\n")
+	code, _, errOut = foreman(t, "validate")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "rules.overlap")
+	assert.Contains(t, errOut, `"block" is not warn or wait`)
+	writeFile(t, ".", "foreman.yaml", withOperator+"rules:\n  overlap: wait\n")
+	code, out, errOut = foreman(t, "validate")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "warning: rules.overlap is wait, but roles.ci is empty")
+	writeFile(t, ".", "foreman.yaml", strings.Replace(withOperator, "roles:\n", "roles:\n  ci: [\"@0123456789abcdef\"]\n", 1)+"rules:\n  overlap: wait\n")
+	code, out, errOut = foreman(t, "validate")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "warning:")
 }
 
 const minimalBuild = "build:\n  components:\n    - name: db\n    - name: api\n      depends_on: [db]\n"

@@ -129,7 +129,7 @@ func (d *upDemo) run(ctx context.Context) error {
 	}
 	for i := 1; i <= d.workers; i++ {
 		name := fmt.Sprintf("b%d", i)
-		pusher, err := newRepoPusher(shop, c.Host.Target, name)
+		pusher, err := newRepoPusher(shop, c.Host.Target, name, c.Roles.CI)
 		if err != nil {
 			return err
 		}

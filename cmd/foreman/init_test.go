@@ -147,6 +147,7 @@ func TestPromptPrintsTheGuideAndThisBuild(t *testing.T) {
 	assert.Contains(t, out, "\n## This build\n\n- The room: channel `#build` on `ws://127.0.0.1:6667`.\n- foreman is `foreman`, sender id `"+bot.AgentID()+"`.")
 	assert.Contains(t, out, "- Check in at least every 10m0s (TIMEOUT after 3 missed); 3 audit attempts per builder")
 	assert.Contains(t, out, "  - `cart`, after `auth`, `catalog`\n")
+	assert.Contains(t, out, "- Push your work in progress and name it in PROGRESS (`branch=`); the host's OVERLAP is a warning (`overlap: warn`)")
 	assert.Contains(t, out, "  - foreman's MCP server: `foreman mcp --identity KEY.json --url ws://127.0.0.1:6667 --channel '#build'`;\n", "the ways in, with this build's room")
 	assert.Contains(t, out, "- The build `bookshop`, its components in TASKS order, from foreman.yaml (no running foreman answered at http://"+os.Getenv("FOREMAN_HTTP_LISTEN")+
 		", so components ADDed in the room are not listed; say STATUS there for the build as it stands):\n")

@@ -170,6 +170,7 @@ func (a *app) runMCP(cmd *cobra.Command, file string, f *mcpFlags) error {
 		Keepalive:       c.MCP.Keepalive,
 		AnswerWait:      f.answerWait,
 		WaitMax:         f.waitMax,
+		Hosts:           c.Roles.CI, // only the host's handoff lines are read
 	})
 	if err != nil {
 		return err

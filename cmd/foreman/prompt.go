@@ -96,6 +96,7 @@ func writeThisBuild(w io.Writer, c *config.Config, comps []coordinator.Component
 		fmt.Fprintf(w, "- The work is real: foreman host checks each READY in the git repository `%s`. Push your branch there (`git push %s HEAD:refs/heads/<you>/<c>`), then say `READY <c> <you>/<c>`. It checks what would land on `%s` (checks: %s) and answers `CI <c> PASS`, `FAIL` (with the first failing line and the log) or `CONFLICT` (with the files); approved work lands on `%s`, then `MERGED <c>`.\n",
 			absPath(h.Repo), absPath(h.Repo), h.Target, checks, h.Target)
 	}
+	writeOverlapRule(w, c)
 	fmt.Fprintf(w, "- The build `%s`, its components in TASKS order, %s:\n", c.Build.Name, from)
 	for _, comp := range comps {
 		if len(comp.Deps) == 0 {
@@ -104,4 +105,14 @@ func writeThisBuild(w io.Writer, c *config.Config, comps []coordinator.Component
 		}
 		fmt.Fprintf(w, "  - `%s`, after %s\n", comp.Name, "`"+strings.Join(comp.Deps, "`, `")+"`")
 	}
+}
+
+// writeOverlapRule says what the host's OVERLAP does in this build (see
+// "Work in progress, overlaps and handoffs").
+func writeOverlapRule(w io.Writer, c *config.Config) {
+	does := "is a warning (`overlap: warn`): talk to the other builder, wait for it with CONFLICT files, or CONFLICT interface"
+	if c.Rules.Overlap == coordinator.OverlapWait {
+		does = "makes the builder whose branch moved last WAIT for the other (`overlap: wait`), as its CONFLICT files would"
+	}
+	fmt.Fprintf(w, "- Push your work in progress and name it in PROGRESS (`branch=`); the host's OVERLAP %s.\n", does)
 }

@@ -30,8 +30,9 @@ func (a *app) statusCommand() *cobra.Command {
 		Use:   "status [CONFIG]",
 		Short: "Show the build as a running foreman sees it",
 		Long: `status asks a running foreman (foreman run, with http.listen set) for the build
-and prints it as a table: each component's state, owner, progress, next
-deadline, and what it waits on or why it is held, under a header with the
+and prints it as a table: each component's state, owner, progress, branch
+(where its work in progress is), next deadline, and what it waits on, what
+it overlaps or why it is held, under a header with the
 build's name, how many components are merged, and whether it is paused,
 halted or complete. Owners are shown by name with their sender id
 (b1 @cb883c6b0913051a), as the room named them. It reads the same JSON as the
@@ -164,17 +165,17 @@ func writeStatus(w io.Writer, b *web.Board, color bool) {
 	writeRoom(w, b, color)
 	fmt.Fprintln(w)
 
-	rows := [][]string{{"COMPONENT", "STATE", "OWNER", "PROGRESS", "NEXT DEADLINE", "WAITS / ESCALATION"}}
+	rows := [][]string{{"COMPONENT", "STATE", "OWNER", "PROGRESS", "BRANCH", "NEXT DEADLINE", "WAITS / ESCALATION"}}
 	styles := []string{""}
 	for _, c := range v.Components {
-		rows = append(rows, []string{c.Name, c.State, ownerOf(c, b.Names), progressOf(c), deadlineOf(c, b.Now, v.Paused), cutRunes(notesOf(c, b.Escalations, b.Names), 72)})
+		rows = append(rows, []string{c.Name, c.State, ownerOf(c, b.Names), progressOf(c), branchOf(c), deadlineOf(c, b.Now, v.Paused), cutRunes(notesOf(c, b.Escalations, b.Names), 72)})
 		styles = append(styles, stateStyle[c.State])
 	}
 	writeTable(w, rows, func(row, col int, cell string) string {
 		if row == 0 {
 			return paint(color, "1", cell)
 		}
-		if col == 1 || (col == 5 && v.Components[row-1].Escalation != "") {
+		if col == 1 || (col == 6 && v.Components[row-1].Escalation != "") {
 			return paint(color, styles[row], cell)
 		}
 		return cell
@@ -283,6 +284,15 @@ func progressOf(c coordinator.ComponentView) string {
 	return "-"
 }
 
+// branchOf is where c's work in progress is: the last ref named for it
+// (contract section 10), cut to keep the table narrow.
+func branchOf(c coordinator.ComponentView) string {
+	if c.Branch == "" {
+		return "-"
+	}
+	return cutRunes(c.Branch, 32)
+}
+
 // deadlineOf counts down from the server's clock, not this machine's.
 func deadlineOf(c coordinator.ComponentView, now time.Time, paused bool) string {
 	if c.Next == "" || c.Deadline.IsZero() {
@@ -322,6 +332,9 @@ func notesOf(c coordinator.ComponentView, esc map[string]web.Escalation, names m
 	}
 	if len(c.Waits) > 0 {
 		notes = append(notes, "waits on "+strings.Join(c.Waits, ", "))
+	}
+	if len(c.Overlaps) > 0 {
+		notes = append(notes, "overlaps "+strings.Join(c.Overlaps, ", "))
 	}
 	if len(c.Barred) > 0 {
 		notes = append(notes, "barred "+strings.Join(namedAll(c.Barred, names), ", "))

@@ -72,7 +72,7 @@ func midBuild() coordinator.View {
 		Components: []coordinator.ComponentView{
 			{Name: "db", State: "merged", BuiltBy: "@b1"},
 			{Name: "api", State: "building", Deps: []string{"db"}, Owner: "@b2", Progress: 40, HasProgress: true,
-				Next: "timeout", Deadline: statusT0.Add(30 * time.Minute), Audits: "1/3"},
+				Next: "timeout", Deadline: statusT0.Add(30 * time.Minute), Audits: "1/3", Branch: "b2/api", Overlaps: []string{"web"}},
 			{Name: "web", State: "held", Deps: []string{"api"}, Owner: "@b3", Escalation: "hard-blocker"},
 			{Name: "docs", State: "pending", Deps: []string{"web"}, Waits: []string{"web"}},
 		},
@@ -90,12 +90,12 @@ func TestStatusPrintsTheBoard(t *testing.T) {
 	assert.Equal(t, "room: in the room, 2 replies queued, 12 messages sent", lines[1])
 	table := strings.Join(lines[3:8], "\n")
 	for _, row := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^COMPONENT +STATE +OWNER +PROGRESS +NEXT DEADLINE +WAITS / ESCALATION$`),
-		regexp.MustCompile(`(?m)^db +merged +@b1 +done +- +-$`),
+		regexp.MustCompile(`(?m)^COMPONENT +STATE +OWNER +PROGRESS +BRANCH +NEXT DEADLINE +WAITS / ESCALATION$`),
+		regexp.MustCompile(`(?m)^db +merged +@b1 +done +- +- +-$`),
 		// The deadline counts from the server's clock (90s after t0), not this machine's.
-		regexp.MustCompile(`(?m)^api +building +bob @b2 +40% +timeout in 28m30s +failed audits 1/3$`),
-		regexp.MustCompile(`(?m)^web +held +@b3 +- +- +ESCALATED hard-blocker: missing_dependency: no schema; RESOLVE web$`),
-		regexp.MustCompile(`(?m)^docs +pending +- +- +- +waits on web$`),
+		regexp.MustCompile(`(?m)^api +building +bob @b2 +40% +b2/api +timeout in 28m30s +overlaps web; failed audits 1/3$`),
+		regexp.MustCompile(`(?m)^web +held +@b3 +- +- +- +ESCALATED hard-blocker: missing_dependency: no schema; RESOLVE web$`),
+		regexp.MustCompile(`(?m)^docs +pending +- +- +- +- +waits on web$`),
 	} {
 		assert.Regexp(t, row, table)
 	}
@@ -228,8 +228,8 @@ journal:
 	code, out, errOut := foreman(t, "status", "--board", url)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "build shop: running, 0 of 2 merged")
-	assert.Regexp(t, `(?m)^db +pending +- +- +- +claimable$`, out)
-	assert.Regexp(t, `(?m)^api +pending +- +- +- +waits on db$`, out)
+	assert.Regexp(t, `(?m)^db +pending +- +- +- +- +claimable$`, out)
+	assert.Regexp(t, `(?m)^api +pending +- +- +- +- +waits on db$`, out)
 
 	require.NoError(t, syscall.Kill(syscall.Getpid(), syscall.SIGINT))
 	select {

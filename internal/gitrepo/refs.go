@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/agentforeman/foreman/protocol"
 )
 
 // Target is what a builder's READY named, checked: a branch (Branch is
@@ -23,7 +25,7 @@ func (t Target) String() string {
 }
 
 // MaxRef is the longest name accepted.
-const MaxRef = 200
+const MaxRef = protocol.MaxRef
 
 // BadRef is a name that is not a branch or commit id this host accepts.
 // Its text says why, in words a builder can act on.
@@ -34,87 +36,23 @@ func (e *BadRef) Error() string { return e.Why }
 func badRef(format string, args ...any) error { return &BadRef{Why: fmt.Sprintf(format, args...)} }
 
 // ParseRef reads a builder's ref without asking git: a branch name (with or
-// without refs/heads/) or a full commit id. It refuses, saying why, what
-// git could read as an option, a range or a revision expression, and
-// anything a shell would treat specially: the host never needs those, and
-// they are the shapes attacks take. Names that pass still go through git
-// check-ref-format (CheckRef).
+// without refs/heads/) or a full commit id. The rules are protocol's
+// (protocol.ParseRef), which foreman applies to the refs it keeps, so the
+// host and foreman refuse the same names: what git could read as an
+// option, a range or a revision expression, and anything a shell would
+// treat specially. Names that pass still go through git check-ref-format
+// (CheckRef).
 func ParseRef(ref string) (Target, error) {
-	switch {
-	case ref == "":
-		return Target{}, badRef("no branch named")
-	case len(ref) > MaxRef:
-		return Target{}, badRef("ref is %d bytes long, more than %d", len(ref), MaxRef)
-	case strings.HasPrefix(ref, "-"):
-		return Target{}, badRef("ref %s starts with -, which git would read as an option", quote(ref))
-	case strings.Contains(ref, ".."):
-		return Target{}, badRef("ref %s holds .., a range, not a branch", quote(ref))
+	r, err := protocol.ParseRef(ref)
+	if err != nil {
+		return Target{}, &BadRef{Why: err.Error()}
 	}
-	for _, r := range ref {
-		switch {
-		case r < 0x20 || r == 0x7f:
-			return Target{}, badRef("ref %s holds a control character", quote(ref))
-		case r == ' ' || r == '\t':
-			return Target{}, badRef("ref %s holds a space", quote(ref))
-		case r >= 0x80:
-			return Target{}, badRef("ref %s holds a character outside ASCII; name branches with letters, digits, . _ / + -", quote(ref))
-		case !refChar(r):
-			return Target{}, badRef("ref %s holds %q, which no branch name here may hold (letters, digits, . _ / + - only)", quote(ref), r)
-		}
-	}
-	if isCommitID(ref) {
-		return Target{Commit: ref}, nil
-	}
-	name := ref
-	if strings.HasPrefix(name, "refs/") {
-		if !strings.HasPrefix(name, "refs/heads/") {
-			return Target{}, badRef("ref %s is not a branch (refs/heads/...) or a full commit id", quote(ref))
-		}
-		name = strings.TrimPrefix(name, "refs/heads/")
-	}
-	if name == "" {
-		return Target{}, badRef("no branch named")
-	}
-	return Target{Branch: "refs/heads/" + name}, nil
-}
-
-func refChar(r rune) bool {
-	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-		r == '.' || r == '_' || r == '/' || r == '+' || r == '-'
-}
-
-// isCommitID reports a full object id: 40 hex digits (SHA-1) or 64
-// (SHA-256), lower case as git writes them.
-func isCommitID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return Target{Branch: r.Branch, Commit: r.Commit}, nil
 }
 
 // quote shows a name a builder wrote, bounded and without anything that
 // could break a line.
-func quote(s string) string {
-	const max = 60
-	var b strings.Builder
-	for _, r := range s {
-		if b.Len() >= max {
-			b.WriteString("...")
-			break
-		}
-		if r < 0x20 || r == 0x7f {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func quote(s string) string { return protocol.QuoteRef(s) }
 
 // CheckRef asks git whether a branch name is well formed (git
 // check-ref-format): no component starting with a dot or ending in .lock,

@@ -20,6 +20,8 @@ type Answer struct {
 	Accepted bool    `json:"accepted" jsonschema:"the line was taken: ACK for claim, no REJECT or ERROR for the others"`
 	Replies  []Event `json:"replies" jsonschema:"foreman's lines that answer it, in order, read into their parts"`
 	Note     string  `json:"note" jsonschema:"what the answer means, in a sentence"`
+	// Handoff: claim() of a component a builder left with work pushed.
+	Handoff *Handoff `json:"handoff,omitempty" jsonschema:"claim: the work the last builder left: its branch, and the host's pinned ref and commit to start from"`
 }
 
 // kind is what a request is, for how foreman answers it.
@@ -41,10 +43,11 @@ const (
 // soft ABORT, an AUDIT in external merge mode), so such requests end with
 // STATUS c: its line is the answer, and shows the request took effect.
 type matcher struct {
-	kind kind
-	c    string
-	self string
-	pct  int
+	kind   kind
+	c      string
+	self   string
+	pct    int
+	branch string // askProgress: the branch named, which STATUS must show
 }
 
 // take reports whether a line of foreman's belongs to the answer, and
@@ -69,7 +72,8 @@ func (m matcher) take(h protocol.Heard) (took, done bool) {
 		return h.Verb == protocol.ReplyAck && mine, h.Verb == protocol.ReplyAck && mine
 	case askProgress:
 		if h.Verb == protocol.ReplyStatus {
-			return true, owner == m.self && h.Field("progress") == fmt.Sprintf("%d%%", m.pct)
+			return true, owner == m.self && h.Field("progress") == fmt.Sprintf("%d%%", m.pct) &&
+				(m.branch == "" || h.Field("branch") == m.branch)
 		}
 	case askBlocked:
 		switch h.Verb {
@@ -182,6 +186,10 @@ func (r *request) answer(connected bool) Answer {
 		a.Note = fmt.Sprintf("%s is yours; check in with progress() at least once per check-in interval", r.m.c)
 		if ctx := r.replies[len(r.replies)-1].Reply.Text; ctx != "" {
 			a.Note += "; the last builder left: " + ctx
+			if b, ok := protocol.HandedBranch(ctx); ok {
+				a.Handoff = &Handoff{Component: r.m.c, Branch: b}
+				a.Note += "; its work is on " + b + ": start from there, not from nothing"
+			}
 		}
 	default:
 		a.Accepted = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentforeman/foreman/agentchat"
@@ -12,9 +13,10 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultAnswerWait = 30 * time.Second
-	DefaultWaitMax    = 10 * time.Minute
-	inboxMax          = 1000 // events kept for wait(); the oldest go first
+	DefaultAnswerWait  = 30 * time.Second
+	DefaultWaitMax     = 10 * time.Minute
+	DefaultHandoffWait = 5 * time.Second
+	inboxMax           = 1000 // events kept for wait(); the oldest go first
 )
 
 // Config says where the agent talks and how its session behaves.
@@ -34,6 +36,13 @@ type Config struct {
 	// AnswerWait bounds how long a tool waits for foreman's answer
 	// (default 30s); WaitMax bounds wait() (default 10m).
 	AnswerWait, WaitMax time.Duration
+	// Hosts are the CI role's sender ids (roles.ci): only their handoff
+	// lines count. Empty: anyone's but foreman's.
+	Hosts []string
+	// HandoffWait bounds how long claim() waits, after an ACK that names
+	// the last builder's branch, for the host's handoff line (default 5s):
+	// the host says it once it has heard the ACK.
+	HandoffWait time.Duration
 }
 
 // Session is one agent in the room, for foreman mcp: it says the agent's
@@ -61,6 +70,14 @@ type Session struct {
 	connected bool
 	audited   map[string]bool // components the agent sent AUDIT about: their outcome is news to it
 	timer     *time.Timer
+	handoffs  map[string]Handoff // the host's handoff lines for the agent, by component, since its ACK
+	handWait  []handoffWaiter
+}
+
+// handoffWaiter is a claim() waiting for the host's handoff line.
+type handoffWaiter struct {
+	c  string
+	ch chan Handoff
 }
 
 // New makes a session; Run connects it.
@@ -74,16 +91,20 @@ func New(cfg Config) (*Session, error) {
 	if cfg.WaitMax <= 0 {
 		cfg.WaitMax = DefaultWaitMax
 	}
+	if cfg.HandoffWait <= 0 {
+		cfg.HandoffWait = DefaultHandoffWait
+	}
 	self := cfg.Room.Identity.AgentID()
 	s := &Session{
 		cfg: cfg, self: self,
-		client:  agentchat.New(cfg.Room),
-		ops:     make(chan func()),
-		joined:  make(chan struct{}),
-		over:    make(chan struct{}),
-		rd:      Reader{Self: self, Coordinator: cfg.Coordinator, Name: cfg.Room.Name},
-		keep:    newKeepalive(cfg.CheckinInterval, cfg.Keepalive, time.Now()),
-		audited: map[string]bool{},
+		client:   agentchat.New(cfg.Room),
+		ops:      make(chan func()),
+		joined:   make(chan struct{}),
+		over:     make(chan struct{}),
+		rd:       Reader{Self: self, Coordinator: cfg.Coordinator, Name: cfg.Room.Name, Hosts: cfg.Hosts},
+		keep:     newKeepalive(cfg.CheckinInterval, cfg.Keepalive, time.Now()),
+		audited:  map[string]bool{},
+		handoffs: map[string]Handoff{},
 	}
 	if s.rd.Name == "" {
 		s.rd.Name = cfg.Room.Identity.Name
@@ -192,7 +213,10 @@ func (s *Session) message(m agentchat.Message) {
 			continue
 		}
 		if !e.Coordinator {
-			if s.rd.Mentions(e.Text) {
+			if e.Handoff != nil {
+				s.handed(*e.Handoff)
+			}
+			if s.rd.Mentions(e.Text) || s.overlapsMine(e) {
 				s.post(e)
 			}
 			continue
@@ -202,6 +226,9 @@ func (s *Session) message(m agentchat.Message) {
 		}
 		h, _ := protocol.ReadReply(e.Text)
 		h = okMerged(h)
+		if h.Verb == protocol.ReplyAck && h.Agent == s.self {
+			delete(s.handoffs, h.Subject) // a new ACK: a handoff before it is not for this claim
+		}
 		news := s.concerns(h)        // before heard: MERGED ends the holding it is news about
 		s.keep.heard(h, s.self, now) // replayed lines too, in order: a restarted agent learns what it holds
 		if !s.answer(h, e) && news {
@@ -321,6 +348,77 @@ func (s *Session) checkIn(now time.Time) {
 		s.seq++
 		s.client.Send(agentchat.Line{Seq: s.seq, Text: c.Line})
 	}
+}
+
+// overlapsMine reports a host's OVERLAP naming a component the agent
+// holds: its work and another's would conflict (contract section 10).
+func (s *Session) overlapsMine(e Event) bool {
+	if len(s.rd.Hosts) > 0 && !slices.Contains(s.rd.Hosts, e.From) {
+		return false
+	}
+	cmd, err := protocol.Read(e.Text)
+	if err != nil || cmd.Verb != protocol.Overlap {
+		return false
+	}
+	_, c := s.keep.duties[cmd.Component]
+	_, d := s.keep.duties[cmd.Other]
+	return c || d
+}
+
+// handed keeps a host's handoff line for the agent, and gives it to the
+// claim() waiting for it.
+func (s *Session) handed(h Handoff) {
+	s.handoffs[h.Component] = h
+	kept := s.handWait[:0]
+	for _, w := range s.handWait {
+		if w.c == h.Component {
+			w.ch <- h
+			continue
+		}
+		kept = append(kept, w)
+	}
+	s.handWait = kept
+}
+
+// awaitHandoff waits up to d for the host's handoff line about c, said
+// since the agent's ACK of c; nil if none came.
+func (s *Session) awaitHandoff(ctx context.Context, c string, d time.Duration) *Handoff {
+	ch := make(chan Handoff, 1)
+	var got *Handoff
+	if !s.do(ctx, func() {
+		if h, ok := s.handoffs[c]; ok {
+			got = &h
+			return
+		}
+		s.handWait = append(s.handWait, handoffWaiter{c: c, ch: ch})
+	}) {
+		return nil
+	}
+	if got != nil {
+		return got
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case h := <-ch:
+		return &h
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	s.do(context.Background(), func() {
+		for i, w := range s.handWait {
+			if w.ch == ch {
+				s.handWait = append(s.handWait[:i], s.handWait[i+1:]...)
+				break
+			}
+		}
+	})
+	select {
+	case h := <-ch:
+		return &h
+	default:
+	}
+	return nil
 }
 
 // closeAll ends every request and waiter: the session is over.

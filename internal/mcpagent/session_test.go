@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/internal/tooling/roomtest"
+	"github.com/agentforeman/foreman/protocol"
 )
 
 const patience = time.Minute
@@ -222,4 +223,121 @@ func TestOKMergedEndsTheHolding(t *testing.T) {
 	require.Len(t, evs, 1, "foreman's OK MERGED db is news")
 	assert.Equal(t, "OK MERGED db", evs[0].Text)
 	assert.Empty(t, s.Holdings(context.Background()), "db is merged: nothing held")
+}
+
+// A PROGRESS may name the branch the work in progress is pushed to
+// (contract section 10): only a STATUS that shows it ends the request,
+// and a ref that is not one is refused before anything is sent.
+func TestProgressNamesTheBranch(t *testing.T) {
+	s, fm, _ := standIn(t, patience)
+	me := s.ID()
+	c := ask(s, matcher{kind: askProgress, c: "db", pct: 40, branch: "ada/db"}, "PROGRESS db 40 branch=ada/db schema", "STATUS db")
+	fm.Await(me, "STATUS db")
+	fm.Say("STATUS db building owner=" + me + " progress=40%") // before the branch was kept
+	fm.Say("STATUS db building owner=" + me + " progress=40% branch=ada/db")
+	a := got(t, c)
+	require.True(t, a.Answered, a.Note)
+	assert.Len(t, a.Replies, 2)
+
+	_, err := s.say(context.Background(), matcher{kind: askProgress, c: "db"}, "PROGRESS db 40 branch=--upload-pack=x")
+	assert.ErrorContains(t, err, "not sent: PROGRESS: bad branch=: ref --upload-pack=x starts with -")
+}
+
+// After a departure foreman's ACK names the branch the last builder left,
+// and the host then pins its tip and says so: claim() returns both. A
+// handoff line from anyone but the host, or for another agent, is not
+// taken.
+func TestClaimGetsTheHandoff(t *testing.T) {
+	room := roomtest.Start(t)
+	fm := room.Join(t, "foreman")
+	host := room.Join(t, "host")
+	mallory := room.Join(t, "mallory")
+	id, err := agentchat.NewIdentity("ada")
+	require.NoError(t, err)
+	s, err := New(Config{
+		Room:        agentchat.Config{URL: room.URL(), Channel: "#build", Identity: id, RateLimit: room.Rate(), Logger: zerolog.Nop()},
+		Coordinator: fm.ID, AnswerWait: patience, WaitMax: patience, Hosts: []string{host.ID}, HandoffWait: patience,
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	<-s.Joined()
+	me := s.ID()
+	tip := "0123456789abcdef0123456789abcdef01234567"
+	fake := "fedcba9876543210fedcba9876543210fedcba98"
+
+	out := make(chan Answer, 1)
+	go func() {
+		a, _ := s.claim(context.Background(), "db")
+		out <- a
+	}()
+	fm.Await(me, "CLAIM db")
+	fm.Say("ACK db " + me + " branch=b1/db after TIMEOUT of @00000000000000b1: progress 40%")
+	host.Await(fm.ID, "ACK db") // the host says its line once it has heard the ACK
+	mallory.Say(me + " db: refs/foreman/handoff/db/1 (" + fake + ") keeps the work")
+	host.Await(mallory.ID, me+" db:") // so the session has it before the host's own
+	line, ok := protocol.HandoffLine(protocol.Handoff{To: "@00000000000000cc", Component: "db", N: 1, Commit: fake})
+	require.True(t, ok)
+	host.Say(line) // for another agent
+	line, ok = protocol.HandoffLine(protocol.Handoff{To: me, Component: "db", N: 1, Commit: tip, From: "@00000000000000b1", Branch: "b1/db"})
+	require.True(t, ok)
+	host.Say(line)
+	a := got(t, out)
+	require.True(t, a.Accepted, a.Note)
+	require.NotNil(t, a.Handoff)
+	assert.Equal(t, Handoff{Component: "db", Branch: "b1/db", Ref: "refs/foreman/handoff/db/1", Commit: tip, From: "@00000000000000b1"}, *a.Handoff)
+	assert.Contains(t, a.Note, "the host pinned it as refs/foreman/handoff/db/1 ("+tip+")")
+
+	// wait() returns the host's line, read.
+	var handed []*Handoff
+	require.Eventually(t, func() bool {
+		evs, _ := s.Wait(context.Background(), 10*time.Millisecond)
+		for _, e := range evs {
+			if e.Handoff != nil {
+				handed = append(handed, e.Handoff)
+			}
+		}
+		return len(handed) > 0
+	}, patience, time.Millisecond)
+	assert.Equal(t, tip, handed[0].Commit)
+	assert.Len(t, handed, 1, "mallory's line is not read as a handoff")
+}
+
+// Without a host the ACK's branch is all there is: claim() says so after
+// the wait, and the branch is still handed over.
+func TestClaimWithoutAHost(t *testing.T) {
+	s, fm, _ := standIn(t, patience)
+	s.cfg.HandoffWait = 50 * time.Millisecond
+	me := s.ID()
+	out := make(chan Answer, 1)
+	go func() {
+		a, _ := s.claim(context.Background(), "db")
+		out <- a
+	}()
+	fm.Await(me, "CLAIM db")
+	fm.Say("ACK db " + me + " branch=b1/db after RELEASE of @00000000000000b1: no progress reported")
+	a := got(t, out)
+	require.True(t, a.Accepted)
+	assert.Equal(t, &Handoff{Component: "db", Branch: "b1/db"}, a.Handoff)
+	assert.Contains(t, a.Note, "its work is on b1/db")
+	assert.Contains(t, a.Note, "no host pinned it (yet)")
+}
+
+// The host's OVERLAP naming a component the agent holds comes to wait():
+// its work and another's would conflict.
+func TestOverlapIsNews(t *testing.T) {
+	s, fm, host := standIn(t, patience)
+	me := s.ID()
+	c := ask(s, matcher{kind: askClaim, c: "db"}, "CLAIM db")
+	fm.Await(me, "CLAIM db")
+	fm.Say("ACK db " + me)
+	require.True(t, got(t, c).Accepted)
+	host.Say("OVERLAP web api routes.go") // not ada's
+	host.Say("OVERLAP api db schema.sql")
+	evs, err := s.Wait(context.Background(), patience)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	assert.Equal(t, "OVERLAP api db schema.sql", evs[0].Text)
 }

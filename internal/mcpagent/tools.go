@@ -16,16 +16,20 @@ import (
 // in the order of a component's life. The whole guide is `foreman prompt`.
 const Instructions = `foreman coordinates agents building one piece of software in a chat room.
 These tools speak its protocol for you: each returns foreman's answer, read
-into its parts. A builder: wait() for TASKS, claim() one component, then
-progress() at least once per check-in interval (an honest percentage), and
-ready() with the PR or branch when done; on FIX, fix the findings, progress()
-and ready() again; after MERGED, claim the next. blocked() and conflict()
-push back, abort() gives a component up (a reason starting with a hard
-blocker type such as invalid_specification asks a human). An auditor answers
-each REVIEW with audit(). status() shows where a component stands. While you
-work without calling a tool, this server checks in for you with your last
-real percentage, for a bounded time (mcp.keepalive): call progress() when
-your progress changes. The full guide: foreman prompt.`
+into its parts. A builder: wait() for TASKS, claim() one component (when it
+returns a handoff, start from that commit, not from nothing), then push your
+work in progress to a branch often and progress() at least once per check-in
+interval with an honest percentage and that branch, and ready() with the PR
+or branch when done; on FIX, fix the findings, progress() and ready() again;
+after MERGED, claim the next. blocked() and conflict() push back, abort()
+gives a component up (a reason starting with a hard blocker type such as
+invalid_specification asks a human). The host's OVERLAP c d (wait() returns
+it) means your work and d's would conflict: talk to d's builder, or say
+conflict() with kind files to wait for it. An auditor answers each REVIEW
+with audit(). status() shows where a component stands. While you work
+without calling a tool, this server checks in for you with your last real
+percentage, for a bounded time (mcp.keepalive): call progress() when your
+progress changes. The full guide: foreman prompt.`
 
 // Inputs of the tools.
 type (
@@ -35,6 +39,7 @@ type (
 	progressIn struct {
 		Component string `json:"component" jsonschema:"the component you own"`
 		Percent   int    `json:"percent" jsonschema:"how far you are, 0 to 100, honestly"`
+		Branch    string `json:"branch,omitempty" jsonschema:"the branch (or full commit id) where you pushed your work in progress, so that it is not lost if you stop and the host can warn of overlaps"`
 		Note      string `json:"note,omitempty" jsonschema:"a few words on what you did"`
 	}
 	readyIn struct {
@@ -87,17 +92,25 @@ func (s *Session) Server(version string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "foreman", Title: "foreman agent tools", Version: version},
 		&mcp.ServerOptions{Instructions: Instructions})
 	tool := func(name, desc string) *mcp.Tool { return &mcp.Tool{Name: name, Description: desc} }
-	mcp.AddTool(srv, tool("claim", "Claim a component TASKS offered. Returns ACK (it is yours; the context says what the last builder left) or REJECT with the reason."),
-		sayTool(s, func(in componentIn) (matcher, []string, error) {
-			return matcher{kind: askClaim, c: in.Component}, []string{"CLAIM " + in.Component}, nil
-		}))
-	mcp.AddTool(srv, tool("progress", "Check in on a component you own with an honest percentage. Say it at least once per check-in interval; any line about the component counts."),
+	mcp.AddTool(srv, tool("claim", "Claim a component TASKS offered. Returns ACK (it is yours; the context says what the last builder left) or REJECT with the reason. When the last builder left work on a branch, handoff gives the branch and, once the host has pinned it, the ref and commit to start from."),
+		func(ctx context.Context, _ *mcp.CallToolRequest, in componentIn) (*mcp.CallToolResult, Answer, error) {
+			a, err := s.claim(ctx, in.Component)
+			return nil, a, err
+		})
+	mcp.AddTool(srv, tool("progress", "Check in on a component you own with an honest percentage, and the branch you pushed your work in progress to (push often, and name it: if you stop, the next builder starts from it). Say it at least once per check-in interval; any line about the component counts."),
 		sayTool(s, func(in progressIn) (matcher, []string, error) {
 			if in.Percent < 0 || in.Percent > 100 {
 				return matcher{}, nil, fmt.Errorf("percent %d: give 0 to 100", in.Percent)
 			}
-			return matcher{kind: askProgress, c: in.Component, pct: in.Percent},
-				[]string{join("PROGRESS", in.Component, strconv.Itoa(in.Percent), text(in.Note)), "STATUS " + in.Component}, nil
+			branch := strings.TrimSpace(in.Branch)
+			if branch != "" {
+				if _, err := protocol.CheckRef(branch); err != nil {
+					return matcher{}, nil, fmt.Errorf("branch: %w", err)
+				}
+				branch = protocol.BranchKey + branch
+			}
+			return matcher{kind: askProgress, c: in.Component, pct: in.Percent, branch: strings.TrimPrefix(branch, protocol.BranchKey)},
+				[]string{join("PROGRESS", in.Component, strconv.Itoa(in.Percent), branch, text(in.Note)), "STATUS " + in.Component}, nil
 		}))
 	mcp.AddTool(srv, tool("ready", "Say a component you own is done, with its PR or branch. Returns REVIEW (it waits for an audit) or REJECT."),
 		sayTool(s, func(in readyIn) (matcher, []string, error) {
@@ -140,6 +153,24 @@ func (s *Session) Server(version string) *mcp.Server {
 			return nil, WaitResult{Events: evs, TimedOut: len(evs) == 0, Holding: orEmpty(s.Holdings(ctx))}, err
 		})
 	return srv
+}
+
+// claim says CLAIM c and returns foreman's answer. When the ACK names the
+// branch the last builder left (contract section 10), it also waits a
+// little for the host's handoff line, which gives the pinned ref and
+// commit to start from.
+func (s *Session) claim(ctx context.Context, c string) (Answer, error) {
+	a, err := s.say(ctx, matcher{kind: askClaim, c: c, self: s.self}, "CLAIM "+c)
+	if err != nil || !a.Accepted || a.Handoff == nil {
+		return a, err
+	}
+	if h := s.awaitHandoff(ctx, c, s.cfg.HandoffWait); h != nil {
+		a.Handoff.Ref, a.Handoff.Commit, a.Handoff.From = h.Ref, h.Commit, h.From
+		a.Note += fmt.Sprintf("; the host pinned it as %s (%s): fetch that ref and branch from the commit", h.Ref, h.Commit)
+	} else {
+		a.Note += "; no host pinned it (yet): wait() returns its handoff line if one comes"
+	}
+	return a, nil
 }
 
 // tool makes the handler of a tool that says lines and returns foreman's

@@ -1,6 +1,7 @@
 package mcpagent
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,6 +90,9 @@ type Event struct {
 	Again bool   `json:"again,omitempty" jsonschema:"foreman sent it again after a restart: may repeat one already seen"`
 	Text  string `json:"text,omitempty" jsonschema:"the line, or the note"`
 	Reply *Reply `json:"reply,omitempty" jsonschema:"foreman's reply read into its parts"`
+	// Handoff is a host's handoff line for this agent, read (contract
+	// section 10): the work a departed builder left, pinned for it.
+	Handoff *Handoff `json:"handoff,omitempty" jsonschema:"a host's handoff line for you, read: the pinned ref and commit to start from"`
 
 	ID      string  `json:"id,omitempty" jsonschema:"hello and joined: this agent's sender id"`
 	Name    string  `json:"name,omitempty" jsonschema:"hello: this agent's display name"`
@@ -107,6 +111,33 @@ type Reader struct {
 	// message stamped by a foreman, or the sender of the first TASKS.
 	Coordinator string
 	Name        string // the agent's display name, for mentions
+	// Hosts are the CI role's sender ids (roles.ci): only their handoff
+	// lines are read. Empty: anyone's but foreman's and the agent's own.
+	Hosts []string
+}
+
+// Handoff is the work a departed builder left on a component this agent
+// now builds (contract section 10): the branch foreman's ACK named, and
+// the host's pin of its tip once the host says it.
+type Handoff struct {
+	Component string `json:"component,omitempty" jsonschema:"the component"`
+	Branch    string `json:"branch,omitempty" jsonschema:"where the last builder pushed its work, as foreman's ACK named it"`
+	Ref       string `json:"ref,omitempty" jsonschema:"the host's pin of that work, refs/foreman/handoff/<c>/<n>: fetch it from the host's repository; a force-push cannot lose it"`
+	Commit    string `json:"commit,omitempty" jsonschema:"the commit the pin holds: start your branch from it"`
+	From      string `json:"from,omitempty" jsonschema:"the builder who left it"`
+}
+
+// handoff reads a line as a host's handoff line for this agent, from a
+// sender it may come from.
+func (r *Reader) handoff(from, line string) *protocol.Handoff {
+	if from == r.Self || from == r.Coordinator || len(r.Hosts) > 0 && !slices.Contains(r.Hosts, from) {
+		return nil
+	}
+	h, ok := protocol.ReadHandoff(line)
+	if !ok || h.To != r.Self {
+		return nil
+	}
+	return &h
 }
 
 // Message reads one room message into one Event per line. Server notices
@@ -135,6 +166,8 @@ func (r *Reader) Message(m agentchat.Message) []Event {
 			if h, err := protocol.ReadReply(l); err == nil {
 				e.Reply = replyOf(h)
 			}
+		} else if h := r.handoff(m.From, l); h != nil {
+			e.Handoff = &Handoff{Component: h.Component, Branch: h.Branch, Ref: h.Ref, Commit: h.Commit, From: h.From}
 		}
 		out = append(out, e)
 	}

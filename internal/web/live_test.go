@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,14 @@ func TestLiveBoardFollowsTheBuild(t *testing.T) {
 		s, _ := component(b, name)
 		assert.Equal(t, want, s, name)
 	}
+	b = boardHas(t, lb.URL, "docs overlapping auth", func(b Board) bool {
+		for _, c := range b.View.Components {
+			if c.Name == "docs" {
+				return c.Branch == "b3/docs" && slices.Equal(c.Overlaps, []string{"auth"})
+			}
+		}
+		return false
+	})
 	require.Contains(t, b.Escalations, "catalog")
 	assert.Equal(t, "hard-blocker", b.Escalations["catalog"].Code)
 	assert.Contains(t, b.Escalations["catalog"].Text, "missing_dependency: the product schema was never specified")

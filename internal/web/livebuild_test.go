@@ -92,7 +92,8 @@ func startLiveBuild(t *testing.T, comps []coordinator.Component, names ...string
 		Rules:  coordinator.DefaultRules(),
 	}
 	if a, ok := lb.agents["auditor"]; ok {
-		cfg.Roles.Auditors = []string{a.ID}
+		// The auditor is the CI role too: it says the host's OVERLAP.
+		cfg.Roles.Auditors, cfg.Roles.CI = []string{a.ID}, []string{a.ID}
 	}
 	if a, ok := lb.agents["operator"]; ok {
 		cfg.Roles.Operators = []string{a.ID}
@@ -210,7 +211,8 @@ func (lb *liveBuild) actOne(step func(state string)) {
 }
 
 // actTwo leaves the build mid-flight: auth in review, catalog held by a
-// hard blocker, docs building at 45%, cart and web pending.
+// hard blocker, docs building at 45% on branch b3/docs and overlapping
+// auth, cart and web pending.
 func (lb *liveBuild) actTwo() {
 	lb.say("b1", "CLAIM auth")
 	lb.expect("ACK auth " + lb.id("b1"))
@@ -218,9 +220,10 @@ func (lb *liveBuild) actTwo() {
 	lb.expect("ACK catalog " + lb.id("b2"))
 	lb.say("b3", "CLAIM docs")
 	lb.expect("ACK docs " + lb.id("b3"))
-	lb.say("b3", "PROGRESS docs 45 API reference half done")
+	lb.say("b3", "PROGRESS docs 45 branch=b3/docs API reference half done")
 	lb.say("b1", "PROGRESS auth 80", "READY auth https://example.test/pr/2")
 	lb.expect("REVIEW auth " + lb.id("b1"))
+	lb.say("auditor", "OVERLAP docs auth docs/auth.md")
 	lb.say("b2", "ABORT catalog missing_dependency: the product schema was never specified")
 	lb.expect("ESCALATE catalog hard-blocker")
 }

@@ -293,5 +293,6 @@ func sameComponent(a, b *coordinator.ComponentView) bool {
 		slices.Equal(a.Waits, b.Waits) && a.Pushback == b.Pushback &&
 		slices.Equal(a.Barred, b.Barred) && slices.Equal(a.TimedOut, b.TimedOut) &&
 		a.Escalation == b.Escalation && a.Approved == b.Approved &&
-		a.BuiltBy == b.BuiltBy && a.Claimable == b.Claimable
+		a.BuiltBy == b.BuiltBy && a.Claimable == b.Claimable &&
+		a.Branch == b.Branch && slices.Equal(a.Overlaps, b.Overlaps)
 }

@@ -59,7 +59,7 @@ func assertStory(t *testing.T, res *Result) {
 	fixes := res.Said(protocol.ReplyFix)
 	assert.True(t, has(fixes, "FIX auth "+at("bea")+" 1/2 no tests for token refresh"), "%q", fixes)
 	assert.Contains(t, res.Said(protocol.ReplyRetry), "RETRY cart "+at("dex"))
-	assert.True(t, has(acks, "ACK cart "+at("cal")+" after RETRY of "+at("dex")), "%q", acks)
+	assert.True(t, has(acks, "ACK cart "+at("cal")+" branch=dex/cart after RETRY of "+at("dex")), "the branch dex named in READY is handed over: %q", acks)
 	assert.Contains(t, res.Said(protocol.ReplyWait), "WAIT mailer "+at("cal")+" web")
 	assert.Contains(t, res.Said(protocol.ReplyUnblocked), "UNBLOCKED mailer "+at("cal"))
 	escalations := res.Said(protocol.ReplyEscalate)

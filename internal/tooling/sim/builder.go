@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentforeman/foreman/protocol"
@@ -39,6 +40,20 @@ type Builder struct {
 	// Begin, if set, is called when the builder starts work on a
 	// component (its ACK): where a real builder would branch off.
 	Begin func(component, branch string)
+	// PushWIP, if set, is called at each PROGRESS step with the component,
+	// the builder's branch and the step: a builder with a real repository
+	// pushes its work in progress there, and the PROGRESS line names the
+	// branch (branch=<branch>, contract section 10) so that a builder after
+	// it can start from it. An error goes into the note instead.
+	PushWIP func(component, branch string, step int) error
+	// Handed, if set, is called when the builder learns where the last
+	// builder's work on its component is: the branch its ACK names, then
+	// the commit a host's handoff line pins (from). A real builder starts
+	// its own branch from it.
+	Handed func(component, branch, from string)
+	// Hosts are the CI role's sender ids: only their handoff lines are
+	// read. Empty: anyone's.
+	Hosts []string
 }
 
 // QuirkKind is what a scripted quirk does.
@@ -146,7 +161,19 @@ func (b *builder) catchUp(r reply) {
 	}
 }
 
-func (b *builder) agent(world, string, string) {}
+// agent reads another's line: a host's handoff line for the component the
+// builder works on (contract section 10) gives the commit to start from.
+func (b *builder) agent(w world, from, text string) {
+	if b.s.Handed == nil || len(b.s.Hosts) > 0 && !slices.Contains(b.s.Hosts, from) {
+		return
+	}
+	h, ok := protocol.ReadHandoff(text)
+	if !ok || h.To != w.self() || h.Component != b.c || (b.st != working && b.st != waiting) {
+		return
+	}
+	b.s.Handed(b.c, b.branch(), h.Commit)
+	b.note = "picking up from " + h.Ref
+}
 
 func (b *builder) coordinator(w world, r reply) {
 	r = mergedByOthers(r)
@@ -165,6 +192,14 @@ func (b *builder) coordinator(w world, r reply) {
 		switch {
 		case b.st == claiming && b.c == r.C, b.st == idle:
 			b.begin(w, r.C, resumedAt(r.Rest))
+			if ref, ok := protocol.HandedBranch(r.Rest); ok && b.s.Handed != nil {
+				b.s.Handed(b.c, b.branch(), ref)
+				if b.note == "" {
+					b.note = "picking up from " + ref
+				} else {
+					b.note += " on " + ref
+				}
+			}
 		case b.st == held && b.c == r.C:
 			b.st = working
 			b.later(w, b.step)
@@ -290,7 +325,7 @@ func (b *builder) begin(w world, c string, from int) {
 	b.epoch++
 	b.st, b.c, b.pct, b.lines, b.left, b.note, b.fixes = working, c, from, 0, b.s.Steps, "", 0
 	if b.s.Begin != nil {
-		b.s.Begin(c, b.name+"/"+c)
+		b.s.Begin(c, b.branch())
 	}
 	if from > 0 {
 		b.note = fmt.Sprintf("picking up from %d%%", from)
@@ -321,7 +356,7 @@ func (b *builder) step(w world) {
 	}
 	if b.left--; b.left <= 0 {
 		b.pct = 100
-		branch := b.name + "/" + b.c
+		branch := b.branch()
 		if b.s.Push != nil {
 			if err := b.s.Push(b.c, branch, b.fixes); err != nil {
 				w.say(line("PROGRESS", b.c, "100", "push failed: "+err.Error()))
@@ -332,11 +367,22 @@ func (b *builder) step(w world) {
 		return
 	}
 	b.pct += (100 - b.pct) / (b.left + 1)
-	w.say(line("PROGRESS", b.c, strconv.Itoa(b.pct), b.note))
+	wip := ""
+	if b.s.PushWIP != nil {
+		if err := b.s.PushWIP(b.c, b.branch(), b.lines+1); err != nil {
+			b.note = strings.TrimSpace(b.note + " push failed: " + err.Error())
+		} else {
+			wip = protocol.BranchKey + b.branch()
+		}
+	}
+	w.say(line("PROGRESS", b.c, strconv.Itoa(b.pct), wip, b.note))
 	b.note = ""
 	b.lines++
 	b.later(w, b.step)
 }
+
+// branch is the builder's own branch for its component.
+func (b *builder) branch() string { return b.name + "/" + b.c }
 
 // wait checks in on c at every step until UNBLOCKED: a blocked component
 // still owes check-ins.

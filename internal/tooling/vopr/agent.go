@@ -30,6 +30,9 @@ type agent struct {
 	online   bool
 	conns    int  // connections so far
 	careless bool // what the room refuses is not sent again
+
+	heardAt    time.Time // the room's time of the message being read
+	heardAgain bool      // it is foreman's, sent again after a restart: it may be late
 }
 
 // behaviour is what an agent does with what it hears.
@@ -135,6 +138,10 @@ func (a *agent) hear(m agentchat.Message) {
 		}
 		return
 	}
+	a.heardAt, a.heardAgain = m.TS, false
+	if a == a.w.hostAgent {
+		a.w.check.hostHeard(m)
+	}
 	if m.From != a.w.foremanID {
 		for l := range protocol.Lines(m.Content) {
 			a.b.line(a, m.From, strings.TrimSpace(l))
@@ -144,6 +151,7 @@ func (a *agent) hear(m agentchat.Message) {
 	body, seqs := m.Content, []uint64(nil)
 	if st, rest, ok := agentchat.ParseStamp(m.Content); ok {
 		body = rest
+		a.heardAgain = st.Again
 		for _, r := range st.Seqs {
 			for s := r.From; s <= r.To && len(seqs) < 10000; s++ {
 				seqs = append(seqs, s)

@@ -109,12 +109,14 @@ func (b *builder) reply(a *agent, r reply) {
 		}
 	case protocol.ReplyTimeout:
 		if me && b.c == r.c {
+			b.dropPushed(a, r.c)
 			b.drop(a)
 		}
 	case protocol.ReplyRetry:
 		if me {
 			b.avoid[r.c] = true
 			if b.c == r.c {
+				b.dropPushed(a, r.c)
 				b.drop(a)
 			}
 		}
@@ -158,6 +160,7 @@ func (b *builder) reply(a *agent, r reply) {
 			delete(b.avoid, c) // the bars are lifted
 		case "RELEASE":
 			if b.c == c && b.st != claiming {
+				b.dropPushed(a, c)
 				b.drop(a)
 			}
 		case "ASSIGN":
@@ -166,6 +169,7 @@ func (b *builder) reply(a *agent, r reply) {
 				delete(b.avoid, c) // its bar is lifted
 			}
 			if b.c == c && who != a.id && b.st != claiming {
+				b.dropPushed(a, c)
 				b.drop(a)
 			}
 		}
@@ -349,7 +353,7 @@ func (b *builder) tick(a *agent, epoch int) {
 				return
 			}
 			b.pct += (100 - b.pct) / (b.left + 1)
-			b.sayState(a, line("PROGRESS", b.c, strconv.Itoa(b.pct)))
+			b.sayState(a, line("PROGRESS", b.c, strconv.Itoa(b.pct), b.pushWIP(a)))
 		case blocked:
 			if a.w.now().Sub(b.since) > b.giveUp {
 				// Waiting too long on what nobody builds: let it go.
@@ -374,8 +378,26 @@ func (b *builder) pr(a *agent) string {
 	return a.name + "/" + b.c
 }
 
+// branch is where it pushes its work on c: its own branch (contract
+// section 10).
+func (b *builder) branch(a *agent) string { return a.name + "/" + b.c }
+
+// pushWIP pushes its work in progress, as an agent following the guide
+// does before each PROGRESS, and names the branch for the line; nothing
+// while silent (it is not working).
+func (b *builder) pushWIP(a *agent) string {
+	if b.silent(a) {
+		return ""
+	}
+	a.w.repo.push(b.branch(a), a.id, false)
+	return protocol.BranchKey + b.branch(a)
+}
+
 func (b *builder) ready(a *agent) {
 	b.st, b.sure = reviewing, false
+	if !b.silent(a) {
+		a.w.repo.push(b.branch(a), a.id, false)
+	}
 	b.sayState(a, line("READY", b.c, b.pr(a)))
 	epoch := b.epoch
 	var again func()
@@ -418,12 +440,23 @@ func (b *builder) sayAgain(a *agent) {
 	switch b.st {
 	case claiming:
 		a.say("CLAIM " + b.c)
-	case working, blocked:
+	case working:
+		b.sayState(a, line("PROGRESS", b.c, strconv.Itoa(b.pct), protocol.BranchKey+b.branch(a)))
+	case blocked:
 		b.sayState(a, line("PROGRESS", b.c, strconv.Itoa(b.pct)))
 	case reviewing:
 		if !b.sure {
 			b.sayState(a, line("READY", b.c, b.pr(a)))
 		}
+	}
+}
+
+// dropPushed is a builder that lost c (foreman said it left) dropping
+// what it had pushed, now and then: a force-push of an empty branch,
+// which the host's pin must survive.
+func (b *builder) dropPushed(a *agent, c string) {
+	if b.c == c && c != "" && a.chance(0.2) && !b.silent(a) {
+		a.w.repo.push(b.branch(a), a.id, true)
 	}
 }
 

@@ -2,6 +2,7 @@ package vopr
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,6 +26,9 @@ const (
 	invPersist     = "no reply is sent before the journal holds it"
 	invRefusal     = "foreman refuses only what it cannot account for"
 	invDeposed     = "a foreman whose build a standby took over says nothing more"
+	invHandoff     = "a handoff pin always points at the last tip the departed builder pushed before it left"
+	invOverlapDone = "no OVERLAP for a merged component"
+	invOverlapKeep = "an OVERLAP never changes an owner, a deadline or a merged component; with warn, no state either"
 )
 
 // said is one reply the engine said.
@@ -72,6 +76,16 @@ type checker struct {
 	resolved map[string]bool
 	restart  map[string]time.Time // when the owner's deadline last began
 
+	// Work in progress (section 10): when each reply first reached the
+	// room, the departures foreman's lines say, the ACKs that named the
+	// branch a departed builder left, the host's handoff lines not yet
+	// matched to one, and what the host heard merged.
+	postedAt   map[uint64]time.Time
+	leftAt     map[string]departed
+	handed     map[string][]handed
+	handoffs   []handoffSaid
+	hostMerged map[string]bool
+
 	// Time that is not a builder's: foreman away, or paused by an operator.
 	away     []interval
 	awayFrom time.Time
@@ -83,7 +97,8 @@ func newChecker(w *world) *checker {
 	c := &checker{w: w, reader: protocol.Reader{Mentions: w.engCfg.Mentions},
 		replies: map[uint64]said{}, ids: map[string]uint64{}, observe: map[*coordinator.Event][]said{},
 		unmarked: map[uint64]int{}, inRoom: map[uint64]bool{}, checkins: map[ownerKey][]time.Time{},
-		owner: map[string]string{}, assignTo: map[string]string{}, resolved: map[string]bool{}, restart: map[string]time.Time{}}
+		owner: map[string]string{}, assignTo: map[string]string{}, resolved: map[string]bool{}, restart: map[string]time.Time{},
+		postedAt: map[uint64]time.Time{}, leftAt: map[string]departed{}, handed: map[string][]handed{}, hostMerged: map[string]bool{}}
 	shadow, err := node.Open(node.Config{Engine: w.engCfg, SnapshotEvery: -1,
 		Observe: func(_ *coordinator.Event, out []coordinator.Reply) { c.shadowSaid = append(c.shadowSaid, out...) }})
 	if err != nil {
@@ -152,6 +167,9 @@ func (c *checker) committed(p *proc, entries []node.Entry) {
 			c.ids[ev.Msg.ID] = e.Index
 		case coordinator.KindGap:
 			c.gaps = append(c.gaps, interval{ev.Since, ev.Until})
+		}
+		if ev.Kind == coordinator.KindMessage && ev.Msg.From == c.w.hostAgent.id {
+			c.overlapCheck(ev)
 		}
 		live, ok := c.observe[ev]
 		if !ok {
@@ -274,7 +292,8 @@ func (c *checker) posted(p post) {
 	if p.from != c.w.foremanID {
 		for l := range protocol.Lines(p.content) {
 			cmd, err := c.reader.Read(l)
-			if err != nil {
+			var pe *protocol.ParseError
+			if err != nil && (!errors.As(err, &pe) || !pe.CheckIn()) {
 				continue
 			}
 			switch cmd.Verb {
@@ -302,6 +321,9 @@ func (c *checker) posted(p post) {
 		}
 		s := seqs[i]
 		i++
+		if !c.inRoom[s] {
+			c.postedAt[s] = p.ts
+		}
 		c.inRoom[s] = true
 		if !st.Again {
 			if c.unmarked[s]++; c.unmarked[s] > 1 {
@@ -333,6 +355,7 @@ func (c *checker) advance() {
 			return
 		}
 	}
+	c.matchHandoffs()
 }
 
 func (c *checker) aborts(e node.Entry) {
@@ -350,6 +373,7 @@ func (c *checker) aborts(e node.Entry) {
 			return
 		}
 		if err == nil && cmd.Verb == protocol.Abort && c.owner[cmd.Component] == m.From {
+			c.left(cmd.Component, m.From, m.At)
 			c.owner[cmd.Component] = ""
 		}
 	}
@@ -359,6 +383,7 @@ func (c *checker) reply(s said) {
 	r, _ := parseReply(s.text)
 	switch r.verb {
 	case protocol.ReplyAck:
+		c.handedOver(r)
 		prev := c.owner[r.c]
 		if prev != "" && prev != r.agent && c.assignTo[r.c] != r.agent {
 			c.fail(invTwoOwners, "%s ACKed to %s (reply #%d) while %s still owns it", r.c, r.agent, s.seq, prev)
@@ -370,14 +395,19 @@ func (c *checker) reply(s said) {
 		c.owner[r.c] = r.agent
 		delete(c.assignTo, r.c)
 		delete(c.resolved, r.c)
-	case protocol.ReplyFix, protocol.ReplyUnblocked, protocol.ReplyWait:
+	case protocol.ReplyFix, protocol.ReplyUnblocked:
+		// A WAIT begins no deadline (contract section 5): after BLOCKED or
+		// CONFLICT the builder's own line was the check-in, and after the
+		// host's OVERLAP (rules.overlap wait) there was none.
 		if c.owner[r.c] == r.agent {
 			c.restart[r.c] = s.at
 		}
 	case protocol.ReplyTimeout:
 		c.timeout(r, s)
+		c.left(r.c, c.owner[r.c], c.postedAt[s.seq])
 		c.owner[r.c] = ""
 	case protocol.ReplyRetry:
+		c.left(r.c, c.owner[r.c], c.postedAt[s.seq])
 		c.owner[r.c] = ""
 	case protocol.ReplyMerged:
 		c.owner[r.c] = ""
@@ -394,10 +424,14 @@ func (c *checker) reply(s said) {
 		comp, rest := cut(rest)
 		switch verb {
 		case "RELEASE":
+			c.left(comp, c.owner[comp], c.postedAt[s.seq])
 			c.owner[comp] = ""
 		case "ASSIGN":
 			who, _ := cut(rest)
 			c.assignTo[comp] = who
+			if c.owner[comp] != who {
+				c.left(comp, c.owner[comp], c.postedAt[s.seq])
+			}
 		case "RESOLVE":
 			c.resolved[comp] = true
 		case "PAUSE":
@@ -515,6 +549,12 @@ func (c *checker) finish(p *proc) {
 			return
 		}
 	}
+	if len(c.handoffs) > 0 {
+		h := c.handoffs[0]
+		c.fail(invHandoff, "the host handed %s to %s as %s (%s), and no ACK after a departure named a branch for it",
+			h.Component, h.To, h.Ref, h.Commit)
+		return
+	}
 	if u := p.sess.Node().Unconfirmed(); len(u) > 0 {
 		c.fail(invTwice, "replies %v were never confirmed", u)
 		return
@@ -540,4 +580,178 @@ func clip(s string) string {
 		return s[:80] + "..."
 	}
 	return s
+}
+
+// departed is a builder leaving a component, as foreman's lines say: who,
+// and when the line that said it first reached the room.
+type departed struct {
+	agent string
+	at    time.Time
+}
+
+// handed is an ACK after a departure that named the branch the departed
+// builder left: the new builder, and what the host must pin for it.
+type handed struct {
+	to, from, branch string
+	at               time.Time
+}
+
+// left records a departure of agent from comp ("" when nobody owned it:
+// none).
+func (c *checker) left(comp, agent string, at time.Time) {
+	if agent != "" {
+		c.leftAt[comp] = departed{agent, at}
+	}
+}
+
+// handedOver is an ACK: after a departure, the branch it names is what the
+// new builder is handed.
+func (c *checker) handedOver(r reply) {
+	d, ok := c.leftAt[r.c]
+	if !ok {
+		return
+	}
+	delete(c.leftAt, r.c)
+	if branch, ok := protocol.HandedBranch(r.rest); ok {
+		c.handed[r.c] = append(c.handed[r.c], handed{to: r.agent, from: d.agent, branch: branch, at: d.at})
+	}
+}
+
+// handoffSaid is a handoff line the host said, and how many pushes the
+// repository had then: what was pushed later cannot be in the pin.
+type handoffSaid struct {
+	protocol.Handoff
+	pushes int
+}
+
+// hostHands is the host saying a handoff line: it is checked once the
+// checks have reached the ACK it follows.
+func (c *checker) hostHands(h protocol.Handoff) {
+	c.handoffs = append(c.handoffs, handoffSaid{h, len(c.w.repo.pushes)})
+	c.matchHandoffs()
+}
+
+// matchHandoffs checks each handoff line of the host against the ACK it
+// follows: the pin is the last tip the departed builder pushed to the
+// branch handed over, at or before the time it left. A line whose ACK the
+// checks have not reached yet waits for it.
+func (c *checker) matchHandoffs() {
+	kept := c.handoffs[:0]
+	for _, hs := range c.handoffs {
+		h := hs.Handoff
+		var candidates []handed
+		for _, x := range c.handed[h.Component] {
+			if x.to == h.To {
+				candidates = append(candidates, x)
+			}
+		}
+		if len(candidates) == 0 {
+			kept = append(kept, hs)
+			continue
+		}
+		if pin := c.w.repo.pins[h.Ref]; pin != h.Commit {
+			c.fail(invHandoff, "the host said %s holds %s, but it holds %q", h.Ref, h.Commit, pin)
+			return
+		}
+		// The branch handed over is the one foreman's ACK named, and the
+		// commit is what the builder the line names pushed to it last
+		// before one of its departures: this one, or, when the builder who
+		// left now named no branch of its own, the departure of the
+		// builder whose branch it is (its pin is handed again).
+		var want []string
+		named, match := false, false
+		for _, x := range candidates {
+			named = named || x.branch == h.Branch
+		}
+		for _, y := range c.handed[h.Component] {
+			if y.from != h.From || y.branch != h.Branch {
+				continue
+			}
+			tip := c.w.repo.lastBy(y.branch, y.from, y.at, hs.pushes)
+			want = append(want, fmt.Sprintf("%s of %s at %s", tip, y.branch, c.w.since(y.at)))
+			match = match || tip == h.Commit
+		}
+		if !named || !match {
+			c.fail(invHandoff, "the host handed %s %s as %s (%s, the work of %s on %s), but foreman handed over %v and that builder left %v",
+				h.To, h.Component, h.Ref, h.Commit, h.From, h.Branch, candidates, want)
+			return
+		}
+	}
+	c.handoffs = kept
+}
+
+// hostHeard is a message as it reached the host: what it could know was
+// merged.
+func (c *checker) hostHeard(m agentchat.Message) {
+	if m.From != c.w.foremanID {
+		return
+	}
+	body := m.Content
+	if _, rest, ok := agentchat.ParseStamp(m.Content); ok {
+		body = rest
+	}
+	for l := range protocol.Lines(body) {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 2 && f[0] == "MERGED":
+			c.hostMerged[f[1]] = true
+		case len(f) == 3 && f[0] == "OK" && f[1] == "MERGED":
+			c.hostMerged[f[2]] = true
+		}
+	}
+}
+
+// hostSays is the host about to say OVERLAP c d: neither may be one it
+// heard merged.
+func (c *checker) hostSays(comp, d string) {
+	for _, x := range []string{comp, d} {
+		if c.hostMerged[x] {
+			c.fail(invOverlapDone, "the host says OVERLAP %s %s after it heard %s merged", comp, d, x)
+			return
+		}
+	}
+}
+
+// overlapCheck runs the OVERLAP lines of a host's message on a copy of the
+// engine that never stopped, just before it handles the message: whatever
+// the rules, no owner, deadline or merged component changes; with
+// overlap: warn, no state either, and nothing is said but a refusal.
+func (c *checker) overlapCheck(ev *coordinator.Event) {
+	var lines []string
+	for l := range protocol.Lines(ev.Msg.Content) {
+		if cmd, err := protocol.Read(l); err == nil && cmd.Verb == protocol.Overlap {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	e, err := coordinator.Restore(c.w.engCfg, c.shadow.Engine().Snapshot())
+	if err != nil {
+		c.fail(invOverlapKeep, "the engine's snapshot does not restore: %v", err)
+		return
+	}
+	e.Step(coordinator.Event{Kind: coordinator.KindAdvance, At: ev.At})
+	before := e.View()
+	out := e.Step(coordinator.Heard(coordinator.Message{From: ev.Msg.From, Verified: ev.Msg.Verified, At: ev.At, Content: strings.Join(lines, "\n")}))
+	after := e.View()
+	warn := c.w.engCfg.Rules.Overlap != coordinator.OverlapWait
+	for i, b := range before.Components {
+		a := after.Components[i]
+		switch {
+		case b.Owner != a.Owner, !b.Deadline.Equal(a.Deadline), b.Next != a.Next:
+			c.fail(invOverlapKeep, "%q changed %s: owner %q -> %q, %s at %s -> %s at %s", lines, b.Name, b.Owner, a.Owner, b.Next, b.Deadline, a.Next, a.Deadline)
+			return
+		case b.State != a.State && (b.State == "merged" || warn || b.State != "building" || a.State != "blocked"):
+			c.fail(invOverlapKeep, "%q moved %s from %s to %s (overlap: %s)", lines, b.Name, b.State, a.State, c.w.engCfg.Rules.Overlap)
+			return
+		}
+	}
+	for _, r := range out {
+		if r.Verb == protocol.ReplyReject || r.Verb == protocol.ReplyError || r.Verb == protocol.ReplyWait && !warn {
+			continue
+		}
+		c.fail(invOverlapKeep, "%q said %q (overlap: %s)", lines, r.Text, c.w.engCfg.Rules.Overlap)
+		return
+	}
 }

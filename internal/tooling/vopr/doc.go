@@ -32,6 +32,11 @@
 // hostile lines, or claim what they do not own; operators that pause,
 // assign, release and reload.
 //
+// Beside the agents a host, the CI role, plays foreman host's part in work
+// in progress (host.go, contract section 10) on a repository that only
+// counts tips: it says OVERLAP for the pairs of components the seed made
+// collide, and pins what a departed builder left for the next one.
+//
 // The invariants (check.go), after every step, each failure naming the seed
 // and the step: no component has two owners; no reply is said twice unless
 // marked "may repeat"; no builder that checked in within its deadline (not
@@ -39,7 +44,10 @@
 // is handled once or said to be missed in a gap notice; after each restart
 // the engine equals an engine that never stopped, fed the same entries;
 // every build ends COMPLETE, or with each unfinished component held with a
-// reason a human can act on.
+// reason a human can act on; a handoff pin always points at the last tip
+// the departed builder pushed before it left; no OVERLAP for a merged
+// component; an OVERLAP never changes an owner or a deadline, and with
+// overlap warn no state either.
 //
 // Run one seed with Run, many with RunMany; `foreman sim` and `make sim`
 // are the commands.

@@ -46,6 +46,8 @@ const (
 	faultGap                      // seen: a gap notice foreman said
 	faultRestart                  // seen: foreman started again
 	faultTakeover                 // seen: a standby took over while foreman was stalled (Options.Takeovers)
+	faultOverlap                  // seen: the host said OVERLAP
+	faultHandoff                  // seen: the host pinned a departed builder's work and said so
 	numFaults
 	numInjected = faultRefused
 )
@@ -59,7 +61,7 @@ var faultNames = [numFaults]string{
 	"lines about another's component", "BLOCKED", "CONFLICT", "ABORT", "PAUSE/RESUME", "ASSIGN",
 	"RELEASE", "reload (SIGHUP)",
 	"message refused as too fast", "message redacted", "gap notice said", "foreman restarted",
-	"takeover while stalled",
+	"takeover while stalled", "OVERLAP said by the host", "handoff pinned by the host",
 }
 
 func (f fault) String() string { return faultNames[f] }
@@ -131,6 +133,9 @@ func (p *plan) build() coordinator.Config {
 	rules.AuditAttempts = 2 + r.IntN(2)
 	rules.AuditTimeout = []time.Duration{2 * time.Minute, 5 * time.Minute}[r.IntN(2)]
 	rules.MaxClaimsPerAgent = []int{1, 1, 2}[r.IntN(3)]
+	if r.IntN(2) == 0 {
+		rules.Overlap = coordinator.OverlapWait
+	}
 	return coordinator.Config{Build: "shop", Components: pickComponents(r), Rules: rules}
 }
 

@@ -311,6 +311,8 @@ func (m *mallory) hostile(a *agent, comps []string) {
 		"READY " + c + " ghp_" + strings.Repeat("a", 36),
 		"CLAIM " + c + "\x00",
 		"\x1b[31mCLAIM " + c,
+		"OVERLAP " + c + " " + comps[(1+a.rnd.IntN(len(comps)))%len(comps)] + " shared.go",
+		"PROGRESS " + c + " 50 branch=--upload-pack=touch",
 	}
 	a.say(lines[a.rnd.IntN(len(lines))])
 }

@@ -137,3 +137,26 @@ func TestRegressionSeeds(t *testing.T) {
 		assert.Empty(t, res.Limit, "seed %d", r.seed)
 	}
 }
+
+// The invariants of work in progress catch the bugs they are for (contract
+// section 10): a host that pins what a departed builder's branch holds when
+// the next builder comes, after the old one force-pushed it empty, and a
+// host that says OVERLAP for a component it heard merged.
+func TestWorkInProgressInvariantsCatchPlantedBugs(t *testing.T) {
+	for plant, inv := range map[string]string{"pin-late": invHandoff, "overlap-merged": invOverlapDone} {
+		found := false
+		for seed := uint64(1); seed <= 300 && !found; seed++ {
+			r := Run(Options{Seed: seed, plant: plant})
+			if r.Violation != nil {
+				require.Equal(t, inv, r.Violation.Invariant, "seed %d with %s: %v", seed, plant, r.Violation)
+				found = true
+			}
+		}
+		assert.True(t, found, "no seed of 300 caught %s", plant)
+	}
+	// Without a plant the same seeds pass: the host and its checks agree.
+	sum := RunMany(1, 40, 0, nil)
+	assert.Empty(t, sum.Violations)
+	assert.Positive(t, sum.Faults[faultOverlap], "the host said OVERLAP")
+	assert.Positive(t, sum.Faults[faultHandoff], "the host pinned handoffs")
+}

@@ -26,6 +26,12 @@ type Options struct {
 	// fence and leads, and the stopped one wakes deposed. Off, the seeds
 	// tell the stories they always told.
 	Takeovers bool
+
+	// plant is a bug planted in the simulated host, for the tests that
+	// show the invariants catch it: "pin-late" pins what the branch holds
+	// when the next ACK comes instead of when the builder left;
+	// "overlap-merged" says OVERLAP for components it heard merged.
+	plant string
 }
 
 // Result is what one seed's run found.
@@ -93,13 +99,16 @@ type world struct {
 	reloads       int
 	pendingDamage fault // what to do to the journal before the next restart; -1: nothing
 
-	agents   []*agent
-	builders []*builder
-	bagents  []*agent
-	op       *operator
-	opAgent  *agent
-	audAgent *agent
-	mal      *agent
+	agents    []*agent
+	builders  []*builder
+	bagents   []*agent
+	op        *operator
+	opAgent   *agent
+	audAgent  *agent
+	mal       *agent
+	hostAgent *agent // the CI role: foreman host's part in work in progress (host.go)
+	repo      *repo
+	overlaps  map[[2]string]string // pairs of components whose work collides, with the files
 
 	check     *checker
 	steps     int
@@ -188,6 +197,9 @@ func newWorld(opts Options) *world {
 		w.bagents = append(w.bagents, a)
 	}
 	w.audAgent = w.newAgent("auditor", newAuditor(time.Duration(30+w.rnd.IntN(150))*time.Second, w.rnd.Float64()*0.4))
+	w.repo = newRepo(w)
+	w.hostAgent = w.newAgent("host", newHost())
+	w.overlaps = pickOverlaps(w.rnd, w.engCfg.Components)
 	w.op = newOperator(time.Duration(1+w.rnd.IntN(10)) * time.Minute)
 	w.opAgent = w.newAgent("operator", w.op)
 	if w.plan.on(faultFlood) || w.plan.on(faultHostile) || w.rnd.IntN(3) == 0 {
@@ -195,6 +207,7 @@ func newWorld(opts Options) *world {
 		w.mal.careless = true
 	}
 	w.engCfg.Roles.Operators = []string{w.opAgent.id}
+	w.engCfg.Roles.CI = []string{w.hostAgent.id}
 	if w.rnd.IntN(2) == 0 {
 		w.engCfg.Roles.Auditors = []string{w.audAgent.id}
 	}
@@ -443,6 +456,32 @@ func (w *world) result() Result {
 	r := Result{Seed: w.seed, Steps: w.steps, Faults: w.faults, Violation: w.violation, Limit: w.limit,
 		Complete: w.check.complete, Virtual: w.now().Sub(epoch)}
 	return r
+}
+
+// pickOverlaps chooses which components' work collides, and in which
+// files: the host finds these pairs when their branches are in flight.
+func pickOverlaps(r *rand.Rand, comps []coordinator.Component) map[[2]string]string {
+	out := map[[2]string]string{}
+	for i := range comps {
+		for j := i + 1; j < len(comps); j++ {
+			if r.IntN(4) == 0 {
+				files := "shared/" + comps[i].Name + "_" + comps[j].Name + ".go"
+				if r.IntN(3) == 0 {
+					files += " go.mod"
+				}
+				out[[2]string{comps[i].Name, comps[j].Name}] = files
+			}
+		}
+	}
+	return out
+}
+
+// overlapFiles is what c's and d's work collide in; "" if nothing.
+func (w *world) overlapFiles(c, d string) string {
+	if f, ok := w.overlaps[[2]string{c, d}]; ok {
+		return f
+	}
+	return w.overlaps[[2]string{d, c}]
 }
 
 // components is the build's parts, from which names are drawn.

@@ -239,6 +239,15 @@
     } else {
       c.owner.replaceChildren('no owner');
     }
+    // Where the work in progress is: the last branch named for it.
+    c.li.dataset.branch = v.branch || '';
+    if (v.branch) {
+      const br = el('span', 'branch', v.branch);
+      br.title = 'work in progress: ' + v.branch;
+      c.owner.append(' · ', br);
+    }
+    const overlaps = v.overlaps || [];
+    c.li.dataset.overlaps = overlaps.join(',');
 
     const done = v.state === 'merged';
     const shown = done || v.has_progress;
@@ -256,6 +265,8 @@
       note = '⚠ ' + v.escalation + (esc && esc.text ? ': ' + esc.text : '');
     } else if (v.waits && v.waits.length) {
       note = 'waits on ' + v.waits.join(', ');
+    } else if (overlaps.length) {
+      note = 'overlaps ' + overlaps.join(', ');
     } else if (v.barred && v.barred.length) {
       note = 'barred: ' + v.barred.join(', ');
     } else if (v.audits && !v.audits.startsWith('0/')) {
