@@ -207,7 +207,7 @@ func TestLandingIsConfirmedThenOneAtATime(t *testing.T) {
 	s.hear("@aud", "AUDIT db PASS")
 	car := s.started(s.foreman("STATUS db review owner=@b2 pr=b2/db approved=yes"))
 	assert.Equal(t, Job{Run: car.Run, Kind: Car, Component: "db", Ref: "b2/db", Owner: "@b2", Base: "base",
-		Ahead: []Link{{Component: "api", Tip: "t1"}}, Tip: "t2",
+		Ahead: []Link{{Component: "api", Tip: "t1", Ref: "b1/api", Owner: "@b1"}}, Tip: "t2",
 		Pass: &Pass{Component: "db", Owner: "@b2", Ref: "b2/db", Tip: "t2", Commit: "m2", Base: "base", Tree: "tr2"}}, car)
 	s.built("web", "@b3")
 	assert.NotEmpty(t, s.hear("@b3", "READY web b3/web").Start, "checks go on beside it")

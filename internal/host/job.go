@@ -51,11 +51,17 @@ type Job struct {
 	Prune  bool // Land: delete Ref (a branch) once landed, if it still holds Tip
 }
 
-// Link is a car ahead in a chain: its component and approved commit.
+// Link is a component merged in a chain: its name, approved commit, and
+// the ref and builder its merge commit's message names.
 type Link struct {
 	Component string
 	Tip       string
+	Ref       string
+	Owner     string
 }
+
+// Link is j's component as merged in a chain.
+func (j Job) Link() Link { return Link{Component: j.Component, Tip: j.Tip, Ref: j.Ref, Owner: j.Owner} }
 
 // Pass is what passed the checks for a component: a record kept durable
 // before CI c PASS is said, so that a landing after a restart lands what

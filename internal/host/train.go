@@ -100,7 +100,7 @@ func (h *Core) chainOf(i int) ([]int, []Link) {
 	}
 	for _, k := range h.train[:i] {
 		ids = append(ids, k.id)
-		links = append(links, Link{Component: k.c.name, Tip: k.tip})
+		links = append(links, Link{Component: k.c.name, Tip: k.tip, Ref: k.c.ref, Owner: k.c.owner})
 	}
 	return ids, links
 }
@@ -304,7 +304,7 @@ func (h *Core) landFinished(r *run, o Outcome) {
 		h.target = o.Commit
 		if k != nil {
 			h.train = h.train[1:]
-			h.landed = append(h.landed, landing{id: k.id, link: Link{Component: c.name, Tip: k.tip}})
+			h.landed = append(h.landed, landing{id: k.id, link: Link{Component: c.name, Tip: k.tip, Ref: r.Ref, Owner: r.Owner}})
 			if k.done != nil {
 				o.Flaky = k.done.Flaky
 			}

@@ -52,7 +52,7 @@ func (s *harness) approved(c string) Actions {
 func links(names ...string) []Link {
 	var l []Link
 	for _, n := range names {
-		l = append(l, Link{Component: n, Tip: "t-" + n})
+		l = append(l, Link{Component: n, Tip: "t-" + n, Ref: "b/" + n, Owner: "@b" + n})
 	}
 	return l
 }
