@@ -228,6 +228,16 @@ func (r *Runner) runChecks(ctx context.Context, j host.Job, commit, base string,
 		Log: o.Log, LogLimit: r.o.LogLimit, Started: started})
 }
 
+// Passed notes trees that passed the checks before (the ledger's passes,
+// after a restart): they are landed without being checked again.
+func (r *Runner) Passed(trees ...string) {
+	for _, t := range trees {
+		if t != "" {
+			r.notePassed(t)
+		}
+	}
+}
+
 func (r *Runner) notePassed(tree string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -68,7 +68,7 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 	runner, err := gitjob.New(gitjob.Options{
 		Repo: repo, Target: c.Host.Target, Checks: c.Host.Checks, AutoRebase: c.Host.AutoRebase,
 		Timeout: timeout, Env: c.Host.Env, Logs: c.Host.Logs, LogLimit: c.Host.LogLimit,
-		LogURL: LogURL(c), Work: c.Host.Work,
+		LogURL: LogURL(c), Work: c.Host.Work, Retries: c.Host.Retries,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("host.logs/host.work: %w", err)
@@ -79,6 +79,9 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 	led, st, err := ledger.Open(c.Host.Ledger)
 	if err != nil {
 		return nil, fmt.Errorf("host.ledger: %w", err)
+	}
+	for _, p := range st.Passes {
+		runner.Passed(p.Tree) // checked before a restart: not checked again to land
 	}
 	var comps []string
 	for _, comp := range c.Build.Components {
