@@ -46,6 +46,8 @@ type Runner struct {
 	passed map[string]bool // trees whose checks passed in this process
 	free   []*slot         // slot worktrees not in use
 	slots  int             // slots made so far
+
+	worktrees sync.Mutex // held while a slot's worktree is made or removed
 }
 
 // New makes a runner; it makes the log and work directories.

@@ -2,6 +2,7 @@ package gitjob
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -386,4 +387,26 @@ func TestRelativeDirectories(t *testing.T) {
 	require.Equal(t, host.Passed, o.Result, "%+v", o)
 	assert.Equal(t, filepath.Join(f.dir, "rel", "logs", "api-1.log"), o.Log)
 	assert.DirExists(t, filepath.Join(f.dir, "rel", "work", "slot-1"))
+}
+
+// Slots are made on first use; eight checks starting at once on a new
+// host make eight at once, which git cannot do concurrently ("failed to
+// read worktrees/slot-5/commondir"): each waited out a retry.
+func TestSlotsMadeAtOnce(t *testing.T) {
+	f := newFixture(t, true, nil)
+	const n = 8
+	jobs := make([]host.Job, n)
+	for i := range jobs {
+		ref := fmt.Sprintf("b%d/c%d", i, i)
+		f.commit(ref, "main", map[string]string{fmt.Sprintf("c%d", i): "x"}, "work")
+		jobs[i] = f.job(host.Check, fmt.Sprintf("c%d", i), ref, nil)
+	}
+	out := make(chan host.Outcome, n)
+	for _, j := range jobs {
+		go func() { out <- f.runner.Run(ctx, j) }()
+	}
+	for range n {
+		o := <-out
+		assert.Equal(t, host.Passed, o.Result, "%+v", o)
+	}
 }

@@ -127,11 +127,16 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 
 	var firstReady, complete time.Time
 	fixes := 0
+	trace := os.Getenv("TRAIN_TRACE") != ""
+	t0 := time.Now()
 	deadline := time.After(patience)
 	for complete.IsZero() {
 		select {
 		case s := <-watcher.Lines():
 			for _, line := range strings.Split(s.Text, "\n") {
+				if trace && !strings.HasPrefix(line, "[foreman") {
+					fmt.Printf("%7.2fs %s %s\n", time.Since(t0).Seconds(), s.From[:5], line)
+				}
 				switch {
 				case strings.HasPrefix(line, "READY ") && firstReady.IsZero():
 					firstReady = time.Now()
