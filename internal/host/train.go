@@ -326,6 +326,16 @@ func (h *Core) landFinished(r *run, o Outcome) {
 		if k != nil {
 			h.retryLanding(k, r, o.Line)
 		}
+	case Invalid:
+		// Its branch moved after approval: it steps back, and the cars
+		// behind it are checked again without it.
+		if k != nil {
+			h.train = h.train[1:]
+			h.emptied()
+			h.verdict(c, r, o)
+		} else {
+			h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+		}
 	default:
 		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
 	}

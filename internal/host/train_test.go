@@ -306,3 +306,18 @@ func TestACarAlreadyLanded(t *testing.T) {
 	land := s.started(s.approve("b", "T"))
 	assert.Equal(t, "T", land.Base, "the target the job found")
 }
+
+// A branch force-pushed after approval, found at landing: it steps back,
+// and the cars behind it are checked again without it.
+func TestABranchMovedAfterApprovalIsNotLanded(t *testing.T) {
+	s := trainHarness(t, 4)
+	land := s.started(s.approve("a", "T"))
+	car := s.started(s.approve("b", "T"))
+	s.started(s.approve("c", "T"))
+	a := s.finish(land.Run, Outcome{Result: Invalid, Line: "branch b/a moved to 0123 after t-a was approved; say READY again"})
+	assert.Equal(t, []string{"CI a FAIL branch b/a moved to 0123 after t-a was approved; say READY again"}, a.Say)
+	assert.Contains(t, a.Cancel, car.Run)
+	assert.Equal(t, Job{Run: jobsBy(a)["b"].Run, Kind: Land, Component: "b", Ref: "b/b", Owner: "@bb", Base: "T", Tip: "t-b", Commit: "m-b"},
+		jobsBy(a)["b"], "b, now first, lands what its check before review passed on the target as it is")
+	assert.Equal(t, links("b"), jobsBy(a)["c"].Ahead)
+}

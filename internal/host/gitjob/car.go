@@ -2,7 +2,6 @@ package gitjob
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/host/checks"
@@ -24,11 +23,7 @@ func (r *Runner) car(ctx context.Context, j host.Job) host.Outcome {
 	case t.Branch != "" && now != tip:
 		// What was reviewed is not what the builder has now: nothing
 		// stale lands, and nothing unreviewed either.
-		what := "was deleted"
-		if now != "" {
-			what = "moved to " + short(now)
-		}
-		return invalid(fmt.Sprintf("branch %s %s after %s was approved; say READY again to have it checked and reviewed", t, what, short(tip)))
+		return movedAfterApproval(t.String(), tip, now)
 	}
 	base := j.Base
 	if base == "" {

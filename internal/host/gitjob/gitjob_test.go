@@ -325,16 +325,32 @@ func TestPrune(t *testing.T) {
 	assert.True(t, l.Pruned)
 	assert.Empty(t, f.tipOrEmpty("b1/api"))
 
+	// Without prune the branch stays.
 	f.commit("b2/db", "main", map[string]string{"db": "db"}, "db")
 	main = f.tip("main")
 	db := f.check("db", "b2/db")
-	f.commit("b2/db", "b2/db", map[string]string{"db2": "more"}, "more work")
 	j = f.job(host.Land, "db", "b2/db", nil)
-	j.Base, j.Commit, j.Tip, j.Prune = main, db.Commit, db.Tip, true
+	j.Base, j.Commit, j.Tip = main, db.Commit, db.Tip
 	l = f.runner.Run(ctx, j)
 	require.Equal(t, host.Landed, l.Result)
-	assert.False(t, l.Pruned, "the branch holds more than landed: kept")
+	assert.False(t, l.Pruned)
 	assert.NotEmpty(t, f.tipOrEmpty("b2/db"))
+}
+
+// A branch pushed to after approval does not land: neither what was
+// approved (stale) nor what it holds now (never checked nor reviewed).
+func TestLandRefusesABranchMovedAfterApproval(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.commit("b1/api", "main", map[string]string{"api": "api"}, "api")
+	main := f.tip("main")
+	api := f.check("api", "b1/api")
+	f.commit("b1/api", "b1/api", map[string]string{"api2": "more"}, "more work")
+	j := f.job(host.Land, "api", "b1/api", nil)
+	j.Base, j.Commit, j.Tip = main, api.Commit, api.Tip
+	l := f.runner.Run(ctx, j)
+	assert.Equal(t, host.Invalid, l.Result)
+	assert.Contains(t, l.Line, "branch b1/api moved to ")
+	assert.Equal(t, main, f.tip("main"))
 }
 
 func TestLandWaitsForALockedOrDirtyRepository(t *testing.T) {

@@ -35,6 +35,9 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 	if err != nil {
 		return retry(err)
 	}
+	if bad := r.stillApproved(ctx, j); bad != nil {
+		return *bad
+	}
 	if !forward || !r.hasPassed(tree) {
 		// Not made on the target as it is, or not checked in this host's
 		// life: never landed. The train is made again on the target.
@@ -67,6 +70,38 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 		o.Pruned = r.prune(ctx, j)
 	}
 	return o
+}
+
+// stillApproved refuses to land a component whose branch no longer holds
+// the commit that was approved (and checked): the builder pushed since,
+// and what it has now was neither checked nor reviewed. Nothing stale
+// lands: it steps back, to say READY again.
+func (r *Runner) stillApproved(ctx context.Context, j host.Job) *host.Outcome {
+	if j.Tip == "" {
+		return nil
+	}
+	t, now, bad := r.resolve(ctx, j.Ref)
+	if t.Branch == "" && bad == nil {
+		return nil // a commit id cannot move
+	}
+	if bad != nil && t.Branch == "" {
+		return bad
+	}
+	if now != j.Tip {
+		o := movedAfterApproval(t.String(), j.Tip, now)
+		return &o
+	}
+	return nil
+}
+
+// movedAfterApproval is the verdict on a branch that moved after what it
+// held was approved.
+func movedAfterApproval(branch, approved, now string) host.Outcome {
+	what := "was deleted"
+	if now != "" {
+		what = "moved to " + short(now)
+	}
+	return invalid(fmt.Sprintf("branch %s %s after %s was approved; say READY again to have it checked and reviewed", branch, what, short(approved)))
 }
 
 // prune deletes the builder's branch once its work landed, only if it
