@@ -184,6 +184,7 @@ func TestMaxParallelAndOrder(t *testing.T) {
 
 func TestLandingIsConfirmedThenOneAtATime(t *testing.T) {
 	s := newHarness(t, func(c *Config) { c.MaxParallel = 3; c.Auditors = []string{"@aud"} })
+	s.h.Target(s.now, "base")
 	s.built("api", "@b1")
 	j := s.started(s.hear("@b1", "READY api b1/api"))
 	s.finish(j.Run, Outcome{Result: Passed, Commit: "m1", Tip: "t1", Base: "base", Tree: "tr"})
@@ -284,6 +285,7 @@ func TestRestartLearnsFromStatus(t *testing.T) {
 	a := h.Pending()
 	assert.Equal(t, []Record{{Op: OpEnd, Run: 7, Component: "api", Result: "interrupted"}}, a.Records)
 	now := t0
+	h.Target(now, "b") // the shell reads the target at start
 	a = h.Joined(now)
 	assert.Equal(t, []string{"STATUS"}, a.Say)
 	a = h.Heard(now, "@b3", true, "READY cart b3/cart")

@@ -47,6 +47,19 @@ type car struct {
 	chain []int  // the ids of the cars merged before it: landed since based, then ahead
 }
 
+// Target tells the core where the target is now (the shell reads it at
+// start): the train's chains are made on it, and a check before review
+// made on it is landed as it is. Without it the first car's job finds
+// the target. A target moved by hand later is found by the next landing.
+func (h *Core) Target(at time.Time, commit string) Actions {
+	h.at(at)
+	if commit != "" && commit != h.target && h.landing == nil {
+		h.target, h.base, h.landed = commit, commit, nil
+	}
+	h.schedule()
+	return h.take()
+}
+
 // board puts approved c on the train, last, unless it is on it.
 func (h *Core) board(c *comp) {
 	if h.carOf(c) != nil {
@@ -182,9 +195,12 @@ func (h *Core) land() {
 
 // adopt gives the front car, when it has no result, the check it had
 // before review if that was made on the train's base: it is the same
-// chain, so nothing is checked again.
+// chain, so nothing is checked again. With no base known yet (a new or
+// restarted host that was not told the Target), a job finds the target
+// first: a landing made on a guess would be refused, and said as a move
+// of the target.
 func (h *Core) adopt() {
-	if len(h.train) == 0 || len(h.landed) > 0 {
+	if len(h.train) == 0 || len(h.landed) > 0 || h.base == "" {
 		return
 	}
 	k := h.train[0]
@@ -192,11 +208,8 @@ func (h *Core) adopt() {
 		return
 	}
 	p, ok := h.passOf(k.c)
-	if !ok || p.Commit == "" || p.Base == "" || h.base != "" && h.base != p.Base {
+	if !ok || p.Commit == "" || p.Base != h.base {
 		return
-	}
-	if h.base == "" {
-		h.base, h.target = p.Base, p.Base
 	}
 	k.based, k.chain = h.base, nil
 	k.done = &Outcome{Result: Passed, Commit: p.Commit, Tip: p.Tip, Base: p.Base, Tree: p.Tree}

@@ -9,19 +9,20 @@ import (
 )
 
 func trainHarness(t *testing.T, parallel int) *harness {
-	return newHarness(t, func(c *Config) {
+	s := newHarness(t, func(c *Config) {
 		c.MaxParallel = parallel
 		c.Components = []string{"a", "b", "c", "d", "e", "f", "z"}
 	})
+	s.h.Target(s.now, "T")
+	return s
 }
 
-// landed lands z first, so that the host knows where the target is (T):
-// the cars approved next, checked before review on an older target, are
-// checked again in the train.
+// landed lands z first: the cars approved next, checked before review on
+// an older target, are checked again in the train.
 func (s *harness) landed() {
 	s.t.Helper()
-	land := s.started(s.approve("z", "T0"))
-	s.finish(land.Run, Outcome{Result: Landed, Commit: "T"})
+	land := s.started(s.approve("z", "T"))
+	s.finish(land.Run, Outcome{Result: Landed, Commit: "T2"})
 }
 
 // approve takes c through its check before review (passed on base), its
@@ -280,6 +281,7 @@ func TestACarIsRetriedLater(t *testing.T) {
 		c.MaxParallel = 2
 		c.Components = []string{"a", "b", "z"}
 	})
+	s.h.Target(s.now, "T")
 	s.landed()
 	s.approve("a", "old")
 	car := s.started(s.approve("b", "old"))
@@ -295,7 +297,7 @@ func TestACarIsRetriedLater(t *testing.T) {
 // A landing cut short by a crash: the car finds its commit on the target
 // already, and MERGED is said once.
 func TestACarAlreadyLanded(t *testing.T) {
-	s := trainHarness(t, 4)
+	s := newHarness(t, func(c *Config) { c.MaxParallel = 4; c.Components = []string{"a", "b"} })
 	car := s.started(s.approve("a", ""))
 	assert.Equal(t, Job{Run: car.Run, Kind: Car, Component: "a", Ref: "b/a", Owner: "@ba", Tip: "t-a",
 		Pass: &Pass{Component: "a", Owner: "@ba", Ref: "b/a", Tip: "t-a", Commit: "m-a", Tree: "tr-a"}}, car,

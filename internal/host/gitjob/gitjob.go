@@ -143,6 +143,15 @@ func (r *Runner) resolve(ctx context.Context, ref string) (gitrepo.Target, strin
 	return t, tip, nil
 }
 
+// Target is the target branch's commit now.
+func (r *Runner) Target(ctx context.Context) (string, error) {
+	base, bad := r.base(ctx)
+	if bad != nil {
+		return "", errors.New(bad.Line)
+	}
+	return base, nil
+}
+
 // base is the target's commit now.
 func (r *Runner) base(ctx context.Context) (string, *host.Outcome) {
 	base, err := r.o.Repo.RevParse(ctx, r.targetRef())
