@@ -41,6 +41,17 @@ bench-host:
 	$(GO) test -run '^$$' -bench 'ReadyToVerdict|QueueThroughput' -benchtime 20x ./internal/host/gitjob
 	$(GO) test -run '^$$' -bench 'FreshWorktree' -benchtime 3x ./internal/host/gitjob
 
+# The merge queue's whole build, as a user runs it (the real binaries over
+# WebSockets, a real repository): 16 components with 4 s checks at
+# max_parallel 8, two of them failing together, then 32 at 4 and 8 (a few
+# minutes, mostly waiting on sleeps). make test runs it small.
+# FOREMAN_BIN=path measures another build side by side.
+.PHONY: bench-train
+bench-train:
+	TRAIN_COMPONENTS=16 TRAIN_CHECK=4s TRAIN_PARALLEL=8 $(GO) test ./internal/tooling/trainbench -count=1 -v -timeout 30m
+	TRAIN_COMPONENTS=32 TRAIN_CHECK=4s TRAIN_PARALLEL=4 $(GO) test ./internal/tooling/trainbench -count=1 -v -timeout 30m
+	TRAIN_COMPONENTS=32 TRAIN_CHECK=4s TRAIN_PARALLEL=8 $(GO) test ./internal/tooling/trainbench -count=1 -v -timeout 30m
+
 # Short fuzzing runs of the grammar, the engine and the room's frames; FUZZTIME=10m for long ones.
 fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
