@@ -2,8 +2,11 @@
 GO       ?= go
 BIN      ?= bin/foreman
 FUZZTIME ?= 30s
+# BENCHTIME=1x runs each benchmark once (CI's size); unset, each its own.
+BENCHTIME ?=
+benchtime = $(if $(BENCHTIME),-benchtime $(BENCHTIME),$(1))
 
-.PHONY: all build install test lint bench fuzz chaos scale sim replay clean
+.PHONY: all build install test lint bench fuzz chaos scale sim replay clean ci-small
 
 all: lint test build
 
@@ -31,26 +34,28 @@ lint:
 # The engine, grammar, replay and recovery benchmarks (docs/PERFORMANCE.md),
 # then the engine's throughput again on one core.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./internal/recovery ./coordinator/graph ./internal/web ./internal/cluster ./internal/host
-	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' -benchmem -cpu 1 ./coordinator
+	$(GO) test -run '^$$' -bench . $(call benchtime) -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./internal/recovery ./coordinator/graph ./coordinator/suggest ./internal/web ./internal/cluster ./internal/host
+	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' $(call benchtime) -benchmem -cpu 1 ./coordinator
 
 # foreman host on a repository of 10,000 files and 1,000 commits: its work
 # per READY, the queue's throughput, a fresh worktree (a few minutes).
 .PHONY: bench-host
 bench-host:
-	$(GO) test -run '^$$' -bench 'ReadyToVerdict|QueueThroughput' -benchtime 20x ./internal/host/gitjob
-	$(GO) test -run '^$$' -bench 'FreshWorktree' -benchtime 3x ./internal/host/gitjob
+	$(GO) test -run '^$$' -bench 'ReadyToVerdict|QueueThroughput' $(call benchtime,-benchtime 20x) ./internal/host/gitjob
+	$(GO) test -run '^$$' -bench 'FreshWorktree' $(call benchtime,-benchtime 3x) ./internal/host/gitjob
 
 # The merge queue's whole build, as a user runs it (the real binaries over
 # WebSockets, a real repository): 16 components with 4 s checks at
 # max_parallel 8, two of them failing together, then 32 at 4 and 8 (a few
-# minutes, mostly waiting on sleeps). make test runs it small.
+# minutes, mostly waiting on sleeps). Each run is components:check:parallel;
 # FOREMAN_BIN=path measures another build side by side.
+TRAIN_RUNS ?= 16:4s:8 32:4s:4 32:4s:8
 .PHONY: bench-train
 bench-train:
-	TRAIN_COMPONENTS=16 TRAIN_CHECK=4s TRAIN_PARALLEL=8 $(GO) test ./internal/tooling/trainbench -count=1 -v -timeout 30m
-	TRAIN_COMPONENTS=32 TRAIN_CHECK=4s TRAIN_PARALLEL=4 $(GO) test ./internal/tooling/trainbench -count=1 -v -timeout 30m
-	TRAIN_COMPONENTS=32 TRAIN_CHECK=4s TRAIN_PARALLEL=8 $(GO) test ./internal/tooling/trainbench -count=1 -v -timeout 30m
+	@for r in $(TRAIN_RUNS); do \
+		set -- $$(echo $$r | tr : ' '); \
+		TRAIN_COMPONENTS=$$1 TRAIN_CHECK=$$2 TRAIN_PARALLEL=$$3 $(GO) test ./internal/tooling/trainbench -count=1 -v -timeout 30m | grep -E '^(trainbench:|---|FAIL|ok)' || exit 1; \
+	done
 
 # Short fuzzing runs of the grammar, the engine and the room's frames; FUZZTIME=10m for long ones.
 fuzz:
@@ -79,8 +84,10 @@ chaos:
 # 1,000 builds of 20 components shared by three foreman processes through
 # one NATS server: memory per build, and how long the survivors take to
 # lead a killed process's builds. Heavy (both CPUs for minutes): not in test.
+# CLUSTER_SCALE=50 for another count of builds.
+CLUSTER_SCALE ?= 1000
 scale:
-	CLUSTER_SCALE=1000 $(GO) test ./internal/tooling/chaos -run TestClusterScale -v -count=1 -timeout 60m
+	CLUSTER_SCALE=$(CLUSTER_SCALE) $(GO) test ./internal/tooling/chaos -run TestClusterScale -v -count=1 -timeout 60m
 
 # The fault simulator (internal/tooling/vopr): foreman's whole loop on a
 # virtual clock under seeded faults, its promises checked after every step.
@@ -98,10 +105,39 @@ sim:
 # The live load goals, measured on this machine: 1,000 agents claiming over
 # 10s with no rate limit, then 200 simultaneous claims under the stock one
 # message per second. Heavy (a minute or so, both CPUs): not part of test.
+# LOADAGENTS (over LOADSPREAD) and LOADBURST set the two counts of agents.
+LOADAGENTS ?= 1000
+LOADSPREAD ?= 10s
+LOADBURST  ?= 200
 .PHONY: load
 load: build
-	$(BIN) bench --agents 1000
-	$(BIN) bench --agents 200 --rate-limit 1s --simultaneous
+	$(BIN) bench --agents $(LOADAGENTS) --spread $(LOADSPREAD)
+	$(BIN) bench --agents $(LOADBURST) --rate-limit 1s --simultaneous
+
+# Every scenario transcript in testdata replayed on the virtual clock and
+# compared line by line (also TestScenarios in make test).
+replay:
+	$(GO) run ./cmd/foreman replay testdata/*.txt
+
+# Every documented target above, once, at a small size: each proves its
+# command still runs end to end, not its figure (the figures come from the
+# full sizes: docs/PERFORMANCE.md). CI runs it after make sim; a few
+# minutes on two CPUs.
+CHAOS_SMALL = CHAOS_TRIALS=1 CHAOS_KILLS=2 CHAOS_RESTARTS=2 CHAOS_STALL_TRIALS=1 \
+	CLUSTER_KILLS=2 CLUSTER_TRIALS=1 CLUSTER_HANDOVERS=1
+ci-small:
+	$(MAKE) build
+	GOBIN=$(CURDIR)/bin $(MAKE) install # into bin/, not this machine's PATH
+	$(MAKE) replay
+	$(MAKE) demo
+	$(MAKE) demo-git
+	$(MAKE) bench BENCHTIME=1x
+	$(MAKE) bench-host BENCHTIME=1x
+	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2
+	$(MAKE) fuzz FUZZTIME=5s
+	$(MAKE) load LOADAGENTS=20 LOADSPREAD=2s LOADBURST=20
+	$(CHAOS_SMALL) $(MAKE) chaos
+	$(MAKE) scale CLUSTER_SCALE=6
 
 clean:
 	rm -rf bin

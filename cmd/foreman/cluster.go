@@ -22,14 +22,19 @@ import (
 
 // runInCluster is foreman run with cluster.nats set: this process joins the
 // pool and leads the builds whose leases it holds (its config's build, or
-// every build in cluster.builds), standing by for the rest. One build alone
-// exits on a refusal, as foreman run without a cluster does; a pool leaves a
-// refused build be.
-func (a *app) runInCluster(ctx context.Context, cmd *cobra.Command, c *config.Config, file string, log zerolog.Logger,
-	reload <-chan struct{}, newBuild bool) error {
-	builds, err := a.poolBuilds(cmd, c, file)
-	if err != nil {
-		return err
+// every build in cluster.builds: configs, as runBuilds read them), standing
+// by for the rest. One build alone exits on a refusal, as foreman run
+// without a cluster does; a pool leaves a refused build be.
+func (a *app) runInCluster(ctx context.Context, cmd *cobra.Command, c *config.Config, configs []*config.Config, file string,
+	log zerolog.Logger, reload <-chan struct{}, newBuild bool) error {
+	// On SIGHUP a build reloads its own file; the config's own build, as
+	// run loaded it (with its flags and variables).
+	builds := []pool.Build{{Config: c, Reload: func() (*config.Config, error) { return a.loadConfig(cmd, file, runFlagKeys) }}}
+	if c.Cluster.Builds != "" {
+		builds = make([]pool.Build, len(configs))
+		for i, bc := range configs {
+			builds[i] = pool.Build{Config: bc, Reload: func() (*config.Config, error) { return config.Load(bc.File, nil, nil) }}
+		}
 	}
 	metrics := cluster.NewMetrics()
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -75,33 +80,6 @@ func (a *app) runInCluster(ctx context.Context, cmd *cobra.Command, c *config.Co
 	}
 	log.Info().Str("nats", c.Cluster.NATS).Str("id", cl.ID()).Msg("joined the cluster")
 	return p.Run(ctx)
-}
-
-// poolBuilds reads the builds this process shares with the pool: every
-// config in cluster.builds, or else the config's own build.
-func (a *app) poolBuilds(cmd *cobra.Command, c *config.Config, file string) ([]pool.Build, error) {
-	files, err := c.Cluster.BuildFiles()
-	if err != nil {
-		return nil, err
-	}
-	if len(files) == 0 {
-		if err := c.RequireBuild(); err != nil {
-			return nil, err
-		}
-		return []pool.Build{{Config: c, Reload: func() (*config.Config, error) { return a.loadConfig(cmd, file, runFlagKeys) }}}, nil
-	}
-	var out []pool.Build
-	for _, f := range files {
-		bc, err := config.Load(f, nil, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		if err := bc.RequireBuild(); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		out = append(out, pool.Build{Config: bc, Reload: func() (*config.Config, error) { return config.Load(f, nil, nil) }})
-	}
-	return out, nil
 }
 
 func (a *app) clusterCommand() *cobra.Command {

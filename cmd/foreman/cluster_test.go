@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -106,4 +107,145 @@ func TestClusterCommandsNeedNATS(t *testing.T) {
 	code, _, errOut := foreman(t, "cluster", "status", writeFile(t, t.TempDir(), "foreman.yaml", "build:\n  components:\n    - name: db\n"))
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "cluster.nats: not set")
+}
+
+// writePool writes a pool as the README's "A pool" and make scale do: a
+// process config holding only cluster settings, and a build config per
+// build (its own channel and identity) in cluster.builds.
+func writePool(t *testing.T, roomURL, natsURL string, builds ...string) (dir, config string) {
+	t.Helper()
+	dir = t.TempDir()
+	for _, b := range builds {
+		writeFile(t, dir, "builds/"+b+".yaml", fmt.Sprintf(`server:
+  url: %s
+  channel: "#%s"
+  identity: ../ids/%s.json
+  rate_limit: 20ms
+build:
+  name: %s
+  components:
+    - name: db
+    - name: api
+      depends_on: [db]
+`, roomURL, b, b, b))
+	}
+	config = writeFile(t, dir, "pool.yaml", fmt.Sprintf(`cluster:
+  nats: %s
+  lease: 1s
+  id: p1
+  builds: builds
+http:
+  listen: ""
+`, natsURL))
+	return dir, config
+}
+
+// A pool's process config with no build section (the README's too) is
+// valid: validate checks each build in cluster.builds (one line each) and
+// says which has a cycle.
+func TestValidateAPool(t *testing.T) {
+	dir, config := writePool(t, "ws://127.0.0.1:1", "nats://127.0.0.1:1", "alpha", "beta")
+	code, out, errOut := foreman(t, "validate", config)
+	require.Equal(t, 0, code, errOut)
+	builds := filepath.Join(dir, "builds")
+	assert.Contains(t, out, "cluster.builds "+builds+": 2 builds\n")
+	assert.Contains(t, out, "warning: "+filepath.Join(builds, "alpha.yaml")+", "+filepath.Join(builds, "beta.yaml")+": no operator configured", "one line for both builds")
+	assert.Contains(t, out, filepath.Join(builds, "alpha.yaml")+": build alpha: 2 components, no cycles\n")
+	assert.Contains(t, out, filepath.Join(builds, "beta.yaml")+": build beta: 2 components, no cycles\n")
+
+	code, out, _ = foreman(t, "validate", "-v", config)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "build beta: 2 components, no cycles; build order:\n  1. db\n  2. api  after db\n")
+
+	// The README's pool.yaml, beside the same builds.
+	readme := string(must(os.ReadFile("../../README.md")))
+	_, block, ok := strings.Cut(readme, "```yaml\n# pool.yaml")
+	require.True(t, ok, "the README's \"A pool\" shows a pool.yaml")
+	block, _, _ = strings.Cut("# pool.yaml"+block, "```")
+	code, out, errOut = foreman(t, "validate", writeFile(t, dir, "readme.yaml", block))
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "cluster.builds "+builds+": 2 builds\n")
+
+	writeFile(t, dir, "builds/loop.yaml", cycleConfig)
+	code, out, _ = foreman(t, "validate", config)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, filepath.Join(builds, "loop.yaml")+": build loop: dependency cycle: a -> b -> a\n")
+	assert.Contains(t, out, "build alpha: 2 components, no cycles", "the other builds are still checked")
+}
+
+// A process config with a build section and cluster.builds is refused by
+// validate and run with the same one line, before run binds a port; so is a
+// pool build that has nothing to build, and (by run) one with a cycle.
+func TestPoolWithABuildOfItsOwnIsRefused(t *testing.T) {
+	dir, config := writePool(t, "ws://127.0.0.1:1", "nats://127.0.0.1:1", "alpha")
+	require.NoError(t, os.WriteFile(config, append(must(os.ReadFile(config)), "build:\n  name: mine\n  components:\n    - name: db\n"...), 0o644))
+	want := "foreman: build.name in " + config + ": drop the build section: with cluster.builds this process leads the builds in " +
+		filepath.Join(dir, "builds") + ", and none of its own (to have the pool lead this build, move it into " + filepath.Join(dir, "builds") + " as a config of its own)\n"
+	for _, args := range [][]string{{"validate", config}, {"run", config, "--http", held(t)}} {
+		code, out, errOut := foreman(t, args...)
+		assert.Equal(t, 1, code, args)
+		assert.Empty(t, out, args)
+		assert.Equal(t, want, errOut, args)
+	}
+
+	dir, config = writePool(t, "ws://127.0.0.1:1", "nats://127.0.0.1:1", "alpha")
+	empty := writeFile(t, dir, "builds/empty.yaml", "build:\n  name: empty\n")
+	for _, args := range [][]string{{"validate", config}, {"run", config, "--http", held(t)}} {
+		code, _, errOut := foreman(t, args...)
+		assert.Equal(t, 1, code, args)
+		assert.Equal(t, "foreman: "+empty+": build.components: no components (list them, or point build.spec at an owl spec)\n", errOut, args)
+	}
+
+	// A cycle in one of a pool's builds: run refuses it as it refuses its
+	// own build's, naming the file.
+	dir, config = writePool(t, "ws://127.0.0.1:1", "nats://127.0.0.1:1", "alpha")
+	loop := writeFile(t, dir, "builds/loop.yaml", cycleConfig)
+	code, _, errOut := foreman(t, "run", config, "--http", held(t))
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "foreman: "+loop+": build loop: dependency cycle: a -> b -> a (fix the config, or start it halted with --halted and mend it in the room with UNDEPEND)\n", errOut)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// foreman run with a pool's process config (cluster settings only, as make
+// scale writes three of) leads every build in cluster.builds, each in its
+// own channel, and says so in foreman cluster status.
+func TestRunAPool(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	room, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", Channels: []string{"#alpha", "#beta"}})
+	require.NoError(t, err)
+	defer room.Close()
+	ns := natstest.Start(t)
+	_, config := writePool(t, room.URL(), ns.URL(), "alpha", "beta")
+
+	_, stderr, done, stop := startAgent(t, strings.NewReader(""), "run", config, "--log-format", "json")
+	var out string
+	require.Eventually(t, func() bool {
+		var code int
+		code, out, _ = foreman(t, "cluster", "status", config)
+		return code == 0 && regexp.MustCompile(`(?m)^alpha +p1 +1 `).MatchString(out) && regexp.MustCompile(`(?m)^beta +p1 +1 `).MatchString(out)
+	}, 30*time.Second, 50*time.Millisecond, "not every build led:\n%s\n%s", out, stderr.String())
+	joined := func(channel string) bool {
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if strings.Contains(l, `"message":"joined the channel"`) && strings.Contains(l, `"channel":"`+channel+`"`) {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, func() bool { return joined("#alpha") && joined("#beta") },
+		30*time.Second, 20*time.Millisecond, "a bot per build, each in its own channel: %s", stderr.String())
+	stop()
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not stop")
+	}
 }

@@ -52,8 +52,9 @@ locks; another foreman cannot open it while this one runs.
 With cluster.nats set, run joins a pool of foremen sharing builds through NATS
 JetStream (README, "Running several foremen"): it leads the builds whose leases
 it holds, its config's or every one in cluster.builds, and stands by for the
-rest. SIGINT and SIGTERM then also release the leases, so that a standby
-takes over at once.`,
+rest; a pool's config (cluster.builds) has no build section of its own, and a
+build there with a cycle is refused as above. SIGINT and SIGTERM then also
+release the leases, so that a standby takes over at once.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := configArg(args)
@@ -64,19 +65,31 @@ takes over at once.`,
 			if err := requireFile(c, "run"); err != nil {
 				return err
 			}
-			if err := c.RequireBuild(); err != nil {
+			// A pool's builds are the configs in cluster.builds; the
+			// process config has none of its own.
+			builds, err := runBuilds(c)
+			if err != nil {
 				return err
 			}
 			if halted, _ := cmd.Flags().GetBool("halted"); !halted {
-				if err := refuseCycle(c); err != nil {
-					return err
+				for _, b := range builds {
+					if err := refuseCycle(b); err != nil {
+						if b != c {
+							err = fmt.Errorf("%s: %w", b.File, err)
+						}
+						return err
+					}
 				}
 			}
 			log, err := a.logger(c)
 			if err != nil {
 				return err
 			}
-			for _, w := range buildWarnings(c) {
+			warnings := buildWarnings(c)
+			if c.Cluster.Builds != "" {
+				warnings = poolWarnings(builds, buildWarnings)
+			}
+			for _, w := range warnings {
 				log.Warn().Msg(w)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -95,7 +108,7 @@ takes over at once.`,
 			}()
 			newBuild, _ := cmd.Flags().GetBool("new-build")
 			if c.Cluster.Enabled() {
-				return a.runInCluster(ctx, cmd, c, file, log, reload, newBuild)
+				return a.runInCluster(ctx, cmd, c, builds, file, log, reload, newBuild)
 			}
 			opts := bot.Options{
 				Config: c, Logger: log, Reload: reload, NewBuild: newBuild,
@@ -158,6 +171,19 @@ func requireFile(c *config.Config, command string) error {
 		return noConfigFile(command)
 	}
 	return nil
+}
+
+// runBuilds are the builds a config runs: a pool's (cluster.builds), or
+// else its own, which it must have.
+func runBuilds(c *config.Config) ([]*config.Config, error) {
+	builds, err := c.PoolBuilds()
+	if err != nil || builds != nil {
+		return builds, err
+	}
+	if err := c.RequireBuild(); err != nil {
+		return nil, err
+	}
+	return []*config.Config{c}, nil
 }
 
 // refuseCycle gives validate's one line for a dependency cycle.

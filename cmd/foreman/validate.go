@@ -24,7 +24,11 @@ others can read). For an owl spec (build.spec) it says how the "depends on:"
 bullets were read: each dependency read from prose shows the words that named
 it, the bullets that name no component are counted as notes, and -v lists
 every bullet with its file and line and what it was read as. On a dependency
-cycle it prints the cycle and exits 1.`,
+cycle it prints the cycle and exits 1.
+
+For a pool's process config (cluster.builds) it checks every build config in
+that directory the same way and prints one line per build (-v: each build's
+order).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.loadConfig(cmd, configArg(args), nil)
@@ -33,6 +37,9 @@ cycle it prints the cycle and exits 1.`,
 			}
 			if err := requireFile(c, "validate"); err != nil {
 				return err
+			}
+			if c.Cluster.Builds != "" {
+				return a.validatePool(c, verbose)
 			}
 			if err := c.RequireBuild(); err != nil {
 				return err
@@ -54,6 +61,43 @@ cycle it prints the cycle and exits 1.`,
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list every dependency bullet of an owl spec and what it was read as")
 	return cmd
+}
+
+// validatePool checks a pool's builds (cluster.builds) as validate checks
+// one config: one line each, or with verbose each build's order.
+func (a *app) validatePool(c *config.Config, verbose bool) error {
+	builds, err := c.PoolBuilds()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "cluster.builds %s: %s\n", c.Cluster.Builds, agree(len(builds), "build", "builds"))
+	for _, w := range poolWarnings(builds, func(b *config.Config) []string { return append(buildWarnings(b), b.Build.Warnings...) }) {
+		fmt.Fprintln(a.stdout, "warning:", w)
+	}
+	cycles := 0
+	for _, b := range builds {
+		if verbose {
+			fmt.Fprintf(a.stdout, "%s:\n", b.File)
+			if b.Build.Owl != nil {
+				printSpecReading(a.stdout, b.Build.Spec, b.Build.Owl, true, "")
+			}
+			if printBuildOrder(a.stdout, b.Build.Name, b.Build.Components, b.Build.Owl) {
+				cycles++
+			}
+			continue
+		}
+		g := config.Graph(b.Build.Components)
+		if _, cycle := g.Order(); cycle != nil {
+			cycles++
+			fmt.Fprintf(a.stdout, "%s: build %s: dependency cycle: %s\n", b.File, b.Build.Name, g.Format(cycle))
+			continue
+		}
+		fmt.Fprintf(a.stdout, "%s: build %s: %s, no cycles\n", b.File, b.Build.Name, agree(g.Len(), "component", "components"))
+	}
+	if cycles > 0 {
+		return &exitError{code: 1, silent: true, err: fmt.Errorf("dependency cycle")}
+	}
+	return nil
 }
 
 // printSpecReading says in one line how an owl spec's dependency bullets

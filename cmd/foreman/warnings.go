@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/agentforeman/foreman/internal/config"
 )
 
@@ -22,4 +25,33 @@ func buildWarnings(c *config.Config) []string {
 		out = append(out, msg)
 	}
 	return out
+}
+
+// poolWarnings are the warnings of a pool's builds, each said once with the
+// build configs it concerns: a pool of a thousand builds without an
+// operator gets one line, not a thousand.
+func poolWarnings(builds []*config.Config, of func(*config.Config) []string) []string {
+	var order []string
+	files := map[string][]string{}
+	for _, b := range builds {
+		for _, w := range of(b) {
+			if _, ok := files[w]; !ok {
+				order = append(order, w)
+			}
+			files[w] = append(files[w], b.File)
+		}
+	}
+	out := make([]string, len(order))
+	for i, w := range order {
+		out[i] = fileList(files[w], 2) + ": " + w
+	}
+	return out
+}
+
+// fileList names files, at most the first most of them and how many more.
+func fileList(files []string, most int) string {
+	if len(files) <= most+1 {
+		return strings.Join(files, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(files[:most], ", "), len(files)-most)
 }

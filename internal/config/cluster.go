@@ -122,6 +122,53 @@ func (c Cluster) BuildFiles() ([]string, error) {
 	return out, nil
 }
 
+// buildKeys are the keys of a build section: a pool's process config
+// has none of them (PoolBuilds).
+var buildKeys = []string{"build.name", "build.components", "build.spec"}
+
+// PoolBuilds loads the builds of a pool: every build config in
+// cluster.builds, each checked as foreman run alone checks its config
+// (something to build, well formed) and each with a name of its own. It
+// returns nil when cluster.builds is not set: then the config leads its
+// own build.
+//
+// A pool's process config has no build of its own: it is refused with a
+// line that says to drop the build section, rather than leading one build
+// that no other process of the pool knows (so none could stand by for it)
+// or leaving it silently unled.
+func (c *Config) PoolBuilds() ([]*Config, error) {
+	if c.Cluster.Builds == "" {
+		return nil, nil
+	}
+	for _, k := range buildKeys {
+		if c.set[k] {
+			return nil, fmt.Errorf("%s: drop the build section: with cluster.builds this process leads the builds in %s, and none of its own (to have the pool lead this build, move it into %s as a config of its own)",
+				c.Origin(k), c.Cluster.Builds, c.Cluster.Builds)
+		}
+	}
+	files, err := c.Cluster.BuildFiles()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Config, 0, len(files))
+	seen := make(map[string]string, len(files))
+	for _, f := range files {
+		bc, err := Load(f, nil, nil)
+		if err == nil {
+			err = bc.RequireBuild()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if other, dup := seen[bc.Build.Name]; dup {
+			return nil, fmt.Errorf("%s: %w", f, errorf("build.name", "%q is also the name of the build in %s; every build of a pool needs its own", bc.Build.Name, other))
+		}
+		seen[bc.Build.Name] = f
+		out = append(out, bc)
+	}
+	return out, nil
+}
+
 // String says where the cluster is, for logs.
 func (c Cluster) String() string {
 	if !c.Enabled() {

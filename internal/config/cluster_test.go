@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,5 +54,114 @@ func TestClusterErrorsNameTheKey(t *testing.T) {
 		_, err := Load(writeConfig(t, minimal+yaml), nil, nil)
 		require.Error(t, err, yaml)
 		assert.Contains(t, err.Error(), want, yaml)
+	}
+}
+
+// poolDir writes build configs named name.yaml into a new directory.
+func poolDir(t *testing.T, builds map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, yaml := range builds {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(yaml), 0o644))
+	}
+	return dir
+}
+
+func build(name string) string {
+	return "build:\n  name: " + name + "\n  components:\n    - name: db\n    - name: api\n      depends_on: [db]\n"
+}
+
+// A pool's process config, as make scale and the README's "A pool" write
+// it, holds only cluster settings: it loads, and its builds are the
+// configs in cluster.builds, each read as foreman run reads one alone.
+func TestPoolProcessConfigHasOnlyClusterSettings(t *testing.T) {
+	builds := poolDir(t, map[string]string{"a": build("alpha"), "b": build("beta")})
+	c, err := Load(writeConfig(t, "cluster:\n  nats: nats://127.0.0.1:4222\n  builds: "+builds+"\n  id: p1\n"), nil, nil)
+	require.NoError(t, err)
+	assert.Empty(t, c.Build.Components, "the process config has no build of its own")
+	pool, err := c.PoolBuilds()
+	require.NoError(t, err)
+	require.Len(t, pool, 2)
+	assert.Equal(t, "alpha", pool[0].Build.Name)
+	assert.Equal(t, filepath.Join(builds, "a.yaml"), pool[0].File)
+	assert.Len(t, pool[0].Build.Components, 2)
+	assert.Equal(t, "beta", pool[1].Build.Name)
+
+	// A relative cluster.builds is read from the process config's directory.
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "builds"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "builds", "x.yaml"), []byte(build("x")), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pool.yaml"), []byte("cluster:\n  nats: nats://127.0.0.1:4222\n  builds: builds\n"), 0o644))
+	c, err = Load(filepath.Join(dir, "pool.yaml"), nil, nil)
+	require.NoError(t, err)
+	pool, err = c.PoolBuilds()
+	require.NoError(t, err)
+	require.Len(t, pool, 1)
+	assert.Equal(t, "x", pool[0].Build.Name)
+
+	// Without cluster.builds the config leads its own build.
+	c, err = Load(writeConfig(t, minimal+"cluster:\n  nats: nats://127.0.0.1:4222\n"), nil, nil)
+	require.NoError(t, err)
+	pool, err = c.PoolBuilds()
+	require.NoError(t, err)
+	assert.Nil(t, pool)
+}
+
+// cluster.builds given by the environment makes a pool too; the builds'
+// own configs, which the same environment reaches, are not refused for it.
+func TestPoolBuildsFromTheEnvironment(t *testing.T) {
+	builds := poolDir(t, map[string]string{"a": build("alpha")})
+	t.Setenv("FOREMAN_CLUSTER_NATS", "nats://127.0.0.1:4222")
+	t.Setenv("FOREMAN_CLUSTER_BUILDS", builds)
+	c, err := Load(writeConfig(t, "log:\n  level: warn\n"), nil, nil)
+	require.NoError(t, err)
+	pool, err := c.PoolBuilds()
+	require.NoError(t, err)
+	require.Len(t, pool, 1)
+	assert.Equal(t, "alpha", pool[0].Build.Name)
+}
+
+// A process config with a build section and cluster.builds is refused
+// with one line that says which to drop; so is a pool with a build that
+// has nothing to build, or two builds of one name.
+func TestPoolBuildsRefused(t *testing.T) {
+	good := poolDir(t, map[string]string{"a": build("alpha")})
+	relay, err := filepath.Abs("testdata/relay")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, yaml, want string
+		env              map[string]string
+	}{
+		{name: "components and builds", yaml: minimal + "cluster:\n  nats: nats://x\n  builds: " + good + "\n",
+			want: "build.components in %s: drop the build section: with cluster.builds this process leads the builds in " + good + ", and none of its own"},
+		{name: "a spec and builds", yaml: "build:\n  spec: " + relay + "\ncluster:\n  nats: nats://x\n  builds: " + good + "\n",
+			want: "build.spec in %s: drop the build section"},
+		{name: "a name and builds", yaml: "build:\n  name: mine\ncluster:\n  nats: nats://x\n  builds: " + good + "\n",
+			want: "build.name in %s: drop the build section"},
+		{name: "a name from the environment", yaml: "cluster:\n  nats: nats://x\n  builds: " + good + "\n",
+			env: map[string]string{"FOREMAN_BUILD_NAME": "mine"}, want: "FOREMAN_BUILD_NAME: drop the build section"},
+		{name: "a build with nothing to build", yaml: "cluster:\n  nats: nats://x\n  builds: " + poolDir(t, map[string]string{"a": build("alpha"), "b": "build:\n  name: beta\n"}) + "\n",
+			want: "b.yaml: build.components: no components"},
+		{name: "two builds of one name", yaml: "cluster:\n  nats: nats://x\n  builds: " + poolDir(t, map[string]string{"a": build("alpha"), "b": build("alpha")}) + "\n",
+			want: `b.yaml: build.name: "alpha" is also the name of the build in `},
+		{name: "a bad build", yaml: "cluster:\n  nats: nats://x\n  builds: " + poolDir(t, map[string]string{"a": build("alpha") + "rules:\n  checkin_interval: soon\n"}) + "\n",
+			want: "a.yaml: rules.checkin_interval:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			file := writeConfig(t, tc.yaml)
+			c, err := Load(file, nil, nil)
+			require.NoError(t, err, "the process config itself loads")
+			_, err = c.PoolBuilds()
+			require.Error(t, err)
+			want := tc.want
+			if strings.Contains(want, "%s") {
+				want = fmt.Sprintf(want, file)
+			}
+			assert.Contains(t, err.Error(), want)
+			assert.NotContains(t, err.Error(), "\n", "one line")
+		})
 	}
 }

@@ -42,6 +42,7 @@ type Config struct {
 	Warnings []string
 
 	origins map[string]string // where each key's value came from; see Origin
+	set     map[string]bool   // keys given a value by a flag, a variable or the file
 }
 
 // Origin says where key's value came from, in the words the user would
@@ -191,9 +192,11 @@ func Load(file string, flags *pflag.FlagSet, flagKeys map[string]string) (*Confi
 		return nil, src.rename(err)
 	}
 	c.Warnings = warnings
-	c.origins = map[string]string{}
+	c.origins, c.set = map[string]string{}, map[string]bool{}
 	for key := range defaults() {
-		c.origins[key] = src.origin(key, file != "" && v.InConfig(key))
+		inFile := file != "" && v.InConfig(key)
+		c.origins[key] = src.origin(key, inFile)
+		c.set[key] = inFile || src.fromFlag(key) || src.fromEnv(key)
 	}
 	return c, nil
 }
