@@ -38,11 +38,13 @@ bench:
 	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' $(call benchtime) -benchmem -cpu 1 ./coordinator
 
 # foreman host on a repository of 10,000 files and 1,000 commits: its work
-# per READY, the queue's throughput, a fresh worktree (a few minutes).
+# per READY, the queue's throughput, a fresh worktree (a few minutes); then
+# the sandbox's cost per check command (a no-op, unconfined and confined).
 .PHONY: bench-host
 bench-host:
 	$(GO) test -run '^$$' -bench 'ReadyToVerdict|QueueThroughput' $(call benchtime,-benchtime 20x) ./internal/host/gitjob
 	$(GO) test -run '^$$' -bench 'FreshWorktree' $(call benchtime,-benchtime 3x) ./internal/host/gitjob
+	$(GO) test -run '^$$' -bench 'SandboxNoop' $(call benchtime,-benchtime 200x) ./internal/host/sandbox
 
 # The merge queue's whole build, as a user runs it (the real binaries over
 # WebSockets, a real repository): 16 components with 4 s checks at
@@ -75,6 +77,13 @@ demo:
 .PHONY: demo-git
 demo-git:
 	$(GO) run ./cmd/foreman demo --git $(ARGS)
+
+# The README's path for real: git init, foreman init and foreman up on a
+# temporary repository, scripted builders pushing to it and an auditor,
+# until COMPLETE with main holding every component; says how long it took.
+.PHONY: demo-real
+demo-real:
+	$(GO) run ./cmd/foreman demo --up $(ARGS)
 
 # The full fault set: many kill -9 trials and restarts, and the cluster's
 # faults on in-process NATS servers (make test runs a short form).
@@ -131,6 +140,7 @@ ci-small:
 	$(MAKE) replay
 	$(MAKE) demo
 	$(MAKE) demo-git
+	$(MAKE) demo-real
 	$(MAKE) bench BENCHTIME=1x
 	$(MAKE) bench-host BENCHTIME=1x
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2

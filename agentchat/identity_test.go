@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -142,4 +143,23 @@ func TestOpenToOthers(t *testing.T) {
 
 	_, open = OpenToOthers(filepath.Join(t.TempDir(), "missing.json"))
 	assert.False(t, open)
+}
+
+func TestSecretFormsHoldTheKeyAsWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "id.json")
+	id, err := NewIdentity("host")
+	require.NoError(t, err)
+	require.NoError(t, id.Save(path))
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	forms := SecretForms(path)
+	var f identityFile
+	require.NoError(t, json.Unmarshal(data, &f))
+	body := strings.Split(strings.TrimSpace(f.Privkey), "\n")[1]
+	assert.Contains(t, forms, body, "the PEM's base64 line, as the file holds it")
+	assert.Contains(t, forms, hex.EncodeToString(id.priv.Seed()))
+	for _, s := range forms {
+		assert.NotContains(t, id.PublicPEM(), s, "nothing public is taken for a secret")
+	}
+	assert.Empty(t, SecretForms(filepath.Join(t.TempDir(), "none.json")))
 }

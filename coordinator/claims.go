@@ -158,13 +158,19 @@ func (e *Engine) claimable(c *component) bool {
 func (e *Engine) announceTasks() { e.tasksDue = true }
 
 // flushTasks says the TASKS a step made due, unless the build is halted or
-// nothing is claimable after all.
+// nothing is claimable after all. While paused every claim is refused, so
+// nothing is claimable (contract section 3 says TASKS when something
+// becomes so): the TASKS is withheld, and RESUME says it.
 func (e *Engine) flushTasks() {
 	if !e.tasksDue {
 		return
 	}
 	e.tasksDue = false
 	if e.halted != nil {
+		return
+	}
+	if e.paused {
+		e.withheld = true
 		return
 	}
 	var names []string

@@ -39,6 +39,7 @@ type Engine struct {
 	startAt  time.Time
 	instance string    // this run of the build, as the shell named it
 	paused   bool      // by an operator
+	withheld bool      // TASKS was due while paused: RESUME says it
 	offline  bool      // the shell says replies cannot reach the room
 	frozenAt time.Time // when the current freeze began (freeze.go)
 	halted   []int     // the cycle that halts the build; nil when running

@@ -13,6 +13,7 @@ func (e *Engine) merge(c *component, say bool) {
 	e.setState(c, Merged)
 	c.hold = ""
 	c.overdue, c.approved = false, false
+	c.disputes = nil // nobody disputes a merged component: no escalation of it is open
 	e.merged++
 	if say {
 		e.say(protocol.MergedLine(c.name))

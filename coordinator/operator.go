@@ -83,10 +83,11 @@ func (e *Engine) releaseCommand(agent string, c *component, cmd protocol.Command
 		e.reject(c, agent, "nobody owns it and it is not held; nothing to release")
 		return
 	}
-	e.ok(cmd)
+	e.say(protocol.Released(cmd, c.owner)) // the old owner hears it is to stop
 	if c.owner != "" {
 		c.left = e.trailOf(c, "RELEASE", "")
 	}
+	c.disputes = nil // the operator has decided who builds c
 	e.release(c)
 }
 
@@ -252,6 +253,10 @@ func (e *Engine) resume(agent string, cmd protocol.Command) {
 	}
 	e.ok(cmd)
 	e.thaw(&e.paused)
+	if e.withheld { // what became claimable during the pause is, now
+		e.withheld = false
+		e.announceTasks()
+	}
 }
 
 // removeEdge drops c -> dep, keeping c's count of unmerged dependencies.

@@ -28,7 +28,7 @@ func TestReclaimAfterTimeoutClearsTheTimeout(t *testing.T) {
 
 	require.Equal(t, []string{"ACK db @b after TIMEOUT of @b: no progress reported"}, e.doReceive(msg("@b", "CLAIM db", time.Hour+2*time.Second)))
 	assert.Empty(t, e.View().Components[0].TimedOut, "ACKed again: no longer timed out")
-	require.Equal(t, []string{"OK RELEASE db", "TASKS db"}, e.doReceive(msg("@op", "RELEASE db", time.Hour+3*time.Second)))
+	require.Equal(t, []string{"OK RELEASE db from @b", "TASKS db"}, e.doReceive(msg("@op", "RELEASE db", time.Hour+3*time.Second)))
 	out = e.doReceive(msg("@b", "PROGRESS db 20", time.Hour+4*time.Second))
 	require.Len(t, out, 1)
 	assert.Equal(t, "REJECT db @b not yours; CLAIM db first", out[0])

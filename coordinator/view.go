@@ -49,6 +49,10 @@ type ComponentView struct {
 	Claimable   bool      `json:"claimable,omitempty"`
 }
 
+// Size is how many components the build has now: those configured, and
+// those ADDed or reloaded since.
+func (e *Engine) Size() int { return len(e.comps) }
+
 // View returns the build as it stands.
 func (e *Engine) View() View {
 	v := View{Build: e.cfg.Build, At: e.now, StartedAt: e.startAt, Started: e.started, Paused: e.paused,

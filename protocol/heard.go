@@ -69,7 +69,7 @@ func ReadReply(line string) (Heard, error) {
 	}
 	if h.Verb == ReplyOK {
 		h.Text = s.tail()
-		if cmd, err := Read(h.Text); err == nil {
+		if cmd, err := ReadConfirmed(h.Text); err == nil {
 			h.Subject = cmd.Component
 		}
 		return h, nil

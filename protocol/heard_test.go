@@ -33,6 +33,7 @@ func TestReadReplyRoundTrip(t *testing.T) {
 			Heard{Verb: ReplyStatus, Subject: "api", State: "building", Fields: []Field{{"owner", "@b1"}, {"progress", "40%"}}}},
 		{OK(Command{Verb: Release, Component: "api"}), Heard{Verb: ReplyOK, Subject: "api", Text: "RELEASE api"}},
 		{OK(Command{Verb: Pause}), Heard{Verb: ReplyOK, Text: "PAUSE"}},
+		{Released(Command{Verb: Release, Component: "api"}, "@b1"), Heard{Verb: ReplyOK, Subject: "api", Text: "RELEASE api from @b1"}},
 		{Error("@b1", "PROGRESS: missing <pct>"), Heard{Verb: ReplyError, Subject: "@b1", Text: "PROGRESS: missing <pct>"}},
 	}
 	for _, tc := range cases {
@@ -47,6 +48,28 @@ func TestReadReplyRoundTrip(t *testing.T) {
 	h, _ := ReadReply("STATUS api review owner=@b1 pr=x")
 	assert.Equal(t, "@b1", h.Field("owner"))
 	assert.Equal(t, "", h.Field("progress"))
+}
+
+// OK's text is the command as read, perhaps followed by more (OK RELEASE
+// api from @b1): the command reads back either way; a bad one does not.
+func TestReadConfirmed(t *testing.T) {
+	for text, want := range map[string]Command{
+		"RELEASE api":                  {Verb: Release, Component: "api"},
+		"RELEASE api from @b1":         {Verb: Release, Component: "api"},
+		"ASSIGN api @b2 (b2)":          {Verb: Assign, Component: "api", Agent: "@b2"},
+		"RESOLVE api the tool is here": {Verb: Resolve, Component: "api", Text: "the tool is here"},
+		"PAUSE":                        {Verb: Pause},
+	} {
+		got, err := ReadConfirmed(text)
+		require.NoError(t, err, text)
+		assert.Equal(t, want, got, text)
+	}
+	for _, text := range []string{"RELEASE", "RELEASE build from @b1", "HELLO api", ""} {
+		_, err := ReadConfirmed(text)
+		assert.Error(t, err, text)
+	}
+	_, err := Read("RELEASE api from @b1")
+	assert.Error(t, err, "a command said with more is still refused from anyone else")
 }
 
 func TestReadReplyRefusesWhatIsNoReply(t *testing.T) {

@@ -39,6 +39,25 @@ func (r Reader) Read(line string) (Command, error) {
 // Read reads a line with no mentions to strip.
 func Read(line string) (Command, error) { return Reader{}.Read(line) }
 
+// ReadConfirmed reads the command an OK confirms: OK's text is the command
+// as read, which the coordinator may follow with more after a space (OK
+// RELEASE api from @b1). Words past a command's last argument are that
+// more, not an error; every other problem is.
+func ReadConfirmed(text string) (Command, error) {
+	sc := scanner{rest: strings.TrimSpace(text)}
+	word := sc.word()
+	verb, ok := LookupVerb(word)
+	if !ok {
+		return Command{}, fmt.Errorf("%q is not a command verb", word)
+	}
+	p := parser{sc: sc, cmd: Command{Verb: verb}}
+	p.parse()
+	if p.err != nil && p.err.Problem != ExtraArgument {
+		return Command{Verb: verb}, p.err
+	}
+	return p.cmd, nil
+}
+
 // parser reads one verb's arguments; the first problem found sticks.
 type parser struct {
 	sc  scanner

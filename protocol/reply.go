@@ -282,6 +282,20 @@ func OK(cmd Command) Reply {
 	return r
 }
 
+// Released confirms RELEASE c for a component taken from its builder, and
+// names that builder after the command ("OK RELEASE api from @b1"), so that
+// it hears it is to stop. The contract's OK is the command as read; what
+// follows it is more, as a replay reads a line that continues the one it
+// expected (ReadConfirmed reads the command back).
+func Released(cmd Command, owner string) Reply {
+	if owner == "" {
+		return OK(cmd)
+	}
+	r := newLine(ReplyOK).text(cmd.String() + " from " + CleanWord(owner, MaxName)).reply()
+	r.Subject = cmd.Component
+	return r
+}
+
 // Error answers a malformed line (subject: the sender) or a build-level fault
 // (subject: BuildSubject).
 func Error(subject, text string) Reply {

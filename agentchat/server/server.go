@@ -30,6 +30,11 @@ type Config struct {
 	Name    string // the server's name in WELCOME and /health
 	Version string // the version /health reports (default 0.0.0, as a stock server started without npm)
 
+	// Listener, if set, is where to serve instead of Listen: bound already
+	// (foreman up binds a free port before it starts anything, to tell
+	// every part the room's address). Start then owns it, unless it fails.
+	Listener net.Listener
+
 	// Channels to create at start. nil: DefaultChannels (the stock set).
 	// #ops admits only verified agents, as on a stock server.
 	Channels []string
@@ -204,9 +209,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	cfg.Channels = channels
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, err
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{
 		cfg:        cfg,

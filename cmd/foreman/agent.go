@@ -45,8 +45,8 @@ against any server (foreman serve runs one):
   --role builder   claims what TASKS offers (--prefer narrows it), checks in
                    with PROGRESS, says READY, fixes on FIX, waits on WAIT;
                    --silent-on, --block-on and --abort-on script trouble;
-                   --repo pushes its work there before each READY, for
-                   foreman host to check
+                   it pushes its work to host.repo (or --repo) before each
+                   READY, for foreman host to check
   --role auditor   answers REVIEW with AUDIT PASS, or FAIL as --fail says,
                    and the reviews still owed in the room when it comes
   --role ci        answers a builder's READY with CI PASS, or FAIL (--fail),
@@ -92,7 +92,7 @@ defaults to the one the file holds.`,
 	fl.BoolVar(&f.noColor, "no-color", false, "no colours, even on a terminal")
 	fl.BoolVar(&f.json, "json", false, "for programs: the room as JSON lines on stdout, lines to say on stdin (implies --role chat)")
 	fl.StringSliceVar(&f.prefer, "prefer", nil, "builder: components to take, best first (default: any)")
-	fl.StringVar(&f.repo, "repo", "", "builder: before each READY, commit the work to this git repository (foreman host's host.repo) on the branch READY names, starting from host.target")
+	fl.StringVar(&f.repo, "repo", "", "builder: before each READY, commit the work to this git repository on the branch READY names, starting from host.target (default: host.repo, when the config has one; \"\" for none)")
 	fl.DurationVar(&f.builder.React, "react", f.builder.React, "builder: thinking time between TASKS and CLAIM (contract time)")
 	fl.DurationVar(&f.builder.Step, "step", f.builder.Step, "builder: time between PROGRESS lines (contract time)")
 	fl.IntVar(&f.builder.Steps, "steps", f.builder.Steps, "builder: lines per component, READY included")
@@ -127,6 +127,9 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	}
 	f.url, f.channel, f.rateLimit = c.Server.URL, c.Server.Channel, c.Server.RateLimit
 	f.target = c.Host.Target
+	if f.role == sim.RoleBuilder && !f.json && !cmd.Flags().Changed("repo") {
+		f.repo = c.Host.Repo // where the build's host checks: a builder beside it pushes there
+	}
 	if f.json {
 		if cmd.Flags().Changed("role") && f.role != "chat" {
 			return fmt.Errorf("--json with --role %s: --json is for a program that speaks for itself (it implies --role chat)", f.role)

@@ -244,3 +244,38 @@ func TestAgentBuilderPushesToTheRepository(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "not a git repository")
 }
+
+// Beside a config with host.repo, a scripted builder pushes there without
+// being told (--repo "" pushes nothing): the README's builders need no
+// --repo beside foreman up.
+func TestAgentBuilderPushesToHostRepoByDefault(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	repo, err := gitrepo.Init(ctx, filepath.Join(dir, "shop.git"), "trunk", true)
+	require.NoError(t, err)
+	r := newAgentRoom(t)
+	config := writeFile(t, dir, "foreman.yaml", "server:\n  url: "+r.url+"\n  rate_limit: 5ms\nhost:\n  repo: shop.git\n  target: trunk\n")
+	_, stderr, done, stop := startAgent(t, strings.NewReader(""), "agent", config, "--role", "builder", "--name", "b1", "--minute", "10ms")
+	r.joined("b1")
+	r.say("TASKS db")
+	b1 := r.expect("CLAIM db")
+	r.say("ACK db " + b1)
+	r.expect("READY db b1/db")
+	pushed, err := repo.RevParse(ctx, "refs/heads/b1/db")
+	require.NoError(t, err)
+	assert.NotEmpty(t, pushed, "b1/db was pushed to host.repo, from host.target")
+	stop()
+	assert.Equal(t, 0, <-done, stderr.String())
+
+	_, stderr, done, stop = startAgent(t, strings.NewReader(""), "agent", config, "--role", "builder", "--name", "b2", "--minute", "10ms", "--repo", "")
+	r.joined("b2")
+	r.say("TASKS api")
+	b2 := r.expect("CLAIM api")
+	r.say("ACK api " + b2)
+	r.expect("READY api b2/api")
+	none, err := repo.RevParse(ctx, "refs/heads/b2/api")
+	require.NoError(t, err)
+	assert.Empty(t, none, `--repo "" pushes nothing`)
+	stop()
+	assert.Equal(t, 0, <-done, stderr.String())
+}

@@ -114,7 +114,7 @@ func TestChatKeepsIdsAndShowsTheirNames(t *testing.T) {
 	chatRoom(&out)
 	assert.Contains(t, out.String(), "foreman  coordinator ACK db @cb88 (b1)\n", "the id stays, the name follows it")
 	assert.Contains(t, out.String(), "foreman  coordinator STATUS web building owner=@gone since=1m\n", "an unknown id is left alone")
-	assert.Regexp(t, `(?m)^Jan 02 03:04:05  b1 \(@cb88\) +CLAIM db$`, out.String(), "a name two ids go by is shown with the id")
+	assert.Regexp(t, `(?m)^Jan 02 03:04:05  b1 +CLAIM db$`, out.String(), "the other b1 has left: the name is enough")
 	assert.Regexp(t, `(?m)^Jan 02 03:04:05  b2 +CLAIM auth$`, out.String())
 }
 
@@ -135,6 +135,47 @@ func TestChatWhoListsTheRoom(t *testing.T) {
 	assert.NotContains(t, text, "@old1", "gone, and neither in the roles nor owning anything")
 }
 
+// The operator's own lines are labelled with the role the config gives it,
+// as everyone else's client shows them ("olga operator", not "olga
+// chat"); a name two ids here go by is shown with the id, and only while
+// both are here.
+func TestChatLabelsAsOthersSeeThem(t *testing.T) {
+	var out bytes.Buffer
+	show := chatRoom(&out)
+	at := time.Date(2020, 1, 2, 3, 4, 5, 0, time.Local)
+	out.Reset()
+	show.lineAt(at, "@op", "olga", "RESOLVE db")
+	assert.Equal(t, "Jan 02 03:04:05 olga operator RESOLVE db\n", squeeze(out.String()))
+
+	show.arrived(agentchat.Agent{ID: "@28b2", Name: "olga"})
+	out.Reset()
+	show.lineAt(at, "@op", "olga", "STATUS")
+	show.lineAt(at, "@28b2", "olga", "hello")
+	assert.Equal(t, "Jan 02 03:04:05 olga (@op) operator STATUS\nJan 02 03:04:05 olga (@28b2) hello\n", squeeze(out.String()))
+
+	show.left(agentchat.Agent{ID: "@28b2", Name: "olga"})
+	out.Reset()
+	show.lineAt(at, "@op", "olga", "STATUS")
+	show.lineAt(at, "@28b2", "olga", "said before it left, shown from the history")
+	assert.Equal(t, "Jan 02 03:04:05 olga operator STATUS\nJan 02 03:04:05 olga (@28b2) said before it left, shown from the history\n", squeeze(out.String()))
+
+	// Without a role in the config, the agent's own lines show the role it
+	// plays here.
+	out.Reset()
+	show.self = "@dd01"
+	show.lineAt(at, "@dd01", "b2", "STATUS")
+	assert.Equal(t, "Jan 02 03:04:05 b2 chat STATUS\n", squeeze(out.String()))
+}
+
+// squeeze makes the printer's padding one space, for comparing lines.
+func squeeze(s string) string {
+	var lines []string
+	for l := range strings.SplitSeq(strings.TrimSuffix(s, "\n"), "\n") {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
 func TestChatIdLooksANameUp(t *testing.T) {
 	var out, id bytes.Buffer
 	show := chatRoom(&out)
@@ -148,7 +189,7 @@ func TestChatIdLooksANameUp(t *testing.T) {
 	assert.Contains(t, id.String(), "nobody here or heard so far goes by zed")
 	id.Reset()
 	show.lookup(&id, "@cb88")
-	assert.Equal(t, "@cb88 is a sender id (b1 (@cb88))\n", id.String())
+	assert.Equal(t, "@cb88 is a sender id (b1)\n", id.String())
 }
 
 func TestChatAssignsByName(t *testing.T) {

@@ -76,10 +76,10 @@ func (s *roomShow) lineAt(at time.Time, from, name, text string) {
 	switch {
 	case from == s.coord:
 		m.Role = demo.RoleCoordinator
+	case len(s.roles[from]) > 0: // the agent's own lines too: as others see them
+		m.Role = s.roles[from][0]
 	case from == s.self:
 		m.Role = s.role
-	case len(s.roles[from]) > 0:
-		m.Role = s.roles[from][0]
 	}
 	s.p.Print(clock(at, time.Now()), m, s.withNames(text))
 }
@@ -105,14 +105,17 @@ func (s *roomShow) left(a agentchat.Agent) {
 }
 
 // label is how a sender is shown: its name, with its id when another id
-// known here goes by the same name, or its id when it has no name.
+// in the channel now goes by the same name, or its id when it has no
+// name. Once such a namesake has left, names read as they did before.
 func (s *roomShow) label(id string) string {
 	name := s.names[id]
 	if name == "" {
 		return id
 	}
-	if len(s.idsNamed(name, false)) > 1 {
-		return name + " (" + id + ")"
+	for _, other := range s.idsNamed(name, true) {
+		if other != id {
+			return name + " (" + id + ")"
+		}
 	}
 	return name
 }

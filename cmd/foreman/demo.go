@@ -22,6 +22,11 @@ func (a *app) demoCommand() *cobra.Command {
 		o       demo.Options
 		seed    uint64
 		noColor bool
+		up      struct {
+			on       bool
+			limit    time.Duration
+			builders int
+		}
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -49,9 +54,33 @@ rebases a branch that conflicts when a rebase is clean, steps back one that
 fails, and lands approved work on main; the demo ends with git log --graph.
 
 With --http, the live board (as foreman run serves it) follows the build in a
-browser; it stays up after the build, with the final board, until Ctrl-C.`,
+browser; it stays up after the build, with the final board, until Ctrl-C.
+
+With --up (make demo-real), the demo is the README's own path, with no
+simulation in foreman's part of it: git init and foreman init in a temporary
+directory, then foreman up itself (the embedded room at its stock pace of one
+message a second per sender, foreman with its stock rules, foreman host, the
+board), then scripted builders (foreman agent --role builder --repo .) and an
+auditor, each its own client of the room, and the operator watching from the
+chat client. It ends once the build is COMPLETE and main holds every
+component, stops foreman up as Ctrl-C would, and says how long it took.
+--minute paces the scripted agents only (default 250ms here).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if up.on {
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				http := o.HTTP
+				if http == "" {
+					http = "127.0.0.1:0"
+				}
+				d := &upDemo{a: a, minute: o.Minute, http: http, dir: o.Dir, quiet: o.Quiet, color: !noColor && isTTY(a.stdout),
+					limit: up.limit, workers: up.builders}
+				if !cmd.Flags().Changed("minute") {
+					d.minute = upMinute
+				}
+				return d.run(ctx)
+			}
 			c, err := a.loadConfig(cmd, "", nil)
 			if err != nil {
 				return err
@@ -102,8 +131,15 @@ browser; it stays up after the build, with the final board, until Ctrl-C.`,
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print only the summary")
 	f.StringVar(&o.Dir, "dir", "", "keep the journal and the recorded transcript in this directory")
 	f.StringVar(&o.HTTP, "http", "", "serve the live board here (e.g. 127.0.0.1:9090; port 0 picks a free one) and print its URL")
+	f.BoolVar(&up.on, "up", false, "the README's path for real: foreman init and foreman up on a temporary git repository, with scripted builders and an auditor (make demo-real)")
+	f.DurationVar(&up.limit, "limit", 5*time.Minute, "with --up: give up if the build is not complete by then")
+	f.IntVar(&up.builders, "builders", 3, "with --up: how many scripted builders")
 	return cmd
 }
+
+// upMinute paces demo --up's scripted agents: a component's four lines
+// take 2.25s, each a little over the room's one message a second.
+const upMinute = 250 * time.Millisecond
 
 // isTTY reports whether w is a terminal: colours only go there.
 func isTTY(w any) bool {

@@ -12,7 +12,7 @@ import (
 )
 
 func (a *app) hostCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "host [CONFIG]",
 		Short: "Check builders' branches and land approved work on a git repository (CI and merge queue)",
 		Long: `host joins the room with its own key (host.identity) as the CI role, and as
@@ -26,8 +26,10 @@ host.repo. It makes the work real:
                     conflicts and host.auto_rebase is on, and host.checks
                     run in a worktree holding exactly the merge result
                     (reset and cleaned: as fresh as a new checkout), each
-                    in its own process group, with a clean environment, under
-                    rules.ci_timeout: CI c PASS <commit>, CI c FAIL <commit>
+                    sandboxed (host.sandbox: namespaces, Landlock, limits;
+                    --check-sandbox says what this machine enforces), with
+                    a clean environment, under rules.ci_timeout: CI c PASS
+                    <commit>, CI c FAIL <commit>
                     <first failing line> log=<path> [url=...], or
                     CI c CONFLICT <files>
   AUDIT c PASS      (merge external) once foreman's STATUS c says approved,
@@ -48,12 +50,16 @@ reported. The host's ledger (host.ledger) and the room let it restart, even
 after kill -9, without landing anything twice or reporting a stale run.
 See docs/HOST.md.`,
 		Example: `  foreman identity --identity .foreman/host.json   # the id to list in roles.ci and roles.merger
+  foreman host --check-sandbox                      # what this machine enforces on checks
   foreman host                                      # with host.repo set in foreman.yaml`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.loadConfig(cmd, configArg(args), nil)
 			if err != nil {
 				return err
+			}
+			if check, _ := cmd.Flags().GetBool("check-sandbox"); check {
+				return live.CheckSandbox(cmd.Context(), c, a.stdout)
 			}
 			log, err := a.logger(c)
 			if err != nil {
@@ -68,4 +74,6 @@ See docs/HOST.md.`,
 			return live.Main(ctx, c, log, a.stderr)
 		},
 	}
+	cmd.Flags().Bool("check-sandbox", false, "say what this machine enforces on checks (host.sandbox), then exit: 0 if it can sandbox them, 1 if not")
+	return cmd
 }

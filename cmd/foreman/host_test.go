@@ -64,3 +64,27 @@ roles:
 		})
 	}
 }
+
+// foreman host --check-sandbox says what this machine enforces on checks
+// and exits 0, or says why it cannot and exits 1.
+func TestHostCheckSandbox(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "foreman.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("host:\n  sandbox_paths:\n    rw: [cache]\n"), 0o644))
+	code, out, errOut := foreman(t, "host", "--check-sandbox", path)
+	if code != 0 && os.Getenv("FOREMANTEST_REQUIRE_SANDBOX") == "" {
+		t.Skipf("no sandbox on this machine: %s", errOut)
+	}
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "host.sandbox: on: each check command runs confined:")
+	assert.Contains(t, out, "landlock: ABI ")
+	assert.Contains(t, out, "namespaces: pid, mount, ipc, network")
+	assert.Contains(t, out, "limits: memory 4GiB (host.sandbox_limits.memory)")
+	assert.Contains(t, out, filepath.Join(dir, "cache"))
+
+	// A cache that would hand checks the configuration is refused.
+	require.NoError(t, os.WriteFile(path, []byte("host:\n  sandbox_paths:\n    ro: [.]\n"), 0o644))
+	code, _, errOut = foreman(t, "host", "--check-sandbox", path)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "host.sandbox: host.sandbox_paths.ro[0]: "+dir+" holds ")
+}

@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/config"
 )
 
 func (a *app) identityCommand() *cobra.Command {
@@ -26,20 +28,27 @@ holding it can speak as its owner: keep it private and out of version control.`,
   foreman identity --identity .foreman/olga.json --name olga`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.loadConfig(cmd, configArg(args), map[string]string{"identity": "server.identity"})
+			c, err := a.loadConfig(cmd, configArg(args), nil)
 			if err != nil {
 				return err
 			}
+			path, _ := cmd.Flags().GetString("identity")
+			if path == "" {
+				path = c.Server.Identity
+			}
+			joins := joinName(c, path)
 			name, _ := cmd.Flags().GetString("name")
 			if name == "" {
-				name = c.Server.Name
+				name = joins.name
 			}
-			path := c.Server.Identity
+			if name == "" {
+				name = keyName(path)
+			}
 			id, created, err := agentchat.LoadOrCreateIdentity(path, name)
 			if err != nil {
 				return fmt.Errorf("identity %s: %w", path, err)
 			}
-			showIdentity(a.stdout, path, id, created)
+			showIdentity(a.stdout, path, id, created, joins)
 			if !created && cmd.Flags().Changed("name") && id.Name != name {
 				fmt.Fprintf(a.stdout, "The file already names its key %s; --name applies to new files only.\n", id.Name)
 			}
@@ -48,13 +57,41 @@ holding it can speak as its owner: keep it private and out of version control.`,
 		},
 	}
 	cmd.Flags().String("identity", "", "identity file (default: server.identity, .foreman/identity.json beside the config)")
-	cmd.Flags().String("name", "", "name to store in a new identity file (default: server.name)")
+	cmd.Flags().String("name", "", "name to store in a new identity file (default: server.name for foreman's key, host.name for the host's (host.identity), else the file's name without .json)")
 	return cmd
 }
 
+// joining is the name a key's owner joins the room with when the config
+// decides it rather than the key file: foreman's key (server.identity)
+// joins as server.name, the host's (host.identity) as host.name.
+type joining struct {
+	name, key string // the name, and the key that sets it; "" when the file's own name is used
+}
+
+func joinName(c *config.Config, path string) joining {
+	switch {
+	case samePath(path, c.Server.Identity):
+		return joining{c.Server.Name, "server.name"}
+	case samePath(path, c.Host.Identity):
+		return joining{c.Host.Name, "host.name"}
+	}
+	return joining{}
+}
+
+// samePath reports whether two paths name the same file, as written
+// (relative ones from the working directory).
+func samePath(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	aa, errA := filepath.Abs(a)
+	ab, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && aa == ab
+}
+
 // showIdentity says what the identity file holds and what the room will
-// call its owner.
-func showIdentity(out io.Writer, path string, id *agentchat.Identity, created bool) {
+// call its owner: the name it joins with.
+func showIdentity(out io.Writer, path string, id *agentchat.Identity, created bool, joins joining) {
 	if created {
 		fmt.Fprintf(out, "created %s (mode 0600: keep it private and out of version control)\n", path)
 	} else {
@@ -62,7 +99,11 @@ func showIdentity(out io.Writer, path string, id *agentchat.Identity, created bo
 	}
 	fmt.Fprintf(out, "agent id: %s\n", id.AgentID())
 	who := "its owner"
-	if id.Name != "" {
+	switch {
+	case joins.name != "":
+		fmt.Fprintf(out, "name:     %s (%s: the name it joins the room with)\n", joins.name, joins.key)
+		who = joins.name
+	case id.Name != "":
 		fmt.Fprintf(out, "name:     %s\n", id.Name)
 		who = id.Name
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,12 +10,14 @@ import (
 	"regexp"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/tooling/demo"
 	"github.com/agentforeman/foreman/protocol"
 )
@@ -22,7 +25,8 @@ import (
 // initFlags are foreman init's settings.
 type initFlags struct {
 	name, identity, url, channel, spec, build string
-	force, verbose                            bool
+	repo                                      string
+	force, verbose, noRepo                    bool
 }
 
 func (a *app) initCommand() *cobra.Command {
@@ -42,9 +46,16 @@ The build is the bookshop of foreman's README unless --spec names an owl spec
 directory; init then prints the components it read, as foreman validate does:
 one line each with its dependencies and the words of the spec that named them
 (-v lists every "depends on:" bullet and what it was read as). init refuses to
-replace a config that exists unless --force.`,
+replace a config that exists unless --force.
+
+In a git repository (or with --repo), init offers it as host.repo: the
+repository builders push their branches to, and where foreman host (run by
+foreman up) lands approved work, on the branch checked out there
+(host.target). It turns CI gating on and merge mode external for that, and
+leaves host.checks for you to fill in. --no-repo leaves the host out.`,
 		Example: `  foreman init
   foreman init --name olga --spec ./owl
+  foreman init --repo ../shop.git
   foreman init shop/foreman.yaml --url ws://chat.example:6667 --identity ~/.agentchat/identity.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,6 +74,8 @@ replace a config that exists unless --force.`,
 	fl.StringVar(&f.spec, "spec", "", "read the components from this owl spec directory (build.spec)")
 	fl.StringVar(&f.build, "build", "", "the build's name (default: the spec's product.md title, or bookshop)")
 	fl.BoolVar(&f.force, "force", false, "replace an existing config (identity files are kept)")
+	fl.StringVar(&f.repo, "repo", "", "the git repository for host.repo (default: the one the config is in, if any)")
+	fl.BoolVar(&f.noRepo, "no-repo", false, "no host.repo, even in a git repository: foreman up then runs no host")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "with --spec, list every dependency bullet and what it was read as")
 	return cmd
 }
@@ -81,6 +94,12 @@ type initPlan struct {
 	ForemanKey         string // as written in the config
 	ForemanID          string
 	createdF, createdO bool
+	// The host's repository, when init offers one: host.repo as written
+	// (relative to the config's directory), where it is, the branch work
+	// lands on, and whether that branch has a commit yet.
+	Repo, RepoDir, Target string
+	RepoFound             bool // found around the config, not named by --repo
+	TargetMissing         bool
 }
 
 func (a *app) initConfig(file string, f initFlags) error {
@@ -103,6 +122,9 @@ func (a *app) initConfig(file string, f initFlags) error {
 		p.OperatorKey = filepath.Join(p.Dir, ".foreman", p.Operator+".json")
 	}
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+		return err
+	}
+	if err := p.readRepo(f); err != nil {
 		return err
 	}
 	// The config is checked as foreman will read it before any key is made.
@@ -224,6 +246,43 @@ func productTitle(spec string) string {
 	return "build"
 }
 
+// readRepo finds the repository init offers as host.repo: --repo's, or
+// the one the config's directory is in, unless --no-repo.
+func (p *initPlan) readRepo(f initFlags) error {
+	if f.noRepo {
+		if f.repo != "" {
+			return errors.New("--repo and --no-repo: give one")
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var repo *gitrepo.Repo
+	var err error
+	if f.repo != "" {
+		if repo, err = gitrepo.Open(ctx, f.repo); err != nil {
+			return fmt.Errorf("--repo: %w", err)
+		}
+	} else if repo, err = gitrepo.Find(ctx, p.Dir); err != nil {
+		return nil // not in a repository: no host to offer
+	}
+	p.RepoFound = f.repo == ""
+	p.RepoDir = repo.Dir()
+	dir, err := filepath.Abs(p.Dir)
+	if err != nil {
+		return err
+	}
+	if p.Repo, err = filepath.Rel(dir, repo.Dir()); err != nil {
+		p.Repo = repo.Dir()
+	}
+	if p.Target, err = repo.Head(ctx); err != nil || p.Target == "" {
+		p.Target = "main" // HEAD detached, or a bare repository's HEAD unborn
+	}
+	tip, err := repo.RevParse(ctx, "refs/heads/"+p.Target)
+	p.TargetMissing = err != nil || tip == ""
+	return nil
+}
+
 // identities loads or creates foreman's key and the operator's.
 func (p *initPlan) identities() error {
 	fpath := filepath.Join(p.Dir, p.ForemanKey)
@@ -277,6 +336,28 @@ roles:
   # Sender ids, never display names. Operators settle escalations (RESOLVE,
   # RELEASE, ASSIGN, ...): {{.Operator}}, whose key is {{.OperatorKey}}.
   operators: ["{{.OperatorID}}"]
+{{- if .Repo}}
+  # The host's id goes in ci and merger: foreman up puts it there for each
+  # run; list it here to run foreman host beside foreman run instead.
+{{- end}}
+{{- if .Repo}}
+
+rules:
+  # foreman host checks each READY and lands what AUDIT approves.
+  ci_gating: on
+  merge: external
+
+host:
+  # The git repository builders push their branches to, and where approved
+  # work lands (on target). foreman init {{if .RepoFound}}found it around this file{{else}}was given it{{end}};
+  # foreman init --no-repo leaves the host out.
+  repo: {{.Repo}}
+  target: {{.Target}}
+  # Each check runs in a worktree of what would land, as a program and its
+  # arguments (no shell), e.g. ["make test"] or ["go test ./..."]; none:
+  # every branch that merges cleanly passes.
+  checks: []
+{{- end}}
 
 journal:
   # Every input foreman handles, so that a restart resumes the build.
@@ -313,6 +394,12 @@ func (p *initPlan) report(a *app, verbose bool) {
 		printSpecReading(out, p.Spec, p.Owl, verbose, "foreman validate -v lists them")
 		printBuildOrder(out, p.Build, p.Components, p.Owl)
 	}
+	if p.Repo != "" {
+		fmt.Fprintf(out, "host.repo: %s (target %s): foreman up checks builders' branches there and lands approved work; --no-repo leaves it out\n", p.RepoDir, p.Target)
+		if p.TargetMissing {
+			fmt.Fprintf(out, "note: %s has no branch %s yet: make its first commit (git commit --allow-empty -m start) before foreman up\n", p.RepoDir, p.Target)
+		}
+	}
 	if j := filepath.Join(p.Dir, ".foreman", "journal"); pathExists(j) {
 		fmt.Fprintf(out, "note: %s holds an earlier build, which foreman run resumes; delete it to start afresh\n", j)
 	}
@@ -320,17 +407,25 @@ func (p *initPlan) report(a *app, verbose bool) {
 	if p.File != defaultConfig {
 		arg = " " + p.File
 	}
+	host, hostLine := "", ""
+	if p.Repo != "" {
+		host = ", the host"
+		hostLine = fmt.Sprintf("  # foreman host checks and lands; first list its id (foreman identity%[1]s --identity .foreman/host.json)\n  # in roles.ci and roles.merger\n  foreman host%[1]s\n", arg)
+	}
 	fmt.Fprintf(out, `
-Next, each in a terminal of its own, from here:
+Next, from here:
+  foreman up%[1]s
+runs the room, foreman%[5]s and the board in one process, and prints how to join.
+Or each part in a terminal of its own (the advanced path):
   # a chat room at %[2]s
   foreman serve%[1]s
   # foreman joins %[3]s and coordinates; its board is on http://127.0.0.1:9090
   foreman run%[1]s
-  # you, the operator, in %[3]s: type STATUS, RESOLVE c, ... or /help
+%[6]s  # you, the operator, in %[3]s: type STATUS, RESOLVE c, ... or /help
   foreman agent%[1]s --role chat --identity %[4]s
 Agents join the same room: foreman agent%[1]s --role builder is a scripted one, and
 foreman prompt prints the guide that teaches an LLM agent the protocol.
-`, arg, p.URL, p.Channel, p.OperatorKey)
+`, arg, p.URL, p.Channel, p.OperatorKey, host, hostLine)
 }
 
 func pathExists(path string) bool {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/gitrepo"
 )
 
 func TestInitMakesYouTheOperator(t *testing.T) {
@@ -129,6 +132,7 @@ func copyDir(t *testing.T, from, to string) {
 
 func TestPromptPrintsTheGuideAndThisBuild(t *testing.T) {
 	t.Chdir(t.TempDir())
+	t.Setenv("FOREMAN_HTTP_LISTEN", freeAddr(t)) // no foreman answers there
 	code, out, errOut := foreman(t, "prompt")
 	require.Equal(t, 0, code, errOut)
 	assert.True(t, strings.HasPrefix(out, "# Working with foreman: a guide for agents\n"))
@@ -144,4 +148,75 @@ func TestPromptPrintsTheGuideAndThisBuild(t *testing.T) {
 	assert.Contains(t, out, "- Check in at least every 10m0s (TIMEOUT after 3 missed); 3 audit attempts per builder")
 	assert.Contains(t, out, "  - `cart`, after `auth`, `catalog`\n")
 	assert.Contains(t, out, "  - foreman's MCP server: `foreman mcp --identity KEY.json --url ws://127.0.0.1:6667 --channel '#build'`;\n", "the ways in, with this build's room")
+	assert.Contains(t, out, "- The build `bookshop`, its components in TASKS order, from foreman.yaml (no running foreman answered at http://"+os.Getenv("FOREMAN_HTTP_LISTEN")+
+		", so components ADDed in the room are not listed; say STATUS there for the build as it stands):\n")
+	assert.NotContains(t, out, "The work is real", "no host.repo, no host")
+}
+
+// foreman prompt's "This build" names the host's repository, target and
+// checks, and lists the components the running foreman has (docs was
+// ADDed in the room; the config has three), from its board.
+func TestPromptSaysTheHostAndTheLiveComponents(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	board := strings.TrimPrefix(statusServer(t, midBuild()).URL, "http://")
+	writeFile(t, dir, "foreman.yaml", "build:\n  name: shop\n  components:\n    - name: db\n    - name: api\n      depends_on: [db]\n    - name: web\n      depends_on: [api]\n"+
+		"http:\n  listen: "+board+"\nrules:\n  ci_gating: on\n  merge: external\nhost:\n  repo: shop.git\n  target: trunk\n  checks: [\"make test\", \"go vet ./...\"]\n")
+	code, out, errOut := foreman(t, "prompt")
+	require.Equal(t, 0, code, errOut)
+	repo := filepath.Join(dir, "shop.git")
+	assert.Contains(t, out, "- The work is real: foreman host checks each READY in the git repository `"+repo+"`. Push your branch there (`git push "+repo+" HEAD:refs/heads/<you>/<c>`)")
+	assert.Contains(t, out, "It checks what would land on `trunk` (checks: `make test`, `go vet ./...`)")
+	assert.Contains(t, out, "- The build `shop`, its components in TASKS order, as the running foreman has them (its board, http://"+board+"):\n"+
+		"  - `db`\n  - `api`, after `db`\n  - `web`, after `api`\n  - `docs`, after `web`\n")
+}
+
+// In a git repository foreman init offers it as host.repo (relative to the
+// config), with the branch checked out there as the target, CI gating on
+// and merge external: foreman up then runs the host. --no-repo leaves the
+// host out; --repo names another repository.
+func TestInitOffersTheRepositoryItIsIn(t *testing.T) {
+	dir := t.TempDir()
+	_, err := gitrepo.Init(context.Background(), dir, "trunk", false)
+	require.NoError(t, err)
+	t.Chdir(dir)
+	code, out, errOut := foreman(t, "init", "--name", "olga", "ops/foreman.yaml")
+	require.Equal(t, 0, code, errOut)
+	c, err := config.Load("ops/foreman.yaml", nil, nil)
+	require.NoError(t, err)
+	real, err := filepath.EvalSymlinks(dir)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join("ops", ".."), c.Host.Repo, "relative to the config")
+	assert.Equal(t, "trunk", c.Host.Target, "the branch checked out")
+	assert.True(t, c.Rules.CIGating)
+	assert.Equal(t, coordinator.MergeExternal, c.Rules.Merge)
+	require.NoError(t, c.RequireHost())
+	assert.Contains(t, out, "host.repo: "+real+" (target trunk): foreman up checks builders' branches there")
+	assert.Contains(t, out, "\n  foreman up ops/foreman.yaml\nruns the room, foreman, the host and the board in one process")
+
+	code, out, errOut = foreman(t, "init", "--name", "olga", "--force", "--no-repo", "ops/foreman.yaml")
+	require.Equal(t, 0, code, errOut)
+	c, err = config.Load("ops/foreman.yaml", nil, nil)
+	require.NoError(t, err)
+	assert.Empty(t, c.Host.Repo)
+	assert.False(t, c.Rules.CIGating)
+	assert.NotContains(t, out, "host.repo")
+
+	bare := filepath.Join(t.TempDir(), "shop.git")
+	_, err = gitrepo.Init(context.Background(), bare, "main", true)
+	require.NoError(t, err)
+	code, out, errOut = foreman(t, "init", "--name", "olga", "--force", "--repo", bare, "ops/foreman.yaml")
+	require.Equal(t, 0, code, errOut)
+	c, err = config.Load("ops/foreman.yaml", nil, nil)
+	require.NoError(t, err)
+	abs, err := filepath.Abs(c.Host.Repo)
+	require.NoError(t, err)
+	assert.Equal(t, bare, abs)
+	assert.Equal(t, "main", c.Host.Target)
+	assert.NotContains(t, out, "has no branch")
+
+	code, _, errOut = foreman(t, "init", "--name", "olga", "--force", "--repo", t.TempDir(), "ops/foreman.yaml")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "foreman: --repo: ")
+	assert.Contains(t, errOut, "not a git repository")
 }

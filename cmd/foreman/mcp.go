@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
@@ -15,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/mcpagent"
 )
 
@@ -22,6 +25,7 @@ import (
 type mcpFlags struct {
 	identity, name, coordinator string
 	answerWait, waitMax         time.Duration
+	printConfig                 bool
 }
 
 // mcpFlagKeys are the flags that name configuration keys.
@@ -66,9 +70,8 @@ foreman is known by server.identity's sender id when that file is there,
 else by --coordinator, else as the sender of foreman's stamped messages.
 Logs go to stderr; stdout is the protocol.`,
 		Example: `  foreman mcp --identity ~/.foreman/ada.json --url ws://127.0.0.1:6667
-  # in an MCP client's configuration:
-  {"mcpServers": {"foreman": {"command": "foreman",
-    "args": ["mcp", "--identity", "/home/ada/.foreman/ada.json", "--url", "ws://127.0.0.1:6667"]}}}`,
+  # an MCP client's configuration, with absolute paths, to paste:
+  foreman mcp --print-config --identity .foreman/ada.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.runMCP(cmd, configArg(args), &f) },
 	}
@@ -82,13 +85,65 @@ Logs go to stderr; stdout is the protocol.`,
 	fl.StringVar(&f.coordinator, "coordinator", "", "foreman's sender id (default: server.identity's, else learned from the room)")
 	fl.DurationVar(&f.answerWait, "answer-wait", mcpagent.DefaultAnswerWait, "how long a tool waits for foreman's answer before it returns without one")
 	fl.DurationVar(&f.waitMax, "wait-max", mcpagent.DefaultWaitMax, "the longest wait() blocks")
+	fl.BoolVar(&f.printConfig, "print-config", false, "print an MCP client's configuration that starts this command, with absolute paths (--identity default: .foreman/agent.json beside the config), and exit")
 	return cmd
+}
+
+// printMCPConfig prints what an MCP client's configuration needs to start
+// foreman mcp as these flags and this config would: absolute paths
+// throughout, since a client starts it from anywhere, often without
+// ~/go/bin on PATH.
+func (a *app) printMCPConfig(cmd *cobra.Command, c *config.Config, f *mcpFlags) error {
+	if c.File == "" {
+		return noConfigFile("mcp --print-config")
+	}
+	file := absPath(c.File)
+	key := f.identity
+	if key == "" {
+		key = filepath.Join(filepath.Dir(file), ".foreman", "agent.json")
+	}
+	url := ""
+	if cmd.Flags().Changed("url") || os.Getenv("FOREMAN_SERVER_URL") != "" {
+		url = c.Server.URL // not the file's: the client must be told
+	}
+	_, err := io.WriteString(a.stdout, mcpConfig(selfPath(), file, absPath(key), f.name, url))
+	return err
+}
+
+// mcpConfig is an MCP client's configuration (Claude Code's .mcp.json,
+// Claude Desktop's claude_desktop_config.json) that starts foreman mcp
+// with a key file and a config; url, if set, is the room's when it is not
+// the config's.
+func mcpConfig(bin, config, key, name, url string) string {
+	args := []string{"mcp", "--identity", key}
+	if name != "" {
+		args = append(args, "--name", name)
+	}
+	if url != "" {
+		args = append(args, "--url", url)
+	}
+	type server struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	}
+	doc := struct {
+		Servers map[string]server `json:"mcpServers"`
+	}{map[string]server{"foreman": {Command: bin, Args: append(args, config)}}}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(doc)
+	return b.String()
 }
 
 func (a *app) runMCP(cmd *cobra.Command, file string, f *mcpFlags) error {
 	c, err := a.loadConfig(cmd, file, mcpFlagKeys)
 	if err != nil {
 		return err
+	}
+	if f.printConfig {
+		return a.printMCPConfig(cmd, c, f)
 	}
 	if f.identity == "" {
 		return errors.New("--identity FILE is required: the agent's key, whose sender id is how foreman knows it (created if missing; keep it for the whole build)")

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMCPNeedsTheAgentsKey(t *testing.T) {
@@ -23,4 +26,38 @@ func TestAgentJSONIsForPrograms(t *testing.T) {
 func TestKeyName(t *testing.T) {
 	assert.Equal(t, "ada", keyName("/home/x/.foreman/ada.json"))
 	assert.Equal(t, "agent", keyName("/home/x/my key.json"))
+}
+
+// foreman mcp --print-config prints an MCP client's configuration with
+// absolute paths: the key file, the config, and the room's URL when it is
+// not the config's.
+func TestMCPPrintsItsClientConfig(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	writeFile(t, dir, "foreman.yaml", "server:\n  channel: \"#build\"\n")
+	code, out, errOut := foreman(t, "mcp", "--print-config", "--identity", ".foreman/ada.json")
+	require.Equal(t, 0, code, errOut)
+	var doc struct {
+		Servers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	s := doc.Servers["foreman"]
+	assert.Equal(t, "foreman", s.Command, "a test binary is no program to name")
+	assert.Equal(t, []string{"mcp", "--identity", filepath.Join(dir, ".foreman", "ada.json"), filepath.Join(dir, "foreman.yaml")}, s.Args)
+
+	code, out, errOut = foreman(t, "mcp", "--print-config", "--url", "ws://127.0.0.1:7000")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"--identity",`+"\n        \""+filepath.Join(dir, ".foreman", "agent.json")+`",`, "a key beside the config by default")
+	assert.Contains(t, out, `"--url",`+"\n        \"ws://127.0.0.1:7000\",")
+	assert.NoFileExists(t, filepath.Join(dir, ".foreman", "agent.json"), "printing makes no key")
+}
+
+// The program named is this one, absolute: a client's PATH often lacks
+// ~/go/bin.
+func TestSelfPathIsAbsolute(t *testing.T) {
+	assert.Equal(t, "foreman", selfPath(), "under go test, a temporary build")
+	assert.Equal(t, `/a/foreman agent --identity '/b c/k.json' 'it'\''s'`, shellLine([]string{"/a/foreman", "agent", "--identity", "/b c/k.json", "it's"}))
 }

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/guide"
 )
@@ -22,7 +26,10 @@ with examples. Give it to an LLM agent as its instructions, or read it.
 
 When a config is found (CONFIG, --config, FOREMAN_CONFIG or foreman.yaml
 here), a last section says where this build's room is, who foreman is there,
-the components and the rules an agent must keep to.`,
+the rules an agent must keep to, where to push (host.repo, its target branch
+and checks, when foreman host runs), and the components: those the running
+foreman has (read from its board at http.listen, so components ADDed in the
+room are there), else the config's, saying so.`,
 		Example: `  foreman prompt > AGENTS.md
   foreman prompt shop.yaml | my-agent --system-prompt-file -`,
 		Args: cobra.MaximumNArgs(1),
@@ -35,15 +42,37 @@ the components and the rules an agent must keep to.`,
 				return err
 			}
 			if c.File != "" && len(c.Build.Components) > 0 {
-				writeThisBuild(a.stdout, c)
+				ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+				comps, from := liveComponents(ctx, c)
+				cancel()
+				writeThisBuild(a.stdout, c, comps, from)
 			}
 			return nil
 		},
 	}
 }
 
+// liveComponents asks the running foreman (its board's JSON, at
+// http.listen) for the components the build has now, ADDed ones included;
+// without an answer they are the config's. from says which, for the agent.
+func liveComponents(ctx context.Context, c *config.Config) (comps []coordinator.Component, from string) {
+	url, err := boardURL(c.HTTP)
+	why := fmt.Sprint(err)
+	if err == nil {
+		why = "no running foreman answered at " + url
+		if b, err := fetchBoard(ctx, url); err == nil && b.View != nil && !b.Stale {
+			for _, v := range b.View.Components {
+				comps = append(comps, coordinator.Component{Name: v.Name, Deps: v.Deps})
+			}
+			return comps, fmt.Sprintf("as the running foreman has them (its board, %s)", url)
+		}
+	}
+	return c.Build.Components, fmt.Sprintf("from %s (%s, so components ADDed in the room are not listed; say STATUS there for the build as it stands)",
+		filepath.Base(c.File), why)
+}
+
 // writeThisBuild says what an agent of this build needs besides the guide.
-func writeThisBuild(w io.Writer, c *config.Config) {
+func writeThisBuild(w io.Writer, c *config.Config, comps []coordinator.Component, from string) {
 	fmt.Fprintf(w, "\n## This build\n\n")
 	fmt.Fprintf(w, "- The room: channel `%s` on `%s`.\n", c.Server.Channel, c.Server.URL)
 	who := "`" + c.Server.Name + "`"
@@ -59,8 +88,16 @@ func writeThisBuild(w io.Writer, c *config.Config) {
 	r := c.Rules
 	fmt.Fprintf(w, "- Check in at least every %s (TIMEOUT after %d missed); %d audit attempts per builder; audits due within %s; at most %d component(s) at a time; CI gating %s.\n",
 		r.CheckinInterval, r.MissedCheckins, r.AuditAttempts, r.AuditTimeout, r.MaxClaimsPerAgent, map[bool]string{true: "on", false: "off"}[r.CIGating])
-	fmt.Fprintf(w, "- The build `%s`, its components in TASKS order:\n", c.Build.Name)
-	for _, comp := range c.Build.Components {
+	if h := c.Host; h.Repo != "" {
+		checks := "none: a branch that merges cleanly passes"
+		if len(h.CheckLines) > 0 {
+			checks = "`" + strings.Join(h.CheckLines, "`, `") + "`"
+		}
+		fmt.Fprintf(w, "- The work is real: foreman host checks each READY in the git repository `%s`. Push your branch there (`git push %s HEAD:refs/heads/<you>/<c>`), then say `READY <c> <you>/<c>`. It checks what would land on `%s` (checks: %s) and answers `CI <c> PASS`, `FAIL` (with the first failing line and the log) or `CONFLICT` (with the files); approved work lands on `%s`, then `MERGED <c>`.\n",
+			absPath(h.Repo), absPath(h.Repo), h.Target, checks, h.Target)
+	}
+	fmt.Fprintf(w, "- The build `%s`, its components in TASKS order, %s:\n", c.Build.Name, from)
+	for _, comp := range comps {
 		if len(comp.Deps) == 0 {
 			fmt.Fprintf(w, "  - `%s`\n", comp.Name)
 			continue

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat"
@@ -94,18 +95,8 @@ release the leases, so that a standby takes over at once.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			reload := make(chan struct{}, 1)
-			hup := make(chan os.Signal, 1)
-			signal.Notify(hup, syscall.SIGHUP)
-			defer signal.Stop(hup)
-			go func() {
-				for range hup {
-					select {
-					case reload <- struct{}{}:
-					default:
-					}
-				}
-			}()
+			reload, stopHUP := reloadOnHUP()
+			defer stopHUP()
 			newBuild, _ := cmd.Flags().GetBool("new-build")
 			if c.Cluster.Enabled() {
 				return a.runInCluster(ctx, cmd, c, builds, file, log, reload, newBuild)
@@ -120,13 +111,7 @@ release the leases, so that a standby takes over at once.`,
 			if c.HTTP != "" {
 				var url string
 				var stopBoard func()
-				wo := web.Options{Logger: log.With().Str("part", "http").Logger(), HostLogs: c.Host.Logs}
-				if c.Journal != "" {
-					// Beside the journal's segments: the board's log and
-					// counters go on where they were after a restart.
-					wo.StateFile = filepath.Join(c.Journal, "board.json")
-				}
-				board, url, stopBoard, err = web.Start(c.HTTP, wo)
+				board, url, stopBoard, err = web.Start(c.HTTP, boardOptions(c, log))
 				if err != nil {
 					return fmt.Errorf("http.listen: %w", err)
 				}
@@ -155,6 +140,35 @@ release the leases, so that a standby takes over at once.`,
 	f.Bool("new-build", false, "start a new build even though the room shows this identity's earlier one (its journal is gone)")
 	f.Bool("halted", false, "start even when the dependencies form a cycle: the build waits, halted, until an operator mends it")
 	return cmd
+}
+
+// boardOptions are the board's settings from the configuration, as run
+// and up serve it.
+func boardOptions(c *config.Config, log zerolog.Logger) web.Options {
+	wo := web.Options{Logger: log.With().Str("part", "http").Logger(), HostLogs: c.Host.Logs}
+	if c.Journal != "" {
+		// Beside the journal's segments: the board's log and counters go
+		// on where they were after a restart.
+		wo.StateFile = filepath.Join(c.Journal, "board.json")
+	}
+	return wo
+}
+
+// reloadOnHUP turns SIGHUP into reloads for the bot (one waiting at most),
+// until stop.
+func reloadOnHUP() (reload <-chan struct{}, stop func()) {
+	ch := make(chan struct{}, 1)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return ch, func() { signal.Stop(hup); close(hup) }
 }
 
 // noConfigFile is the error of a command that needs a config file and

@@ -28,15 +28,14 @@ func held(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// run and serve without a config file give validate's one line, before
-// they bind a port.
-func TestRunAndServeNeedAConfigFile(t *testing.T) {
+// run without a config file give validate's one line, before
+// they bind a port. (serve needs none: a chat room is no build.)
+func TestRunNeedsAConfigFile(t *testing.T) {
 	t.Chdir(t.TempDir())
 	port := held(t)
 	for _, args := range [][]string{
 		{"validate"},
 		{"run", "--http", port},
-		{"serve", "--listen", port},
 	} {
 		code, out, errOut := foreman(t, args...)
 		assert.Equal(t, 1, code, args)

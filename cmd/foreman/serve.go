@@ -10,9 +10,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat/server"
+	"github.com/agentforeman/foreman/internal/config"
 )
 
 func (a *app) serveCommand() *cobra.Command {
@@ -35,10 +37,12 @@ See docs/agentchat-compat.md.
 
 It listens where the config's server.url points (ws://127.0.0.1:6667 by
 default), so foreman run and foreman agent with the same config find it, and
-paces senders at server.rate_limit. Like run, it needs a config file (the
-CONFIG argument, -c, FOREMAN_CONFIG or foreman.yaml here), and says so
-before it binds a port. It starts with the stock channels
-(#general ... #ops) plus server.channel, or those given with --channel.
+paces senders at server.rate_limit. Like a stock AgentChat server it needs
+no config file: without one (no CONFIG argument, -c, FOREMAN_CONFIG or
+foreman.yaml here) it uses the defaults, or --listen. It starts with the
+stock channels (#general ... #ops) plus server.channel (#build), or those
+given with --channel. (foreman up serves the room itself; serve is for the
+separate processes of the advanced path, and for agents' tests.)
 Two things differ from a stock server by
 default: new identities, and agents without a key, may send at once (as on a
 stock server run with LURK_DISABLED=true; --lurk restores the stock default:
@@ -49,9 +53,6 @@ channels, unless --open-create).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.loadConfig(cmd, configArg(args), map[string]string{"rate-limit": "server.rate_limit"})
 			if err != nil {
-				return err
-			}
-			if err := requireFile(c, "serve"); err != nil {
 				return err
 			}
 			log, err := a.logger(c)
@@ -66,11 +67,7 @@ channels, unless --open-create).`,
 			if !cmd.Flags().Changed("channel") {
 				channels = []string{c.Server.Channel}
 			}
-			cfg.RateLimit = c.Server.RateLimit
-			cfg.Channels = append(server.DefaultChannels(), channels...)
-			cfg.Logger = log
-			info, _ := debug.ReadBuildInfo()
-			cfg.Version = moduleVersion(version, info) // what GET /health reports
+			stockRoom(&cfg, c, log, channels)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			srv, err := server.Start(ctx, cfg)
@@ -95,6 +92,17 @@ channels, unless --open-create).`,
 	f.DurationVar(&cfg.ChallengeTimeout, "challenge-timeout", time.Minute, "how long a client has to answer the sign-in challenge")
 	f.DurationVar(&cfg.VerifyTimeout, "verify-timeout", 30*time.Second, "how long an agent has to answer another's VERIFY_REQUEST about it")
 	return cmd
+}
+
+// stockRoom sets what the embedded room takes from the configuration, for
+// serve and up alike: the stock channels and channels, the room's pace,
+// the log, and the version GET /health reports.
+func stockRoom(cfg *server.Config, c *config.Config, log zerolog.Logger, channels []string) {
+	cfg.RateLimit = c.Server.RateLimit
+	cfg.Channels = append(server.DefaultChannels(), channels...)
+	cfg.Logger = log
+	info, _ := debug.ReadBuildInfo()
+	cfg.Version = moduleVersion(version, info)
 }
 
 // listenAddress is where serve listens for a room at url: its host and

@@ -86,3 +86,18 @@ func TestServeRefusesABadChannel(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, `"build" is not a channel name`)
 }
+
+// foreman serve starts without a build config, as a stock AgentChat
+// server starts with no file: scripts that run foreman serve --listen ADDR
+// keep working.
+func TestServeNeedsNoConfig(t *testing.T) {
+	t.Chdir(t.TempDir())
+	_, stderr, done, stop := startAgent(t, strings.NewReader(""), "serve", "--listen", "127.0.0.1:0")
+	listening := regexp.MustCompile(`listening on (ws://127\.0\.0\.1:\d+)`)
+	require.Eventually(t, func() bool { return listening.MatchString(stderr.String()) }, agentWait, 5*time.Millisecond, "%s", stderr)
+	url := listening.FindStringSubmatch(stderr.String())[1]
+	p := roomPeer(t, url, "b1") // in #build, the default server.channel
+	p.say("hello")
+	stop()
+	assert.Equal(t, 0, <-done, stderr.String())
+}

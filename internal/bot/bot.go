@@ -491,12 +491,17 @@ func (b *Bot) reload() {
 		b.log.Warn().Msg("reload ignored: the build has not started")
 		return
 	}
-	b.log.Info().Int("components", len(cfg.Build.Components)).Int("operators", len(cfg.Roles.Operators)).
-		Msg("reloading the components and the roles")
 	b.operators = cfg.Roles.Operators
-	if !b.sess.Reload(b.room.now(), cfg.Build.Components, cfg.Roles) {
-		b.log.Info().Msg("foreman is not in the room: the reload applies when it is back")
+	applied := b.sess.Reload(b.room.now(), cfg.Build.Components, cfg.Roles)
+	// components is the live build's count, ADDed ones included; the
+	// config's own list is only what the reload read.
+	l := b.log.Info().Int("components", b.node.Engine().Size()).Int("config_components", len(cfg.Build.Components)).
+		Int("operators", len(cfg.Roles.Operators))
+	if !applied {
+		l.Msg("reload read; foreman is not in the room: it applies when foreman is back")
+		return
 	}
+	l.Msg("reloaded the components and the roles")
 }
 
 // reloadRefused is what the room is told of a SIGHUP reload refused for
@@ -559,6 +564,11 @@ func (b *Bot) shutdown(batches <-chan []agentchat.Event, runErr <-chan error, st
 	stopClient()
 	return err
 }
+
+// Close releases what New opened (the journal, the recording) for a Bot
+// that will not Run: foreman up opens each of its parts before it starts
+// any, and lets them all go when one cannot start. Run closes them itself.
+func (b *Bot) Close() { b.close() }
 
 // close saves a last snapshot, so that the next start replays little, and
 // closes the journal and the recording.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -189,4 +190,34 @@ func TestReload(t *testing.T) {
 	b1.Await(bot, "ACK cache "+b1.ID)
 	require.NoError(t, stop())
 	replayRecording(t, cfg.Record)
+}
+
+// The reload's log line counts the live build's components (those ADDed in
+// the room included), with the config's own count beside it.
+func TestReloadLogsTheLiveBuildsSize(t *testing.T) {
+	r := roomtest.Start(t)
+	op := r.Join(t, "op")
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	cfg := fastConfig(t, r.URL(), t.TempDir(), coordinator.Component{Name: "db"})
+	cfg.Roles.Operators = []string{op.ID}
+	next := make(chan *config.Config, 1)
+	reload := make(chan struct{})
+	var logs roomtest.SyncBuffer
+	bot := id.AgentID()
+	_, stop := runBot(t, cfg, id, func(o *Options) {
+		o.Logger = zerolog.New(&logs)
+		o.Reload = reload
+		o.ReloadConfig = func() (*config.Config, error) { return <-next, nil }
+	})
+	op.Await(bot, "TASKS db")
+	op.Say("ADD x\nADD y")
+	op.Await(bot, "OK ADD y")
+	grown := *cfg
+	grown.Build.Components = []coordinator.Component{{Name: "db"}, {Name: "cache"}}
+	next <- &grown
+	reload <- struct{}{}
+	op.Await(bot, "TASKS db x y cache")
+	require.NoError(t, stop())
+	assert.Contains(t, logs.String(), `"components":4,"config_components":2,"operators":1,"message":"reloaded the components and the roles"`)
 }

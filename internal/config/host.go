@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/checks"
+	"github.com/agentforeman/foreman/internal/host/sandbox"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -32,6 +35,14 @@ type Host struct {
 	LogURL      string // where the board serves the logs; "": from http.listen
 	Retries     int    // a failed check is run again this many times on the same tree before anyone is blamed
 	Prune       bool   // delete a builder's branch once it landed
+
+	// The checks' sandbox (package sandbox); the zero value is on, with
+	// the defaults.
+	Unconfined    bool           // host.sandbox: off
+	SandboxNet    string         // host.sandbox_net: none ("") or all
+	SandboxRO     []string       // host.sandbox_paths.ro: absolute, ~ expanded
+	SandboxRW     []string       // host.sandbox_paths.rw
+	SandboxLimits sandbox.Limits // host.sandbox_limits.*
 }
 
 // MaxParallel bounds host.max_parallel: each job is a worktree and
@@ -55,6 +66,13 @@ func hostDefaults(d map[string]any) {
 	d["host.log_url"] = ""
 	d["host.retries"] = 1
 	d["host.prune"] = false
+	d["host.sandbox"] = "on"
+	d["host.sandbox_net"] = sandbox.NetNone
+	d["host.sandbox_paths.ro"] = []string{}
+	d["host.sandbox_paths.rw"] = []string{}
+	d["host.sandbox_limits.memory"] = sandbox.Size(sandbox.DefaultMemory)
+	d["host.sandbox_limits.processes"] = sandbox.DefaultTasks
+	d["host.sandbox_limits.file_size"] = sandbox.Size(sandbox.DefaultFileSize)
 }
 
 func decodeHost(v *viper.Viper, c *Config, src sources) error {
@@ -106,6 +124,10 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 		if err != nil {
 			return errorf(fmt.Sprintf("host.checks[%d]", i), "%v", err)
 		}
+		if op := checks.ShellOperator(s); op != "" {
+			return errorf(fmt.Sprintf("host.checks[%d]", i), "%q has %s outside quotes, and checks run with no shell to read it; write sh -c '%s'",
+				s, op, strings.ReplaceAll(s, "'", `'\''`))
+		}
 		h.Checks = append(h.Checks, argv)
 		h.CheckLines = append(h.CheckLines, s)
 	}
@@ -124,7 +146,71 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 	if h.LogURL != "" && !strings.HasPrefix(h.LogURL, "http://") && !strings.HasPrefix(h.LogURL, "https://") {
 		return errorf("host.log_url", "%q is not an http:// or https:// URL", h.LogURL)
 	}
+	if err := decodeSandbox(v, &h, src); err != nil {
+		return err
+	}
 	c.Host = h
+	return nil
+}
+
+// decodeSandbox reads host.sandbox*: on or off, the network, the paths
+// checks may read or write (~ is the host user's HOME; a relative path is
+// read as the other paths are), the limits.
+func decodeSandbox(v *viper.Viper, h *Host, src sources) error {
+	on, err := boolean(v, "host.sandbox")
+	if err != nil {
+		return err
+	}
+	h.Unconfined = !on
+	switch h.SandboxNet = strings.ToLower(strings.TrimSpace(v.GetString("host.sandbox_net"))); h.SandboxNet {
+	case sandbox.NetNone, sandbox.NetAll:
+	default:
+		return errorf("host.sandbox_net", "%q is not none (a network of the check's own: its loopback, nothing else) or all (the host's network, unconfined)", h.SandboxNet)
+	}
+	for _, list := range []struct {
+		key string
+		to  *[]string
+	}{{"host.sandbox_paths.ro", &h.SandboxRO}, {"host.sandbox_paths.rw", &h.SandboxRW}} {
+		for i, p := range v.GetStringSlice(list.key) {
+			key := fmt.Sprintf("%s[%d]", list.key, i)
+			p = strings.TrimSpace(p)
+			switch {
+			case p == "":
+				return errorf(key, "empty")
+			case p == "~" || strings.HasPrefix(p, "~/"):
+				home, err := os.UserHomeDir()
+				if err != nil {
+					return errorf(key, "%s: no HOME to expand ~ in (%v)", p, err)
+				}
+				p = filepath.Join(home, p[1:])
+			case strings.HasPrefix(p, "~"):
+				return errorf(key, "%s: only ~ (the host user's HOME) is expanded, not ~user", p)
+			default:
+				p = src.path(list.key, p)
+			}
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return errorf(key, "%v", err)
+			}
+			*list.to = append(*list.to, abs)
+		}
+	}
+	for _, l := range []struct {
+		key string
+		to  *int64
+	}{{"host.sandbox_limits.memory", &h.SandboxLimits.Memory}, {"host.sandbox_limits.file_size", &h.SandboxLimits.FileSize}} {
+		n, err := sandbox.ParseSize(v.GetString(l.key))
+		if err != nil {
+			return errorf(l.key, "%v", err)
+		}
+		if n < 1<<20 {
+			return errorf(l.key, "%s is below the least allowed, 1MiB", sandbox.Size(n))
+		}
+		*l.to = n
+	}
+	if h.SandboxLimits.Tasks, err = count(v, "host.sandbox_limits.processes", 16); err != nil {
+		return err
+	}
 	return nil
 }
 

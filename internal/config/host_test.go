@@ -1,11 +1,14 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/host/sandbox"
 )
 
 func TestHostDefaultsAndPaths(t *testing.T) {
@@ -24,6 +27,10 @@ func TestHostDefaultsAndPaths(t *testing.T) {
 	assert.Equal(t, filepath.Join(dir, ".foreman/host.json"), h.Identity)
 	assert.Equal(t, []string{"GOFLAGS=-count=1", "HTTP_PROXY"}, h.Env)
 	assert.Equal(t, int64(8<<20), h.LogLimit)
+	assert.False(t, h.Unconfined, "the sandbox is on by default")
+	assert.Equal(t, "none", h.SandboxNet)
+	assert.Empty(t, h.SandboxRO)
+	assert.Equal(t, sandbox.Limits{Memory: sandbox.DefaultMemory, Tasks: sandbox.DefaultTasks, FileSize: sandbox.DefaultFileSize}, h.SandboxLimits)
 	assert.ErrorContains(t, c.RequireHost(), "rules.ci_gating: off, and rules.merge is accept: foreman host would have nothing to do")
 	c.Rules.CIGating = true
 	assert.NoError(t, c.RequireHost())
@@ -48,6 +55,15 @@ func TestHostErrorsNameTheKey(t *testing.T) {
 		"log limit":     {"host:\n  log_limit: 10\n", "host.log_limit: 10 is below the least allowed, 1024"},
 		"log url":       {"host:\n  log_url: ftp://x\n", "host.log_url:"},
 		"unknown":       {"host:\n  checkz: []\n", "host.checkz: unknown key (did you mean host.checks?)"},
+		"no shell":      {"host:\n  checks: [\"test -f README && echo ok\"]\n", `host.checks[0]: "test -f README && echo ok" has && outside quotes, and checks run with no shell to read it; write sh -c 'test -f README && echo ok'`},
+		"no shell pipe": {"host:\n  checks: [\"make test\", \"go test ./... | tee out\"]\n", "host.checks[1]: \"go test ./... | tee out\" has | outside quotes"},
+		"sandbox":       {"host:\n  sandbox: maybe\n", `host.sandbox: "maybe" is not on or off`},
+		"sandbox net":   {"host:\n  sandbox_net: loopback-deny\n", `host.sandbox_net: "loopback-deny" is not none`},
+		"sandbox paths": {"host:\n  sandbox_paths: [/x]\n", "host.sandbox_paths: unknown key"},
+		"tilde user":    {"host:\n  sandbox_paths:\n    ro: [\"~bob/x\"]\n", "host.sandbox_paths.ro[0]: ~bob/x: only ~ (the host user's HOME) is expanded"},
+		"memory":        {"host:\n  sandbox_limits:\n    memory: lots\n", `host.sandbox_limits.memory: "lots" is not a size like 4GiB`},
+		"memory small":  {"host:\n  sandbox_limits:\n    memory: 1000\n", "host.sandbox_limits.memory: 1000 is below the least allowed, 1MiB"},
+		"processes":     {"host:\n  sandbox_limits:\n    processes: 3\n", "host.sandbox_limits.processes: 3 is below the least allowed, 16"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Load(writeConfig(t, minimal+tc.yaml), nil, nil)
@@ -56,6 +72,20 @@ func TestHostErrorsNameTheKey(t *testing.T) {
 			assert.NotContains(t, err.Error(), "\n")
 		})
 	}
+}
+
+func TestHostSandboxPaths(t *testing.T) {
+	home, err := os.UserHomeDir()
+	require.NoError(t, err)
+	path := writeConfig(t, minimal+"host:\n  sandbox: off\n  sandbox_net: all\n  sandbox_paths:\n    ro: [tools, /opt/sdk]\n    rw: [~/.cache/go-build, \"~\"]\n  sandbox_limits:\n    memory: 2GiB\n    processes: 100\n    file_size: 64MiB\n")
+	c, err := Load(path, nil, nil)
+	require.NoError(t, err)
+	h := c.Host
+	assert.True(t, h.Unconfined)
+	assert.Equal(t, "all", h.SandboxNet)
+	assert.Equal(t, []string{filepath.Join(filepath.Dir(path), "tools"), "/opt/sdk"}, h.SandboxRO, "relative to the file")
+	assert.Equal(t, []string{filepath.Join(home, ".cache/go-build"), home}, h.SandboxRW, "~ is the HOME (foreman host refuses all of it later)")
+	assert.Equal(t, sandbox.Limits{Memory: 2 << 30, Tasks: 100, FileSize: 64 << 20}, h.SandboxLimits)
 }
 
 func make40(c byte) []byte {

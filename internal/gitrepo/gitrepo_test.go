@@ -353,3 +353,42 @@ func TestCommitMergeIsTheSameEveryTime(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, first, other, "parents and message still count")
 }
+
+// What a check may leave in place of its worktree's .git would steer the
+// host's own git there: CheckWorktree knows the worktree git made.
+func TestCheckWorktreeKnowsItsOwn(t *testing.T) {
+	r := newRepo(t, false)
+	main := tip(t, r, "main")
+	other := newRepo(t, false)
+	dir := filepath.Join(t.TempDir(), "slot-1")
+	require.NoError(t, r.AddWorktree(ctx, dir, main))
+	require.NoError(t, r.CheckWorktree(dir))
+	dir2 := filepath.Join(t.TempDir(), "slot-2")
+	require.NoError(t, r.AddWorktree(ctx, dir2, main))
+	gitFile := filepath.Join(dir, ".git")
+	orig, err := os.ReadFile(gitFile)
+	require.NoError(t, err)
+	second, err := os.ReadFile(filepath.Join(dir2, ".git"))
+	require.NoError(t, err)
+	for name, damage := range map[string]func(){
+		"another repository": func() { require.NoError(t, os.WriteFile(gitFile, []byte("gitdir: "+other.GitDir()+"\n"), 0o644)) },
+		"the main git dir":   func() { require.NoError(t, os.WriteFile(gitFile, []byte("gitdir: "+r.GitDir()+"\n"), 0o644)) },
+		"another slot":       func() { require.NoError(t, os.WriteFile(gitFile, second, 0o644)) },
+		"not a gitdir line":  func() { require.NoError(t, os.WriteFile(gitFile, []byte("[core]\n"), 0o644)) },
+		"a directory": func() {
+			require.NoError(t, os.Remove(gitFile))
+			require.NoError(t, os.MkdirAll(filepath.Join(gitFile, "hooks"), 0o755))
+		},
+		"a symbolic link": func() {
+			require.NoError(t, os.Remove(gitFile))
+			require.NoError(t, os.Symlink(filepath.Join(r.GitDir(), "worktrees", "slot-1"), gitFile))
+		},
+		"gone": func() { require.NoError(t, os.Remove(gitFile)) },
+	} {
+		damage()
+		assert.Error(t, r.CheckWorktree(dir), name)
+		require.NoError(t, os.RemoveAll(gitFile))
+		require.NoError(t, os.WriteFile(gitFile, orig, 0o644))
+		require.NoError(t, r.CheckWorktree(dir), "restored after %s", name)
+	}
+}

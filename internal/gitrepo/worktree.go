@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,57 @@ func (r *Repo) ResetWorktree(ctx context.Context, dir, commit string) error {
 	}
 	_, err := r.gitIn(ctx, dir, "clean", "--quiet", "-ffdx")
 	return err
+}
+
+// CheckWorktree checks that the worktree at dir is still what git
+// worktree add made of it: its .git a regular file naming an admin
+// directory of this repository's (worktrees/<name>), whose gitdir file
+// names that .git back. Anything else a check may leave there (a .git
+// naming another repository, a .git directory with a configuration of its
+// own, or none, so that git looks up into the directories above) would
+// steer the host's own git when it next runs there: the caller makes the
+// worktree again instead.
+func (r *Repo) CheckWorktree(dir string) error {
+	gitFile := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(gitFile)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > 4096 {
+		return fmt.Errorf("%s is not the file git worktree add wrote (%s)", gitFile, fi.Mode().Type())
+	}
+	data, err := os.ReadFile(gitFile)
+	if err != nil {
+		return err
+	}
+	admin, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok {
+		return fmt.Errorf("%s does not say gitdir: ...", gitFile)
+	}
+	if !filepath.IsAbs(admin) {
+		admin = filepath.Join(dir, admin)
+	}
+	if !sameFile(filepath.Dir(admin), filepath.Join(r.gitDir, "worktrees")) {
+		return fmt.Errorf("%s names %s, not a worktree of %s", gitFile, admin, r.gitDir)
+	}
+	back, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+	if err != nil {
+		return err
+	}
+	named := strings.TrimSpace(string(back))
+	if !filepath.IsAbs(named) {
+		named = filepath.Join(admin, named)
+	}
+	if !sameFile(named, gitFile) {
+		return fmt.Errorf("%s belongs to %s, not %s", admin, named, gitFile)
+	}
+	return nil
+}
+
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
 // PruneWorktrees removes everything under root (the host's own directory of

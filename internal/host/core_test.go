@@ -106,6 +106,7 @@ func TestStaleRunsAreCancelledAndNeverReported(t *testing.T) {
 		{"@foreman", "TIMEOUT api @b1"},
 		{"@b1", "ABORT api context_exhaustion_handoff"},
 		{"@foreman", "OK RELEASE api"},
+		{"@foreman", "OK RELEASE api from @b1"},
 		{"@foreman", "OK ASSIGN api @b2"},
 		{"@foreman", "ACK api @b2"},
 		{"@foreman", "ESCALATE api ci-exhausted no CI verdict within 10m (5/5) on b1/api by @b1; ..."},

@@ -159,9 +159,9 @@ func (h *Core) fromForeman(line string) {
 }
 
 // confirmed reads OK <command>: an operator's (or the merger's) command
-// foreman accepted.
+// foreman accepted, perhaps with more after it (OK RELEASE api from @b1).
 func (h *Core) confirmed(command string) {
-	cmd, err := protocol.Read(command)
+	cmd, err := protocol.ReadConfirmed(command)
 	if err != nil || cmd.Component == "" {
 		return
 	}

@@ -1,8 +1,9 @@
 // Package checks runs foreman host's check commands in a worktree: each in
-// a process group of its own, with a clean environment, under one time
-// limit for all of them, output captured to a log file of bounded size. It
-// says whether they passed and, if not, the first line of output that
-// says why.
+// a process group of its own (and, with a sandbox, confined: package
+// sandbox), with a clean environment, under one time limit for all of
+// them, output captured to a log file of bounded size with the host's
+// secrets taken out. It says whether they passed and, if not, the first
+// line of output that says why.
 package checks
 
 import (
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentforeman/foreman/internal/host/sandbox"
 )
 
 // Spec is one run of the checks.
@@ -27,6 +30,13 @@ type Spec struct {
 	// Started, if set, is told each command's process group as it starts,
 	// so that a host killed outright can find and end it on its restart.
 	Started func(pgid int)
+	// Sandbox, if set, confines each command; nil runs them unconfined.
+	Sandbox *sandbox.Sandbox
+	// Private is the run's own directory (its TMPDIR and HOME): with Dir,
+	// what a confined command may write.
+	Private string
+	// Secrets never reach the log or the failure line.
+	Secrets []Secret
 }
 
 // DefaultLogLimit bounds a log when the Spec does not.
@@ -35,8 +45,9 @@ const DefaultLogLimit = 8 << 20
 // Result is how a run ended.
 type Result struct {
 	Passed   bool
-	Command  string // the command that failed, as written
+	Command  string // the command that failed, quoted as a shell would read it
 	Line     string // its first line of output that reads as a failure, else its last, else how it ended
+	Silent   bool   // it failed without a line of output: Line says how it ended
 	TimedOut bool   // killed at the time limit
 	Duration time.Duration
 	Logged   int64 // bytes written to the log
@@ -56,6 +67,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	defer f.Close()
 	log := &capped{f: f, limit: s.LogLimit}
+	red := newRedactor(log, s.Secrets)
 	start := time.Now()
 	limit := ctx
 	var cancel context.CancelFunc = func() {}
@@ -69,26 +81,34 @@ commands:
 		if len(argv) == 0 {
 			continue
 		}
-		name := strings.Join(argv, " ")
+		name := red.redact(Quote(argv))
 		log.note("$ " + name)
 		log.mark()
-		code, runErr := runOne(limit, s, argv, log)
+		code, stopped, runErr := runOne(limit, s, argv, red)
+		red.flush()
 		switch {
 		case ctx.Err() != nil:
 			return Result{}, ctx.Err()
 		case limit.Err() != nil:
 			log.note(fmt.Sprintf("[killed with its process group: the checks took longer than %s]", short(s.Timeout)))
 			res = Result{Command: name, TimedOut: true, Line: fmt.Sprintf("timed out after %s (killed with its process group)", short(s.Timeout))}
+		case stopped != "":
+			log.note("[stopped: " + stopped + "]")
+			res = Result{Command: name, Line: "stopped: " + stopped}
 		case runErr != nil:
-			log.note("[did not run: " + runErr.Error() + "]")
-			res = Result{Command: name, Line: "did not run: " + runErr.Error()}
+			log.note("[did not run: " + red.redact(runErr.Error()) + "]")
+			res = Result{Command: name, Line: "did not run: " + red.redact(runErr.Error())}
 		case code != 0:
-			line := log.failure()
-			if line == "" {
-				line = fmt.Sprintf("exited with status %d", code)
+			how := fmt.Sprintf("exited with status %d", code)
+			if code == 128+int(syscall.SIGXFSZ) && s.Sandbox != nil {
+				how += " (128+SIGXFSZ: a file grew past host.sandbox_limits.file_size?)"
 			}
-			log.note(fmt.Sprintf("[exited with status %d]", code))
+			line := log.failure()
+			log.note("[" + how + "]")
 			res = Result{Command: name, Line: line}
+			if line == "" {
+				res.Line, res.Silent = how, true
+			}
 		default:
 			continue
 		}
@@ -105,45 +125,81 @@ commands:
 // runOne runs one command in its own process group and waits for it. When
 // limit ends, the whole group is killed, grandchildren included; the group
 // is killed after a normal exit too, so nothing a check left running in
-// the background outlives it.
-func runOne(limit context.Context, s Spec, argv []string, log *capped) (int, error) {
+// the background outlives it (unless it left the group: with a sandbox,
+// the command is the first process of a PID namespace, and all of it ends
+// with that). stopped is the sandbox's limit that stopped it, if one did.
+func runOne(limit context.Context, s Spec, argv []string, out *redactor) (code int, stopped string, err error) {
 	path, err := lookPath(argv[0], s.Env)
 	if err != nil {
-		return -1, err
+		return -1, "", err
 	}
 	cmd := exec.CommandContext(limit, path, argv[1:]...)
 	cmd.Args[0] = argv[0]
 	cmd.Dir = s.Dir
 	cmd.Env = s.Env
 	cmd.Stdin = nil
-	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd) }
 	// A grandchild may keep the output pipe open after the group is
 	// killed (one that left the group): stop reading after a moment.
 	cmd.WaitDelay = 2 * time.Second
+	var box *sandbox.Process
+	if s.Sandbox != nil {
+		if box, err = s.Sandbox.Command(cmd, sandbox.Run{Worktree: s.Dir, Private: s.Private}); err != nil {
+			return -1, "", fmt.Errorf("sandbox: %w", err)
+		}
+	}
 	if err := cmd.Start(); err != nil {
-		return -1, err
+		if box != nil {
+			box.Done()
+		}
+		return -1, "", err
 	}
 	if s.Started != nil {
 		s.Started(cmd.Process.Pid)
 	}
+	if box != nil {
+		if err := box.Started(); err != nil {
+			_ = cmd.Wait()
+			box.Done()
+			return -1, "", describeStage(err)
+		}
+	}
 	err = cmd.Wait()
-	_ = killGroup(cmd)
+	if box != nil {
+		stopped = box.Done()
+	} else {
+		_ = killGroup(cmd)
+	}
 	if err == nil {
-		return 0, nil
+		return 0, stopped, nil
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if code := ee.ExitCode(); code >= 0 {
-			return code, nil
+			return code, stopped, nil
 		}
-		return 128 + int(signalOf(ee)), nil
+		return 128 + int(signalOf(ee)), stopped, nil
 	}
 	if errors.Is(err, exec.ErrWaitDelay) {
-		return 0, nil
+		return 0, stopped, nil
 	}
-	return -1, err
+	return -1, stopped, err
+}
+
+// describeStage says why a confined command did not run, with what to do
+// when the sandbox kept its program out.
+func describeStage(err error) error {
+	var se *sandbox.StageError
+	if !errors.As(err, &se) {
+		return err
+	}
+	msg := se.Msg
+	if strings.HasPrefix(msg, "exec ") && strings.HasSuffix(msg, "permission denied") {
+		msg += " (the sandbox lets checks run programs from the system directories only: add its directory to host.sandbox_paths.ro)"
+	}
+	return errors.New("sandbox: " + msg)
 }
 
 func killGroup(cmd *exec.Cmd) error {

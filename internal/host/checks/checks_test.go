@@ -64,6 +64,13 @@ func helper(mode string) int {
 		}
 		fmt.Println("FAIL at the very end")
 		return 1
+	case "secret":
+		secret := os.Getenv("SECRET")
+		fmt.Print("the token is " + secret[:5])
+		_ = os.Stdout.Sync()
+		fmt.Println(secret[5:])
+		fmt.Println("FAIL: could not log in with " + secret)
+		return 1
 	case "env":
 		for _, kv := range os.Environ() {
 			fmt.Println(kv)
@@ -111,7 +118,7 @@ func TestPassAndFail(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res.Passed)
 	assert.Equal(t, "--- FAIL: TestLogin (0.01s)", res.Line, "the first line that reads as a failure, colours stripped")
-	assert.Contains(t, res.Command, "-test.run=^$ x")
+	assert.Contains(t, res.Command, "'-test.run=^$' x", "quoted as a shell would read it")
 	log := readLog(t, s)
 	assert.Contains(t, log, "login_test.go:12: want 200, got 500")
 	assert.Contains(t, log, "[exited with status 1]")

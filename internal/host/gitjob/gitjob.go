@@ -22,6 +22,7 @@ import (
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/host/checks"
+	"github.com/agentforeman/foreman/internal/host/sandbox"
 )
 
 // Options configure a Runner.
@@ -37,6 +38,19 @@ type Options struct {
 	LogURL     string        // where the board serves Logs ("" if it does not), e.g. http://127.0.0.1:9090/ci/logs
 	Work       string        // the host's private directory for worktrees
 	Retries    int           // a failed check is run again this many times on the same tree (host.retries)
+	// Sandbox confines the checks; nil runs them unconfined (host.sandbox
+	// off).
+	Sandbox *sandbox.Sandbox
+	// Secrets never reach a log or a verdict.
+	Secrets []checks.Secret
+	// MayLand, if set, is asked right before the target moves: an error
+	// (the host no longer holds the merger role, say) holds the landing
+	// back, to be tried again later, with the error as the reason.
+	MayLand func() error
+
+	// trustSlots skips the check of a slot's .git before the host's own
+	// git runs there: for the test that shows the attack it stops.
+	trustSlots bool
 }
 
 // Runner runs jobs. Its methods may be called from several goroutines.
@@ -230,13 +244,24 @@ func (r *Runner) runChecks(ctx context.Context, j host.Job, commit, base string,
 		return checks.Result{}, err
 	}
 	dir := s.dir
-	env := checks.Env(tmp, r.o.Env, map[string]string{
+	set := map[string]string{
 		"FOREMAN_COMPONENT": j.Component, "FOREMAN_REF": j.Ref, "FOREMAN_COMMIT": commit,
 		"FOREMAN_BASE": base, "FOREMAN_TARGET": r.o.Target,
-	})
+	}
+	if r.o.Sandbox != nil {
+		// A HOME of its own: the host user's holds what checks must not
+		// read (keys, ~/.gitconfig), and git dies on a config file it
+		// may not read.
+		home, err := r.o.Sandbox.MakeHome(tmp)
+		if err != nil {
+			return checks.Result{}, err
+		}
+		set["HOME"] = home
+	}
+	env := checks.Env(tmp, r.o.Env, set)
 	started := func(pgid int) { _ = os.WriteFile(pgids, []byte(strconv.Itoa(pgid)), 0o644) }
 	return checks.Run(ctx, checks.Spec{Dir: dir, Commands: r.o.Checks, Env: env, Timeout: r.o.Timeout,
-		Log: o.Log, LogLimit: r.o.LogLimit, Started: started})
+		Log: o.Log, LogLimit: r.o.LogLimit, Started: started, Sandbox: r.o.Sandbox, Private: tmp, Secrets: r.o.Secrets})
 }
 
 // Passed notes trees that passed the checks before (the ledger's passes,
@@ -262,10 +287,15 @@ func (r *Runner) hasPassed(tree string) bool {
 }
 
 // failed is the outcome of checks that did not pass: the check, named
-// short, and its first failing line.
+// short, and its first failing line; a check that said nothing is named
+// whole, with how it ended (sh -c 'test -f README': exited with status 1).
 func failed(res checks.Result, o host.Outcome) host.Outcome {
 	o.Result = host.Failed
-	o.Line = shortCommand(res.Command) + ": " + res.Line
+	name := shortCommand(res.Command)
+	if res.Silent {
+		name = res.Command
+	}
+	o.Line = name + ": " + res.Line
 	return o
 }
 

@@ -2,6 +2,7 @@ package gitjob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -424,5 +425,41 @@ func TestSlotsMadeAtOnce(t *testing.T) {
 	for range n {
 		o := <-out
 		assert.Equal(t, host.Passed, o.Result, "%+v", o)
+	}
+}
+
+// A check that fails without a word is named whole in the verdict, with
+// its exit status: "sh: exited with status 1" would say nothing.
+func TestASilentFailureNamesItsCommand(t *testing.T) {
+	f := newFixture(t, true, func(o *Options) { o.Checks = [][]string{{"sh", "-c", "test -f README"}} })
+	f.commit("b1/api", "main", map[string]string{"api.txt": "api\n"}, "api")
+	o := f.check("api", "b1/api")
+	require.Equal(t, host.Failed, o.Result)
+	assert.Equal(t, "sh -c 'test -f README': exited with status 1", o.Line)
+}
+
+// Right before the target moves, the host asks whether it may still land
+// (foreman host: is its id still in roles.merger?). Without the question
+// it lands; told no, it lands nothing and says why, to try again.
+func TestALandingAsksFirst(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		f := newFixture(t, true, func(o *Options) {
+			if refuse {
+				o.MayLand = func() error { return errors.New("roles.merger: does not list the host's id @x") }
+			}
+		})
+		f.commit("b1/api", "main", map[string]string{"api.txt": "api\n"}, "api")
+		before := f.tip("main")
+		o := f.check("api", "b1/api")
+		require.Equal(t, host.Passed, o.Result)
+		o = f.land("api", "b1/api", before, o.Commit)
+		if !refuse {
+			assert.Equal(t, host.Landed, o.Result)
+			assert.NotEqual(t, before, f.tip("main"))
+			continue
+		}
+		assert.Equal(t, host.Retry, o.Result)
+		assert.Equal(t, "roles.merger: does not list the host's id @x", o.Line)
+		assert.Equal(t, before, f.tip("main"), "nothing landed")
 	}
 }

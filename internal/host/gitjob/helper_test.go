@@ -13,6 +13,8 @@ import (
 
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host"
+	"github.com/agentforeman/foreman/internal/host/sandbox"
+	"github.com/agentforeman/foreman/internal/host/sandbox/sandboxtest"
 )
 
 // The test binary is also the check: with HELPER set it checks the
@@ -89,22 +91,59 @@ type fixture struct {
 
 func newFixture(t *testing.T, bare bool, mutate func(*Options)) *fixture {
 	t.Helper()
+	return newFixtureWith(t, bare, func(_ *fixture, o *Options) {
+		if mutate != nil {
+			mutate(o)
+		}
+	})
+}
+
+// newFixtureWith is newFixture with a mutate that may use the fixture (its
+// directory, its sandbox).
+func newFixtureWith(t *testing.T, bare bool, mutate func(*fixture, *Options)) *fixture {
+	t.Helper()
 	dir := t.TempDir()
 	repo, err := gitrepo.Init(ctx, filepath.Join(dir, "repo"), "main", bare)
 	require.NoError(t, err)
-	f := &fixture{t: t, repo: repo, dir: dir, gate: filepath.Join(dir, "gate"), record: filepath.Join(dir, "checked")}
+	// The check (this binary) tells the test through files in signals/,
+	// the one directory of the test's it may write: it runs sandboxed.
+	signals := filepath.Join(dir, "signals")
+	require.NoError(t, os.Mkdir(signals, 0o755))
+	f := &fixture{t: t, repo: repo, dir: dir, gate: filepath.Join(signals, "gate"), record: filepath.Join(signals, "checked")}
 	o := Options{
 		Repo: repo, Target: "main", AutoRebase: true, Timeout: time.Minute,
 		Checks: [][]string{{os.Args[0], "-test.run=^$"}},
 		Env:    []string{"HELPER=content", "GATE=" + f.gate, "RECORD=" + f.record},
 		Logs:   filepath.Join(dir, "logs"), Work: filepath.Join(dir, "work"), LogURL: "http://127.0.0.1:9090/ci/logs",
 	}
+	o.Sandbox = f.sandbox(sandbox.Config{RO: []string{filepath.Dir(os.Args[0])}, RW: []string{signals}})
 	if mutate != nil {
-		mutate(&o)
+		mutate(f, &o)
 	}
 	f.runner, err = New(o)
 	require.NoError(t, err)
 	return f
+}
+
+// sandbox is the checks' sandbox as foreman host makes it for this
+// fixture's repository, with c's paths and limits; nil (unconfined) where
+// this machine has none, unless sandboxtest.Require says that fails.
+func (f *fixture) sandbox(c sandbox.Config) *sandbox.Sandbox {
+	f.t.Helper()
+	c.GitDir = f.repo.GitDir()
+	c.Deny = append(c.Deny, sandbox.Denied{Key: "host.logs", Path: filepath.Join(f.dir, "logs")}, sandbox.Denied{Key: "host.work", Path: filepath.Join(f.dir, "work")})
+	if c.Home == "" {
+		c.Home = f.t.TempDir()
+	}
+	s, err := sandbox.New(c)
+	if err != nil {
+		if os.Getenv(sandboxtest.Require) != "" {
+			f.t.Fatalf("no sandbox on this machine: %v", err)
+		}
+		f.t.Logf("no sandbox on this machine (%v): checks run unconfined", err)
+		return nil
+	}
+	return s
 }
 
 func (f *fixture) tip(branch string) string {

@@ -50,6 +50,11 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 	if ctx.Err() != nil {
 		return host.Outcome{Result: host.Cancelled}
 	}
+	if r.o.MayLand != nil {
+		if err := r.o.MayLand(); err != nil {
+			return host.Outcome{Result: host.Retry, Line: err.Error()}
+		}
+	}
 	err = r.o.Repo.UpdateRef(ctx, r.targetRef(), j.Commit, j.Base, "foreman host: land "+j.Component)
 	if errors.Is(err, gitrepo.ErrMoved) {
 		if now, bad := r.base(ctx); bad == nil {

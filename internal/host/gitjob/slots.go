@@ -44,12 +44,17 @@ func (r *Runner) giveSlot(s *slot) {
 	r.free = append(r.free, s)
 }
 
-// ready makes s hold exactly commit. A slot that cannot be reset (its
-// directory damaged) is made again from nothing.
+// ready makes s hold exactly commit. A slot that is not the worktree the
+// host made (a check rewrote its .git: see gitrepo.CheckWorktree) or that
+// cannot be reset (its directory damaged) is made again from nothing,
+// before the host's own git runs in it.
 func (r *Runner) ready(ctx context.Context, s *slot, commit string) error {
 	if !s.new {
-		if err := r.o.Repo.ResetWorktree(ctx, s.dir, commit); err == nil || ctx.Err() != nil {
-			return err
+		err := r.checkSlot(s)
+		if err == nil {
+			if err = r.o.Repo.ResetWorktree(ctx, s.dir, commit); err == nil || ctx.Err() != nil {
+				return err
+			}
 		}
 	}
 	// git worktree add and remove read and write the repository's list of
@@ -67,6 +72,13 @@ func (r *Runner) ready(ctx context.Context, s *slot, commit string) error {
 	}
 	s.new = false
 	return nil
+}
+
+func (r *Runner) checkSlot(s *slot) error {
+	if r.o.trustSlots {
+		return nil
+	}
+	return r.o.Repo.CheckWorktree(s.dir)
 }
 
 // isSlot tells the slots (kept when pruning) from what a crash left.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -29,10 +30,11 @@ type Setup struct {
 	Repo     *gitrepo.Repo
 	Ledger   *ledger.Ledger
 	Warnings []string
+	lock     *os.File // the repository's host lock (lock.go)
 }
 
-// Close releases the ledger.
-func (s *Setup) Close() error { return s.Ledger.Close() }
+// Close releases the ledger and the repository.
+func (s *Setup) Close() error { return errors.Join(s.Ledger.Close(), s.lock.Close()) }
 
 // Prepare checks a configuration for foreman host and opens what it needs:
 // its key, the repository, the ledger. Every error is one line that names
@@ -58,17 +60,38 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 	if err != nil {
 		return nil, fmt.Errorf("host.repo: %w", err)
 	}
+	lock, err := lockRepo(repo) // before anything is pruned: another host may be working there
+	if err != nil {
+		return nil, err
+	}
+	ready := false
+	defer func() {
+		if !ready {
+			lock.Close()
+		}
+	}()
 	if tip, err := repo.RevParse(ctx, "refs/heads/"+c.Host.Target); err != nil || tip == "" {
 		return nil, fmt.Errorf("host.target: no branch %s in %s", c.Host.Target, repo.Dir())
 	}
 	if !repo.Bare() {
 		warnings = append(warnings, fmt.Sprintf("host.repo: %s has a work tree; a bare repository is best (a checkout of %s there must be clean for a landing, and follows it)", repo.Dir(), c.Host.Target))
 	}
+	box, said, err := Sandbox(c, repo.GitDir())
+	if err != nil {
+		return nil, err
+	}
+	warnings = append(warnings, said...)
+	if box != nil {
+		for _, line := range box.Describe() {
+			log.Info().Str("sandbox", line).Msg("checks run confined")
+		}
+	}
 	timeout := c.Rules.CITimeout
 	runner, err := gitjob.New(gitjob.Options{
 		Repo: repo, Target: c.Host.Target, Checks: c.Host.Checks, AutoRebase: c.Host.AutoRebase,
 		Timeout: timeout, Env: c.Host.Env, Logs: c.Host.Logs, LogLimit: c.Host.LogLimit,
 		LogURL: LogURL(c), Work: c.Host.Work, Retries: c.Host.Retries,
+		Sandbox: box, Secrets: secrets(c), MayLand: mayLand(c, self),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("host.logs/host.work: %w", err)
@@ -102,7 +125,8 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 		},
 		State: st, Jobs: runner, Ledger: led, QueueFile: QueueFile(c.Host.Logs), Logger: log,
 	}
-	return &Setup{Options: o, Identity: id, Repo: repo, Ledger: led, Warnings: warnings}, nil
+	ready = true
+	return &Setup{Options: o, Identity: id, Repo: repo, Ledger: led, Warnings: warnings, lock: lock}, nil
 }
 
 func rateLimit(d time.Duration) time.Duration {
@@ -174,13 +198,24 @@ func Main(ctx context.Context, c *config.Config, log zerolog.Logger, out io.Writ
 		return err
 	}
 	defer s.Close()
+	return s.Serve(ctx, c, log, out)
+}
+
+// Serve runs a prepared host until ctx ends: Main once Prepare has checked
+// everything. foreman up prepares the host with its other parts, before it
+// starts any of them, and serves it here.
+func (s *Setup) Serve(ctx context.Context, c *config.Config, log zerolog.Logger, out io.Writer) error {
 	for _, w := range s.Warnings {
 		log.Warn().Msg(w)
 	}
 	abs, _ := filepath.Abs(s.Options.QueueFile)
-	fmt.Fprintf(out, "foreman host %s: checking %s (target %s) for %s at %s; queue in %s\n",
-		s.Identity.AgentID(), s.Repo.Dir(), c.Host.Target, c.Server.Channel, c.Server.URL, abs)
-	err = Run(ctx, s.Options)
+	confined := "checks sandboxed (foreman host --check-sandbox says how)"
+	if c.Host.Unconfined {
+		confined = "CHECKS RUN UNCONFINED (host.sandbox: off)"
+	}
+	fmt.Fprintf(out, "foreman host %s: checking %s (target %s) for %s at %s; queue in %s; %s\n",
+		s.Identity.AgentID(), s.Repo.Dir(), c.Host.Target, c.Server.Channel, c.Server.URL, abs, confined)
+	err := Run(ctx, s.Options)
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

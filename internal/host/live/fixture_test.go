@@ -21,6 +21,8 @@ import (
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host"
+	"github.com/agentforeman/foreman/internal/host/sandbox"
+	"github.com/agentforeman/foreman/internal/host/sandbox/sandboxtest"
 	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
@@ -159,7 +161,10 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	repo, err := gitrepo.Init(bg, filepath.Join(dir, "repo.git"), "main", true)
 	require.NoError(t, err)
 	w := &world{t: t, dir: dir, repo: repo, room: roomtest.Start(t), peers: map[string]*roomtest.Peer{},
-		gate: filepath.Join(dir, "gate"), record: filepath.Join(dir, "checked"), news: make(chan struct{})}
+		gate: filepath.Join(dir, "signals", "gate"), record: filepath.Join(dir, "signals", "checked"), news: make(chan struct{})}
+	// The check (this binary) tells the test through files in signals/,
+	// the one directory of the test's it may write: it runs sandboxed.
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "signals"), 0o755))
 	for _, name := range []string{"watch", "b1", "b2", "b3", "aud", "op"} {
 		w.peers[name] = w.room.Join(t, name)
 	}
@@ -219,13 +224,38 @@ host:
   env: ["HELPER=%s", "GATE=%s", "RECORD=%s"]
   max_parallel: %d
   identity: host.json
+  sandbox: %s
+  sandbox_paths:
+    ro: [%q]
+    rw: [signals]
 `, w.room.URL(), comps.String(), w.peers["op"].ID, o.auditor, w.host, w.host, merge, o.ciTimeout, o.rules,
-		os.Args[0]+" -test.run=^$", o.mode, w.gate, w.record, o.maxParallel)
+		os.Args[0]+" -test.run=^$", o.mode, w.gate, w.record, o.maxParallel, sandboxSetting(t), filepath.Dir(os.Args[0]))
 	w.cfgPath = filepath.Join(dir, "foreman.yaml")
 	require.NoError(t, os.WriteFile(w.cfgPath, []byte(yaml), 0o644))
 	w.startForeman()
 	w.expect(w.foreman, "TASKS")
 	return w
+}
+
+var (
+	sandboxOnce sync.Once
+	sandboxErr  error
+)
+
+// sandboxSetting is host.sandbox for the tests: on, as by default, where
+// this machine can sandbox checks; off where it cannot (not Linux, inside
+// a sandboxed check), unless FOREMANTEST_REQUIRE_SANDBOX (CI) says that
+// is a failure.
+func sandboxSetting(t *testing.T) string {
+	sandboxOnce.Do(func() { _, sandboxErr = sandbox.New(sandbox.Config{Home: t.TempDir()}) })
+	if sandboxErr == nil {
+		return "on"
+	}
+	if os.Getenv(sandboxtest.Require) != "" {
+		t.Fatalf("no sandbox on this machine: %v", sandboxErr)
+	}
+	t.Logf("no sandbox on this machine (%v): the host's checks run unconfined", sandboxErr)
+	return "off"
 }
 
 func (w *world) config() *config.Config {
@@ -248,11 +278,16 @@ func (w *world) startHost() {
 	w.startHostWith(nil)
 }
 
-func (w *world) startHostWith(wrap func(Jobs) Jobs) {
+// startHostWith runs foreman host in this process, its jobs wrapped by
+// wrap (if set) and its options changed by each of change.
+func (w *world) startHostWith(wrap func(Jobs) Jobs, change ...func(*Options)) {
 	s, err := Prepare(bg, w.config(), zerolog.Nop())
 	require.NoError(w.t, err)
 	if wrap != nil {
 		s.Options.Jobs = wrap(s.Options.Jobs)
+	}
+	for _, f := range change {
+		f(&s.Options)
 	}
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})

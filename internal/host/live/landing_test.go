@@ -1,8 +1,11 @@
 package live
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -99,4 +102,34 @@ func TestQueueIsVisible(t *testing.T) {
 	w.expect(w.host, "CI api PASS")
 	w.waitQueue("empty, with the verdicts", func(v host.QueueView) bool { return len(v.Running) == 0 && len(v.Recent) == 2 })
 	require.Equal(t, "passed", w.queue().Recent[0].Result)
+}
+
+// Issue 30, item 5: foreman reads its roles again on SIGHUP; a host that
+// landed after losing the merger role would leave the target and the
+// board apart (foreman refuses its MERGED). The host reads the
+// configuration again before each landing: without the role it lands
+// nothing and says why; with it back, it lands.
+func TestNoLandingWithoutTheMergerRole(t *testing.T) {
+	w := newWorld(t, worldOptions{})
+	w.startHostWith(nil, func(o *Options) { o.Core.Backoff = 200 * time.Millisecond })
+	w.claim("b1", "db")
+	w.commit("b1/db", "main", map[string]string{"db.txt": "db\n"})
+	w.say("b1", "READY db b1/db")
+	w.expect(w.host, "CI db PASS ")
+	w.expect(w.foreman, "REVIEW db")
+	before := w.tip("main")
+
+	cfg := w.readFile(w.cfgPath)
+	dropped := strings.Replace(cfg, fmt.Sprintf("merger: [%q]", w.host), "merger: []", 1)
+	require.NotEqual(t, cfg, dropped)
+	require.NoError(t, os.WriteFile(w.cfgPath, []byte(dropped), 0o644))
+	w.say("aud", "AUDIT db PASS")
+	l := w.expect(w.host, "queue: cannot land db yet: ")
+	assert.Contains(t, l, "roles.merger: does not list the host's id "+w.host)
+	assert.Equal(t, before, w.tip("main"), "nothing landed")
+	assert.Empty(t, w.said(w.host, "MERGED"))
+
+	require.NoError(t, os.WriteFile(w.cfgPath, []byte(cfg), 0o644))
+	w.expect(w.host, "MERGED db")
+	assert.Equal(t, "db.txt\n", w.git("ls-tree", "--name-only", "main"))
 }

@@ -338,7 +338,7 @@ func (s *show) intro(parts []*sim.Participant) {
 	fmt.Fprintf(s.o.Out, "foreman demo: building %s (%s)\n%s\nclock: one contract minute = %s; times below are contract time; CI gating %s; %d audit attempts\n\n",
 		buildName, strings.Join(names, ", "), strings.Join(cast, "; "), s.o.Minute, ci, rules(s.o.CI).AuditAttempts)
 	if s.git != nil {
-		fmt.Fprintf(s.o.Out, "git: the builders push branches to %s; the host checks each READY with `git diff --check` on what would land, rebases what conflicts when a rebase is clean, and lands approved work on main\n\n", s.git.repo.Dir())
+		fmt.Fprintf(s.o.Out, "git: the builders push branches to %s; the host checks each READY with `git diff --check` on what would land (%s), rebases what conflicts when a rebase is clean, and lands approved work on main\n\n", s.git.repo.Dir(), s.git.sandboxNote())
 	}
 }
 

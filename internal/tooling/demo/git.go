@@ -13,6 +13,7 @@ import (
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/live"
+	"github.com/agentforeman/foreman/internal/host/sandbox"
 )
 
 // The --git demo makes the work real: a bare repository the builders push
@@ -44,6 +45,11 @@ type gitStage struct {
 	repo *gitrepo.Repo
 	root string // main's first commit with files: where dex starts cart from
 	id   *agentchat.Identity
+	// unconfined says why the host's checks run unsandboxed ("" when they
+	// run sandboxed, as foreman host runs them): the demo's own check is
+	// trusted, and the demo must run where no sandbox can be made (not
+	// Linux, inside a sandboxed check).
+	unconfined string
 
 	mu     sync.Mutex
 	pushes map[string]int    // pushes so far, by component
@@ -90,7 +96,19 @@ func newGitStage(ctx context.Context, dir string) (*gitStage, error) {
 	if err := id.Save(filepath.Join(dir, "host.json")); err != nil {
 		return nil, err
 	}
-	return &gitStage{dir: dir, repo: repo, root: root, id: id, pushes: map[string]int{}, bases: map[string]string{}}, nil
+	g := &gitStage{dir: dir, repo: repo, root: root, id: id, pushes: map[string]int{}, bases: map[string]string{}}
+	if _, err := sandbox.New(sandbox.Config{GitDir: repo.GitDir(), Home: dir}); err != nil {
+		g.unconfined = err.Error()
+	}
+	return g, nil
+}
+
+// sandboxNote says how the host's checks run.
+func (g *gitStage) sandboxNote() string {
+	if g.unconfined != "" {
+		return "the checks run unconfined here (" + g.unconfined + ")"
+	}
+	return "each check runs sandboxed, as foreman host runs it"
 }
 
 // push is what builder does before each READY: commit its work on its
@@ -161,6 +179,7 @@ func (g *gitStage) config(c *config.Config, coordinator string) {
 		AutoRebase: true, MaxParallel: 2, Logs: filepath.Join(g.dir, "host", "logs"),
 		Ledger: filepath.Join(g.dir, "host", "ledger.jsonl"), Work: filepath.Join(g.dir, "host", "work"),
 		Identity: filepath.Join(g.dir, "host.json"), Name: hostName, Coordinator: coordinator, LogLimit: 1 << 20,
+		Unconfined: g.unconfined != "",
 	}
 }
 

@@ -323,7 +323,7 @@ func TestFromNothingToAnOperatorResolvingAnEscalation(t *testing.T) {
 	operator.await(t, operator.stdout, 1, `foreman +coordinator ESCALATE db hard-blocker missing_dependency: no schema migration tool installed .*RESOLVE db`)
 
 	operator.type_(t, resolveLine)
-	operator.await(t, operator.stdout, 1, `olga +chat +`+resolveLine+`\n`)
+	operator.await(t, operator.stdout, 1, `olga +operator +`+resolveLine+`\n`)
 	operator.await(t, operator.stdout, 1, `foreman +coordinator OK `+resolveLine+`\n`)
 	// db is offered again; b1 gave it up for good, and a new builder takes it.
 	operator.await(t, operator.stdout, 2, `foreman +coordinator TASKS db\n`)

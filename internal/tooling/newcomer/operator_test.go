@@ -109,7 +109,7 @@ func TestOperatorFindsABuilderAndAssignsByName(t *testing.T) {
 
 	operator.type_(t, "ASSIGN db b1")
 	operator.await(t, operator.stderr, 1, `(?m)^b1 is `+b1+`, the only one here by that name: sending ASSIGN db `+b1+`$`)
-	operator.await(t, operator.stdout, 1, `olga +chat +ASSIGN db `+b1+` \(b1\)\n`)
+	operator.await(t, operator.stdout, 1, `olga +operator +ASSIGN db `+b1+` \(b1\)\n`)
 	operator.await(t, operator.stdout, 1, `foreman +coordinator OK ASSIGN db `+b1+` \(b1\)\n`)
 	operator.await(t, operator.stdout, 1, `foreman +coordinator ACK db `+b1+` \(b1\)`)
 	operator.await(t, operator.stdout, 2, `b1 +PROGRESS db `) // the first was before the ABORT

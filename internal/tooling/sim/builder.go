@@ -157,6 +157,9 @@ func (b *builder) coordinator(w world, r reply) {
 		b.consider(w)
 	case protocol.ReplyAck:
 		if !mine {
+			if r.C == b.c && b.owns() { // an operator gave c to another: stop
+				b.drop(w)
+			}
 			return
 		}
 		switch {
@@ -210,6 +213,15 @@ func (b *builder) coordinator(w world, r reply) {
 		if b.c == r.C && b.st != idle && b.st != claiming {
 			b.drop(w)
 		}
+	case protocol.ReplyOK:
+		// OK RELEASE c: an operator took c from its builder. If that is
+		// this one, it stops, and leaves c to others: lines about a
+		// component it no longer owns would only be refused, and end in a
+		// claim dispute.
+		if cmd, err := protocol.ReadConfirmed(r.C + " " + r.Rest); err == nil && cmd.Verb == protocol.Release && cmd.Component == b.c && b.owns() {
+			b.avoid[b.c] = true
+			b.drop(w)
+		}
 	case protocol.ReplyEscalate:
 		if r.C == b.c && protocol.Escalation(r.Code).Holds() && (b.st == working || b.st == waiting || b.st == reviewing) {
 			b.epoch++
@@ -217,6 +229,10 @@ func (b *builder) coordinator(w world, r reply) {
 		}
 	}
 }
+
+// owns reports whether the builder holds its component (not merely
+// claiming it).
+func (b *builder) owns() bool { return b.c != "" && b.st != idle && b.st != claiming }
 
 // mergedByOthers reads OK MERGED c (merge mode external: an operator or
 // the merger said MERGED c, and foreman took it) as MERGED c.

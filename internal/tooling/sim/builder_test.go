@@ -260,3 +260,34 @@ func TestBuilderHearsMergedInMergeModeExternal(t *testing.T) {
 	w.advance(time.Minute)
 	assert.Equal(t, []string{"CLAIM auth"}, w.take(), "free again once foreman took the merger's MERGED")
 }
+
+// A builder whose component an operator RELEASEs, or gives to another,
+// stops working on it at once: no more PROGRESS or READY for a component
+// it does not own (each would be refused, and three make a claim
+// dispute). A released one does not claim it again.
+func TestBuilderStopsWhenItsComponentIsTakenAway(t *testing.T) {
+	for _, tc := range []struct{ name, line, next string }{
+		{"released", "OK RELEASE db from " + me, "CLAIM auth"},
+		{"released, said as the contract's bare OK", "OK RELEASE db", "CLAIM auth"},
+		{"assigned to another", "ACK db @bea after ASSIGN of " + me + ": progress 25%", "CLAIM auth"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, b := newWorld(t, me), newBuilder("ada", steady())
+			w.hear(b, "TASKS db auth")
+			w.advance(time.Minute)
+			assert.Equal(t, []string{"CLAIM db"}, w.take())
+			w.hear(b, "ACK db "+me)
+			w.advance(4 * time.Minute)
+			assert.Equal(t, []string{"PROGRESS db 25"}, w.take())
+			w.hear(b, tc.line)
+			w.advance(time.Hour)
+			assert.Equal(t, []string{tc.next}, w.take(), "nothing more about db")
+		})
+	}
+	// Another builder's component released changes nothing here.
+	w, b := newWorld(t, me), newBuilder("ada", steady())
+	claimed(w, b, "db")
+	w.hear(b, "OK RELEASE auth from @bea")
+	w.advance(4 * time.Minute)
+	assert.Equal(t, []string{"PROGRESS db 25"}, w.take())
+}

@@ -1,0 +1,304 @@
+package gitjob
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/host"
+	"github.com/agentforeman/foreman/internal/host/checks"
+	"github.com/agentforeman/foreman/internal/host/sandbox"
+	"github.com/agentforeman/foreman/internal/host/sandbox/sandboxtest"
+)
+
+// arena is what an attacking check goes for: the host's key and
+// configuration (files of the test's that the sandbox is told to keep
+// out of reach), a file outside the worktree, a listener on 127.0.0.1, the
+// host's own process.
+type arena struct {
+	t        *testing.T
+	dir      string
+	identity string // the host's key file
+	keyLine  string // its private key, as the file holds it
+	config   string // the configuration file
+	secret   string // a line only the configuration holds
+	outside  string // where a check must not write
+	ln       net.Listener
+	mark     string // in the command lines of processes an attack leaves
+	// expect is whether the attack is expected to work (its defence off):
+	// then what it leaves may take a moment to show, and is waited for.
+	expect bool
+}
+
+func newArena(t *testing.T) *arena {
+	t.Helper()
+	a := &arena{t: t, dir: t.TempDir()}
+	a.identity = filepath.Join(a.dir, "host.json")
+	id, err := agentchat.NewIdentity("host")
+	require.NoError(t, err)
+	require.NoError(t, id.Save(a.identity))
+	data, err := os.ReadFile(a.identity)
+	require.NoError(t, err)
+	_, after, _ := strings.Cut(string(data), `-----BEGIN PRIVATE KEY-----\n`)
+	a.keyLine, _, _ = strings.Cut(after, `\n`)
+	require.Len(t, a.keyLine, 64)
+	a.config = filepath.Join(a.dir, "foreman.yaml")
+	a.secret = "room-token-" + strconv.Itoa(os.Getpid())
+	require.NoError(t, os.WriteFile(a.config, []byte("# "+a.secret+"\nhost:\n  repo: repo\n"), 0o600))
+	a.outside = filepath.Join(a.dir, "outside")
+	a.ln, err = net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { a.ln.Close() })
+	a.mark = fmt.Sprintf("%d.%d", 700000+os.Getpid()%100000, time.Now().UnixNano()%1000000)
+	t.Cleanup(func() { a.killLeftovers() })
+	return a
+}
+
+// env is what the checks are told (host.env): where everything is.
+func (a *arena) env() []string {
+	return []string{"IDENTITY=" + a.identity, "CONFIG=" + a.config, "OUTSIDE=" + a.outside,
+		"PORT=" + strconv.Itoa(a.ln.Addr().(*net.TCPAddr).Port), "MARK=" + a.mark, "HOSTPID=" + strconv.Itoa(os.Getpid())}
+}
+
+// deny are the host's files, as foreman host hands them to the sandbox.
+func (a *arena) deny() []sandbox.Denied {
+	return []sandbox.Denied{{Key: "host.identity", Path: a.identity}, {Key: "the configuration file", Path: a.config}}
+}
+
+// leftovers are the processes an attack left running.
+func (a *arena) leftovers() []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if data, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(data, []byte(a.mark)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func (a *arena) killLeftovers() {
+	for _, pid := range a.leftovers() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// left reports whether the attack left a process running. Confined, its
+// namespace was gone before the check ended: one look says. Unconfined,
+// the detached process may not have exec'd yet: it is waited for.
+func (a *arena) left() bool {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if len(a.leftovers()) > 0 {
+			return true
+		}
+		if !a.expect || time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// connected reports whether a check reached the listener: the connection
+// was made before the check ended, so it waits in the listener's queue.
+func (a *arena) connected() bool {
+	wait := time.Second // nothing should come: a bounded look
+	if a.expect {
+		wait = time.Minute
+	}
+	_ = a.ln.(*net.TCPListener).SetDeadline(time.Now().Add(wait))
+	c, err := a.ln.Accept()
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// attack is a check an attacker wrote: check.sh in the branch it pushed,
+// run by the host as sh check.sh.
+type attack struct {
+	name   string
+	script string
+	// defence is what stops it: "sandbox" (host.sandbox), or "slot check"
+	// (the host's check of a slot's .git before its own git runs there).
+	defence string
+	timeout time.Duration // rules.ci_timeout (default 10s)
+	// worked says whether the attack did what it wanted.
+	worked func(a *arena, f *fixture, o host.Outcome, log string) bool
+	// stopped, if set, is what the verdict says when it did not.
+	stopped string
+}
+
+func attacks() []attack {
+	return []attack{
+		{name: "print the host's private key", script: `cat "$IDENTITY"`,
+			worked: func(a *arena, _ *fixture, _ host.Outcome, log string) bool { return strings.Contains(log, a.keyLine) }},
+		{name: "read foreman's configuration", script: `cat "$CONFIG"`,
+			worked: func(a *arena, _ *fixture, _ host.Outcome, log string) bool { return strings.Contains(log, a.secret) }},
+		{name: "write a file outside the worktree", script: `echo pwned > "$OUTSIDE"`,
+			worked: func(a *arena, _ *fixture, _ host.Outcome, _ string) bool { return exists(a.outside) }},
+		{name: "move a ref of host.repo (git update-ref)", script: `git update-ref refs/heads/evil HEAD`,
+			worked: func(_ *arena, f *fixture, _ host.Outcome, _ string) bool { return f.tipOrEmpty("evil") != "" }},
+		{name: "open a TCP connection to 127.0.0.1", script: `bash -c 'echo hi > /dev/tcp/127.0.0.1/'"$PORT"`,
+			worked: func(a *arena, _ *fixture, _ host.Outcome, _ string) bool { return a.connected() }},
+		{name: "leave a process running (setsid sleep &)", script: `setsid sh -c 'sleep "$MARK" </dev/null >/dev/null 2>&1 &'`,
+			worked: func(a *arena, _ *fixture, _ host.Outcome, _ string) bool { return a.left() }},
+		{name: "sleep past ci_timeout under setsid", script: `setsid sh -c 'sleep "$MARK" </dev/null >/dev/null 2>&1 &'; sleep 60`,
+			timeout: 2 * time.Second, stopped: "timed out after 2s",
+			worked: func(a *arena, _ *fixture, _ host.Outcome, _ string) bool { return a.left() }},
+		{name: "fork a thousand processes", script: `i=0; while [ $i -lt 1000 ]; do sleep 30 & i=$((i+1)); done; echo "spawned $i"`,
+			stopped: "stopped: ran more than 100 processes and threads (host.sandbox_limits.processes)",
+			worked: func(_ *arena, _ *fixture, _ host.Outcome, log string) bool {
+				return strings.Contains(log, "spawned 1000")
+			}},
+		{name: "allocate 200 MB", script: `x=$(head -c 200000000 /dev/zero | tr '\0' x); echo "held ${#x}"`,
+			stopped: "stopped: used more than 64MiB of memory (host.sandbox_limits.memory)",
+			worked: func(_ *arena, _ *fixture, _ host.Outcome, log string) bool {
+				return strings.Contains(log, "held 200000000")
+			}},
+		{name: "write a 20 MB file", script: `head -c 20000000 /dev/zero > big && wc -c < big`,
+			stopped: "File size limit exceeded", // sh says it; the file stopped at host.sandbox_limits.file_size
+			worked:  func(_ *arena, _ *fixture, _ host.Outcome, log string) bool { return strings.Contains(log, "20000000") }},
+		{name: "read the host's process (/proc/<pid>/environ)", script: `tr '\0' '\n' < /proc/"$HOSTPID"/environ | grep -q PATH= && echo "read the host's environment"`,
+			worked: func(_ *arena, _ *fixture, _ host.Outcome, log string) bool {
+				return strings.Contains(log, "read the host's environment")
+			}},
+		{name: "symlink the worktree to / and go through it", script: `ln -s / root; cat "root$IDENTITY"; echo pwned > "root$OUTSIDE"`,
+			worked: func(a *arena, _ *fixture, _ host.Outcome, log string) bool {
+				return strings.Contains(log, a.keyLine) || exists(a.outside)
+			}},
+		{name: "point the worktree's .git at host.repo", defence: "slot check",
+			script: `printf 'gitdir: %s\n' "$(git rev-parse --git-common-dir)" > .git`,
+			worked: func(_ *arena, f *fixture, _ host.Outcome, _ string) bool {
+				// The host's next reset in that slot ran in host.repo's
+				// own git directory: HEAD detached, the index overwritten.
+				_, err := f.repo.Git(ctx, "symbolic-ref", "-q", "HEAD")
+				return err != nil
+			}},
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// TestAttacks runs each attack of issue 30 as a real check through the
+// host's path (gitjob, checks, the sandbox): it works without its defence
+// and fails with it, so that the test proves the defence, not a missing
+// file. -v prints the table docs/RELIABILITY.md shows.
+func TestAttacks(t *testing.T) {
+	sandboxtest.New(t, sandbox.Config{}) // skips where there is no sandbox
+	var table []string
+	for _, at := range attacks() {
+		t.Run(at.name, func(t *testing.T) {
+			if strings.Contains(at.script, "bash") {
+				if _, err := exec.LookPath("bash"); err != nil {
+					t.Skip("bash (for /dev/tcp) is not installed")
+				}
+			}
+			without, _, _ := runAttack(t, at, false)
+			with, o, log := runAttack(t, at, true)
+			assert.True(t, without, "without its defence (%s) the attack must work, or the test proves nothing", at.defence)
+			assert.False(t, with, "the attack worked against %s:\n%s", at.defence, log)
+			if at.stopped != "" {
+				assert.Contains(t, o.Line, at.stopped)
+			}
+			line := o.Line
+			if o.Result == host.Passed {
+				line = "(passed)"
+			}
+			row := fmt.Sprintf("| %s | %s | %s | %s |", at.name, verb(without), verb(with), line)
+			table = append(table, row)
+		})
+	}
+	t.Logf("\n| attack | without its defence | with it | the verdict's line, with it |\n|---|---|---|---|\n%s", strings.Join(table, "\n"))
+}
+
+func verb(worked bool) string {
+	if worked {
+		return "worked"
+	}
+	return "failed"
+}
+
+// runAttack pushes the attack's check.sh and runs its check, with its
+// defence on or off, and says whether it worked.
+func runAttack(t *testing.T, at attack, defended bool) (worked bool, o host.Outcome, log string) {
+	a := newArena(t)
+	bare := at.defence != "slot check" // the .git attack goes for a repository with a work tree
+	f := newFixtureWith(t, bare, func(f *fixture, o *Options) {
+		o.Checks = [][]string{{"sh", "check.sh"}}
+		o.Env = a.env()
+		o.Timeout = 10 * time.Second
+		if at.timeout > 0 {
+			o.Timeout = at.timeout
+		}
+		o.Sandbox = nil
+		if defended || at.defence == "slot check" {
+			o.Sandbox = f.sandbox(sandbox.Config{Deny: a.deny(), Limits: sandbox.Limits{Memory: 64 << 20, Tasks: 100, FileSize: 1 << 20}})
+			require.NotNil(t, o.Sandbox)
+		}
+		o.trustSlots = at.defence == "slot check" && !defended
+	})
+	f.commit("b1/attack", "main", map[string]string{"check.sh": at.script + "\n"}, "a check that attacks")
+	o = f.check("attack", "b1/attack")
+	require.Contains(t, []host.Result{host.Passed, host.Failed}, o.Result, "%+v", o)
+	if at.defence == "slot check" {
+		// The slot is used again: the host's own git runs there.
+		f.commit("b2/next", "main", map[string]string{"next.txt": "x\n"}, "the next READY")
+		f.runner.o.Checks = [][]string{{"true"}}
+		next := f.check("next", "b2/next")
+		require.Equal(t, host.Passed, next.Result, "%+v", next)
+	}
+	data, err := os.ReadFile(o.Log)
+	require.NoError(t, err)
+	log = string(data)
+	a.expect = !defended
+	worked = at.worked(a, f, o, log)
+	a.killLeftovers()
+	return worked, o, log
+}
+
+// Defence in depth: a check that prints the host's key with no sandbox to
+// stop it (host.sandbox: off) still cannot put it in its log or its
+// verdict, nor a token host.env hands it.
+func TestSecretsAreRedactedEvenUnconfined(t *testing.T) {
+	a := newArena(t)
+	const token = "ghp_T0KEN-that-must-not-leak"
+	f := newFixtureWith(t, true, func(f *fixture, o *Options) {
+		o.Checks = [][]string{{"sh", "check.sh"}}
+		o.Env = append(a.env(), "TOKEN="+token)
+		o.Sandbox = nil
+		for _, form := range agentchat.SecretForms(a.identity) {
+			o.Secrets = append(o.Secrets, checks.Secret{Name: "the host's key", Value: form})
+		}
+		o.Secrets = append(o.Secrets, checks.Secret{Name: "host.env TOKEN", Value: token})
+	})
+	f.commit("b1/leak", "main", map[string]string{"check.sh": `cat "$IDENTITY"; echo "error: $TOKEN"; exit 1` + "\n"}, "leak")
+	o := f.check("leak", "b1/leak")
+	require.Equal(t, host.Failed, o.Result)
+	assert.Equal(t, "sh check.sh: error: [redacted: host.env TOKEN]", o.Line)
+	data, err := os.ReadFile(o.Log)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), a.keyLine)
+	assert.NotContains(t, string(data), token)
+	assert.Contains(t, string(data), "[redacted: the host's key]")
+}

@@ -1,0 +1,143 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/host/checks"
+	"github.com/agentforeman/foreman/internal/host/sandbox"
+)
+
+// SandboxConfig is the sandbox a configuration asks for: host.sandbox_*,
+// host.repo's git directory (gitDir, "" if unknown) to read, and every
+// file of the host's that no check may reach.
+func SandboxConfig(c *config.Config, gitDir string) sandbox.Config {
+	home, _ := os.UserHomeDir()
+	deny := []sandbox.Denied{
+		{Key: "host.identity", Path: c.Host.Identity},
+		{Key: "server.identity", Path: c.Server.Identity},
+		{Key: "host.logs", Path: c.Host.Logs},
+		{Key: "host.ledger", Path: c.Host.Ledger},
+		{Key: "host.work", Path: c.Host.Work},
+		{Key: "journal.path", Path: c.Journal},
+		{Key: "record.path", Path: c.Record},
+	}
+	if c.File != "" {
+		deny = append(deny, sandbox.Denied{Key: "the configuration file", Path: c.File})
+	}
+	for i := range deny {
+		if deny[i].Path != "" {
+			deny[i].Path, _ = filepath.Abs(deny[i].Path)
+		}
+	}
+	return sandbox.Config{
+		Net: c.Host.SandboxNet, RO: c.Host.SandboxRO, RW: c.Host.SandboxRW, Limits: c.Host.SandboxLimits,
+		GitDir: gitDir, Deny: deny, Home: home,
+	}
+}
+
+// Sandbox makes the checks' sandbox, or says it is off (nil, no error),
+// with what the host should say at start about it.
+func Sandbox(c *config.Config, gitDir string) (*sandbox.Sandbox, []string, error) {
+	if c.Host.Unconfined {
+		return nil, []string{"host.sandbox is off: checks run the builders' code unconfined, as this user, with everything it may reach (the host's key, the configuration, HOME, the network, the room); set host.sandbox: on"}, nil
+	}
+	sc := SandboxConfig(c, gitDir)
+	s, err := sandbox.New(sc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("host.sandbox: %w", err)
+	}
+	var warnings []string
+	if sc.Net == sandbox.NetAll {
+		warnings = append(warnings, "host.sandbox_net is all: checks reach the host's network, the room and every service on this machine included")
+	}
+	for _, p := range sc.RW {
+		if sc.Home != "" && strings.HasPrefix(p, sc.Home+"/") {
+			warnings = append(warnings, fmt.Sprintf("host.sandbox_paths.rw: checks share %s with everything this user runs: a check can write into it what your own builds will use; give checks caches of their own", p))
+		}
+	}
+	return s, warnings, nil
+}
+
+// secrets are what no check's log or verdict may show: the host's key, in
+// every form, and the values host.env hands the checks.
+func secrets(c *config.Config) []checks.Secret {
+	var out []checks.Secret
+	for _, form := range agentchat.SecretForms(c.Host.Identity) {
+		out = append(out, checks.Secret{Name: "the host's key", Value: form})
+	}
+	for _, e := range c.Host.Env {
+		name, value, set := strings.Cut(e, "=")
+		if !set {
+			value = os.Getenv(name)
+		}
+		if value != "" {
+			out = append(out, checks.Secret{Name: "host.env " + name, Value: value})
+		}
+	}
+	return out
+}
+
+// mayLand reads the configuration again before each landing and holds it
+// back when the host's id is no longer in roles.merger (or roles.ci): a
+// SIGHUP makes foreman read the roles again, and a landing foreman would
+// then refuse to call MERGED would leave the target and the board apart.
+// Only roles the file itself gives the host are watched: a caller that
+// gave them in memory (the file, read now, does not list the host) keeps
+// them as it keeps foreman's.
+func mayLand(c *config.Config, self string) func() error {
+	if c.File == "" {
+		return nil // the roles cannot change
+	}
+	file := c.File
+	if now, err := config.Load(file, nil, nil); err != nil || rolesErr(now, self) != nil {
+		return nil
+	}
+	return func() error {
+		now, err := config.Load(file, nil, nil)
+		if err != nil {
+			return fmt.Errorf("cannot read %s again to check the roles before landing: %v", file, err)
+		}
+		if err := rolesErr(now, self); err != nil {
+			return fmt.Errorf("%s has changed: %v", file, err)
+		}
+		return nil
+	}
+}
+
+func rolesErr(c *config.Config, self string) error {
+	_, err := Roles(c, self)
+	return err
+}
+
+// CheckSandbox is foreman host --check-sandbox: what this machine
+// enforces on checks with this configuration, a line each; an error when
+// it cannot sandbox them.
+func CheckSandbox(ctx context.Context, c *config.Config, out io.Writer) error {
+	gitDir := ""
+	if c.Host.Repo != "" {
+		if repo, err := gitrepo.Open(ctx, c.Host.Repo); err == nil {
+			gitDir = repo.GitDir()
+		}
+	}
+	s, err := sandbox.New(SandboxConfig(c, gitDir))
+	if err != nil {
+		return fmt.Errorf("host.sandbox: %w", err)
+	}
+	if c.Host.Unconfined {
+		fmt.Fprintln(out, "host.sandbox: off: checks run unconfined; with it on, this machine would enforce:")
+	} else {
+		fmt.Fprintln(out, "host.sandbox: on: each check command runs confined:")
+	}
+	for _, l := range s.Describe() {
+		fmt.Fprintln(out, "  "+l)
+	}
+	return nil
+}

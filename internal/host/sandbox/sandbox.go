@@ -1,0 +1,142 @@
+// Package sandbox confines foreman host's checks: the builders' code, run
+// by the host. On Linux, with no daemon and no root, each check command
+// runs
+//
+//   - in PID, mount, IPC and (with host.sandbox_net none) network
+//     namespaces of its own, and a user namespace too when the host is not
+//     root: its first process (PID 1 there) is the stage, which runs the
+//     program and reaps orphans, and kills what is left when the program
+//     ends; when the host kills the stage, the kernel ends every process
+//     of the namespace (a detached `setsid sleep &` included); the check
+//     sees no process of the host's;
+//   - with no capability (a host running as root runs its checks as uid 0
+//     without root's powers), no_new_privs, core dumps off and a bound on
+//     the size of a file;
+//   - under Landlock: read the system, read and write its worktree, a
+//     private directory (its TMPDIR and HOME) and the caches the
+//     configuration names, read host.repo's git directory; nothing else;
+//   - watched by the host: its memory and processes, summed over all of
+//     them every 100 ms; over a limit, all of them are killed.
+//
+// The confinement is applied by a re-exec of the host's own binary (package
+// stage), which confines itself and starts the program from the confined
+// thread. Where the kernel
+// cannot do all of it, New refuses: the host says so and stops, never
+// runs a check less confined than the configuration promises.
+package sandbox
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Net is what network a check has.
+const (
+	NetNone = "none" // a private network namespace: its own loopback, nothing else
+	NetAll  = "all"  // the host's network, unconfined
+)
+
+// Config is the host's sandbox: host.sandbox_* and what the host knows it
+// must keep from its checks.
+type Config struct {
+	Net    string   // NetNone (default) or NetAll
+	RO, RW []string // host.sandbox_paths: absolute, ~ expanded
+	Limits Limits
+	// GitDir is host.repo's git directory: a check reads it (git log,
+	// describe, rev-parse in its worktree), never writes it.
+	GitDir string
+	// Deny are the host's own files: no rule may reach them. A path in RO
+	// or RW that holds one, or lies inside one, is refused; the system
+	// directories are granted around them.
+	Deny []Denied
+	// Home is the host user's HOME (default: $HOME). No rule may hold all
+	// of it; the caches in RO and RW under it are linked from each
+	// check's private HOME at the same place.
+	Home string
+}
+
+// Denied is a path of the host's, named by the key that sets it.
+type Denied struct {
+	Key  string // host.identity
+	Path string
+}
+
+// Limits bound one check command; zero takes the default.
+type Limits struct {
+	Memory   int64 // bytes of anonymous memory of all its processes
+	Tasks    int   // its processes and threads, together
+	FileSize int64 // bytes: the largest file it may write
+}
+
+// The defaults leave room three to four times over for a `go test ./...`
+// of foreman itself, with -race or not (at most 1.3 GiB and 225 tasks: see
+// TestGoTestFitsTheDefaults and docs/HOST.md).
+const (
+	DefaultMemory   = 4 << 30
+	DefaultTasks    = 1024
+	DefaultFileSize = 1 << 30
+)
+
+// WithDefaults fills what is zero.
+func (l Limits) WithDefaults() Limits {
+	if l.Memory <= 0 {
+		l.Memory = DefaultMemory
+	}
+	if l.Tasks <= 0 {
+		l.Tasks = DefaultTasks
+	}
+	if l.FileSize <= 0 {
+		l.FileSize = DefaultFileSize
+	}
+	return l
+}
+
+// Run is where one run of the checks works.
+type Run struct {
+	Worktree string // read and write
+	Private  string // read and write: its TMPDIR, and its HOME inside (see Home)
+}
+
+// Size writes a byte count as the configuration takes it: 4GiB, 512MiB,
+// 1000 (bytes).
+func Size(n int64) string {
+	for _, u := range []struct {
+		name  string
+		shift uint
+	}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// ParseSize reads a byte count: a whole number, or one followed by KiB,
+// MiB, GiB or TiB (KB, MB... and K, M, G are read the same: powers of
+// 1024).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	shift := uint(0)
+	upper := strings.ToUpper(t)
+	for _, u := range []struct {
+		suffixes []string
+		shift    uint
+	}{{[]string{"TIB", "TB", "T"}, 40}, {[]string{"GIB", "GB", "G"}, 30}, {[]string{"MIB", "MB", "M"}, 20}, {[]string{"KIB", "KB", "K"}, 10}, {[]string{"B"}, 0}} {
+		found := false
+		for _, suf := range u.suffixes {
+			if strings.HasSuffix(upper, suf) {
+				t, shift, found = strings.TrimSpace(t[:len(t)-len(suf)]), u.shift, true
+				break
+			}
+		}
+		if found {
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)>>shift {
+		return 0, fmt.Errorf("%q is not a size like 4GiB, 512MiB or 1048576", s)
+	}
+	return n << shift, nil
+}

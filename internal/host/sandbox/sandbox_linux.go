@@ -1,0 +1,251 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// What every check may read (and run): the system. /etc apart: of it, only
+// what every user of the machine may read (a host running as root would
+// otherwise hand its checks /etc/shadow).
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/sys"}
+
+// The devices a check may read and write.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+
+// Sandbox is a Config checked against this machine, ready to confine
+// checks. Its methods may be called from several goroutines.
+type Sandbox struct {
+	c      Config
+	abi    int
+	ll     landlock.Config // the rights this kernel's Landlock handles
+	system grants          // read and run
+	etc    grants          // read
+	ro, rw grants          // host.sandbox_paths
+	userns bool            // not root: each check gets a user namespace too
+	probe  time.Duration   // how long the probe at New took
+	watch  *watcher
+}
+
+// New checks c against this machine and makes the sandbox. It refuses,
+// with what to do, where the kernel cannot confine checks as c says; it
+// runs one confined no-op (a probe) to know it can.
+func New(c Config) (*Sandbox, error) {
+	if c.Net == "" {
+		c.Net = NetNone
+	}
+	if c.Net != NetNone && c.Net != NetAll {
+		return nil, fmt.Errorf("host.sandbox_net: %q is not none or all", c.Net)
+	}
+	if c.Home == "" {
+		c.Home = os.Getenv("HOME")
+	}
+	c.Limits = c.Limits.WithDefaults()
+	s := &Sandbox{c: c, watch: newWatcher()}
+	s.abi = landlockABI()
+	if s.abi < 1 {
+		return nil, errors.New("this kernel has no Landlock (Linux 5.13 or later, built with CONFIG_SECURITY_LANDLOCK and landlock in the lsm= boot list): checks cannot be sandboxed; upgrade the kernel or enable Landlock, or set host.sandbox: off to run them unconfined")
+	}
+	s.ll = landlockConfigs[min(s.abi, len(landlockConfigs))-1]
+	s.ll.HandledAccessNet = 0 // the network is a namespace's business
+	d := newDenied(c)
+	for _, list := range []struct {
+		key   string
+		paths []string
+	}{{"host.sandbox_paths.ro", c.RO}, {"host.sandbox_paths.rw", c.RW}} {
+		key := list.key
+		for i, p := range list.paths {
+			if !filepath.IsAbs(p) {
+				return nil, fmt.Errorf("%s[%d]: %s is not an absolute path", key, i, p)
+			}
+			if key == "host.sandbox_paths.rw" {
+				if err := os.MkdirAll(p, 0o755); err != nil && !isFile(p) {
+					return nil, fmt.Errorf("%s[%d]: %w", key, i, err)
+				}
+			}
+			if err := d.check(real(p)); err != nil {
+				return nil, fmt.Errorf("%s[%d]: %w", key, i, err)
+			}
+		}
+	}
+	if c.GitDir != "" {
+		if err := d.check(real(c.GitDir)); err != nil {
+			return nil, fmt.Errorf("host.repo: its git directory %w", err)
+		}
+	}
+	for _, p := range c.RO {
+		if fi, err := os.Stat(p); err == nil {
+			s.ro.add(p, fi.IsDir())
+		}
+	}
+	for _, p := range c.RW {
+		if fi, err := os.Stat(p); err == nil {
+			s.rw.add(p, fi.IsDir())
+		}
+	}
+	for _, dir := range systemDirs {
+		around(dir, d, &s.system)
+	}
+	everyone("/etc", d, &s.etc)
+	s.userns = !hasCap(unix.CAP_SYS_ADMIN)
+	start := time.Now()
+	if err := s.selfTest(); err != nil {
+		return nil, err
+	}
+	s.probe = time.Since(start)
+	return s, nil
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
+}
+
+// landlockConfigs are go-landlock's configurations by ABI, 1 up.
+var landlockConfigs = []landlock.Config{landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5,
+	landlock.V6, landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11}
+
+// landlockABI is the kernel's Landlock ABI, 0 if none. A kernel of ABI 6
+// or later without the fix for its signal scoping counts as 5, as
+// go-landlock counts it.
+func landlockABI() int {
+	v, err := ll.LandlockGetABIVersion()
+	if err != nil || v < 1 {
+		return 0
+	}
+	if v >= 6 {
+		if errata, err := ll.LandlockGetErrata(); err != nil || errata&0x2 == 0 {
+			v = 5
+		}
+	}
+	return v
+}
+
+// hasCap reports whether this process holds capability c (in its user
+// namespace): the host needs CAP_SYS_ADMIN to make the checks' namespaces
+// without a user namespace of their own.
+func hasCap(c int) bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[c/32].Effective&(1<<(c%32)) != 0
+}
+
+// selfTest runs the stage in probe mode: confined as a check would be, it
+// checks from inside what it got.
+func (s *Sandbox) selfTest() error {
+	dir, err := os.MkdirTemp("", "foreman-sandbox-probe-")
+	if err != nil {
+		return fmt.Errorf("sandbox probe: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	r := Run{Worktree: filepath.Join(dir, "worktree"), Private: filepath.Join(dir, "private")}
+	for _, d := range []string{r.Worktree, r.Private} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return fmt.Errorf("sandbox probe: %w", err)
+		}
+	}
+	got, err := s.runProbe(r)
+	if err != nil {
+		return fmt.Errorf("checks cannot be sandboxed here: %v; %s", err, s.advice())
+	}
+	if got != "ok" {
+		return fmt.Errorf("checks cannot be sandboxed here: a confined check found %s; %s", got, s.advice())
+	}
+	return nil
+}
+
+// advice says what to do when the probe fails.
+func (s *Sandbox) advice() string {
+	if s.userns {
+		return "the host is not root, so each check needs a user namespace of its own: allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, kernel.apparmor_restrict_unprivileged_userns=0), run the host as root, or set host.sandbox: off to run checks unconfined"
+	}
+	return "set host.sandbox: off to run checks unconfined"
+}
+
+// Describe says what this sandbox enforces on this machine, a line each
+// (foreman host --check-sandbox, and the host's log at start).
+func (s *Sandbox) Describe() []string {
+	var out []string
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	out = append(out, fmt.Sprintf("landlock: ABI %d (kernel %s); filesystem rights handled: %s", s.abi, unix.ByteSliceToString(uts.Release[:]), s.ll.HandledAccessFS))
+	if s.ll.Scoped != 0 {
+		out = append(out, fmt.Sprintf("landlock scopes: %s (no signal or abstract unix socket reaches outside the check)", s.ll.Scoped))
+	} else {
+		out = append(out, "landlock scopes: none in this ABI (6 or later has them); the PID and network namespaces stand in")
+	}
+	if s.ll.HandledAccessFS&ll.AccessFSResolveUnix == 0 {
+		out = append(out, "named unix sockets: connect() is not a Landlock right before ABI 9: /run is hidden (with host.sandbox_net none) and /tmp is the check's own (when nothing it needs lies under them), a socket elsewhere that its user may write is reachable")
+	}
+	ns := "pid, mount, ipc"
+	if s.c.Net == NetNone {
+		ns += ", network (host.sandbox_net none: its own loopback, nothing else)"
+	} else {
+		ns += "; network NOT confined (host.sandbox_net all)"
+	}
+	if s.userns {
+		ns += ", user (the host is not root: the check keeps its uid, with no capability)"
+	} else {
+		ns += " (the host has CAP_SYS_ADMIN: checks run as its uid with every capability dropped)"
+	}
+	out = append(out, "namespaces: "+ns)
+	l := s.c.Limits
+	out = append(out, fmt.Sprintf("limits: memory %s (host.sandbox_limits.memory), processes and threads %d (host.sandbox_limits.processes), file size %s (host.sandbox_limits.file_size), core dumps off", Size(l.Memory), l.Tasks, Size(l.FileSize)))
+	reads := append(append(append([]string{}, s.system.dirs...), s.system.files...), "/etc (what every user may read)", "/proc (its own)")
+	if s.c.GitDir != "" {
+		reads = append(reads, s.c.GitDir+" (host.repo's git directory)")
+	}
+	out = append(out, "reads: "+strings.Join(reads, " "))
+	if len(s.ro.dirs)+len(s.ro.files) > 0 {
+		out = append(out, "reads (host.sandbox_paths.ro): "+strings.Join(append(append([]string{}, s.ro.dirs...), s.ro.files...), " "))
+	}
+	rw := append(append([]string{"its worktree,", "its private TMPDIR and HOME,"}, s.rw.dirs...), s.rw.files...)
+	out = append(out, "writes: "+strings.Join(append(rw, devices...), " "))
+	out = append(out, fmt.Sprintf("probe: a confined no-op ran and found itself confined (%d ms)", s.probe.Milliseconds()))
+	return out
+}
+
+// alternates lists the object directories git's alternates name, from
+// objects/info/alternates, following theirs (a few levels).
+func alternates(objects string, depth int) []string {
+	if depth > 4 {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(objects, "info", "alternates"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !filepath.IsAbs(line) {
+			line = filepath.Join(objects, line)
+		}
+		out = append(out, line)
+		out = append(out, alternates(line, depth+1)...)
+	}
+	return out
+}
+
+// MakeHome makes a run's private HOME in its private directory (see
+// Config.MakeHome).
+func (s *Sandbox) MakeHome(private string) (string, error) { return s.c.MakeHome(private) }

@@ -1,0 +1,175 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Interval is how often the host sums what each running check uses. A
+// check can overshoot a limit by what it allocates or forks in one
+// interval.
+const Interval = 100 * time.Millisecond
+
+// watcher sums, every Interval, the memory and tasks of every process of
+// each running check, and stops a check over a limit. One goroutine
+// serves all the checks running at once, and only while there are some.
+//
+// A check's processes are its first process (PID 1 of its namespace: a
+// process that loses its parent is given to it) and all that descend from
+// it, found from the parent of every process in /proc/<pid>/stat, which
+// anyone may read (this kernel may not have /proc/<pid>/task/*/children).
+type watcher struct {
+	mu      sync.Mutex
+	procs   map[*Process]bool
+	running bool
+	page    int64
+}
+
+func newWatcher() *watcher {
+	return &watcher{procs: map[*Process]bool{}, page: int64(os.Getpagesize())}
+}
+
+func (w *watcher) add(p *Process) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.procs[p] = true
+	if !w.running {
+		w.running = true
+		go w.loop()
+	}
+}
+
+func (w *watcher) remove(p *Process) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.procs, p)
+}
+
+func (w *watcher) loop() {
+	t := time.NewTicker(Interval)
+	defer t.Stop()
+	for range t.C {
+		w.mu.Lock()
+		if len(w.procs) == 0 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		procs := make([]*Process, 0, len(w.procs))
+		for p := range w.procs {
+			procs = append(procs, p)
+		}
+		w.mu.Unlock()
+		w.check(procs)
+	}
+}
+
+// usage is what one check uses.
+type usage struct {
+	memory int64 // bytes of anonymous resident memory
+	tasks  int   // processes and threads
+}
+
+func (w *watcher) check(procs []*Process) {
+	roots := make(map[int]*Process, len(procs))
+	for _, p := range procs {
+		roots[p.pid()] = p
+	}
+	for pid, u := range w.measure(roots) {
+		p := roots[pid]
+		l := p.s.c.Limits
+		switch {
+		case u.memory > l.Memory:
+			p.stop(fmt.Sprintf("used more than %s of memory (host.sandbox_limits.memory)", Size(l.Memory)))
+		case u.tasks > l.Tasks:
+			p.stop(fmt.Sprintf("ran more than %d processes and threads (host.sandbox_limits.processes)", l.Tasks))
+		}
+	}
+}
+
+// measure sums the usage of each root's tree of processes.
+func (w *watcher) measure(roots map[int]*Process) map[int]usage {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	threads := map[int]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		ppid, n, ok := readStat(pid)
+		if !ok {
+			continue
+		}
+		children[ppid] = append(children[ppid], pid)
+		threads[pid] = n
+	}
+	out := make(map[int]usage, len(roots))
+	for root := range roots {
+		if _, alive := threads[root]; !alive {
+			continue
+		}
+		var u usage
+		queue := []int{root}
+		for len(queue) > 0 {
+			pid := queue[0]
+			queue = queue[1:]
+			u.tasks += threads[pid]
+			u.memory += w.anon(pid)
+			queue = append(queue, children[pid]...)
+		}
+		out[root] = u
+	}
+	return out
+}
+
+// readStat reads a process's parent and thread count from
+// /proc/<pid>/stat.
+func readStat(pid int) (ppid, threads int, ok bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// pid (comm) state ppid ...: comm may hold anything, so read after
+	// its last parenthesis.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := bytes.Fields(data[i+1:])
+	if len(f) < 18 {
+		return 0, 0, false
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	threads, err2 := strconv.Atoi(string(f[17]))
+	return ppid, threads, err1 == nil && err2 == nil
+}
+
+// anon is a process's anonymous resident memory, from /proc/<pid>/statm
+// (resident less shared, in pages): what it allocated, not the files and
+// libraries it maps, which the kernel may drop and which processes share.
+func (w *watcher) anon(pid int) int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(data)
+	if len(f) < 3 {
+		return 0
+	}
+	resident, err1 := strconv.ParseInt(string(f[1]), 10, 64)
+	shared, err2 := strconv.ParseInt(string(f[2]), 10, 64)
+	if err1 != nil || err2 != nil || resident < shared {
+		return 0
+	}
+	return (resident - shared) * w.page
+}
