@@ -85,10 +85,11 @@ func (r *Runner) car(ctx context.Context, j host.Job) host.Outcome {
 // checkTree runs the checks on commit and, when they fail, again on the
 // same tree up to host.retries times before the failure counts: a check
 // that then passes is flaky, and says so (Outcome.Flaky); the tree passed.
-// A time limit is not retried: it would cost as much again.
+// A time limit, a sandbox limit or a program that cannot run is not
+// retried: the next try would cost as much, or end the same.
 func (r *Runner) checkTree(ctx context.Context, j host.Job, commit, base string, o *host.Outcome) (checks.Result, error) {
 	res, err := r.runChecks(ctx, j, commit, base, o, 0)
-	for try := 1; err == nil && !res.Passed && !res.TimedOut && try <= r.o.Retries && ctx.Err() == nil; try++ {
+	for try := 1; err == nil && !res.Passed && !res.TimedOut && !res.Stopped && try <= r.o.Retries && ctx.Err() == nil; try++ {
 		again, err2 := r.runChecks(ctx, j, commit, base, o, try)
 		if err2 != nil {
 			return again, err2
