@@ -46,6 +46,19 @@ bench-host:
 	$(GO) test -run '^$$' -bench 'FreshWorktree' $(call benchtime,-benchtime 3x) ./internal/host/gitjob
 	$(GO) test -run '^$$' -bench 'SandboxNoop' $(call benchtime,-benchtime 200x) ./internal/host/sandbox
 
+# The merge queue's whole build, as a user runs it (the real binaries over
+# WebSockets, a real repository): 16 components with 4 s checks at
+# max_parallel 8, two of them failing together, then 32 at 4 and 8 (a few
+# minutes, mostly waiting on sleeps). Each run is components:check:parallel;
+# FOREMAN_BIN=path measures another build side by side.
+TRAIN_RUNS ?= 16:4s:8 32:4s:4 32:4s:8
+.PHONY: bench-train
+bench-train:
+	@for r in $(TRAIN_RUNS); do \
+		set -- $$(echo $$r | tr : ' '); \
+		TRAIN_COMPONENTS=$$1 TRAIN_CHECK=$$2 TRAIN_PARALLEL=$$3 $(GO) test ./internal/tooling/trainbench -count=1 -v -timeout 30m | grep -E '^(trainbench:|---|FAIL|ok)' || exit 1; \
+	done
+
 # Short fuzzing runs of the grammar, the engine and the room's frames; FUZZTIME=10m for long ones.
 fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
@@ -131,6 +144,7 @@ ci-small:
 	$(MAKE) demo-real
 	$(MAKE) bench BENCHTIME=1x
 	$(MAKE) bench-host BENCHTIME=1x
+	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2
 	$(MAKE) fuzz FUZZTIME=5s
 	$(MAKE) load LOADAGENTS=20 LOADSPREAD=2s LOADBURST=20
 	$(CHAOS_SMALL) $(MAKE) chaos

@@ -33,13 +33,18 @@ host.repo. It makes the work real:
                     <first failing line> log=<path> [url=...], or
                     CI c CONFLICT <files>
   AUDIT c PASS      (merge external) once foreman's STATUS c says approved,
-                    what passed lands on host.target by compare-and-swap,
-                    or, if the target moved, a new merge is checked and
-                    landed; then MERGED c. If that fails: CI c FAIL|CONFLICT,
-                    and c goes back to its builder.
+                    c joins the train: each approved component is checked
+                    on the target merged with every car ahead of it, all at
+                    once, and lands by compare-and-swap as soon as its check
+                    and every check ahead passed; then MERGED c. A car that
+                    fails with every car ahead passed steps back: CI c
+                    FAIL|CONFLICT, and c goes back to its builder; the cars
+                    behind it are checked again without it.
 
-At most host.max_parallel jobs run at once; the rest wait in a queue that
-STATUS in the room, foreman status and the board show. A run whose component
+A failed check runs again on the same tree (host.retries) before anyone is
+blamed; a failure then a pass is reported flaky. At most host.max_parallel
+checks run at once; the rest wait in a queue that STATUS in the room,
+foreman status and the board show, with the train. A run whose component
 leaves CI (FIX, RETRY, ABORT, RELEASE, ASSIGN...) is cancelled and never
 reported. The host's ledger (host.ledger) and the room let it restart, even
 after kill -9, without landing anything twice or reporting a stale run.

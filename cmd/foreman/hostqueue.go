@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sort"
 	"time"
 
 	"github.com/agentforeman/foreman/internal/host/live"
@@ -12,7 +13,7 @@ import (
 
 // writeHostQueue prints foreman host's queue under the board, when a host
 // with this configuration has written one (host.logs/queue.json): what
-// runs, what waits, the last verdicts.
+// runs, what waits, the train, flaky checks, the last verdicts.
 func writeHostQueue(w io.Writer, logs string, now time.Time) {
 	path := live.QueueFile(logs)
 	q, err := live.ReadQueue(path)
@@ -25,7 +26,7 @@ func writeHostQueue(w io.Writer, logs string, now time.Time) {
 	}
 	fmt.Fprintf(w, "\nCI queue (foreman host, target %s, max_parallel %d, as of %s ago):\n",
 		q.Target, q.MaxParallel, now.Sub(q.At).Round(time.Second))
-	if len(q.Running)+len(q.Waiting) == 0 {
+	if len(q.Running)+len(q.Waiting)+len(q.Train) == 0 {
 		fmt.Fprintln(w, "  empty")
 	}
 	for _, j := range q.Running {
@@ -35,6 +36,25 @@ func writeHostQueue(w io.Writer, logs string, now time.Time) {
 		line := fmt.Sprintf("  waiting  %-5s %-16s %s (%d of %d)", j.Kind, j.Component, j.Ref, i+1, len(q.Waiting))
 		if j.Why != "" {
 			line += ", retried: " + j.Why
+		}
+		fmt.Fprintln(w, line)
+	}
+	for i, c := range q.Train {
+		line := fmt.Sprintf("  train %d  %-8s %-16s on %s, lands in about %s", i+1, c.State, c.Component, c.On, max(c.ETA.Sub(q.At), 0).Round(time.Second))
+		if c.Why != "" {
+			line += "; " + c.Why
+		}
+		fmt.Fprintln(w, line)
+	}
+	if len(q.Flaky) > 0 {
+		cmds := make([]string, 0, len(q.Flaky))
+		for c := range q.Flaky {
+			cmds = append(cmds, c)
+		}
+		sort.Strings(cmds)
+		line := "  flaky checks (failed, then passed on the same tree):"
+		for _, c := range cmds {
+			line += fmt.Sprintf(" %s %d", c, q.Flaky[c])
 		}
 		fmt.Fprintln(w, line)
 	}

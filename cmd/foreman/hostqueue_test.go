@@ -20,14 +20,20 @@ func TestStatusShowsTheHostsQueue(t *testing.T) {
 	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	q := `{"at":"2026-03-01T09:00:00Z","target":"main","max_parallel":2,
 	"running":[{"run":7,"kind":"check","c":"api","ref":"b1/api","queued":"2026-03-01T08:59:00Z","started":"2026-03-01T08:59:30Z"}],
-	"waiting":[{"run":8,"kind":"land","c":"db","ref":"b2/db","queued":"2026-03-01T08:59:50Z","why":"the repository is locked"}],
+	"waiting":[{"run":8,"kind":"check","c":"db","ref":"b2/db","queued":"2026-03-01T08:59:50Z","why":"the repository is locked"}],
+	"train":[{"c":"cart","ref":"b3/cart","on":"main","state":"passed","eta":"2026-03-01T09:00:00Z"},
+	         {"c":"pay","ref":"b4/pay","on":"main+cart","state":"checking","run":9,"eta":"2026-03-01T09:02:00Z"}],
+	"flaky":{"make test":2,"go vet":1},
 	"recent":[{"at":"2026-03-01T08:58:00Z","run":6,"kind":"check","c":"web","result":"failed","commit":"0123456789abcdef0123","line":"make: FAIL","log":"/l/web-6.log"}]}`
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "queue.json"), []byte(q), 0o644))
 	writeHostQueue(&out, dir, at.Add(3*time.Second))
 	assert.Equal(t, `
 CI queue (foreman host, target main, max_parallel 2, as of 3s ago):
   running  check api              b1/api for 30s
-  waiting  land  db               b2/db (1 of 1), retried: the repository is locked
+  waiting  check db               b2/db (1 of 1), retried: the repository is locked
+  train 1  passed   cart             on main, lands in about 0s
+  train 2  checking pay              on main+cart, lands in about 2m0s
+  flaky checks (failed, then passed on the same tree): go vet 1 make test 2
   failed   check web              0123456789ab make: FAIL log=/l/web-6.log
 `, out.String())
 }

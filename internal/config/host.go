@@ -33,6 +33,8 @@ type Host struct {
 	Env         []string
 	LogLimit    int64  // bytes kept of one check's log
 	LogURL      string // where the board serves the logs; "": from http.listen
+	Retries     int    // a failed check is run again this many times on the same tree before anyone is blamed
+	Prune       bool   // delete a builder's branch once it landed
 
 	// The checks' sandbox (package sandbox); the zero value is on, with
 	// the defaults.
@@ -62,6 +64,8 @@ func hostDefaults(d map[string]any) {
 	d["host.env"] = []string{}
 	d["host.log_limit"] = 8 << 20
 	d["host.log_url"] = ""
+	d["host.retries"] = 1
+	d["host.prune"] = false
 	d["host.sandbox"] = "on"
 	d["host.sandbox_net"] = sandbox.NetNone
 	d["host.sandbox_paths.ro"] = []string{}
@@ -106,6 +110,15 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 		return err
 	}
 	h.LogLimit = int64(limit)
+	if h.Retries, err = count(v, "host.retries", 0); err != nil {
+		return err
+	}
+	if err := atMost(h.Retries, 5, "host.retries"); err != nil {
+		return err
+	}
+	if h.Prune, err = boolean(v, "host.prune"); err != nil {
+		return err
+	}
 	for i, s := range v.GetStringSlice("host.checks") {
 		argv, err := checks.Split(s)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -153,7 +154,7 @@ func TestMergeTreeTouchesNoWorkingTree(t *testing.T) {
 	m, err := r.MergeTree(ctx, a, b)
 	require.NoError(t, err)
 	assert.True(t, m.Clean())
-	merged, err := r.CommitTree(ctx, m.Tree, "merge b into a", a, b)
+	merged, err := r.CommitMerge(ctx, m.Tree, "merge b into a", a, b)
 	require.NoError(t, err)
 	out, err := r.git(ctx, "ls-tree", "--name-only", merged)
 	require.NoError(t, err)
@@ -331,6 +332,26 @@ func TestResetWorktreeIsAsGoodAsFresh(t *testing.T) {
 	assert.Equal(t, "from b\n", string(data))
 	_, err = os.Stat(filepath.Join(r.worktreeGitDir(ctx, dir), "rebase-merge"))
 	assert.True(t, os.IsNotExist(err), "the stopped rebase was aborted")
+}
+
+// The same merge made twice, a second apart, by two calls, is one commit:
+// a chain of merges checked by several jobs lands the commits checked.
+func TestCommitMergeIsTheSameEveryTime(t *testing.T) {
+	r := newRepo(t, true)
+	main := tip(t, r, "main")
+	a := commit(t, r, "a", main, map[string]string{"a.txt": "a\n"})
+	b := commit(t, r, "b", main, map[string]string{"b.txt": "b\n"})
+	m, err := r.MergeTree(ctx, a, b)
+	require.NoError(t, err)
+	first, err := r.CommitMerge(ctx, m.Tree, "merge b into a", a, b)
+	require.NoError(t, err)
+	time.Sleep(1100 * time.Millisecond) // a commit's date has a resolution of a second
+	again, err := r.CommitMerge(ctx, m.Tree, "merge b into a", a, b)
+	require.NoError(t, err)
+	assert.Equal(t, first, again)
+	other, err := r.CommitMerge(ctx, m.Tree, "merge a into b", b, a)
+	require.NoError(t, err)
+	assert.NotEqual(t, first, other, "parents and message still count")
 }
 
 // What a check may leave in place of its worktree's .git would steer the

@@ -3,6 +3,8 @@ package gitrepo
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -49,19 +51,33 @@ func (r *Repo) MergeTree(ctx context.Context, ours, theirs string) (Merge, error
 	return m, nil
 }
 
-// CommitTree makes a commit of tree with the given parents and message,
-// by the host's committer; nothing points at it until a ref does.
-func (r *Repo) CommitTree(ctx context.Context, tree, message string, parents ...string) (string, error) {
+// CommitMerge makes the merge commit of tree with parents the same way
+// every time: dated with the newest of its parents' committer dates, so
+// that the same tree, parents and message always give the same commit,
+// whichever process makes it and when. A merge queue that checks a chain
+// of merges in several jobs at once lands the very commits it checked.
+func (r *Repo) CommitMerge(ctx context.Context, tree, message string, parents ...string) (string, error) {
+	out, err := r.git(ctx, append([]string{"show", "--no-patch", "--format=%ct", "--end-of-options"}, parents...)...)
+	if err != nil {
+		return "", err
+	}
+	newest := int64(0)
+	for _, f := range strings.Fields(out) {
+		if t, err := strconv.ParseInt(f, 10, 64); err == nil && t > newest {
+			newest = t
+		}
+	}
+	date := fmt.Sprintf("@%d +0000", newest)
 	args := []string{"commit-tree"}
 	for _, p := range parents {
 		args = append(args, "-p", p)
 	}
 	args = append(args, "-F", "-", tree)
-	out, _, err := r.run(ctx, r.dir, []byte(message), args...)
+	commit, _, err := r.runEnv(ctx, r.dir, []byte(message), []string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date}, args...)
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(out), nil
+	return strings.TrimSpace(commit), nil
 }
 
 // TreeOf is the tree of a commit.
@@ -99,6 +115,17 @@ func (r *Repo) UpdateRef(ctx context.Context, ref, new, old, reason string) erro
 	var ge *Error
 	if errors.As(err, &ge) && !ge.Locked() &&
 		(strings.Contains(ge.Stderr, "but expected") || strings.Contains(ge.Stderr, "unable to resolve reference")) {
+		return ErrMoved
+	}
+	return err
+}
+
+// DeleteRef deletes ref (a full name) only if it holds old now: ErrMoved
+// if it does not.
+func (r *Repo) DeleteRef(ctx context.Context, ref, old, reason string) error {
+	_, err := r.git(ctx, "update-ref", "-m", reason, "-d", "--end-of-options", ref, old)
+	var ge *Error
+	if errors.As(err, &ge) && !ge.Locked() && (strings.Contains(ge.Stderr, "but expected") || strings.Contains(ge.Stderr, "unable to resolve reference")) {
 		return ErrMoved
 	}
 	return err

@@ -111,6 +111,16 @@ type Core struct {
 	queueSaid time.Time // when the whole queue was last said in answer to STATUS
 	recent    []Verdict // the last verdicts, for the queue view
 
+	// The train (train.go).
+	train     []*car
+	cars      int       // cars made so far: their ids
+	target    string    // the target's commit as the host last knew it; "" until a job says
+	base      string    // the commit the train's chains are made on
+	landed    []landing // cars landed since base, in order
+	landing   *run      // the front car's landing, queued or running
+	checkTime time.Duration
+	flaky     map[string]int // checks that failed then passed, per command
+
 	out Actions
 }
 
@@ -125,6 +135,7 @@ func New(cfg Config, st State) *Core {
 		running:  map[int]*run{},
 		passes:   map[string]Pass{},
 		lastRun:  st.LastRun,
+		flaky:    map[string]int{},
 	}
 	for _, c := range cfg.Components {
 		h.declared[c] = true
@@ -210,6 +221,14 @@ func (h *Core) NextWake() (time.Time, bool) {
 	for _, r := range h.order {
 		if r.notBefore.After(h.now) {
 			consider(r.notBefore)
+		}
+	}
+	if r := h.landing; r != nil && r.started.IsZero() && r.notBefore.After(h.now) {
+		consider(r.notBefore)
+	}
+	for _, k := range h.train {
+		if k.run == nil && k.notBefore.After(h.now) {
+			consider(k.notBefore)
 		}
 	}
 	return next, !next.IsZero()

@@ -185,6 +185,7 @@ func TestMaxParallelAndOrder(t *testing.T) {
 
 func TestLandingIsConfirmedThenOneAtATime(t *testing.T) {
 	s := newHarness(t, func(c *Config) { c.MaxParallel = 3; c.Auditors = []string{"@aud"} })
+	s.h.Target(s.now, "base")
 	s.built("api", "@b1")
 	j := s.started(s.hear("@b1", "READY api b1/api"))
 	s.finish(j.Run, Outcome{Result: Passed, Commit: "m1", Tip: "t1", Base: "base", Tree: "tr"})
@@ -197,29 +198,30 @@ func TestLandingIsConfirmedThenOneAtATime(t *testing.T) {
 	assert.Empty(t, s.hear("@aud", "AUDIT api PASS").Say, "asked once")
 	a = s.foreman("STATUS api review owner=@b1 since=3m pr=b1/api approved=yes")
 	land := s.started(a)
-	assert.Equal(t, Land, land.Kind)
-	assert.Equal(t, &Pass{Component: "api", Owner: "@b1", Ref: "b1/api", Tip: "t1", Commit: "m1", Base: "base", Tree: "tr"}, land.Pass)
+	assert.Equal(t, Job{Run: land.Run, Kind: Land, Component: "api", Ref: "b1/api", Owner: "@b1", Base: "base", Tip: "t1", Commit: "m1"},
+		land, "the check before review was made on the target as it is: that commit lands, nothing is checked again")
 
-	// Another approval waits for the first landing to end.
+	// Another approval is checked on top of it, beside the landing.
 	s.built("db", "@b2")
 	j = s.started(s.hear("@b2", "READY db b2/db"))
-	s.finish(j.Run, Outcome{Result: Passed, Commit: "m2"})
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m2", Tip: "t2", Base: "base", Tree: "tr2"})
 	s.foreman("REVIEW db @b2 b2/db")
 	s.hear("@aud", "AUDIT db PASS")
-	assert.Empty(t, s.foreman("STATUS db review owner=@b2 pr=b2/db approved=yes").Start, "one landing at a time")
+	car := s.started(s.foreman("STATUS db review owner=@b2 pr=b2/db approved=yes"))
+	assert.Equal(t, Job{Run: car.Run, Kind: Car, Component: "db", Ref: "b2/db", Owner: "@b2", Base: "base",
+		Ahead: []Link{{Component: "api", Tip: "t1", Ref: "b1/api", Owner: "@b1"}}, Tip: "t2",
+		Pass: &Pass{Component: "db", Owner: "@b2", Ref: "b2/db", Tip: "t2", Commit: "m2", Base: "base", Tree: "tr2"}}, car)
 	s.built("web", "@b3")
 	assert.NotEmpty(t, s.hear("@b3", "READY web b3/web").Start, "checks go on beside it")
 
 	a = s.finish(land.Run, Outcome{Result: Landed, Commit: "m1"})
 	assert.Equal(t, []string{"queue: api landed on main at m1", "MERGED api"}, a.Say)
 	assert.Equal(t, Record{Op: OpLanded, Component: "api", Commit: "m1"}, a.Records[1])
-	next := s.started(a)
-	assert.Equal(t, Job{Run: next.Run, Kind: Land, Component: "db", Ref: "b2/db", Owner: "@b2",
-		Pass: &Pass{Component: "db", Owner: "@b2", Ref: "b2/db", Commit: "m2"}}, next)
+	assert.Empty(t, a.Start, "db's check is still running")
 	assert.Empty(t, s.foreman("OK MERGED api").Cancel)
 
 	// What would land fails now: the merger says so (contract section 7).
-	a = s.finish(next.Run, Outcome{Result: Failed, Commit: "m3aaaaaaaaaaaaaa", Line: "make: FAIL", Log: "/l/db-5.log"})
+	a = s.finish(car.Run, Outcome{Result: Failed, Commit: "m3aaaaaaaaaaaaaa", Line: "make: FAIL", Log: "/l/db-5.log"})
 	assert.Equal(t, []string{"CI db FAIL m3aaaaaaaaaa make: FAIL log=/l/db-5.log"}, a.Say)
 }
 
@@ -284,6 +286,7 @@ func TestRestartLearnsFromStatus(t *testing.T) {
 	a := h.Pending()
 	assert.Equal(t, []Record{{Op: OpEnd, Run: 7, Component: "api", Result: "interrupted"}}, a.Records)
 	now := t0
+	h.Target(now, "b") // the shell reads the target at start
 	a = h.Joined(now)
 	assert.Equal(t, []string{"STATUS"}, a.Say)
 	a = h.Heard(now, "@b3", true, "READY cart b3/cart")
@@ -298,7 +301,8 @@ func TestRestartLearnsFromStatus(t *testing.T) {
 		started = append(started, h.Heard(now, "@foreman", true, l).Start...)
 	}
 	require.Len(t, started, 3)
-	assert.Equal(t, Job{Run: 8, Kind: Land, Component: "db", Ref: "b1/db", Owner: "@b1", Pass: &pass}, started[0])
+	assert.Equal(t, Job{Run: 8, Kind: Land, Component: "db", Ref: "b1/db", Owner: "@b1", Base: "b", Tip: "t", Commit: "m"}, started[0],
+		"what passed lands, if the target is still where it was checked")
 	assert.Equal(t, Job{Run: 9, Kind: Check, Component: "api", Ref: "b2/api", Owner: "@b2"}, started[1])
 	assert.Equal(t, Job{Run: 10, Kind: Check, Component: "cart", Ref: "b3/cart", Owner: "@b3"}, started[2], "the READY after the view")
 	_, ok := h.NextWake()
@@ -362,7 +366,7 @@ func TestAuditBeforeReviewArrives(t *testing.T) {
 	s.finish(j.Run, Outcome{Result: Passed, Commit: "m1"})
 	assert.Empty(t, s.hear("@aud", "AUDIT api PASS").Say)
 	assert.Equal(t, []string{"STATUS api"}, s.foreman("REVIEW api @b1 b1/api").Say)
-	assert.Equal(t, Land, s.started(s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes")).Kind)
+	assert.Equal(t, Car, s.started(s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes")).Kind)
 
 	// Without such an audit, REVIEW asks nothing.
 	s.built("db", "@b2")
@@ -393,7 +397,8 @@ func TestOlderViewsDoNotRestartWhatWasReported(t *testing.T) {
 	assert.Empty(t, s.foreman("STATUS api ci owner=@b1 pr=b1/api").Start, "no second check, no second verdict")
 	s.foreman("REVIEW api @b1 b1/api")
 	s.hear("@aud", "AUDIT api PASS")
-	land := s.started(s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes"))
+	car := s.started(s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes"))
+	land := s.started(s.finish(car.Run, Outcome{Result: Passed, Commit: "m1", Base: "b1", Tip: "t1"}))
 	a := s.finish(land.Run, Outcome{Result: Landed, Commit: "m1"})
 	assert.Contains(t, a.Say, "MERGED api")
 	assert.Empty(t, s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes").Start, "no second landing, no second MERGED")

@@ -8,9 +8,13 @@ const (
 	// (rebasing if it conflicts and auto_rebase is on), run the checks on
 	// the merge result.
 	Check Kind = iota + 1
-	// Land lands an approved component on the target: fast-forward to what
-	// passed when the target has not moved, else merge again, check again
-	// and land that, only ever by compare-and-swap.
+	// Car checks an approved component where it will land: on the target
+	// merged with every car ahead of it in the train (speculatively: those
+	// may still fail), then with its own approved commit. See train.go.
+	Car
+	// Land moves the target, by compare-and-swap, from Base to Commit: a
+	// car's chain head whose check, and every check ahead of it, passed.
+	// It runs no check and takes no slot.
 	Land
 )
 
@@ -18,6 +22,8 @@ func (k Kind) String() string {
 	switch k {
 	case Check:
 		return "check"
+	case Car:
+		return "car"
 	case Land:
 		return "land"
 	}
@@ -31,8 +37,31 @@ type Job struct {
 	Component string
 	Ref       string // what the builder's READY named
 	Owner     string
-	Pass      *Pass // Land: what passed CI for this component, if the host knows
+	Pass      *Pass // Car: what passed CI for this component, if the host knows
+
+	// Car: the chain is Base merged with each of Ahead's tips in order,
+	// then with Tip (the approved commit; "" when no check ever found it:
+	// then Ref's commit now). Every merge the host makes is deterministic,
+	// so the same chain always gives the same commits, whichever job
+	// makes them. Land: the target moves from Base to Commit.
+	Base   string
+	Ahead  []Link
+	Tip    string
+	Commit string
+	Prune  bool // Land: delete Ref (a branch) once landed, if it still holds Tip
 }
+
+// Link is a component merged in a chain: its name, approved commit, and
+// the ref and builder its merge commit's message names.
+type Link struct {
+	Component string
+	Tip       string
+	Ref       string
+	Owner     string
+}
+
+// Link is j's component as merged in a chain.
+func (j Job) Link() Link { return Link{Component: j.Component, Tip: j.Tip, Ref: j.Ref, Owner: j.Owner} }
 
 // Pass is what passed the checks for a component: a record kept durable
 // before CI c PASS is said, so that a landing after a restart lands what
@@ -55,7 +84,7 @@ const (
 	Failed                       // the checks failed on Commit: Line, Log
 	Conflicted                   // merging conflicts (after any rebase): Files
 	Invalid                      // the ref is bad, missing, or went away: Line says which
-	Moved                        // the branch moved while it was checked: check again
+	Moved                        // Check: the branch moved while it was checked: check again; Land: the target was not at Base
 	Retry                        // the repository could not do it now (locked, dirty, git failed): Line; try later
 	Landed                       // Commit is on the target now
 	Cancelled                    // the job was cancelled; nothing to say
@@ -84,6 +113,16 @@ type Outcome struct {
 	Files   []string // Conflicted: the files
 	Rebased *Rebase  // the branch was rebased onto the target first
 	Already bool     // Landed: it was on the target already (a landing cut short by a crash)
+	// Car, Conflicted: the car ahead whose merge into the chain conflicted
+	// ("" when it was this car's own): not this car's fault.
+	Culprit string
+	// Passed: the checks that failed and then passed when run again on the
+	// same tree (host.retries): flaky, not the builder's failure.
+	Flaky []string
+	// Land, Moved: the target is not at Base (moved by hand, or the chain
+	// was not made on it); Target is where it is now.
+	Target string
+	Pruned bool // Land: the builder's branch was deleted (host.prune)
 }
 
 // Rebase says the host rebased a builder's branch onto the target.

@@ -4,16 +4,10 @@ import (
 	"time"
 )
 
-// enqueue queues a job of kind for c, which has none.
-func (h *Core) enqueue(c *comp, kind Kind) {
+// enqueue queues a check for c, which has no job.
+func (h *Core) enqueue(c *comp) {
 	h.lastRun++
-	r := &run{Job: Job{Run: h.lastRun, Kind: kind, Component: c.name, Ref: c.ref, Owner: c.owner}, queued: h.now}
-	if kind == Land {
-		if p, ok := h.passes[c.name]; ok && p.Ref == c.ref && p.Owner == c.owner {
-			pass := p
-			r.Pass = &pass
-		}
-	}
+	r := &run{Job: Job{Run: h.lastRun, Kind: Check, Component: c.name, Ref: c.ref, Owner: c.owner}, queued: h.now}
 	c.run = r
 	h.order = append(h.order, r)
 }
@@ -23,6 +17,12 @@ func (h *Core) enqueue(c *comp, kind Kind) {
 func (h *Core) cancel(r *run) {
 	if c := h.comps[r.Component]; c != nil && c.run == r {
 		c.run = nil
+	}
+	if h.landing == r {
+		if !r.started.IsZero() {
+			return // a compare-and-swap under way is not stopped: what it did, it says
+		}
+		h.landing = nil
 	}
 	if _, ok := h.running[r.Run]; ok {
 		delete(h.running, r.Run)
@@ -38,52 +38,60 @@ func (h *Core) cancel(r *run) {
 	}
 }
 
-// schedule starts queued jobs while slots are free: landings first (they
-// unblock other components, and the target must not move under a check of
-// what would land more than it must), one landing at a time, then checks
-// in the order their READY came.
+// busy is how many slots are taken: checks and cars running (a landing
+// takes none).
+func (h *Core) busy() int {
+	n := 0
+	for _, r := range h.running {
+		if r.Kind != Land {
+			n++
+		}
+	}
+	return n
+}
+
+// schedule brings the train up to date, then starts what can start: the
+// front car's landing (no slot: a compare-and-swap), then, while slots are
+// free, the cars' checks front first (they are what lands next), then the
+// checks of READYs in the order they came.
 func (h *Core) schedule() {
-	for len(h.running) < h.cfg.MaxParallel {
-		r := h.next()
+	h.reconcile()
+	if r := h.landing; r != nil && r.started.IsZero() && !r.notBefore.After(h.now) {
+		h.begin(r)
+	}
+	for h.busy() < h.cfg.MaxParallel {
+		r := h.nextCar()
+		if r == nil {
+			r = h.nextCheck()
+		}
 		if r == nil {
 			return
 		}
-		for i, q := range h.order {
-			if q == r {
-				h.order = append(h.order[:i:i], h.order[i+1:]...)
-				break
-			}
-		}
-		r.started = h.now
-		h.running[r.Run] = r
-		h.record(Record{Op: OpStart, Run: r.Run, Kind: r.Kind.String(), Component: r.Component, Ref: r.Ref})
-		h.out.Start = append(h.out.Start, r.Job)
+		h.begin(r)
 	}
 }
 
-func (h *Core) next() *run {
-	landing := false
-	for _, r := range h.running {
-		landing = landing || r.Kind == Land
-	}
-	var first *run
-	for _, r := range h.order {
-		if r.notBefore.After(h.now) {
-			continue
-		}
-		if r.Kind == Land && !landing {
+func (h *Core) begin(r *run) {
+	r.started = h.now
+	h.running[r.Run] = r
+	h.record(Record{Op: OpStart, Run: r.Run, Kind: r.Kind.String(), Component: r.Component, Ref: r.Ref})
+	h.out.Start = append(h.out.Start, r.Job)
+}
+
+// nextCheck takes the oldest queued check that is due off the queue.
+func (h *Core) nextCheck() *run {
+	for i, r := range h.order {
+		if !r.notBefore.After(h.now) {
+			h.order = append(h.order[:i:i], h.order[i+1:]...)
 			return r
 		}
-		if r.Kind == Check && first == nil {
-			first = r
-		}
 	}
-	return first
+	return nil
 }
 
 // Finished handles the end of a job. The outcome of a job that is no
-// longer current (cancelled, because its component left CI or approval) is
-// dropped: a stale run is never reported.
+// longer current (cancelled, because its component left CI or approval,
+// or a car whose chain changed) is dropped: a stale run is never reported.
 func (h *Core) Finished(at time.Time, o Outcome) Actions {
 	h.at(at)
 	r, ok := h.running[o.Run]
@@ -92,12 +100,37 @@ func (h *Core) Finished(at time.Time, o Outcome) Actions {
 		return h.take()
 	}
 	delete(h.running, o.Run)
+	for _, cmd := range o.Flaky {
+		h.flaky[cmd]++
+	}
+	if (o.Result == Passed || o.Result == Failed) && r.Kind != Land {
+		h.timed(h.now.Sub(r.started))
+	}
+	if r.Kind == Land {
+		h.landFinished(r, o)
+		h.schedule()
+		return h.take()
+	}
 	c := h.get(r.Component)
 	if c.run != r {
 		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: Cancelled.String()})
 		h.schedule()
 		return h.take()
 	}
+	switch r.Kind {
+	case Car:
+		if k := h.carOf(c); k != nil && k.run == r {
+			h.carFinished(k, r, o)
+		}
+	default:
+		h.checkFinished(c, r, o)
+	}
+	h.schedule()
+	return h.take()
+}
+
+// checkFinished takes the end of a check of a READY.
+func (h *Core) checkFinished(c *comp, r *run, o Outcome) {
 	c.run = nil
 	switch o.Result {
 	case Retry:
@@ -105,7 +138,7 @@ func (h *Core) Finished(at time.Time, o Outcome) Actions {
 	case Moved:
 		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
 		h.say(mention(r.Owner) + c.name + ": " + r.Ref + " moved while it was checked; checking it again as it is now")
-		h.enqueue(c, r.Kind)
+		h.enqueue(c)
 	case Cancelled:
 		// The shell stopped it by itself (shutting down): the room will
 		// say again whether it is wanted.
@@ -113,8 +146,23 @@ func (h *Core) Finished(at time.Time, o Outcome) Actions {
 	default:
 		h.verdict(c, r, o)
 	}
-	h.schedule()
-	return h.take()
+}
+
+// timed keeps how long checks take (a moving average), for the train's
+// expected landing times.
+func (h *Core) timed(d time.Duration) {
+	if h.checkTime == 0 {
+		h.checkTime = d
+		return
+	}
+	h.checkTime = (3*h.checkTime + d) / 4
+}
+
+// backoff is the wait before a job the repository could not do is tried
+// for the tries-th time: doubling, up to ten times the first.
+func (h *Core) backoff(tries int) time.Duration {
+	wait := h.cfg.Backoff << min(tries-1, 3)
+	return min(wait, 10*h.cfg.Backoff)
 }
 
 // retry puts r back in the queue after a wait that doubles each time, and
@@ -122,10 +170,7 @@ func (h *Core) Finished(at time.Time, o Outcome) Actions {
 func (h *Core) retry(c *comp, r *run, why string) {
 	h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: Retry.String()})
 	r.tries++
-	wait := h.cfg.Backoff << min(r.tries-1, 3)
-	if wait > 10*h.cfg.Backoff {
-		wait = 10 * h.cfg.Backoff
-	}
+	wait := h.backoff(r.tries)
 	h.lastRun++
 	again := &run{Job: r.Job, queued: r.queued, notBefore: h.now.Add(wait), tries: r.tries, said: r.said}
 	again.Run = h.lastRun

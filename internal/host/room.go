@@ -69,7 +69,7 @@ func (h *Core) ready(from, name, ref string) {
 	case c.owner != from:
 	case c.phase == building:
 		c.phase, c.ref, c.dupe = inCI, ref, ""
-		h.enqueue(c, Check)
+		h.enqueue(c)
 	case c.phase == inCI:
 		// foreman refuses a second READY while c waits for CI, unless it
 		// had already stepped c back (a FIX the host has not heard yet).
@@ -222,17 +222,13 @@ func (h *Core) status(name string, r protocol.Heard) {
 		if c.phase != inCI || c.run == nil {
 			c.phase = inCI
 			if c.run == nil && h.cfg.Gating {
-				h.enqueue(c, Check)
+				h.enqueue(c)
 			}
 		}
 	case state == "review" && r.Field("approved") == "yes" && h.cfg.External:
 		c.asked = false
-		if c.phase != approved || c.run == nil {
-			c.phase = approved
-			if c.run == nil {
-				h.enqueue(c, Land)
-			}
-		}
+		c.phase = approved
+		h.board(c)
 	case state == "review":
 		c.asked = false
 		if c.phase == unknown || c.phase == building {
@@ -257,7 +253,8 @@ func (h *Core) status(name string, r protocol.Heard) {
 }
 
 // leave moves c to phase p, out of wherever it was: its run, if any, is
-// stale and stops, and will never be reported.
+// stale and stops, and will never be reported; its car, if any, leaves
+// the train.
 func (h *Core) leave(c *comp, p phase) {
 	c.phase, c.asked, c.waiting, c.early = p, false, nil, false
 	if p != building {
@@ -266,6 +263,7 @@ func (h *Core) leave(c *comp, p phase) {
 	if c.run != nil {
 		h.cancel(c.run)
 	}
+	h.alight(c)
 }
 
 func contains(list []string, s string) bool {

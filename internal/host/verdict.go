@@ -28,11 +28,16 @@ const keepRecent = 20
 // land no longer passes (contract section 7). A pass is made durable
 // before it is said, and so is a landing.
 func (h *Core) verdict(c *comp, r *run, o Outcome) {
+	h.record(Record{Op: OpEnd, Run: r.Run, Component: c.name, Result: o.Result.String(), Commit: o.Commit})
+	h.report(c, r, o)
+}
+
+// report says a verdict whose run's end is recorded already.
+func (h *Core) report(c *comp, r *run, o Outcome) {
 	if o.Rebased != nil && r.Kind == Check {
 		h.say(fmt.Sprintf("%s%s: rebased %s onto %s (%s -> %s); fetch it before you go on",
 			mention(r.Owner), c.name, o.Rebased.Branch, h.cfg.Target, short(o.Rebased.From), short(o.Rebased.To)))
 	}
-	h.record(Record{Op: OpEnd, Run: r.Run, Component: c.name, Result: o.Result.String(), Commit: o.Commit})
 	// Until foreman answers, an older view of c (a STATUS said before the
 	// verdict reached it) must not start c's job again.
 	c.phase = reported
@@ -42,7 +47,7 @@ func (h *Core) verdict(c *comp, r *run, o Outcome) {
 		p := Pass{Component: c.name, Owner: r.Owner, Ref: r.Ref, Tip: o.Tip, Commit: o.Commit, Base: o.Base, Tree: o.Tree}
 		h.passes[c.name] = p
 		h.record(Record{Op: OpPass, Component: c.name, Pass: &p})
-		line = "CI " + c.name + " PASS " + o.Commit
+		line = "CI " + c.name + " PASS " + o.Commit + flakyNote(o.Flaky)
 	case Failed:
 		line = "CI " + c.name + " FAIL " + failDetails(o)
 	case Conflicted:
@@ -57,7 +62,11 @@ func (h *Core) verdict(c *comp, r *run, o Outcome) {
 		if o.Already {
 			how = "was already"
 		}
-		h.say(fmt.Sprintf("queue: %s %s on %s at %s", c.name, how, h.cfg.Target, o.Commit))
+		said := fmt.Sprintf("queue: %s %s on %s at %s", c.name, how, h.cfg.Target, o.Commit)
+		if o.Pruned {
+			said += "; branch " + r.Ref + " deleted (host.prune)"
+		}
+		h.say(said + flakyNote(o.Flaky))
 		line = "MERGED " + c.name
 	default:
 		return
@@ -68,6 +77,14 @@ func (h *Core) verdict(c *comp, r *run, o Outcome) {
 		h.recent = h.recent[len(h.recent)-keepRecent:]
 	}
 	h.say(line)
+}
+
+// flakyNote says which checks failed, then passed on the same tree.
+func flakyNote(cmds []string) string {
+	if len(cmds) == 0 {
+		return ""
+	}
+	return " (flaky: " + bound(strings.Join(cmds, ", "), 120) + " failed, then passed on the same tree)"
 }
 
 // detailRoom is what a CI line's details may take: foreman echoes them in
@@ -90,7 +107,10 @@ func failDetails(o Outcome) string {
 			tail = " log=" + o.URL
 		}
 	}
-	head := short(o.Commit) + " "
+	head := ""
+	if o.Commit != "" {
+		head = short(o.Commit) + " "
+	}
 	room := detailRoom - len(head) - len(tail)
 	return head + bound(o.Line, room) + tail
 }

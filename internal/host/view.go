@@ -14,7 +14,25 @@ type QueueView struct {
 	MaxParallel int         `json:"max_parallel"`
 	Running     []QueueItem `json:"running"`
 	Waiting     []QueueItem `json:"waiting"`
+	Train       []TrainCar  `json:"train"`
 	Recent      []Verdict   `json:"recent"`
+	// Flaky counts, per check command, the checks that failed and then
+	// passed when run again on the same tree.
+	Flaky map[string]int `json:"flaky,omitempty"`
+}
+
+// TrainCar is one approved component in the train, in landing order.
+type TrainCar struct {
+	Component string    `json:"c"`
+	Owner     string    `json:"owner,omitempty"`
+	Ref       string    `json:"ref"`
+	Tip       string    `json:"tip,omitempty"`
+	On        string    `json:"on"`    // what it is checked on: the target and the cars ahead, main+a+b
+	State     string    `json:"state"` // waiting, checking, passed, failed (blamed once the cars ahead pass), landing
+	Run       int       `json:"run,omitempty"`
+	Since     time.Time `json:"since,omitzero"` // its check or landing started
+	ETA       time.Time `json:"eta"`            // expected to land
+	Why       string    `json:"why,omitempty"`  // what it waits for, or its failure
 }
 
 // QueueItem is one job in the queue.
@@ -41,7 +59,41 @@ func (h *Core) Queue() QueueView {
 	for _, r := range h.order {
 		v.Waiting = append(v.Waiting, item(r))
 	}
+	v.Train = make([]TrainCar, 0, len(h.train))
+	for i := range h.train {
+		v.Train = append(v.Train, h.trainCar(i))
+	}
+	if len(h.flaky) > 0 {
+		v.Flaky = make(map[string]int, len(h.flaky))
+		for k, n := range h.flaky {
+			v.Flaky[k] = n
+		}
+	}
 	return v
+}
+
+func (h *Core) trainCar(i int) TrainCar {
+	k := h.train[i]
+	on := h.cfg.Target
+	for _, a := range h.train[:i] {
+		on += "+" + a.c.name
+	}
+	tc := TrainCar{Component: k.c.name, Owner: k.c.owner, Ref: k.c.ref, Tip: k.tip, On: on, State: "waiting", ETA: h.eta(i)}
+	switch {
+	case i == 0 && h.landing != nil && h.landing.Component == k.c.name:
+		tc.State, tc.Run, tc.Since = "landing", h.landing.Run, h.landing.started
+		tc.Why = h.landing.said
+	case k.done != nil && k.done.Result == Passed:
+		tc.State, tc.Run = "passed", k.done.Run
+	case k.done != nil:
+		tc.State, tc.Run = "failed", k.done.Run
+		tc.Why = k.done.Result.String() + ": " + bound(k.done.Line, 120) + "; blamed only if every car ahead passes"
+	case k.run != nil && !k.run.started.IsZero():
+		tc.State, tc.Run, tc.Since = "checking", k.run.Run, k.run.started
+	case k.notBefore.After(h.now):
+		tc.Why = k.said
+	}
+	return tc
 }
 
 func item(r *run) QueueItem {
@@ -68,7 +120,17 @@ func (h *Core) answerStatus(name string) {
 
 func (h *Core) queueLine(name string) string {
 	c := h.comps[name]
-	if c == nil || c.run == nil {
+	if c == nil {
+		return ""
+	}
+	for i, k := range h.train {
+		if k.c == c {
+			tc := h.trainCar(i)
+			return fmt.Sprintf("queue: %s in the train, %d of %d, %s on %s; expected to land in %s",
+				name, i+1, len(h.train), tc.State, tc.On, age(tc.ETA.Sub(h.now)))
+		}
+	}
+	if c.run == nil {
 		return ""
 	}
 	r := c.run
@@ -89,19 +151,18 @@ func (h *Core) queueLine(name string) string {
 
 func (h *Core) queueSummary() string {
 	v := h.Queue()
-	if len(v.Running)+len(v.Waiting) == 0 {
+	if len(v.Running)+len(v.Waiting)+len(v.Train) == 0 {
 		return fmt.Sprintf("queue: empty; max_parallel %d", v.MaxParallel)
 	}
-	var run, wait []string
+	var run, wait, train []string
 	for _, it := range v.Running {
 		run = append(run, fmt.Sprintf("%s %s %s", it.Component, it.Kind, age(h.now.Sub(it.Started))))
 	}
 	for _, it := range v.Waiting {
-		s := it.Component
-		if it.Kind == Land.String() {
-			s += " (land)"
-		}
-		wait = append(wait, s)
+		wait = append(wait, it.Component)
+	}
+	for _, tc := range v.Train {
+		train = append(train, fmt.Sprintf("%s %s, lands in %s", tc.Component, tc.State, age(tc.ETA.Sub(h.now))))
 	}
 	line := fmt.Sprintf("queue: %d running", len(run))
 	if len(run) > 0 {
@@ -110,6 +171,9 @@ func (h *Core) queueSummary() string {
 	line += fmt.Sprintf(", %d waiting", len(wait))
 	if len(wait) > 0 {
 		line += " (" + strings.Join(wait, ", ") + ")"
+	}
+	if len(train) > 0 {
+		line += fmt.Sprintf("; train of %d on %s: %s", len(train), v.Target, strings.Join(train, "; "))
 	}
 	return bound(line+fmt.Sprintf("; max_parallel %d", v.MaxParallel), 400)
 }

@@ -49,6 +49,7 @@ type Result struct {
 	Line     string // its first line of output that reads as a failure, else its last, else how it ended
 	Silent   bool   // it failed without a line of output: Line says how it ended
 	TimedOut bool   // killed at the time limit
+	Stopped  bool   // stopped by a sandbox limit, or it did not run: no second try would differ
 	Duration time.Duration
 	Logged   int64 // bytes written to the log
 	Cut      int64 // bytes of output not kept
@@ -94,10 +95,10 @@ commands:
 			res = Result{Command: name, TimedOut: true, Line: fmt.Sprintf("timed out after %s (killed with its process group)", short(s.Timeout))}
 		case stopped != "":
 			log.note("[stopped: " + stopped + "]")
-			res = Result{Command: name, Line: "stopped: " + stopped}
+			res = Result{Command: name, Line: "stopped: " + stopped, Stopped: true}
 		case runErr != nil:
 			log.note("[did not run: " + red.redact(runErr.Error()) + "]")
-			res = Result{Command: name, Line: "did not run: " + red.redact(runErr.Error())}
+			res = Result{Command: name, Line: "did not run: " + red.redact(runErr.Error()), Stopped: true}
 		case code != 0:
 			how := fmt.Sprintf("exited with status %d", code)
 			if code == 128+int(syscall.SIGXFSZ) && s.Sandbox != nil {

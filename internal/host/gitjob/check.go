@@ -22,7 +22,7 @@ func (r *Runner) check(ctx context.Context, j host.Job) host.Outcome {
 		return *bad
 	}
 	var o host.Outcome
-	commit, tree, conflicts, err := r.mergeResult(ctx, j, base, tip)
+	commit, tree, conflicts, err := r.mergeResult(ctx, j.Link(), base, tip)
 	if err != nil {
 		return retry(err)
 	}
@@ -47,14 +47,14 @@ func (r *Runner) check(ctx context.Context, j host.Job) host.Outcome {
 		}
 		o.Rebased = &host.Rebase{Branch: t.String(), From: tip, To: to}
 		tip = to
-		if commit, tree, conflicts, err = r.mergeResult(ctx, j, base, tip); err != nil {
+		if commit, tree, conflicts, err = r.mergeResult(ctx, j.Link(), base, tip); err != nil {
 			return retry(err)
 		} else if len(conflicts) > 0 {
 			return host.Outcome{Result: host.Conflicted, Files: conflicts, Rebased: o.Rebased}
 		}
 	}
 	o.Commit, o.Tip, o.Base, o.Tree = commit, tip, base, tree
-	res, err := r.runChecks(ctx, j, commit, base, &o)
+	res, err := r.checkTree(ctx, j, commit, base, &o)
 	if ctx.Err() != nil {
 		return host.Outcome{Result: host.Cancelled}
 	}
@@ -77,7 +77,6 @@ func (r *Runner) check(ctx context.Context, j host.Job) host.Outcome {
 	if !res.Passed {
 		return failed(res, o)
 	}
-	r.notePassed(tree)
 	o.Result = host.Passed
 	return o
 }

@@ -37,7 +37,7 @@ type Options struct {
 	LogLimit   int64         // bytes kept of one log
 	LogURL     string        // where the board serves Logs ("" if it does not), e.g. http://127.0.0.1:9090/ci/logs
 	Work       string        // the host's private directory for worktrees
-	MaxMoves   int           // landing attempts while the target keeps moving (default 5)
+	Retries    int           // a failed check is run again this many times on the same tree (host.retries)
 	// Sandbox confines the checks; nil runs them unconfined (host.sandbox
 	// off).
 	Sandbox *sandbox.Sandbox
@@ -60,13 +60,12 @@ type Runner struct {
 	passed map[string]bool // trees whose checks passed in this process
 	free   []*slot         // slot worktrees not in use
 	slots  int             // slots made so far
+
+	worktrees sync.Mutex // held while a slot's worktree is made or removed
 }
 
 // New makes a runner; it makes the log and work directories.
 func New(o Options) (*Runner, error) {
-	if o.MaxMoves <= 0 {
-		o.MaxMoves = 5
-	}
 	// git runs in the repository and the checks in a worktree: a relative
 	// path would mean something else to each.
 	for _, d := range []*string{&o.Logs, &o.Work} {
@@ -104,6 +103,8 @@ func (r *Runner) Run(ctx context.Context, j host.Job) host.Outcome {
 	switch j.Kind {
 	case host.Check:
 		o = r.check(ctx, j)
+	case host.Car:
+		o = r.car(ctx, j)
 	case host.Land:
 		o = r.land(ctx, j)
 	default:
@@ -156,6 +157,15 @@ func (r *Runner) resolve(ctx context.Context, ref string) (gitrepo.Target, strin
 	return t, tip, nil
 }
 
+// Target is the target branch's commit now.
+func (r *Runner) Target(ctx context.Context) (string, error) {
+	base, bad := r.base(ctx)
+	if bad != nil {
+		return "", errors.New(bad.Line)
+	}
+	return base, nil
+}
+
 // base is the target's commit now.
 func (r *Runner) base(ctx context.Context) (string, *host.Outcome) {
 	base, err := r.o.Repo.RevParse(ctx, r.targetRef())
@@ -172,9 +182,9 @@ func (r *Runner) base(ctx context.Context) (string, *host.Outcome) {
 
 // mergeResult is what would land if tip were merged into base now: tip
 // itself when it already contains base (a fast-forward), else a merge
-// commit made from merge-tree's tree. Conflicts, if any, are returned
-// instead.
-func (r *Runner) mergeResult(ctx context.Context, j host.Job, base, tip string) (commit, tree string, conflicts []string, err error) {
+// commit made from merge-tree's tree, the same commit whichever job makes
+// it (see gitrepo.CommitMerge). Conflicts, if any, are returned instead.
+func (r *Runner) mergeResult(ctx context.Context, j host.Link, base, tip string) (commit, tree string, conflicts []string, err error) {
 	m, err := r.o.Repo.MergeTree(ctx, base, tip)
 	if err != nil {
 		return "", "", nil, err
@@ -190,13 +200,13 @@ func (r *Runner) mergeResult(ctx context.Context, j host.Job, base, tip string) 
 		return tip, m.Tree, nil, nil
 	}
 	msg := fmt.Sprintf("Merge %s (%s) into %s\n\nChecked and landed by foreman host; built by %s.\n", j.Ref, j.Component, r.o.Target, j.Owner)
-	commit, err = r.o.Repo.CommitTree(ctx, m.Tree, msg, base, tip)
+	commit, err = r.o.Repo.CommitMerge(ctx, m.Tree, msg, base, tip)
 	return commit, m.Tree, nil, err
 }
 
-// logName is the run's log file: the component (made a safe file name) and
-// the run number.
-func logName(j host.Job) string {
+// logName is the run's log file: the component (made a safe file name),
+// the run number, and which try of the checks it is (0: the first).
+func logName(j host.Job, try int) string {
 	var b strings.Builder
 	for _, c := range j.Component {
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' {
@@ -205,14 +215,18 @@ func logName(j host.Job) string {
 			b.WriteByte('_')
 		}
 	}
-	return b.String() + "-" + strconv.Itoa(j.Run) + ".log"
+	name := b.String() + "-" + strconv.Itoa(j.Run)
+	if try > 0 {
+		name += ".again" + strconv.Itoa(try)
+	}
+	return name + ".log"
 }
 
 // runChecks runs the checks on commit in a worktree that holds exactly
 // that commit (a slot, reset and cleaned: see slots.go). It fills the
 // outcome's log and URL.
-func (r *Runner) runChecks(ctx context.Context, j host.Job, commit, base string, o *host.Outcome) (checks.Result, error) {
-	name := logName(j)
+func (r *Runner) runChecks(ctx context.Context, j host.Job, commit, base string, o *host.Outcome, try int) (checks.Result, error) {
+	name := logName(j, try)
 	o.Log = filepath.Join(r.o.Logs, name)
 	if r.o.LogURL != "" {
 		o.URL = strings.TrimSuffix(r.o.LogURL, "/") + "/" + url.PathEscape(name)
@@ -248,6 +262,16 @@ func (r *Runner) runChecks(ctx context.Context, j host.Job, commit, base string,
 	started := func(pgid int) { _ = os.WriteFile(pgids, []byte(strconv.Itoa(pgid)), 0o644) }
 	return checks.Run(ctx, checks.Spec{Dir: dir, Commands: r.o.Checks, Env: env, Timeout: r.o.Timeout,
 		Log: o.Log, LogLimit: r.o.LogLimit, Started: started, Sandbox: r.o.Sandbox, Private: tmp, Secrets: r.o.Secrets})
+}
+
+// Passed notes trees that passed the checks before (the ledger's passes,
+// after a restart): they are landed without being checked again.
+func (r *Runner) Passed(trees ...string) {
+	for _, t := range trees {
+		if t != "" {
+			r.notePassed(t)
+		}
+	}
 }
 
 func (r *Runner) notePassed(tree string) {

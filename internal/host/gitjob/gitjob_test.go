@@ -3,6 +3,7 @@ package gitjob
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,83 +206,152 @@ func TestCancelledCheckSaysNothingAndCleansUp(t *testing.T) {
 	f.noWorktreesLeft()
 }
 
-func TestLandFastForwardsToWhatPassed(t *testing.T) {
+// A train of two: the first lands what its check before review passed
+// (nothing checked again), the second was checked on the chain main+api+db
+// and lands the very commit it checked, on top of api's.
+func TestTrainLandsTheCommitsItChecked(t *testing.T) {
 	f := newFixture(t, true, nil)
 	f.commit("b1/api", "main", map[string]string{"api": "api"}, "api")
-	f.commit("main", "main", map[string]string{"db": "db"}, "db")
-	o := f.check("api", "b1/api")
-	require.Equal(t, host.Passed, o.Result)
-	before, err := os.ReadFile(f.record)
-	require.NoError(t, err)
+	f.commit("b2/db", "main", map[string]string{"db": "db"}, "db")
+	f.commit("main", "main", map[string]string{"x": "x"}, "x")
+	main := f.tip("main")
+	api := f.check("api", "b1/api")
+	require.Equal(t, host.Passed, api.Result)
+	checked := f.checked()
 
-	l := f.land("api", "b1/api", passOf("api", o))
+	db := f.car("db", "b2/db", main, f.tip("b2/db"), host.Link{Component: "api", Tip: api.Tip, Ref: "b1/api", Owner: "@b1"})
+	require.Equal(t, host.Passed, db.Result, "%+v", db)
+	assert.Equal(t, checked+1, f.checked(), "one check: main+api+db")
+	assert.Equal(t, api.Commit+" "+f.tip("b2/db")+"\n", f.git("log", "-1", "--format=%P", db.Commit), "made on api's merge, the same commit")
+
+	l := f.land("api", "b1/api", main, api.Commit)
 	require.Equal(t, host.Landed, l.Result, "%+v", l)
-	assert.Equal(t, o.Commit, l.Commit)
-	assert.Equal(t, o.Commit, f.tip("main"), "main is what passed")
-	after, _ := os.ReadFile(f.record)
-	assert.Equal(t, before, after, "nothing checked again: the target had not moved")
+	assert.Equal(t, api.Commit, f.tip("main"))
+	l = f.land("db", "b2/db", api.Commit, db.Commit)
+	require.Equal(t, host.Landed, l.Result, "%+v", l)
+	assert.Equal(t, db.Commit, f.tip("main"))
+	assert.Equal(t, checked+1, f.checked(), "landing checks nothing")
 
 	// Landing again (a restart after the landing, before MERGED was said)
-	// lands nothing twice.
-	l = f.land("api", "b1/api", passOf("api", o))
+	// lands nothing twice; the car finds its commit on the target.
+	l = f.land("db", "b2/db", api.Commit, db.Commit)
 	assert.Equal(t, host.Landed, l.Result)
 	assert.True(t, l.Already)
-	assert.Equal(t, o.Commit, f.tip("main"))
+	again := f.car("db", "b2/db", "", f.tip("b2/db"))
+	assert.Equal(t, host.Landed, again.Result)
+	assert.True(t, again.Already)
 	f.noWorktreesLeft()
 }
 
-func TestLandAfterTheTargetMovedChecksAgain(t *testing.T) {
+// A landing never lands a commit that was not made on the target as it is
+// now, or whose tree did not pass: the target moved by hand is reported,
+// and the train is made again on it.
+func TestLandOnlyWhatPassedOnTheTargetAsItIs(t *testing.T) {
 	f := newFixture(t, true, nil)
 	f.commit("b1/api", "main", map[string]string{"api": "api"}, "api")
-	o := f.check("api", "b1/api")
-	require.Equal(t, host.Passed, o.Result)
-	f.commit("main", "main", map[string]string{"web": "web"}, "web landed first")
-	moved := f.tip("main")
+	main := f.tip("main")
+	api := f.check("api", "b1/api")
+	require.Equal(t, host.Passed, api.Result)
+	moved := f.commit("main", "main", map[string]string{"web": "web"}, "pushed by hand")
+	l := f.land("api", "b1/api", main, api.Commit)
+	assert.Equal(t, host.Outcome{Run: l.Run, Result: host.Moved, Target: moved}, l)
+	assert.Equal(t, moved, f.tip("main"))
 
-	l := f.land("api", "b1/api", passOf("api", o))
-	require.Equal(t, host.Landed, l.Result, "%+v", l)
-	assert.NotEqual(t, o.Commit, l.Commit, "a new merge")
-	assert.Equal(t, moved+" "+o.Tip+"\n", f.git("log", "-1", "--format=%P", l.Commit))
-	checked, _ := os.ReadFile(f.record)
-	assert.Contains(t, string(checked), l.Commit, "what landed was checked")
-	assert.NotEmpty(t, l.Log)
-
-	// When what would land fails now, nothing lands.
-	f.commit("b2/cart", "main", map[string]string{"cart": "cart"}, "cart")
-	o = f.check("cart", "b2/cart")
-	require.Equal(t, host.Passed, o.Result)
-	f.commit("main", "main", map[string]string{"shared": "BUG"}, "a bad landing")
-	bad := f.tip("main")
-	l = f.land("cart", "b2/cart", passOf("cart", o))
-	assert.Equal(t, host.Failed, l.Result)
-	assert.Contains(t, l.Line, "FAIL: shared holds BUG")
-	assert.Equal(t, bad, f.tip("main"))
-
-	// Or when it no longer merges.
-	f.commit("b3/pay", "main", map[string]string{"pay": "1"}, "pay")
-	o = f.check("pay", "b3/pay")
-	f.commit("main", "main", map[string]string{"pay": "2"}, "pay elsewhere")
-	l = f.land("pay", "b3/pay", passOf("pay", o))
-	assert.Equal(t, host.Conflicted, l.Result)
-	assert.Equal(t, []string{"pay"}, l.Files)
-	f.noWorktreesLeft()
+	// A commit whose tree never passed here.
+	unchecked := f.commit("", moved, map[string]string{"BUG": "BUG"}, "never checked")
+	l = f.land("api", "b1/api", moved, unchecked)
+	assert.Equal(t, host.Moved, l.Result)
+	assert.Equal(t, moved, f.tip("main"))
 }
 
-func TestLandWhenTheTargetMovesDuringTheRecheck(t *testing.T) {
-	f := newFixture(t, true, func(o *Options) { o.Env[0] = "HELPER=gate" })
+// A car's chain that does not merge says whose merge conflicted; a branch
+// that moved after approval is not landed, old or new.
+func TestCarConflictsAndMovedBranches(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.commit("b1/api", "main", map[string]string{"shared": "1"}, "api")
+	f.commit("b2/db", "main", map[string]string{"shared": "2"}, "db")
+	f.commit("b3/web", "main", map[string]string{"web": "w"}, "web")
+	main := f.tip("main")
+	api := host.Link{Component: "api", Tip: f.tip("b1/api"), Ref: "b1/api", Owner: "@b1"}
+	db := host.Link{Component: "db", Tip: f.tip("b2/db"), Ref: "b2/db", Owner: "@b1"}
+	o := f.car("db", "b2/db", main, db.Tip, api)
+	assert.Equal(t, host.Conflicted, o.Result)
+	assert.Equal(t, []string{"shared"}, o.Files)
+	assert.Empty(t, o.Culprit, "db's own merge")
+	o = f.car("web", "b3/web", main, f.tip("b3/web"), api, db)
+	assert.Equal(t, host.Conflicted, o.Result)
+	assert.Equal(t, "db", o.Culprit, "not web's fault")
+
+	approved := f.tip("b3/web")
+	f.commit("b3/web", "b3/web", map[string]string{"web": "more"}, "pushed after approval")
+	o = f.car("web", "b3/web", main, approved)
+	assert.Equal(t, host.Invalid, o.Result)
+	assert.Contains(t, o.Line, "branch b3/web moved to ")
+	assert.Contains(t, o.Line, "after "+approved[:12]+" was approved; say READY again")
+}
+
+// A check that fails, then passes on the same tree, is flaky: the tree
+// passed, and the outcome says which check.
+func TestFlakyCheckIsRetriedOnTheSameTree(t *testing.T) {
+	f := newFixture(t, true, func(o *Options) { o.Env[0] = "HELPER=flaky"; o.Retries = 1 })
 	f.commit("b1/api", "main", map[string]string{"api": "api"}, "api")
-	f.commit("main", "main", map[string]string{"x": "x"}, "x")
-	var intruder string
-	l := gated(t, f, f.job(host.Land, "api", "b1/api", nil), func() {
-		intruder = f.commit("main", "main", map[string]string{"y": "y"}, "pushed meanwhile")
-		// The next round's check must pass without waiting.
-		require.NoError(t, os.WriteFile(f.gate+".open", nil, 0o644))
-	})
-	require.Equal(t, host.Landed, l.Result, "%+v", l)
-	assert.Equal(t, intruder+" "+f.tip("b1/api")+"\n", f.git("log", "-1", "--format=%P", f.tip("main")), "merged again on the moved target")
-	checked, _ := os.ReadFile(f.record)
-	assert.Contains(t, string(checked), f.tip("main"), "and checked again")
-	assert.Equal(t, 2, strings.Count(string(checked), "\n"))
+	o := f.check("api", "b1/api")
+	require.Equal(t, host.Passed, o.Result, "%+v", o)
+	assert.Equal(t, []string{"gitjob.test"}, o.Flaky)
+	assert.Equal(t, 2, f.checked())
+	assert.FileExists(t, filepath.Join(f.dir, "logs", "api-1.log"), "the failure's log is kept")
+
+	// Without retries the same flake fails.
+	g := newFixture(t, true, func(o *Options) { o.Env[0] = "HELPER=flaky" })
+	g.commit("b1/api", "main", map[string]string{"api": "api"}, "api")
+	assert.Equal(t, host.Failed, g.check("api", "b1/api").Result)
+
+	// A real failure fails every try.
+	h := newFixture(t, true, func(o *Options) { o.Retries = 2 })
+	h.commit("b1/api", "main", map[string]string{"api": "BUG"}, "api")
+	assert.Equal(t, host.Failed, h.check("api", "b1/api").Result)
+	assert.Equal(t, 3, h.checked())
+}
+
+// host.prune deletes a landed builder's branch, unless it moved on.
+func TestPrune(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.commit("b1/api", "main", map[string]string{"api": "api"}, "api")
+	main := f.tip("main")
+	api := f.check("api", "b1/api")
+	j := f.job(host.Land, "api", "b1/api", nil)
+	j.Base, j.Commit, j.Tip, j.Prune = main, api.Commit, api.Tip, true
+	l := f.runner.Run(ctx, j)
+	require.Equal(t, host.Landed, l.Result)
+	assert.True(t, l.Pruned)
+	assert.Empty(t, f.tipOrEmpty("b1/api"))
+
+	// Without prune the branch stays.
+	f.commit("b2/db", "main", map[string]string{"db": "db"}, "db")
+	main = f.tip("main")
+	db := f.check("db", "b2/db")
+	j = f.job(host.Land, "db", "b2/db", nil)
+	j.Base, j.Commit, j.Tip = main, db.Commit, db.Tip
+	l = f.runner.Run(ctx, j)
+	require.Equal(t, host.Landed, l.Result)
+	assert.False(t, l.Pruned)
+	assert.NotEmpty(t, f.tipOrEmpty("b2/db"))
+}
+
+// A branch pushed to after approval does not land: neither what was
+// approved (stale) nor what it holds now (never checked nor reviewed).
+func TestLandRefusesABranchMovedAfterApproval(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.commit("b1/api", "main", map[string]string{"api": "api"}, "api")
+	main := f.tip("main")
+	api := f.check("api", "b1/api")
+	f.commit("b1/api", "b1/api", map[string]string{"api2": "more"}, "more work")
+	j := f.job(host.Land, "api", "b1/api", nil)
+	j.Base, j.Commit, j.Tip = main, api.Commit, api.Tip
+	l := f.runner.Run(ctx, j)
+	assert.Equal(t, host.Invalid, l.Result)
+	assert.Contains(t, l.Line, "branch b1/api moved to ")
+	assert.Equal(t, main, f.tip("main"))
 }
 
 func TestLandWaitsForALockedOrDirtyRepository(t *testing.T) {
@@ -293,7 +363,7 @@ func TestLandWaitsForALockedOrDirtyRepository(t *testing.T) {
 
 	lock := filepath.Join(f.repo.GitDir(), "refs", "heads", "main.lock")
 	require.NoError(t, os.WriteFile(lock, nil, 0o644))
-	l := f.land("api", "b1/api", passOf("api", o))
+	l := f.land("api", "b1/api", main, o.Commit)
 	assert.Equal(t, host.Retry, l.Result)
 	assert.Contains(t, l.Line, "the repository is locked by another git process")
 	assert.NotContains(t, l.Line, "\n")
@@ -302,14 +372,14 @@ func TestLandWaitsForALockedOrDirtyRepository(t *testing.T) {
 	// main is checked out in the repository itself, with a change.
 	require.NoError(t, os.WriteFile(filepath.Join(f.repo.Dir(), "README"), []byte("local\n"), 0o644))
 	f.git("add", "README")
-	l = f.land("api", "b1/api", passOf("api", o))
+	l = f.land("api", "b1/api", main, o.Commit)
 	assert.Equal(t, host.Retry, l.Result)
 	assert.Contains(t, l.Line, "main is checked out at "+f.repo.Dir()+" with uncommitted changes (A  README); commit or stash them")
 	assert.Equal(t, main, f.tip("main"))
 	f.git("reset", "--quiet", "--hard")
 
 	// Clean: it lands, and the checkout follows.
-	l = f.land("api", "b1/api", passOf("api", o))
+	l = f.land("api", "b1/api", main, o.Commit)
 	require.Equal(t, host.Landed, l.Result, "%+v", l)
 	data, err := os.ReadFile(filepath.Join(f.repo.Dir(), "api.txt"))
 	require.NoError(t, err)
@@ -336,6 +406,28 @@ func TestRelativeDirectories(t *testing.T) {
 	assert.DirExists(t, filepath.Join(f.dir, "rel", "work", "slot-1"))
 }
 
+// Slots are made on first use; eight checks starting at once on a new
+// host make eight at once, which git cannot do concurrently ("failed to
+// read worktrees/slot-5/commondir"): each waited out a retry.
+func TestSlotsMadeAtOnce(t *testing.T) {
+	f := newFixture(t, true, nil)
+	const n = 8
+	jobs := make([]host.Job, n)
+	for i := range jobs {
+		ref := fmt.Sprintf("b%d/c%d", i, i)
+		f.commit(ref, "main", map[string]string{fmt.Sprintf("c%d", i): "x"}, "work")
+		jobs[i] = f.job(host.Check, fmt.Sprintf("c%d", i), ref, nil)
+	}
+	out := make(chan host.Outcome, n)
+	for _, j := range jobs {
+		go func() { out <- f.runner.Run(ctx, j) }()
+	}
+	for range n {
+		o := <-out
+		assert.Equal(t, host.Passed, o.Result, "%+v", o)
+	}
+}
+
 // A check that fails without a word is named whole in the verdict, with
 // its exit status: "sh: exited with status 1" would say nothing.
 func TestASilentFailureNamesItsCommand(t *testing.T) {
@@ -360,7 +452,7 @@ func TestALandingAsksFirst(t *testing.T) {
 		before := f.tip("main")
 		o := f.check("api", "b1/api")
 		require.Equal(t, host.Passed, o.Result)
-		o = f.land("api", "b1/api", passOf("api", o))
+		o = f.land("api", "b1/api", before, o.Commit)
 		if !refuse {
 			assert.Equal(t, host.Landed, o.Result)
 			assert.NotEqual(t, before, f.tip("main"))

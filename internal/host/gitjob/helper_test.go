@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 //	content  fails when a file holds BUG
 //	gate     says it started, then waits until the test releases it
 //	hang     never ends
+//	flaky    fails the first time it runs in a test, then passes
 func helper(mode string) int {
 	if rec := os.Getenv("RECORD"); rec != "" {
 		f, err := os.OpenFile(rec, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -55,6 +56,13 @@ func helper(mode string) int {
 		}
 	case "hang":
 		time.Sleep(time.Hour)
+	case "flaky":
+		mark := os.Getenv("RECORD") + ".flaked"
+		if _, err := os.Stat(mark); err != nil {
+			_ = os.WriteFile(mark, nil, 0o644)
+			fmt.Println("FAIL: a flake")
+			return 1
+		}
 	}
 	entries, _ := os.ReadDir(".")
 	for _, e := range entries {
@@ -174,13 +182,24 @@ func (f *fixture) check(c, ref string) host.Outcome {
 	return f.runner.Run(ctx, f.job(host.Check, c, ref, nil))
 }
 
-func (f *fixture) land(c, ref string, pass *host.Pass) host.Outcome {
-	return f.runner.Run(ctx, f.job(host.Land, c, ref, pass))
+// land moves main from base to commit.
+func (f *fixture) land(c, ref, base, commit string) host.Outcome {
+	j := f.job(host.Land, c, ref, nil)
+	j.Base, j.Commit = base, commit
+	return f.runner.Run(ctx, j)
 }
 
-// passOf is the record a passed check leaves.
-func passOf(c string, o host.Outcome) *host.Pass {
-	return &host.Pass{Component: c, Owner: "@b1", Ref: "x", Tip: o.Tip, Commit: o.Commit, Base: o.Base, Tree: o.Tree}
+// car checks c's approved tip on base merged with the cars ahead.
+func (f *fixture) car(c, ref, base, tip string, ahead ...host.Link) host.Outcome {
+	j := f.job(host.Car, c, ref, nil)
+	j.Base, j.Tip, j.Ahead = base, tip, ahead
+	return f.runner.Run(ctx, j)
+}
+
+// checked is how many times the checks ran so far.
+func (f *fixture) checked() int {
+	data, _ := os.ReadFile(f.record)
+	return strings.Count(string(data), "\n")
 }
 
 func (f *fixture) git(args ...string) string {

@@ -10,90 +10,113 @@ import (
 	"github.com/agentforeman/foreman/internal/host"
 )
 
-// land does a Land job. The target moves only by compare-and-swap from the
-// commit what lands was checked against, and only to a tree that passed
-// the checks: the one CI passed when the target has not moved since, else
-// a new merge, checked first. Something already on the target is not
-// landed again: a landing cut short by a crash ends here.
+// land does a Land job: the target moves from j.Base to j.Commit, a car's
+// chain head whose tree passed the checks, by compare-and-swap, and only
+// forward (j.Commit holds j.Base). A target that is not at j.Base is
+// reported as it is (Moved): the train is made again on it. Something on
+// the target already is not landed again: a landing cut short by a crash
+// ends here.
 func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
-	pass := j.Pass
-	var tip string
-	if pass != nil && pass.Tip != "" {
-		tip = pass.Tip
-	} else {
-		var bad *host.Outcome
-		if _, tip, bad = r.resolve(ctx, j.Ref); bad != nil {
-			return *bad
+	now, bad := r.base(ctx)
+	if bad != nil {
+		return *bad
+	}
+	if now == j.Commit {
+		return host.Outcome{Result: host.Landed, Commit: now, Already: true}
+	}
+	if now != j.Base {
+		return host.Outcome{Result: host.Moved, Target: now}
+	}
+	forward, err := r.o.Repo.IsAncestor(ctx, j.Base, j.Commit)
+	if err != nil {
+		return retry(err)
+	}
+	tree, err := r.o.Repo.TreeOf(ctx, j.Commit)
+	if err != nil {
+		return retry(err)
+	}
+	if bad := r.stillApproved(ctx, j); bad != nil {
+		return *bad
+	}
+	if !forward || !r.hasPassed(tree) {
+		// Not made on the target as it is, or not checked in this host's
+		// life: never landed. The train is made again on the target.
+		return host.Outcome{Result: host.Moved, Target: now}
+	}
+	checkouts, bad := r.cleanCheckouts(ctx)
+	if bad != nil {
+		return *bad
+	}
+	if ctx.Err() != nil {
+		return host.Outcome{Result: host.Cancelled}
+	}
+	if r.o.MayLand != nil {
+		if err := r.o.MayLand(); err != nil {
+			return host.Outcome{Result: host.Retry, Line: err.Error()}
 		}
 	}
-	var o host.Outcome
-	for range r.o.MaxMoves {
-		base, bad := r.base(ctx)
-		if bad != nil {
-			return *bad
+	err = r.o.Repo.UpdateRef(ctx, r.targetRef(), j.Commit, j.Base, "foreman host: land "+j.Component)
+	if errors.Is(err, gitrepo.ErrMoved) {
+		if now, bad := r.base(ctx); bad == nil {
+			return host.Outcome{Result: host.Moved, Target: now}
 		}
-		on, err := r.o.Repo.IsAncestor(ctx, tip, base)
-		if err != nil {
-			return retry(err)
-		}
-		if on {
-			return host.Outcome{Result: host.Landed, Commit: base, Already: true}
-		}
-		var commit string
-		if pass != nil && pass.Base == base && pass.Commit != "" {
-			commit = pass.Commit // checked against the target as it is
-		} else {
-			c, tree, conflicts, err := r.mergeResult(ctx, j, base, tip)
-			if err != nil {
-				return retry(err)
-			}
-			if len(conflicts) > 0 {
-				return host.Outcome{Result: host.Conflicted, Files: conflicts}
-			}
-			commit = c
-			o = host.Outcome{Commit: c, Tip: tip, Base: base, Tree: tree}
-			if !r.hasPassed(tree) && (pass == nil || pass.Tree != tree) {
-				res, err := r.runChecks(ctx, j, c, base, &o)
-				if ctx.Err() != nil {
-					return host.Outcome{Result: host.Cancelled}
-				}
-				if err != nil {
-					return retry(err)
-				}
-				if !res.Passed {
-					return failed(res, o)
-				}
-				r.notePassed(tree)
-			}
-		}
-		checkouts, bad := r.cleanCheckouts(ctx)
-		if bad != nil {
-			return *bad
-		}
-		if ctx.Err() != nil {
-			return host.Outcome{Result: host.Cancelled}
-		}
-		if r.o.MayLand != nil {
-			if err := r.o.MayLand(); err != nil {
-				return host.Outcome{Result: host.Retry, Line: err.Error()}
-			}
-		}
-		err = r.o.Repo.UpdateRef(ctx, r.targetRef(), commit, base, "foreman host: land "+j.Component)
-		if errors.Is(err, gitrepo.ErrMoved) {
-			pass = nil // merge again with the target as it is now
-			continue
-		}
-		if err != nil {
-			return retry(err)
-		}
-		for _, dir := range checkouts {
-			// The target is checked out there: bring its files along, as
-			// a fast-forward would. It was clean a moment ago.
-			_ = r.o.Repo.SyncCheckout(ctx, dir, base, commit)
-		}
-		return host.Outcome{Result: host.Landed, Commit: commit, Log: o.Log, URL: o.URL}
+		return host.Outcome{Result: host.Retry, Line: r.o.Target + " moved while " + j.Component + " was landed"}
 	}
-	return host.Outcome{Result: host.Retry, Line: fmt.Sprintf("%s moved %d times while %s was landed", r.o.Target, r.o.MaxMoves, j.Component)}
+	if err != nil {
+		return retry(err)
+	}
+	for _, dir := range checkouts {
+		// The target is checked out there: bring its files along, as a
+		// fast-forward would. It was clean a moment ago.
+		_ = r.o.Repo.SyncCheckout(ctx, dir, j.Base, j.Commit)
+	}
+	o := host.Outcome{Result: host.Landed, Commit: j.Commit, Tree: tree}
+	if j.Prune {
+		o.Pruned = r.prune(ctx, j)
+	}
+	return o
+}
+
+// stillApproved refuses to land a component whose branch no longer holds
+// the commit that was approved (and checked): the builder pushed since,
+// and what it has now was neither checked nor reviewed. Nothing stale
+// lands: it steps back, to say READY again.
+func (r *Runner) stillApproved(ctx context.Context, j host.Job) *host.Outcome {
+	if j.Tip == "" {
+		return nil
+	}
+	t, now, bad := r.resolve(ctx, j.Ref)
+	if t.Branch == "" && bad == nil {
+		return nil // a commit id cannot move
+	}
+	if bad != nil && t.Branch == "" {
+		return bad
+	}
+	if now != j.Tip {
+		o := movedAfterApproval(t.String(), j.Tip, now)
+		return &o
+	}
+	return nil
+}
+
+// movedAfterApproval is the verdict on a branch that moved after what it
+// held was approved.
+func movedAfterApproval(branch, approved, now string) host.Outcome {
+	what := "was deleted"
+	if now != "" {
+		what = "moved to " + short(now)
+	}
+	return invalid(fmt.Sprintf("branch %s %s after %s was approved; say READY again to have it checked and reviewed", branch, what, short(approved)))
+}
+
+// prune deletes the builder's branch once its work landed, only if it
+// still holds what landed (a builder who pushed more keeps it).
+func (r *Runner) prune(ctx context.Context, j host.Job) bool {
+	t, err := gitrepo.ParseRef(j.Ref)
+	if err != nil || t.Branch == "" || j.Tip == "" {
+		return false
+	}
+	return r.o.Repo.DeleteRef(ctx, t.Branch, j.Tip, "foreman host: "+j.Component+" landed (host.prune)") == nil
 }
 
 // cleanCheckouts lists the worktrees that have the target checked out, and

@@ -56,6 +56,14 @@ func (r *Runner) ready(ctx context.Context, s *slot, commit string) error {
 				return err
 			}
 		}
+	}
+	// git worktree add and remove read and write the repository's list of
+	// worktrees: two at once fail ("failed to read worktrees/slot-5/
+	// commondir"), so slots are made one at a time. It is rare: a slot is
+	// made once and kept.
+	r.worktrees.Lock()
+	defer r.worktrees.Unlock()
+	if !s.new {
 		_ = r.o.Repo.RemoveWorktree(context.WithoutCancel(ctx), s.dir)
 	}
 	if err := r.o.Repo.AddWorktree(ctx, s.dir, commit); err != nil {

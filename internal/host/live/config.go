@@ -92,7 +92,7 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 	runner, err := gitjob.New(gitjob.Options{
 		Repo: repo, Target: c.Host.Target, Checks: c.Host.Checks, AutoRebase: c.Host.AutoRebase,
 		Timeout: timeout, Env: c.Host.Env, Logs: c.Host.Logs, LogLimit: c.Host.LogLimit,
-		LogURL: LogURL(c), Work: c.Host.Work,
+		LogURL: LogURL(c), Work: c.Host.Work, Retries: c.Host.Retries,
 		Sandbox: box, Secrets: secrets(c), MayLand: mayLand(c, self),
 	})
 	if err != nil {
@@ -104,6 +104,9 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 	led, st, err := ledger.Open(c.Host.Ledger)
 	if err != nil {
 		return nil, fmt.Errorf("host.ledger: %w", err)
+	}
+	for _, p := range st.Passes {
+		runner.Passed(p.Tree) // checked before a restart: not checked again to land
 	}
 	var comps []string
 	for _, comp := range c.Build.Components {
@@ -120,7 +123,7 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 			Self: self, Coordinator: coord, Components: comps, Mentions: mentions,
 			Gating: c.Rules.CIGating, External: c.Rules.Merge == coordinator.MergeExternal,
 			Auditors: c.Roles.Auditors, Verified: c.Rules.RequireVerified,
-			MaxParallel: c.Host.MaxParallel, Target: c.Host.Target,
+			MaxParallel: c.Host.MaxParallel, Target: c.Host.Target, Prune: c.Host.Prune,
 		},
 		State: st, Jobs: runner, Ledger: led, QueueFile: QueueFile(c.Host.Logs), Logger: log,
 	}

@@ -55,10 +55,13 @@ func hostProcess(path string) int {
 	return 0
 }
 
-// helper is the check. It fails when a file of the worktree holds BUG; in
-// mode gate it first says it started (GATE.started) and waits for the
-// test to open the gate (GATE.open); in mode hang it never ends. A check
-// that passes records the commit it checked in RECORD.
+// helper is the check. It fails when a file of the worktree holds BUG, or
+// holds "conflicts-with:X" and a file X is there too (two components that
+// pass alone and fail together); in mode gate it first says it started
+// (GATE.started) and waits for the test to open the gate (GATE.open); in
+// mode hang it never ends; in mode flaky it fails the first time it checks
+// each component. A check that passes records the commit it checked in
+// RECORD.
 func helper(mode string) int {
 	switch mode {
 	case "gate":
@@ -72,6 +75,13 @@ func helper(mode string) int {
 		}
 	case "hang":
 		time.Sleep(time.Hour)
+	case "flaky":
+		mark := os.Getenv("GATE") + "." + os.Getenv("FOREMAN_COMPONENT") + ".flaked"
+		if _, err := os.Stat(mark); err != nil {
+			_ = os.WriteFile(mark, nil, 0o644)
+			fmt.Println("FAIL: a flake")
+			return 1
+		}
 	}
 	entries, _ := os.ReadDir(".")
 	for _, e := range entries {
@@ -79,6 +89,12 @@ func helper(mode string) int {
 		if err == nil && strings.Contains(string(data), "BUG") {
 			fmt.Printf("FAIL: %s holds BUG\n", e.Name())
 			return 1
+		}
+		if other, ok := strings.CutPrefix(string(data), "conflicts-with:"); err == nil && ok {
+			if _, err := os.Stat(strings.TrimSpace(other)); err == nil {
+				fmt.Printf("FAIL: %s does not work with %s\n", e.Name(), strings.TrimSpace(other))
+				return 1
+			}
 		}
 	}
 	if rec := os.Getenv("RECORD"); rec != "" {

@@ -27,6 +27,11 @@ type Jobs interface {
 	Run(ctx context.Context, j host.Job) host.Outcome
 }
 
+// targeter reads where the target branch is (gitjob.Runner does).
+type targeter interface {
+	Target(ctx context.Context) (string, error)
+}
+
 // Recorder makes ledger records durable.
 type Recorder interface {
 	Append([]host.Record) error
@@ -77,6 +82,11 @@ func Run(ctx context.Context, o Options) error {
 	s.apply(s.core.Pending())
 	if s.err != nil {
 		return s.err
+	}
+	if t, ok := o.Jobs.(targeter); ok {
+		if at, err := t.Target(ctx); err == nil {
+			s.apply(s.core.Target(time.Now(), at))
+		}
 	}
 	roomCtx, stopRoom := context.WithCancel(ctx)
 	defer stopRoom()

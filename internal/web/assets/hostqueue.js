@@ -1,6 +1,7 @@
 // The CI queue of foreman host, when the board can read it (/ci/queue):
-// what runs, what waits, and the last verdicts with their logs. It stays
-// hidden on a board with no host.
+// what runs, what waits, the train of approved work with when each car
+// should land, flaky checks, and the last verdicts with their logs. It
+// stays hidden on a board with no host.
 (function () {
   'use strict';
   const box = document.getElementById('ciqueue');
@@ -43,6 +44,18 @@
       if (j.why) t += ', retried: ' + j.why;
       list.appendChild(item(t, 'waiting'));
     });
+    (q.train || []).forEach(function (c, i) {
+      let t = 'train ' + (i + 1) + ': ' + c.c + ' ' + c.state + ' on ' + c.on;
+      const left = Math.round((Date.parse(c.eta) - Date.parse(q.at)) / 1000);
+      if (left >= 0) t += ', lands in about ' + left + 's';
+      if (c.why) t += '; ' + c.why;
+      list.appendChild(item(t, 'train ' + c.state));
+    });
+    const flaky = Object.keys(q.flaky || {}).sort();
+    if (flaky.length) {
+      list.appendChild(item('flaky (failed, then passed on the same tree): ' +
+        flaky.map(function (k) { return k + ' ' + q.flaky[k]; }).join(', '), 'flaky'));
+    }
     (q.recent || []).slice(-5).reverse().forEach(function (v) {
       let t = v.result + ': ' + v.kind + ' ' + v.c;
       if (v.commit) t += ' ' + v.commit.slice(0, 12);

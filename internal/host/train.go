@@ -1,0 +1,403 @@
+package host
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The train lands approved components (merge mode external) as fast as
+// their checks allow, after Zuul's dependent pipelines: every approved
+// component is a car, in the order it was approved, and each car is
+// checked where it will land, on the target merged with every car ahead
+// of it, all at once, up to max_parallel:
+//
+//	target T ──┬── car A: checks T+A          lands T -> T+A      when A passed
+//	           ├── car B: checks T+A+B        lands T+A -> T+A+B  when A and B passed
+//	           └── car C: checks T+A+B+C      ...
+//
+// The cars ahead are a guess: they may still fail. So a car's result
+// counts only while its chain is current (made on the train's base with
+// exactly the cars landed since and the cars ahead of it now), and a
+// failure is blamed on a car only once every car ahead of it has passed:
+// then it is that car's own (two components that pass alone and fail
+// together step back the later one). The failed car leaves (CI c FAIL or
+// CONFLICT, contract section 7), the cars ahead of it are untouched, and
+// the cars behind it are checked again without it. A chain that comes out
+// as a tree that already passed is not checked again (the shell keeps the
+// trees that passed), so a result is reused whatever chain found it. Every
+// merge the host makes is deterministic, so the commit a car was checked
+// as is the commit that lands, whichever job made it.
+
+// car is one approved component in the train.
+type car struct {
+	id  int
+	c   *comp
+	tip string // the approved commit; "" until a job found it (no check before review)
+	run *run   // its check, queued or running
+
+	// A check the repository could not do now is tried again later.
+	notBefore time.Time
+	tries     int
+	said      string
+
+	// Its result, and the chain it is for.
+	done  *Outcome
+	based string // the base the chain was made on
+	chain []int  // the ids of the cars merged before it: landed since based, then ahead
+}
+
+// Target tells the core where the target is now (the shell reads it at
+// start): the train's chains are made on it, and a check before review
+// made on it is landed as it is. Without it the first car's job finds
+// the target. A target moved by hand later is found by the next landing.
+func (h *Core) Target(at time.Time, commit string) Actions {
+	h.at(at)
+	if commit != "" && commit != h.target && h.landing == nil {
+		h.target, h.base, h.landed = commit, commit, nil
+	}
+	h.schedule()
+	return h.take()
+}
+
+// board puts approved c on the train, last, unless it is on it.
+func (h *Core) board(c *comp) {
+	if h.carOf(c) != nil {
+		return
+	}
+	h.cars++
+	k := &car{id: h.cars, c: c}
+	if p, ok := h.passOf(c); ok {
+		k.tip = p.Tip
+	}
+	h.train = append(h.train, k)
+}
+
+func (h *Core) carOf(c *comp) *car {
+	for _, k := range h.train {
+		if k.c == c {
+			return k
+		}
+	}
+	return nil
+}
+
+// alight takes c's car off the train (c left approval); the cars behind
+// it are no longer current and will be checked again without it.
+func (h *Core) alight(c *comp) {
+	for i, k := range h.train {
+		if k.c == c {
+			h.train = slices.Delete(h.train, i, i+1)
+			h.emptied()
+			return
+		}
+	}
+}
+
+// emptied starts the next train from the target as it is, once nothing
+// is left of the last one.
+func (h *Core) emptied() {
+	if len(h.train) == 0 && h.landing == nil {
+		h.base, h.landed = h.target, nil
+	}
+}
+
+// chainOf is the chain car i is checked on now: the ids, and the links
+// the shell merges.
+func (h *Core) chainOf(i int) ([]int, []Link) {
+	var ids []int
+	var links []Link
+	for _, l := range h.landed {
+		ids = append(ids, l.id)
+		links = append(links, l.link)
+	}
+	for _, k := range h.train[:i] {
+		ids = append(ids, k.id)
+		links = append(links, Link{Component: k.c.name, Tip: k.tip, Ref: k.c.ref, Owner: k.c.owner})
+	}
+	return ids, links
+}
+
+// current reports whether what car i has (a result, or a run) is for the
+// chain it would be checked on now.
+func (h *Core) current(i int, k *car) bool {
+	ids, _ := h.chainOf(i)
+	return k.based == h.base && slices.Equal(k.chain, ids)
+}
+
+// reconcile brings the train up to date after anything happened: results
+// and runs of chains that are no longer current are dropped, failures are
+// blamed where they can be, and the front car lands when it passed.
+func (h *Core) reconcile() {
+	for {
+		for i, k := range h.train {
+			if (k.done != nil || k.run != nil) && !h.current(i, k) {
+				if k.run != nil {
+					h.cancel(k.run)
+					k.run = nil
+				}
+				k.done = nil
+			}
+		}
+		if !h.blameOne() {
+			break
+		}
+	}
+	h.adopt()
+	h.land()
+}
+
+// blameOne steps back the first car whose failure is its own, if any:
+// one that failed with every car ahead of it passed, or whose own commit
+// is bad (gone, moved after approval) whatever the chain.
+func (h *Core) blameOne() bool {
+	ahead := true // every car ahead passed
+	for i, k := range h.train {
+		o := k.done
+		switch {
+		case o == nil:
+			ahead = false
+			continue
+		case o.Result == Passed:
+			continue
+		case o.Result == Conflicted && o.Culprit != "":
+			// A car ahead does not merge; its own check says so.
+			ahead = false
+			continue
+		case o.Result != Invalid && !ahead:
+			continue
+		}
+		h.train = slices.Delete(h.train, i, i+1)
+		h.emptied()
+		r := &run{Job: Job{Run: o.Run, Kind: Car, Component: k.c.name, Ref: k.c.ref, Owner: k.c.owner}}
+		h.report(k.c, r, *o) // its run's end is recorded already
+		return true
+	}
+	return false
+}
+
+// land starts landing the front car once it passed: the target moves from
+// where the host last knew it to the car's chain head, by compare-and-swap.
+func (h *Core) land() {
+	if h.landing != nil || len(h.train) == 0 {
+		return
+	}
+	k := h.train[0]
+	if k.done == nil || k.done.Result != Passed || h.target == "" {
+		return
+	}
+	h.lastRun++
+	r := &run{Job: Job{Run: h.lastRun, Kind: Land, Component: k.c.name, Ref: k.c.ref, Owner: k.c.owner,
+		Base: h.target, Tip: k.tip, Commit: k.done.Commit, Prune: h.cfg.Prune}, queued: h.now}
+	h.landing = r
+	k.c.run = r
+}
+
+// adopt gives the front car, when it has no result, the check it had
+// before review if that was made on the train's base: it is the same
+// chain, so nothing is checked again. With no base known yet (a new or
+// restarted host that was not told the Target), a job finds the target
+// first: a landing made on a guess would be refused, and said as a move
+// of the target.
+func (h *Core) adopt() {
+	if len(h.train) == 0 || len(h.landed) > 0 || h.base == "" {
+		return
+	}
+	k := h.train[0]
+	if k.done != nil || k.run != nil {
+		return
+	}
+	p, ok := h.passOf(k.c)
+	if !ok || p.Commit == "" || p.Base != h.base {
+		return
+	}
+	k.based, k.chain = h.base, nil
+	k.done = &Outcome{Result: Passed, Commit: p.Commit, Tip: p.Tip, Base: p.Base, Tree: p.Tree}
+}
+
+// passOf is what passed the check of c's current READY, if the host knows.
+func (h *Core) passOf(c *comp) (Pass, bool) {
+	p, ok := h.passes[c.name]
+	return p, ok && p.Ref == c.ref && p.Owner == c.owner
+}
+
+// nextCar is the first car that can be checked now, as its job: one with
+// no result and no run whose chain is known (every tip ahead found).
+func (h *Core) nextCar() *run {
+	if h.base == "" {
+		for _, k := range h.train {
+			if k.run != nil {
+				return nil // the first car's job finds the target; the others are made on it
+			}
+		}
+	}
+	for i, k := range h.train {
+		if k.done != nil || k.run != nil || k.notBefore.After(h.now) {
+			continue
+		}
+		ids, links := h.chainOf(i)
+		for _, l := range links {
+			if l.Tip == "" {
+				return nil // a car ahead has yet to say what it lands
+			}
+		}
+		h.lastRun++
+		r := &run{Job: Job{Run: h.lastRun, Kind: Car, Component: k.c.name, Ref: k.c.ref, Owner: k.c.owner,
+			Base: h.base, Ahead: links, Tip: k.tip}, queued: h.now}
+		if p, ok := h.passOf(k.c); ok {
+			r.Pass = &p
+		}
+		k.run, k.c.run = r, r
+		k.based, k.chain = h.base, ids
+		return r
+	}
+	return nil
+}
+
+// carFinished takes a car's result. The car's chain may have changed while
+// it ran: then the run was cancelled and this is not called.
+func (h *Core) carFinished(k *car, r *run, o Outcome) {
+	k.run = nil
+	if k.c.run == r {
+		k.c.run = nil
+	}
+	h.record(Record{Op: OpEnd, Run: r.Run, Component: k.c.name, Result: o.Result.String(), Commit: o.Commit})
+	if o.Result == Retry {
+		k.tries++
+		wait := h.backoff(k.tries)
+		k.notBefore = h.now.Add(wait)
+		if o.Line != k.said {
+			k.said = o.Line
+			h.say("queue: cannot check " + k.c.name + " in the train yet: " + o.Line + "; trying again in " + wait.String())
+		}
+		h.reconcile()
+		return
+	}
+	k.tries, k.said = 0, ""
+	if o.Result == Landed {
+		// Its commit is on the target already: a landing a crash cut short
+		// before MERGED was said. Say it now.
+		// The chains behind it were made without it: made again on the
+		// target the job found (or, not known, found by the next job).
+		h.train = slices.DeleteFunc(h.train, func(x *car) bool { return x == k })
+		h.target, h.base, h.landed = o.Base, o.Base, nil
+		h.report(k.c, r, o)
+		h.emptied()
+		h.reconcile()
+		return
+	}
+	if k.tip == "" && o.Tip != "" {
+		k.tip = o.Tip
+	}
+	if h.base == "" && o.Base != "" {
+		// The first car after a start was made on the target as the shell
+		// found it.
+		h.base, h.target, k.based = o.Base, o.Base, o.Base
+	}
+	o.Run = r.Run
+	k.done = &o
+	h.reconcile()
+}
+
+// landFinished takes the end of a landing. A landing under way is never
+// cancelled (its compare-and-swap may be done): what it did is said even
+// when its component left approval meanwhile.
+func (h *Core) landFinished(r *run, o Outcome) {
+	h.landing = nil
+	c := h.get(r.Component)
+	if c.run == r {
+		c.run = nil
+	}
+	var k *car
+	if len(h.train) > 0 && h.train[0].c == c {
+		k = h.train[0]
+	}
+	switch o.Result {
+	case Landed:
+		h.target = o.Commit
+		if k != nil {
+			h.train = h.train[1:]
+			h.landed = append(h.landed, landing{id: k.id, link: Link{Component: c.name, Tip: k.tip, Ref: r.Ref, Owner: r.Owner}})
+			if k.done != nil {
+				o.Flaky = k.done.Flaky
+			}
+		} else {
+			// It left the train while it landed: the chains behind it
+			// were made without it, so they are made again on the target.
+			h.base, h.landed = h.target, nil
+		}
+		h.verdict(c, r, o)
+		h.emptied()
+	case Moved:
+		// The target moved outside the queue: every chain is made again on
+		// it.
+		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+		h.say(fmt.Sprintf("queue: %s moved outside the queue (to %s); the train is checked again on it", h.cfg.Target, short(o.Target)))
+		h.target, h.base, h.landed = o.Target, o.Target, nil
+	case Retry:
+		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+		if k != nil {
+			h.retryLanding(k, r, o.Line)
+		}
+	case Invalid:
+		// Its branch moved after approval: it steps back, and the cars
+		// behind it are checked again without it.
+		if k != nil {
+			h.train = h.train[1:]
+			h.emptied()
+			h.verdict(c, r, o)
+		} else {
+			h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+		}
+	default:
+		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+	}
+}
+
+// retryLanding lands k again after a wait (the repository was locked, or a
+// checkout of the target was dirty).
+func (h *Core) retryLanding(k *car, r *run, why string) {
+	r.tries++
+	wait := h.backoff(r.tries)
+	h.lastRun++
+	again := &run{Job: r.Job, queued: r.queued, notBefore: h.now.Add(wait), tries: r.tries, said: r.said}
+	again.Run = h.lastRun
+	if why != r.said {
+		again.said = why
+		h.say("queue: cannot land " + k.c.name + " yet: " + why + "; trying again in " + wait.String())
+	}
+	h.landing, k.c.run = again, again
+}
+
+// landing is a car that landed since the train's base.
+type landing struct {
+	id   int
+	link Link
+}
+
+// eta is when car i is expected to land: when its own check and every
+// check ahead of it will have passed, from how long checks usually take.
+// Cars waiting for a slot get one max_parallel at a time, in order.
+func (h *Core) eta(i int) time.Time {
+	per := h.checkTime
+	if per <= 0 {
+		per = time.Minute
+	}
+	at, waiting := h.now, 0
+	for _, k := range h.train[:i+1] {
+		own := h.now
+		switch {
+		case k.done != nil:
+		case k.run != nil && !k.run.started.IsZero():
+			own = k.run.started.Add(per)
+		default:
+			waiting++
+			rounds := (waiting + h.busy() - 1) / h.cfg.MaxParallel
+			own = h.now.Add(time.Duration(rounds+1) * per)
+		}
+		if own.After(at) {
+			at = own
+		}
+	}
+	return at
+}

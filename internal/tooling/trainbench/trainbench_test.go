@@ -1,0 +1,238 @@
+package trainbench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
+)
+
+// bin is the foreman binary: built once for the package, or FOREMAN_BIN
+// (to measure another build, e.g. main's before a change, side by side).
+var bin string
+
+func TestMain(m *testing.M) {
+	if b := os.Getenv("FOREMAN_BIN"); b != "" {
+		bin = b
+		os.Exit(m.Run())
+	}
+	roomtest.RunWithForeman(m, &bin)
+}
+
+// patience bounds every wait; nothing here asserts speed.
+const patience = 10 * time.Minute
+
+// size is one run: TRAIN_COMPONENTS components, checks of TRAIN_CHECK
+// each, TRAIN_PARALLEL at once; CI runs the small default.
+type size struct {
+	components int
+	check      time.Duration
+	parallel   int
+}
+
+func sizeFromEnv(t *testing.T) size {
+	s := size{components: 4, check: 300 * time.Millisecond, parallel: 2}
+	if v := os.Getenv("TRAIN_COMPONENTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "TRAIN_COMPONENTS")
+		s.components = n
+	}
+	if v := os.Getenv("TRAIN_CHECK"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(t, err, "TRAIN_CHECK")
+		s.check = d
+	}
+	if v := os.Getenv("TRAIN_PARALLEL"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "TRAIN_PARALLEL")
+		s.parallel = n
+	}
+	require.GreaterOrEqual(t, s.components, 3, "the case needs a semantic conflict between two components")
+	return s
+}
+
+// TestWholeBuildThroughTheQueue is the merge queue's benchmark, run as a
+// user would: foreman serve, foreman run, foreman host on a real
+// repository and one scripted builder per component (foreman agent --role
+// builder --repo), each adding its own file, and an auditor passing every
+// REVIEW at once. Every check takes TRAIN_CHECK; two components pass alone
+// and fail together (a semantic conflict git cannot see: the check refuses
+// both files without a fix), so one of them steps back and is fixed. It
+// prints READY to COMPLETE, the check runs, and the bound
+// 2*ceil(N/P)*S + 2*S; it asserts only what must hold: COMPLETE, the
+// target holds every component, and every tree the target held passed.
+func TestWholeBuildThroughTheQueue(t *testing.T) {
+	sz := sizeFromEnv(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	repo, err := gitrepo.Init(ctx, filepath.Join(dir, "shop.git"), "main", true)
+	require.NoError(t, err)
+
+	var comps []string
+	for i := 1; i <= sz.components; i++ {
+		comps = append(comps, fmt.Sprintf("c%02d", i))
+	}
+	// The pair that fails together: the second and the last but one, so
+	// that both are in the same round of checks.
+	x, y := comps[1], comps[len(comps)-2]
+	check := fmt.Sprintf(`sh -c 'sleep %.3f; if [ -e %s/%s.txt ] && [ -e %s/%s.txt ] && [ ! -e %s/fixes.txt ] && [ ! -e %s/fixes.txt ]; then echo "FAIL: %s and %s do not work together"; exit 1; fi'`,
+		sz.check.Seconds(), x, x, y, y, x, y, x, y)
+
+	hostID := identity(t, dir, "--identity", filepath.Join(dir, "host.json"), "--name", "host")
+	audID := identity(t, dir, "--identity", filepath.Join(dir, "aud.json"), "--name", "aud")
+	config := filepath.Join(dir, "foreman.yaml")
+	write := func(url string) {
+		var c strings.Builder
+		fmt.Fprintf(&c, "server:\n  url: %s\n  rate_limit: %s\n", url, roomtest.Pace)
+		c.WriteString("build:\n  name: shop\n  components:\n")
+		for _, name := range comps {
+			fmt.Fprintf(&c, "    - name: %s\n", name)
+		}
+		c.WriteString("rules:\n  max_build_time: 0\n  ci_gating: on\n  merge: external\n  checkin_interval: 1h\n  audit_timeout: 1h\n  ci_timeout: 1h\n  ci_attempts: 9\n")
+		fmt.Fprintf(&c, "roles:\n  ci: [\"%s\"]\n  merger: [\"%s\"]\n  auditors: [\"%s\"]\n", hostID, hostID, audID)
+		fmt.Fprintf(&c, "host:\n  repo: %s\n  identity: host.json\n  max_parallel: %d\n  checks:\n    - %q\n",
+			filepath.Join(dir, "shop.git"), sz.parallel, check)
+		c.WriteString("journal:\n  path: journal\nhttp:\n  listen: \"\"\n")
+		require.NoError(t, os.WriteFile(config, []byte(c.String()), 0o644))
+	}
+	write("ws://127.0.0.1:1")
+	serve := start(t, dir, "serve", "--listen", "127.0.0.1:0", "--buffer-size", "20000", config)
+	url := serve.await(t, `listening on (ws://127\.0\.0\.1:\d+)`)
+	write(url)
+	room := roomtest.At(url, roomtest.Pace)
+	watcher := room.Join(t, "watcher")
+	foreman := identity(t, dir, config)
+	start(t, dir, "run", "--log-level", "warn", config)
+	watcher.Await(foreman, "TASKS")
+	start(t, dir, "host", "--log-level", "warn", config)
+	start(t, dir, "agent", "--role", "auditor", "--name", "aud", "--identity", filepath.Join(dir, "aud.json"),
+		"--delay", "0s", "--minute", "100ms", config)
+	for i, c := range comps {
+		start(t, dir, "agent", "--role", "builder", "--name", fmt.Sprintf("b%02d", i+1), "--prefer", c,
+			"--repo", filepath.Join(dir, "shop.git"), "--minute", "100ms", "--steps", "1", "--fix-steps", "1",
+			"--seed", strconv.Itoa(i+1), config)
+	}
+
+	var firstReady, complete time.Time
+	fixes := 0
+	trace := os.Getenv("TRAIN_TRACE") != ""
+	t0 := time.Now()
+	deadline := time.After(patience)
+	for complete.IsZero() {
+		select {
+		case s := <-watcher.Lines():
+			for _, line := range strings.Split(s.Text, "\n") {
+				if trace && !strings.HasPrefix(line, "[foreman") {
+					fmt.Printf("%7.2fs %s %s\n", time.Since(t0).Seconds(), s.From[:5], line)
+				}
+				switch {
+				case strings.HasPrefix(line, "READY ") && firstReady.IsZero():
+					firstReady = time.Now()
+				case s.From == foreman && strings.HasPrefix(line, "FIX "):
+					fixes++
+				case s.From == foreman && strings.HasPrefix(line, "COMPLETE "):
+					complete = time.Now()
+				}
+			}
+		case <-deadline:
+			t.Fatalf("no COMPLETE within %s", patience)
+		}
+	}
+	took := complete.Sub(firstReady)
+
+	// The target holds every component, and every tree it held passed.
+	main, err := repo.RevParse(ctx, "refs/heads/main")
+	require.NoError(t, err)
+	files, err := exec.Command("git", "-C", repo.Dir(), "ls-tree", "-r", "--name-only", main).Output()
+	require.NoError(t, err)
+	for _, c := range comps {
+		require.Contains(t, string(files), c+"/"+c+".txt", "main holds %s", c)
+	}
+	together := 0
+	for _, f := range strings.Fields(string(files)) {
+		if f == x+"/fixes.txt" || f == y+"/fixes.txt" {
+			together++
+		}
+	}
+	require.Equal(t, 1, together, "the pair landed with exactly one of them fixed")
+
+	logs, _ := filepath.Glob(filepath.Join(dir, ".foreman", "host", "logs", "*.log"))
+	rounds := (sz.components + sz.parallel - 1) / sz.parallel
+	bound := time.Duration(2*rounds)*sz.check + 2*sz.check
+	t.Logf("READY to COMPLETE %s for %d components, checks of %s, max_parallel %d: %d check runs, %d FIX; bound 2*ceil(N/P)*S+2*S = %s (ratio %.2f)",
+		took.Round(10*time.Millisecond), sz.components, sz.check, sz.parallel, len(logs), fixes, bound, took.Seconds()/bound.Seconds())
+	fmt.Printf("trainbench: components=%d check=%s parallel=%d ready_to_complete=%s check_runs=%d fixes=%d bound=%s ratio=%.2f\n",
+		sz.components, sz.check, sz.parallel, took.Round(10*time.Millisecond), len(logs), fixes, bound, took.Seconds()/bound.Seconds())
+}
+
+// identity creates (or reads) a key with foreman identity and returns its
+// sender id.
+func identity(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"identity"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasPrefix(f, "@") && len(f) == 17 {
+			return f
+		}
+	}
+	t.Fatalf("no sender id in %s", out)
+	return ""
+}
+
+// proc is a foreman process, stopped when the test ends.
+type proc struct {
+	cmd    *exec.Cmd
+	stderr *roomtest.SyncBuffer
+	done   chan struct{}
+}
+
+func start(t *testing.T, dir string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...), stderr: &roomtest.SyncBuffer{}, done: make(chan struct{})}
+	p.cmd.Dir, p.cmd.Stderr = dir, p.stderr
+	require.NoError(t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+func (p *proc) await(t *testing.T, re string) string {
+	t.Helper()
+	pattern := regexp.MustCompile(re)
+	deadline := time.Now().Add(patience)
+	for time.Now().Before(deadline) {
+		if m := pattern.FindStringSubmatch(p.stderr.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%v ended before saying %s:\n%s", p.cmd.Args, re, p.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%v did not say %s", p.cmd.Args, re)
+	return ""
+}
