@@ -225,11 +225,11 @@ func (f *agentFlags) participant(cfg sim.Config) (*sim.Participant, error) {
 			s.Quirks[c] = sim.Quirk{Kind: sim.Block, After: f.quirkAfter, Dep: dep}
 		}
 		if f.repo != "" {
-			p, err := newRepoPusher(f.repo, f.target, cfg.Name, f.hosts)
+			p, err := sim.NewPusher(f.repo, f.target, cfg.Name, f.hosts)
 			if err != nil {
 				return nil, err
 			}
-			p.hooks(&s)
+			p.Hooks(&s)
 		}
 		for _, kv := range f.abortOn {
 			c, reason, ok := strings.Cut(kv, "=")

@@ -129,12 +129,12 @@ func (d *upDemo) run(ctx context.Context) error {
 	}
 	for i := 1; i <= d.workers; i++ {
 		name := fmt.Sprintf("b%d", i)
-		pusher, err := newRepoPusher(shop, c.Host.Target, name, c.Roles.CI)
+		pusher, err := sim.NewPusher(shop, c.Host.Target, name, c.Roles.CI)
 		if err != nil {
 			return err
 		}
 		s := sim.DefaultBuilder()
-		pusher.hooks(&s)
+		pusher.Hooks(&s)
 		p, err := sim.NewBuilder(d.simConfig(c, name, uint64(i)), s)
 		if err != nil {
 			return err

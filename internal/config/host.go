@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/viper"
 
@@ -34,7 +35,10 @@ type Host struct {
 	LogLimit    int64  // bytes kept of one check's log
 	LogURL      string // where the board serves the logs; "": from http.listen
 	Retries     int    // a failed check is run again this many times on the same tree before anyone is blamed
-	Prune       bool   // delete a builder's branch once it landed
+	// OverlapInterval is how often, at most, one component's work in
+	// progress is merged with the others' (contract section 10).
+	OverlapInterval time.Duration
+	Prune           bool // delete a builder's branch once it landed
 
 	// The checks' sandbox (package sandbox); the zero value is on, with
 	// the defaults.
@@ -65,6 +69,7 @@ func hostDefaults(d map[string]any) {
 	d["host.log_limit"] = 8 << 20
 	d["host.log_url"] = ""
 	d["host.retries"] = 1
+	d["host.overlap_interval"] = "30s"
 	d["host.prune"] = false
 	d["host.sandbox"] = "on"
 	d["host.sandbox_net"] = sandbox.NetNone
@@ -117,6 +122,12 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 		return err
 	}
 	if h.Prune, err = boolean(v, "host.prune"); err != nil {
+		return err
+	}
+	if h.OverlapInterval, err = duration(v, "host.overlap_interval", true); err != nil {
+		return err
+	}
+	if err := atMost(h.OverlapInterval, 24*time.Hour, "host.overlap_interval"); err != nil {
 		return err
 	}
 	for i, s := range v.GetStringSlice("host.checks") {

@@ -22,6 +22,10 @@ type Config struct {
 	// Resync is how long the host waits for foreman to answer its STATUS
 	// before it asks again (default 1m).
 	Resync time.Duration
+	// OverlapInterval is how often, at most, one component's work in
+	// progress is merged with the others' (host.overlap_interval, default
+	// 30s).
+	OverlapInterval time.Duration
 }
 
 func (c *Config) defaults() {
@@ -33,6 +37,9 @@ func (c *Config) defaults() {
 	}
 	if c.Resync <= 0 {
 		c.Resync = time.Minute
+	}
+	if c.OverlapInterval <= 0 {
+		c.OverlapInterval = 30 * time.Second
 	}
 	if c.Target == "" {
 		c.Target = "main"

@@ -77,6 +77,7 @@ type comp struct {
 	waiting *ready // a READY heard before the host knew c (replayed once a STATUS says)
 	gen     int    // the join whose STATUS answer last described it
 	dupe    string // a READY from the owner heard while c was in CI already: foreman may have taken it after a FIX the host had not heard yet
+	wip     wip    // its work in progress (wip.go)
 }
 
 // ready is a READY line kept for later.
@@ -121,6 +122,11 @@ type Core struct {
 	checkTime time.Duration
 	flaky     map[string]int // checks that failed then passed, per command
 
+	// Work in progress (wip.go).
+	scanning *run            // the scan running, if any
+	pins     []*run          // pins to make or being made
+	overlaps map[string]bool // the overlaps said: pair and files
+
 	out Actions
 }
 
@@ -136,6 +142,7 @@ func New(cfg Config, st State) *Core {
 		passes:   map[string]Pass{},
 		lastRun:  st.LastRun,
 		flaky:    map[string]int{},
+		overlaps: map[string]bool{},
 	}
 	for _, c := range cfg.Components {
 		h.declared[c] = true
@@ -229,6 +236,13 @@ func (h *Core) NextWake() (time.Time, bool) {
 	for _, k := range h.train {
 		if k.run == nil && k.notBefore.After(h.now) {
 			consider(k.notBefore)
+		}
+	}
+	for _, c := range h.comps {
+		if c.wip.due && c.inFlight() && !c.wip.scanned.IsZero() {
+			if at := c.wip.scanned.Add(h.cfg.OverlapInterval); at.After(h.now) {
+				consider(at)
+			}
 		}
 	}
 	return next, !next.IsZero()

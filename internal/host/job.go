@@ -16,6 +16,12 @@ const (
 	// car's chain head whose check, and every check ahead of it, passed.
 	// It runs no check and takes no slot.
 	Land
+	// Scan merges Ref with each of Others (work in progress, contract
+	// section 10) and says which would conflict. No slot.
+	Scan
+	// Pin keeps what Ref (a departed builder's branch) held as
+	// refs/foreman/handoff/<c>/<n>. No slot.
+	Pin
 )
 
 func (k Kind) String() string {
@@ -26,6 +32,10 @@ func (k Kind) String() string {
 		return "car"
 	case Land:
 		return "land"
+	case Scan:
+		return "scan"
+	case Pin:
+		return "pin"
 	}
 	return "?"
 }
@@ -49,6 +59,8 @@ type Job struct {
 	Tip    string
 	Commit string
 	Prune  bool // Land: delete Ref (a branch) once landed, if it still holds Tip
+
+	Others []Link // Scan: the other refs in flight (Component, Ref, Owner)
 }
 
 // Link is a component merged in a chain: its name, approved commit, and
@@ -88,9 +100,11 @@ const (
 	Retry                        // the repository could not do it now (locked, dirty, git failed): Line; try later
 	Landed                       // Commit is on the target now
 	Cancelled                    // the job was cancelled; nothing to say
+	Pinned                       // Pin: Commit is kept as the N-th handoff ref
+	Scanned                      // Scan: Overlaps found
 )
 
-var resultNames = [...]string{"", "passed", "failed", "conflicted", "invalid", "moved", "retry", "landed", "cancelled"}
+var resultNames = [...]string{"", "passed", "failed", "conflicted", "invalid", "moved", "retry", "landed", "cancelled", "pinned", "scanned"}
 
 func (r Result) String() string {
 	if int(r) < len(resultNames) {
@@ -123,6 +137,9 @@ type Outcome struct {
 	// was not made on it); Target is where it is now.
 	Target string
 	Pruned bool // Land: the builder's branch was deleted (host.prune)
+
+	Overlaps []Overlap // Scan: the refs the scanned one would conflict with
+	N        int       // Pin: which departure of the component the ref counts
 }
 
 // Rebase says the host rebased a builder's branch onto the target.

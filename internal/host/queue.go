@@ -38,12 +38,12 @@ func (h *Core) cancel(r *run) {
 	}
 }
 
-// busy is how many slots are taken: checks and cars running (a landing
-// takes none).
+// busy is how many slots are taken: checks and cars running (a landing,
+// a scan or a pin takes none).
 func (h *Core) busy() int {
 	n := 0
 	for _, r := range h.running {
-		if r.Kind != Land {
+		if r.Kind == Check || r.Kind == Car {
 			n++
 		}
 	}
@@ -57,6 +57,14 @@ func (h *Core) busy() int {
 func (h *Core) schedule() {
 	h.reconcile()
 	if r := h.landing; r != nil && r.started.IsZero() && !r.notBefore.After(h.now) {
+		h.begin(r)
+	}
+	for _, r := range h.pins {
+		if r.started.IsZero() {
+			h.begin(r)
+		}
+	}
+	if r := h.nextScan(); r != nil {
 		h.begin(r)
 	}
 	for h.busy() < h.cfg.MaxParallel {
@@ -103,11 +111,20 @@ func (h *Core) Finished(at time.Time, o Outcome) Actions {
 	for _, cmd := range o.Flaky {
 		h.flaky[cmd]++
 	}
-	if (o.Result == Passed || o.Result == Failed) && r.Kind != Land {
+	if (o.Result == Passed || o.Result == Failed) && (r.Kind == Check || r.Kind == Car) {
 		h.timed(h.now.Sub(r.started))
 	}
-	if r.Kind == Land {
+	switch r.Kind {
+	case Land:
 		h.landFinished(r, o)
+		h.schedule()
+		return h.take()
+	case Scan:
+		h.scanFinished(r, o)
+		h.schedule()
+		return h.take()
+	case Pin:
+		h.pinFinished(r, o)
 		h.schedule()
 		return h.take()
 	}

@@ -31,12 +31,25 @@ func (h *Core) fromAgent(from, line string) {
 	}
 	switch cmd.Verb {
 	case protocol.Ready:
+		if c := h.comps[cmd.Component]; c != nil && c.owner == from {
+			h.named(c, from, cmd.PR)
+		}
 		h.ready(from, cmd.Component, cmd.PR)
+	case protocol.Progress, protocol.Blocked, protocol.Conflict:
+		// A check-in: the work may have moved.
+		if c := h.comps[cmd.Component]; c != nil && c.owner == from {
+			if cmd.Branch != "" {
+				h.named(c, from, cmd.Branch)
+			} else {
+				h.touched(c)
+			}
+		}
 	case protocol.Abort:
 		if c := h.comps[cmd.Component]; c != nil && c.owner == from && c.phase != merged {
 			// foreman always takes its owner's ABORT: c is pending again
 			// (TASKS may follow) or held (ESCALATE follows). Whatever runs
 			// for it is stale.
+			h.departed(c, from, "ABORT")
 			h.leave(c, pending)
 			c.owner = ""
 		}
@@ -120,8 +133,14 @@ func (h *Core) fromForeman(line string) {
 	case protocol.ReplyAck, protocol.ReplyFix:
 		c := h.get(r.Subject)
 		redo := r.Verb == protocol.ReplyFix && c.dupe != "" && c.owner == r.Agent
+		if c.owner != "" && c.owner != r.Agent {
+			h.departed(c, c.owner, "ASSIGN") // given to another without a line the host read
+		}
 		h.leave(c, building)
 		c.owner = r.Agent
+		if r.Verb == protocol.ReplyAck {
+			h.acked(c, r.Agent)
+		}
 		if redo {
 			// A READY came while the host thought c was in CI; foreman may
 			// have taken it after this FIX: ask.
@@ -130,6 +149,7 @@ func (h *Core) fromForeman(line string) {
 		}
 	case protocol.ReplyTimeout, protocol.ReplyRetry:
 		c := h.get(r.Subject)
+		h.departed(c, r.Agent, r.Verb.String())
 		h.leave(c, pending)
 		c.owner = ""
 	case protocol.ReplyReview:
@@ -170,9 +190,15 @@ func (h *Core) confirmed(command string) {
 	case protocol.Merged:
 		h.leave(c, merged)
 	case protocol.Release:
+		h.departed(c, c.owner, "RELEASE")
 		h.leave(c, pending)
 		c.owner = ""
-	case protocol.Assign, protocol.Resolve:
+	case protocol.Assign:
+		if cmd.Agent != c.owner {
+			h.departed(c, c.owner, "ASSIGN")
+		}
+		h.leave(c, unknown) // ACK says where it goes
+	case protocol.Resolve:
 		h.leave(c, unknown) // ACK, or TASKS, says where it goes
 	}
 }
@@ -211,6 +237,9 @@ func (h *Core) status(name string, r protocol.Heard) {
 	}
 	if owner := r.Field("owner"); owner != "" {
 		c.owner = owner
+	}
+	if b := r.Field("branch"); b != "" && b != c.wip.branch && c.owner != "" {
+		c.wip.branch, c.wip.by = b, c.owner // after a restart: where the work is
 	}
 	if pr := r.Field("pr"); pr != "" {
 		c.ref = pr

@@ -53,7 +53,9 @@ func (h *Core) Queue() QueueView {
 	v := QueueView{At: h.now, Target: h.cfg.Target, MaxParallel: h.cfg.MaxParallel,
 		Running: []QueueItem{}, Waiting: []QueueItem{}, Recent: append([]Verdict{}, h.recent...)}
 	for _, r := range h.running {
-		v.Running = append(v.Running, item(r))
+		if r.Kind != Scan && r.Kind != Pin { // work in progress, not the queue
+			v.Running = append(v.Running, item(r))
+		}
 	}
 	sort.Slice(v.Running, func(i, j int) bool { return v.Running[i].Run < v.Running[j].Run })
 	for _, r := range h.order {

@@ -217,3 +217,59 @@ func BenchmarkFreshWorktree(b *testing.B) {
 		require.NoError(b, repo.RemoveWorktree(ctx, dir))
 	}
 }
+
+// BenchmarkOverlapScan is the host's work when one of 50 refs in flight
+// moves, on the repository of 10,000 files and 1,000 commits: the moved
+// ref merged with the 49 others (issue 28's goal: at most 1 s). Each
+// branch, off main~3, changes its own file and one of ten shared files (so
+// each shares a file with four others, on the same line: real overlaps).
+// warm: the others did not move since the last scan (the usual case);
+// cold: a new host's first scan, nothing known yet.
+func BenchmarkOverlapScan(b *testing.B) {
+	repo := sharedRepo(b)
+	parent, err := repo.RevParse(ctx, "refs/heads/main~3")
+	require.NoError(b, err)
+	run := int(branches.Add(1000))
+	var refs []string
+	for i := range 50 {
+		name := fmt.Sprintf("wip%d/c%d", run, i)
+		c, err := repo.CommitFiles(ctx, parent, map[string]string{
+			fmt.Sprintf("wip/c%d.txt", i):                  "mine\n",
+			fmt.Sprintf("src/d%02d/f%05d.txt", i%10, i%10): fmt.Sprintf("file\nchanged by c%d\n", i),
+		}, "wip", gitrepo.Author{Name: "b", Email: "b@example.com"})
+		require.NoError(b, err)
+		require.NoError(b, repo.UpdateRef(ctx, "refs/heads/"+name, c, "", "bench"))
+		refs = append(refs, name)
+	}
+	job := host.Job{Kind: host.Scan, Component: "c0", Ref: refs[0]}
+	for i, ref := range refs[1:] {
+		job.Others = append(job.Others, host.Link{Component: fmt.Sprintf("c%d", i+1), Ref: ref})
+	}
+	for _, warm := range []bool{true, false} {
+		name := map[bool]string{true: "warm", false: "cold"}[warm]
+		b.Run(name, func(b *testing.B) {
+			r := benchRunner(b, repo, 1)
+			if warm {
+				r.Run(ctx, job) // the others known
+			}
+			overlaps := 0
+			for i := range b.N {
+				b.StopTimer()
+				if !warm {
+					r.changes, r.merged = map[string][]string{}, map[string][]string{}
+				}
+				// c0 moves: a new commit on its branch.
+				tip, err := repo.RevParse(ctx, "refs/heads/"+refs[0])
+				require.NoError(b, err)
+				c, err := repo.CommitFiles(ctx, tip, map[string]string{"wip/c0.txt": fmt.Sprintf("mine, %d\n", i)}, "more", gitrepo.Author{Name: "b", Email: "b@example.com"})
+				require.NoError(b, err)
+				require.NoError(b, repo.UpdateRef(ctx, "refs/heads/"+refs[0], c, tip, "bench"))
+				b.StartTimer()
+				o := r.Run(ctx, job)
+				require.Equal(b, host.Scanned, o.Result, "%+v", o)
+				overlaps = len(o.Overlaps)
+			}
+			b.ReportMetric(float64(overlaps), "overlaps")
+		})
+	}
+}

@@ -62,6 +62,9 @@ type Runner struct {
 	slots  int             // slots made so far
 
 	worktrees sync.Mutex // held while a slot's worktree is made or removed
+
+	changes map[string][]string // scans: files a commit changed since it left a base
+	merged  map[string][]string // scans: files two commits conflict in
 }
 
 // New makes a runner; it makes the log and work directories.
@@ -78,7 +81,7 @@ func New(o Options) (*Runner, error) {
 			return nil, err
 		}
 	}
-	return &Runner{o: o, passed: map[string]bool{}}, nil
+	return &Runner{o: o, passed: map[string]bool{}, changes: map[string][]string{}, merged: map[string][]string{}}, nil
 }
 
 // Prune ends and removes what a crash left in the work directory: the
@@ -105,6 +108,10 @@ func (r *Runner) Run(ctx context.Context, j host.Job) host.Outcome {
 		o = r.check(ctx, j)
 	case host.Car:
 		o = r.car(ctx, j)
+	case host.Scan:
+		o = r.scan(ctx, j)
+	case host.Pin:
+		o = r.pin(ctx, j)
 	case host.Land:
 		o = r.land(ctx, j)
 	default:

@@ -463,3 +463,49 @@ func TestALandingAsksFirst(t *testing.T) {
 		assert.Equal(t, before, f.tip("main"), "nothing landed")
 	}
 }
+
+// Two branches that edit the same line overlap, in that file only; one
+// that edits another file does not; a file both edited without a conflict
+// is no overlap; nothing is merged again for refs that did not move.
+func TestScanFindsOverlapsBetweenWorkInProgress(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.commit("main", "main", map[string]string{"routes.go": "a\nb\nc\n", "shared.md": "x\n\n\n\n\ny\n"}, "base")
+	f.commit("b1/api", "main", map[string]string{"routes.go": "a\nAPI\nc\n", "shared.md": "x api\n\n\n\n\ny\n", "api.go": "api"}, "api")
+	f.commit("b2/web", "main", map[string]string{"routes.go": "a\nWEB\nc\n", "shared.md": "x\n\n\n\n\ny web\n", "web.go": "web"}, "web")
+	f.commit("b3/db", "main", map[string]string{"db.go": "db"}, "db")
+	j := f.job(host.Scan, "web", "b2/web", nil)
+	j.Others = []host.Link{{Component: "api", Ref: "b1/api"}, {Component: "db", Ref: "b3/db"}, {Component: "gone", Ref: "b9/gone"}}
+	o := f.runner.Run(ctx, j)
+	require.Equal(t, host.Scanned, o.Result, "%+v", o)
+	assert.Equal(t, []host.Overlap{{With: "api", Files: []string{"routes.go"}}}, o.Overlaps)
+
+	merges := len(f.runner.merged)
+	o = f.runner.Run(ctx, j)
+	assert.Equal(t, []host.Overlap{{With: "api", Files: []string{"routes.go"}}}, o.Overlaps)
+	assert.Equal(t, merges, len(f.runner.merged), "no ref moved: nothing merged again")
+
+	// A change of main alone is no overlap: api and web both branched
+	// before it.
+	f.commit("main", "main", map[string]string{"db.go": "main's db"}, "main moves")
+	j = f.job(host.Scan, "db", "b3/db", nil)
+	j.Others = []host.Link{{Component: "web", Ref: "b2/web"}}
+	assert.Empty(t, f.runner.Run(ctx, j).Overlaps)
+}
+
+// A departed builder's work is kept as refs/foreman/handoff/<c>/<n>, n
+// counting on from the last pin, even after the branch is pushed over.
+func TestPinKeepsTheDepartedBuildersWork(t *testing.T) {
+	f := newFixture(t, true, nil)
+	work := f.commit("b1/api", "main", map[string]string{"api.go": "half"}, "half of api")
+	o := f.runner.Run(ctx, f.job(host.Pin, "api", "b1/api", nil))
+	require.Equal(t, host.Pinned, o.Result, "%+v", o)
+	assert.Equal(t, host.Outcome{Run: o.Run, Result: host.Pinned, Commit: work, N: 1}, o)
+	f.commit("b1/api", "main", map[string]string{}, "force-pushed empty")
+	assert.Equal(t, work, f.tipOf("refs/foreman/handoff/api/1"), "the pin holds what the branch lost")
+
+	again := f.commit("b2/api", "main", map[string]string{"api.go": "more"}, "more of api")
+	o = f.runner.Run(ctx, f.job(host.Pin, "api", "b2/api", nil))
+	assert.Equal(t, 2, o.N)
+	assert.Equal(t, again, f.tipOf("refs/foreman/handoff/api/2"))
+	assert.Equal(t, host.Invalid, f.runner.Run(ctx, f.job(host.Pin, "api", "b9/none", nil)).Result, "nothing pushed: nothing pinned")
+}

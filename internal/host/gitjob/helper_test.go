@@ -168,6 +168,14 @@ func (f *fixture) commit(branch, parent string, files map[string]string, msg str
 	return oid
 }
 
+// tipOf is what a full ref name holds.
+func (f *fixture) tipOf(ref string) string {
+	f.t.Helper()
+	oid, err := f.repo.RevParse(ctx, ref)
+	require.NoError(f.t, err)
+	return oid
+}
+
 func (f *fixture) tipOrEmpty(branch string) string {
 	oid, _ := f.repo.RevParse(ctx, "refs/heads/"+branch)
 	return oid

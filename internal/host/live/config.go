@@ -124,6 +124,7 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 			Gating: c.Rules.CIGating, External: c.Rules.Merge == coordinator.MergeExternal,
 			Auditors: c.Roles.Auditors, Verified: c.Rules.RequireVerified,
 			MaxParallel: c.Host.MaxParallel, Target: c.Host.Target, Prune: c.Host.Prune,
+			OverlapInterval: c.Host.OverlapInterval,
 		},
 		State: st, Jobs: runner, Ledger: led, QueueFile: QueueFile(c.Host.Logs), Logger: log,
 	}

@@ -185,7 +185,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	cfg := s.config(srv.URL(), rate, dir, parts)
 	if s.git != nil {
-		s.git.config(cfg, botID.AgentID())
+		s.git.config(cfg, botID.AgentID(), s.o.Minute)
 	}
 	b, err := bot.New(bot.Options{
 		Config: cfg, Logger: o.Logger, Identity: botID,
@@ -283,7 +283,11 @@ func (s *show) cast(url string, rate time.Duration, coord string) ([]*sim.Partic
 	}
 	for i, b := range cast() {
 		if s.git != nil {
-			b.script.Push, b.script.Begin = s.git.push(b.name), s.git.begin
+			p, err := s.git.pusher(b.name, []string{s.git.id.AgentID()})
+			if err != nil {
+				return nil, err
+			}
+			p.Hooks(&b.script)
 		}
 		if err := add(sim.NewBuilder(cfg(b.name, i), b.script)); err != nil {
 			return nil, err

@@ -173,8 +173,9 @@ func TestLiveDemoCompletesAndReplays(t *testing.T) {
 // TestLiveGitDemo runs the --git demo: builders push real commits, foreman
 // host checks and lands them. The scripted git troubles happen whatever
 // the machine's load: cart conflicts and is rebased, catalog's first push
-// fails its check and is stepped back; main ends with every component, and
-// every tree main held passed the check.
+// fails its check and is stepped back, auth and catalog overlap before
+// either is READY, catalog is handed from cal to ada; main ends with every
+// component, and every tree main held passed the check.
 func TestLiveGitDemo(t *testing.T) {
 	var out bytes.Buffer
 	dir := t.TempDir()
@@ -199,7 +200,18 @@ func TestLiveGitDemo(t *testing.T) {
 	assert.Equal(t, 1, rebased, "%q", hostLines)
 	assert.Len(t, filterPrefix(hostLines, "MERGED "), 7)
 	assert.Contains(t, out.String(), "log --oneline --graph main\n")
-	assert.Contains(t, res.GitLog, "catalog: the work (push 2)")
+	assert.Contains(t, res.GitLog, "catalog: fix 1")
+	// Work in progress (contract section 10): auth's and catalog's overlap
+	// is said before either is READY, and catalog, left by cal, is handed
+	// to ada from where cal's work was pinned.
+	overlaps := filterPrefix(hostLines, "OVERLAP ")
+	require.Len(t, overlaps, 1, "%q", hostLines)
+	assert.Contains(t, []string{"OVERLAP auth catalog README.md", "OVERLAP catalog auth README.md"}, overlaps[0])
+	handed := false
+	for _, l := range hostLines {
+		handed = handed || strings.Contains(l, " catalog: refs/foreman/handoff/catalog/1 (") && strings.Contains(l, "pushed to cal/catalog")
+	}
+	assert.True(t, handed, "%q", hostLines)
 
 	repo, err := gitrepo.Open(context.Background(), res.Repo)
 	require.NoError(t, err)

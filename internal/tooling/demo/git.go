@@ -14,14 +14,22 @@ import (
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/live"
 	"github.com/agentforeman/foreman/internal/host/sandbox"
+	"github.com/agentforeman/foreman/internal/tooling/sim"
 )
 
 // The --git demo makes the work real: a bare repository the builders push
 // their branches to, and foreman host (in this process, with its own key)
-// checking each READY and landing what AUDIT approved. The builders'
-// pushes are scripted (push) so that the story has, besides the demo's
-// usual troubles:
+// checking each READY and landing what AUDIT approved. The builders push
+// as foreman agent --repo does (sim.Pusher: work in progress at each
+// PROGRESS, naming the branch; the work before READY), scripted (pusher)
+// so that the story has, besides the demo's usual troubles:
 //
+//   - auth's and catalog's work in progress reword the same line of the
+//     README: the host says OVERLAP before either is READY, and auth's
+//     builder leaves that line to catalog;
+//   - cal goes silent on catalog with work pushed: the host pins it as
+//     refs/foreman/handoff/catalog/1 when cal times out, and tells ada,
+//     who takes catalog over, to start from it;
 //   - db carries a typo fix to NOTES as a commit of its own; auth later
 //     rewords that line;
 //   - dex starts cart from the first main and picks up the same typo fix:
@@ -52,22 +60,7 @@ type gitStage struct {
 	unconfined string
 
 	mu     sync.Mutex
-	pushes map[string]int    // pushes so far, by component
-	bases  map[string]string // where each branch starts: main when its builder began
-}
-
-// begin notes where a builder's new branch starts: main as it is when the
-// builder begins (work that lands meanwhile makes its landing a merge).
-func (g *gitStage) begin(c, branch string) {
-	main, err := g.repo.RevParse(context.Background(), "refs/heads/main")
-	if err != nil || main == "" {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if _, ok := g.bases[branch]; !ok {
-		g.bases[branch] = main
-	}
+	pushes map[string]int // pushes before READY so far, by component
 }
 
 func newGitStage(ctx context.Context, dir string) (*gitStage, error) {
@@ -81,7 +74,7 @@ func newGitStage(ctx context.Context, dir string) (*gitStage, error) {
 	}
 	root, err := repo.CommitFiles(ctx, empty, map[string]string{
 		"NOTES":     "welcom to the bookshop\n",
-		"README.md": "# bookshop\n\nBuilt by a team of agents, coordinated by foreman.\n",
+		"README.md": readme,
 	}, "start the bookshop", gitrepo.Author{Name: "olga", Email: "olga@example.com"})
 	if err != nil {
 		return nil, err
@@ -96,7 +89,7 @@ func newGitStage(ctx context.Context, dir string) (*gitStage, error) {
 	if err := id.Save(filepath.Join(dir, "host.json")); err != nil {
 		return nil, err
 	}
-	g := &gitStage{dir: dir, repo: repo, root: root, id: id, pushes: map[string]int{}, bases: map[string]string{}}
+	g := &gitStage{dir: dir, repo: repo, root: root, id: id, pushes: map[string]int{}}
 	if _, err := sandbox.New(sandbox.Config{GitDir: repo.GitDir(), Home: dir}); err != nil {
 		g.unconfined = err.Error()
 	}
@@ -111,64 +104,59 @@ func (g *gitStage) sandboxNote() string {
 	return "each check runs sandboxed, as foreman host runs it"
 }
 
-// push is what builder does before each READY: commit its work on its
-// branch (on top of what the branch holds, which the host may have
-// rebased, or of main) and push it.
-func (g *gitStage) push(builder string) func(c, branch string, fixes int) error {
-	return func(c, branch string, fixes int) error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
+// pusher is builder's pushes (sim.Pusher, as foreman agent --repo
+// makes them: its work in progress at each PROGRESS, naming the branch,
+// its work before each READY, and a start from what a builder before it
+// left), with the story's twists.
+func (g *gitStage) pusher(builder string, hosts []string) (*sim.Pusher, error) {
+	p, err := sim.NewPusher(g.repo.Dir(), "main", builder, hosts)
+	if err != nil {
+		return nil, err
+	}
+	by := gitrepo.Author{Name: builder, Email: builder + "@example.com"}
+	typo := map[string]string{"NOTES": "welcome to the bookshop\n"}
+	p.Edit = func(ctx context.Context, c string, wip bool, parent string, files map[string]string) (string, error) {
 		g.mu.Lock()
 		n := g.pushes[c]
-		g.pushes[c]++
-		base := g.bases[branch]
+		if !wip {
+			g.pushes[c]++
+		}
 		g.mu.Unlock()
-		by := gitrepo.Author{Name: builder, Email: builder + "@example.com"}
-		ref := "refs/heads/" + branch
-		old, err := g.repo.RevParse(ctx, ref)
-		if err != nil {
-			return err
-		}
-		parent := old
-		if parent == "" {
-			parent = base
-		}
-		if parent == "" {
-			if parent, err = g.repo.RevParse(ctx, "refs/heads/main"); err != nil {
-				return err
+		if wip {
+			// auth's and catalog's work in progress both reword the
+			// README's last line before their first READY: the host says
+			// OVERLAP, and auth's builder leaves the README to catalog.
+			switch {
+			case c == "auth" && n == 0:
+				files["README.md"] = readme + "Sign in once, stay signed in.\n"
+			case c == "catalog" && n == 0:
+				files["README.md"] = readme + "Browse the shelves by author.\n"
 			}
+			return parent, nil
 		}
-		file := c + "/" + c + ".txt"
-		files := map[string]string{file: fmt.Sprintf("%s, built by %s\n", c, builder)}
-		typo := map[string]string{"NOTES": "welcome to the bookshop\n"}
+		var err error
 		switch {
-		case c == "db" && old == "":
-			if parent, err = g.repo.CommitFiles(ctx, parent, typo, "NOTES: fix a typo", by); err != nil {
-				return err
-			}
-		case c == "auth" && old == "":
+		case c == "db" && n == 0:
+			parent, err = g.repo.CommitFiles(ctx, parent, typo, "NOTES: fix a typo", by)
+		case c == "auth" && n == 0:
 			files["NOTES"] = "welcome to the bookshop, readers\n"
+			files["README.md"] = readme // heard the OVERLAP: catalog's to write
 		case c == "cart" && n == 0:
-			if parent, err = g.repo.CommitFiles(ctx, g.root, typo, "NOTES: fix a typo (as db did)", by); err != nil {
-				return err
-			}
+			parent, err = g.repo.CommitFiles(ctx, g.root, typo, "NOTES: fix a typo (as db did)", by)
 		case c == "catalog" && n == 0:
-			files[file] = "shelves = all books \n" // trailing whitespace: git diff --check fails it
+			files[c+"/"+c+".txt"] = "shelves = all books \n" // trailing whitespace: git diff --check fails it
 		}
-		if fixes > 0 {
-			files[c+"/fixes.txt"] = fmt.Sprintf("%d fixes\n", fixes)
-		}
-		commit, err := g.repo.CommitFiles(ctx, parent, files, fmt.Sprintf("%s: the work (push %d)", c, n+1), by)
-		if err != nil {
-			return err
-		}
-		return g.repo.UpdateRef(ctx, ref, commit, old, "push")
+		return parent, err
 	}
+	return p, nil
 }
+
+// readme is the README main starts with.
+const readme = "# bookshop\n\nBuilt by a team of agents, coordinated by foreman.\n"
 
 // config adds foreman host to c: its key in the CI and merger roles, CI
 // gating on and merge mode external, and the host's own settings.
-func (g *gitStage) config(c *config.Config, coordinator string) {
+func (g *gitStage) config(c *config.Config, coordinator string, minute time.Duration) {
 	c.Roles.CI = append(c.Roles.CI, g.id.AgentID())
 	c.Roles.Merger = append(c.Roles.Merger, g.id.AgentID())
 	c.Rules.CIGating = true
@@ -180,6 +168,8 @@ func (g *gitStage) config(c *config.Config, coordinator string) {
 		Ledger: filepath.Join(g.dir, "host", "ledger.jsonl"), Work: filepath.Join(g.dir, "host", "work"),
 		Identity: filepath.Join(g.dir, "host.json"), Name: hostName, Coordinator: coordinator, LogLimit: 1 << 20,
 		Unconfined: g.unconfined != "",
+		// As foreman host's default, 30 s, in the demo's contract time.
+		OverlapInterval: minute / 2,
 	}
 }
 

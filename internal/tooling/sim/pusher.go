@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"context"
@@ -7,19 +7,18 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman/internal/gitrepo"
-	"github.com/agentforeman/foreman/internal/tooling/sim"
 	"github.com/agentforeman/foreman/protocol"
 )
 
-// repoPusher is a scripted builder's pushes (foreman agent --role builder
-// --repo DIR): it commits its work to the repository foreman host checks,
+// Pusher is a scripted builder's pushes (foreman agent --role builder
+// --repo DIR, and the demos): it commits its work to the repository foreman host checks,
 // on its own branch, as a real builder's pushes would: its work in progress
 // at each PROGRESS (which names the branch), and the work before each
 // READY. Without it the host answers every READY with "no branch", and the
 // component ends escalated as ci-exhausted. A builder that takes over
 // from one that left starts from the work that one left: the branch the
 // ACK names, then the commit the host pinned (contract section 10).
-type repoPusher struct {
+type Pusher struct {
 	repo   *gitrepo.Repo
 	target string // the branch work starts from: host.target
 	name   string // the builder: branch prefix and author
@@ -27,9 +26,17 @@ type repoPusher struct {
 	mu     sync.Mutex
 	bases  map[string]string // where each branch starts, until it is pushed
 	resets map[string]string // a commit handed over after the branch was pushed: the next push starts from it
+
+	// Edit, if set, may change a push before it is made (a story's
+	// twists): the files, and the commit it goes on top of (it may commit
+	// on parent first and return that). wip says a PROGRESS step's push.
+	Edit func(ctx context.Context, c string, wip bool, parent string, files map[string]string) (string, error)
 }
 
-func newRepoPusher(dir, target, name string, hosts []string) (*repoPusher, error) {
+// NewPusher is builder name's pushes to the repository at dir, its work
+// started from target; hosts are the CI role's ids, whose handoff lines
+// it reads.
+func NewPusher(dir, target, name string, hosts []string) (*Pusher, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	repo, err := gitrepo.Open(ctx, dir)
@@ -39,17 +46,17 @@ func newRepoPusher(dir, target, name string, hosts []string) (*repoPusher, error
 	if at, err := repo.RevParse(ctx, "refs/heads/"+target); err != nil || at == "" {
 		return nil, fmt.Errorf("--repo %s: no branch %s to start work from (host.target); make its first commit first (%v)", dir, target, err)
 	}
-	return &repoPusher{repo: repo, target: target, name: name, hosts: hosts, bases: map[string]string{}, resets: map[string]string{}}, nil
+	return &Pusher{repo: repo, target: target, name: name, hosts: hosts, bases: map[string]string{}, resets: map[string]string{}}, nil
 }
 
-// hooks puts the pushes in a builder's script.
-func (p *repoPusher) hooks(s *sim.Builder) {
+// Hooks puts the pushes in a builder's script.
+func (p *Pusher) Hooks(s *Builder) {
 	s.Begin, s.Push, s.PushWIP, s.Handed, s.Hosts = p.begin, p.push, p.pushWIP, p.handed, p.hosts
 }
 
 // begin notes where a new branch starts: the target as it is when the
 // builder starts work, so that work landed meanwhile makes a real merge.
-func (p *repoPusher) begin(_, branch string) {
+func (p *Pusher) begin(_, branch string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if at, err := p.repo.RevParse(ctx, "refs/heads/"+p.target); err == nil && at != "" {
@@ -64,7 +71,7 @@ func (p *repoPusher) begin(_, branch string) {
 // the branch foreman's ACK named, or the commit the host pinned. A name
 // that is not a ref, or names nothing here, changes nothing: the builder
 // starts from the target, as with nothing handed over.
-func (p *repoPusher) handed(_, branch, from string) {
+func (p *Pusher) handed(_, branch, from string) {
 	ref, err := protocol.CheckRef(from)
 	if err != nil {
 		return
@@ -93,20 +100,20 @@ func (p *repoPusher) handed(_, branch, from string) {
 }
 
 // pushWIP commits c's work in progress at a PROGRESS step.
-func (p *repoPusher) pushWIP(c, branch string, step int) error {
-	return p.commit(branch, map[string]string{c + "/wip.txt": fmt.Sprintf("%s, step %d, by %s\n", c, step, p.name)},
+func (p *Pusher) pushWIP(c, branch string, step int) error {
+	return p.commit(c, true, branch, map[string]string{c + "/wip.txt": fmt.Sprintf("%s, step %d, by %s\n", c, step, p.name)},
 		fmt.Sprintf("%s: work in progress, step %d", c, step))
 }
 
 // push commits c's work before READY.
-func (p *repoPusher) push(c, branch string, fixes int) error {
+func (p *Pusher) push(c, branch string, fixes int) error {
 	files := map[string]string{c + "/" + c + ".txt": fmt.Sprintf("%s, built by %s\n", c, p.name)}
 	msg := c + ": the work"
 	if fixes > 0 {
 		files[c+"/fixes.txt"] = fmt.Sprintf("%d fixes\n", fixes)
 		msg = fmt.Sprintf("%s: fix %d", c, fixes)
 	}
-	return p.commit(branch, files, msg)
+	return p.commit(c, false, branch, files, msg)
 }
 
 // commit puts files on top of what the branch holds (which the host may
@@ -114,7 +121,7 @@ func (p *repoPusher) push(c, branch string, fixes int) error {
 // there by compare-and-swap, as a push that is not forced would; after a
 // handover that came once the branch was pushed, on top of what was
 // handed over.
-func (p *repoPusher) commit(branch string, files map[string]string, msg string) error {
+func (p *Pusher) commit(c string, wip bool, branch string, files map[string]string, msg string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ref := "refs/heads/" + branch
@@ -133,6 +140,11 @@ func (p *repoPusher) commit(branch string, files map[string]string, msg string) 
 	p.mu.Unlock()
 	if parent == "" {
 		if parent, err = p.repo.RevParse(ctx, "refs/heads/"+p.target); err != nil {
+			return err
+		}
+	}
+	if p.Edit != nil {
+		if parent, err = p.Edit(ctx, c, wip, parent, files); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,155 @@
+package host
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func wipHarness(t *testing.T) *harness {
+	return newHarness(t, func(c *Config) { c.OverlapInterval = 30 * time.Second })
+}
+
+// one returns the one job a step started, whatever its kind.
+func (s *harness) one(a Actions) Job {
+	s.t.Helper()
+	require.Len(s.t, a.Start, 1, "one job started: %+v", a)
+	return a.Start[0]
+}
+
+// kinds lists the kinds of the jobs a step started.
+func kinds(a Actions) []Kind {
+	var k []Kind
+	for _, j := range a.Start {
+		k = append(k, j.Kind)
+	}
+	return k
+}
+
+// A check-in naming a branch is merged with every other ref in flight; an
+// overlap found is said once per pair and set of files.
+func TestOverlapsAreFoundAndSaidOnce(t *testing.T) {
+	s := wipHarness(t)
+	s.built("api", "@b1")
+	s.built("web", "@b2")
+	assert.Empty(t, s.hear("@b1", "PROGRESS api 10 branch=b1/api").Start, "nothing else in flight")
+	a := s.hear("@b2", "PROGRESS web 10 branch=b2/web")
+	scan := s.one(a)
+	assert.Equal(t, Job{Run: scan.Run, Kind: Scan, Component: "web", Ref: "b2/web", Owner: "@b2",
+		Others: []Link{{Component: "api", Ref: "b1/api", Owner: "@b1"}}}, scan)
+	a = s.finish(scan.Run, Outcome{Result: Scanned, Overlaps: []Overlap{{With: "api", Files: []string{"routes.go", "go.mod"}}}})
+	assert.Equal(t, []string{"OVERLAP web api go.mod routes.go"}, a.Say)
+
+	// api moves: scanned, the same overlap is not said again.
+	scan = s.one(s.hear("@b1", "PROGRESS api 20"))
+	assert.Equal(t, "api", scan.Component)
+	a = s.finish(scan.Run, Outcome{Result: Scanned, Overlaps: []Overlap{{With: "web", Files: []string{"go.mod", "routes.go"}}}})
+	assert.Empty(t, a.Say, "the same pair and files")
+	s.now = s.now.Add(time.Minute)
+	scan = s.one(s.hear("@b1", "PROGRESS api 30"))
+	a = s.finish(scan.Run, Outcome{Result: Scanned, Overlaps: []Overlap{{With: "web", Files: []string{"go.mod"}}}})
+	assert.Equal(t, []string{"OVERLAP api web go.mod"}, a.Say, "another set of files")
+}
+
+// However often a builder checks in, its ref is merged with the others at
+// most once per host.overlap_interval.
+func TestScansAreBounded(t *testing.T) {
+	s := wipHarness(t)
+	s.built("api", "@b1")
+	s.built("web", "@b2")
+	s.hear("@b1", "PROGRESS api 10 branch=b1/api")
+	scan := s.one(s.hear("@b2", "PROGRESS web 10 branch=b2/web"))
+	s.finish(scan.Run, Outcome{Result: Scanned})
+	scans := 0
+	for i := range 1000 {
+		s.now = s.now.Add(10 * time.Millisecond)
+		a := s.h.Heard(s.now, "@b2", true, fmt.Sprintf("PROGRESS web %d", 10+i%80))
+		for _, j := range a.Start {
+			scans++
+			s.h.Finished(s.now, Outcome{Run: j.Run, Result: Scanned})
+		}
+	}
+	assert.Equal(t, 0, scans, "1,000 check-ins within 10 s of the last scan: none")
+	wake, ok := s.h.NextWake()
+	require.True(t, ok)
+	assert.Equal(t, scanAt(s, "web"), wake, "one scan when the interval is up")
+	a := s.h.Tick(wake)
+	assert.Equal(t, []Kind{Scan}, kinds(a))
+}
+
+func scanAt(s *harness, name string) time.Time {
+	return s.h.comps[name].wip.scanned.Add(s.h.cfg.OverlapInterval)
+}
+
+// No overlap is said with a component merged meanwhile, or that left
+// flight.
+func TestNoOverlapWithAMergedComponent(t *testing.T) {
+	s := wipHarness(t)
+	s.built("api", "@b1")
+	s.built("web", "@b2")
+	s.hear("@b1", "PROGRESS api 10 branch=b1/api")
+	scan := s.one(s.hear("@b2", "PROGRESS web 10 branch=b2/web"))
+	s.foreman("MERGED api")
+	a := s.finish(scan.Run, Outcome{Result: Scanned, Overlaps: []Overlap{{With: "api", Files: []string{"x"}}}})
+	assert.Empty(t, a.Say)
+}
+
+// A builder that leaves with work pushed (TIMEOUT here) has it pinned; the
+// next builder is told once foreman's ACK names it, whichever comes first.
+func TestHandoffIsPinnedAndHandedOver(t *testing.T) {
+	for _, pinFirst := range []bool{true, false} {
+		s := wipHarness(t)
+		s.built("api", "@b1")
+		s.hear("@b1", "PROGRESS api 40 branch=b1/api")
+		a := s.foreman("TIMEOUT api @b1")
+		pin := s.one(a)
+		assert.Equal(t, Job{Run: pin.Run, Kind: Pin, Component: "api", Ref: "b1/api", Owner: "@b1"}, pin)
+		commit := "0123456789abcdef0123456789abcdef01234567"
+		want := "@b2 api: refs/foreman/handoff/api/1 (" + commit + ") keeps the work @b1 pushed to b1/api"
+		if pinFirst {
+			assert.Empty(t, s.finish(pin.Run, Outcome{Result: Pinned, Commit: commit, N: 1}).Say, "no new builder yet")
+			a = s.foreman("ACK api @b2 branch=b1/api after TIMEOUT of @b1: progress 40%")
+			require.Len(t, a.Say, 1)
+			assert.Contains(t, a.Say[0], want)
+		} else {
+			assert.Empty(t, s.foreman("ACK api @b2 branch=b1/api after TIMEOUT of @b1: progress 40%").Say)
+			a = s.finish(pin.Run, Outcome{Result: Pinned, Commit: commit, N: 1})
+			require.Len(t, a.Say, 1)
+			assert.Contains(t, a.Say[0], want)
+		}
+		assert.Empty(t, s.foreman("ACK api @b2").Say, "said once")
+	}
+}
+
+// Every way a component leaves a builder unmerged pins its work; a
+// departure of one who named no branch, or a branch someone else named,
+// pins nothing.
+func TestDeparturesPin(t *testing.T) {
+	for _, leave := range []struct{ from, line string }{
+		{"@foreman", "TIMEOUT api @b1"},
+		{"@foreman", "RETRY api @b1"},
+		{"@b1", "ABORT api context_exhaustion_handoff"},
+		{"@foreman", "OK RELEASE api from @b1"},
+		{"@foreman", "OK ASSIGN api @b2"},
+		{"@foreman", "ACK api @b2"},
+	} {
+		s := wipHarness(t)
+		s.built("api", "@b1")
+		s.hear("@b1", "PROGRESS api 40 branch=b1/api")
+		a := s.hear(leave.from, leave.line)
+		assert.Equal(t, []Kind{Pin}, kinds(a), leave.line)
+		if leave.line == "OK ASSIGN api @b2" {
+			assert.Empty(t, kinds(s.foreman("ACK api @b2")), "one departure, one pin")
+		}
+	}
+	s := wipHarness(t)
+	s.built("api", "@b1")
+	assert.Empty(t, s.foreman("TIMEOUT api @b1").Start, "no branch named")
+	s.built("api", "@b2")
+	s.hear("@b2", "PROGRESS api 10 branch=b2/api")
+	s.foreman("FIX api @b2 1/3 audit failed: x")
+	assert.Empty(t, s.foreman("ACK api @b2").Start, "the same builder: no departure")
+}
