@@ -48,9 +48,9 @@ func startHostBuild(t *testing.T, rules, check string, comps []string, builders 
 	pb := &build{t: t, dir: b.dir}
 	b.host = identity(t, "--identity", filepath.Join(b.dir, "host.json"), "--name", "host")
 	config := filepath.Join(b.dir, "foreman.yaml")
-	write := func(url string, auditor string) {
+	write := func(url string, auditor string, rate time.Duration) {
 		var c strings.Builder
-		fmt.Fprintf(&c, "server:\n  url: %s\n  rate_limit: %s\n", url, roomtest.Pace)
+		fmt.Fprintf(&c, "server:\n  url: %s\n  rate_limit: %s\n", url, rate)
 		c.WriteString("build:\n  name: shop\n  components:\n")
 		for _, name := range comps {
 			fmt.Fprintf(&c, "    - name: %s\n", name)
@@ -67,14 +67,35 @@ func startHostBuild(t *testing.T, rules, check string, comps []string, builders 
 		c.WriteString("journal:\n  path: journal\nhttp:\n  listen: \"\"\n")
 		require.NoError(t, os.WriteFile(config, []byte(c.String()), 0o644))
 	}
-	write("ws://127.0.0.1:1", "")
-	serve := pb.start("serve", "--listen", "127.0.0.1:0", "--buffer-size", "5000", config)
-	url := serve.await(t, `listening on (ws://127\.0\.0\.1:\d+)`)
-	room := roomtest.At(url, roomtest.Pace)
+	// FOREMANTEST_ROOM_URL runs the build in a room someone else serves (a
+	// stock AgentChat server, started with LURK_DISABLED=true and
+	// GENESIS_AGENT_ID set to the id of FOREMANTEST_FOREMAN_KEY's key, so
+	// that foreman may make #build): its pace is the stock one a second.
+	url, rate := os.Getenv("FOREMANTEST_ROOM_URL"), roomtest.Pace
+	if key := os.Getenv("FOREMANTEST_FOREMAN_KEY"); key != "" {
+		data, err := os.ReadFile(key)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(b.dir, ".foreman"), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(b.dir, ".foreman", "identity.json"), data, 0o600))
+	}
+	if url == "" {
+		write("ws://127.0.0.1:1", "", rate)
+		b.foreman = identity(t, config)
+		serve := pb.start("serve", "--listen", "127.0.0.1:0", "--buffer-size", "5000", config)
+		url = serve.await(t, `listening on (ws://127\.0\.0\.1:\d+)`)
+	} else {
+		rate = time.Second
+		// foreman makes #build: it joins before anyone else.
+		write(url, "", rate)
+		b.foreman = identity(t, config)
+		run := pb.start("run", "--log-level", "info", "--new-build", config)
+		run.await(t, `("message":"(in the room|joined)[^"]*")`)
+	}
+	room := roomtest.At(url, rate)
 	for _, name := range append([]string{"watch", "aud"}, builders...) {
 		b.peers[name] = room.Join(t, name)
 	}
-	write(url, b.peers["aud"].ID)
+	write(url, b.peers["aud"].ID, rate)
 	go func() {
 		for l := range b.peers["watch"].Lines() {
 			b.mu.Lock()
@@ -82,10 +103,14 @@ func startHostBuild(t *testing.T, rules, check string, comps []string, builders 
 			b.mu.Unlock()
 		}
 	}()
-	b.foreman = identity(t, config)
-	pb.start("run", "--log-level", "warn", config)
+	if rate == roomtest.Pace {
+		pb.start("run", "--log-level", "warn", config)
+		b.await(b.foreman, "TASKS")
+	} else {
+		b.say("watch", "STATUS") // TASKS was said before the watcher came
+		b.await(b.foreman, "STATUS ")
+	}
 	pb.start("host", "--log-level", "warn", config)
-	b.await(b.foreman, "TASKS")
 	return b
 }
 
