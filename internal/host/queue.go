@@ -186,17 +186,23 @@ func (h *Core) backoff(tries int) time.Duration {
 // says why once per reason.
 func (h *Core) retry(c *comp, r *run, why string) {
 	h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: Retry.String()})
-	r.tries++
-	wait := h.backoff(r.tries)
-	h.lastRun++
-	again := &run{Job: r.Job, queued: r.queued, notBefore: h.now.Add(wait), tries: r.tries, said: r.said}
-	again.Run = h.lastRun
-	if why != r.said {
-		again.said = why
-		h.say("queue: cannot " + r.Kind.String() + " " + c.name + " yet: " + why + "; trying again in " + wait.String())
-	}
+	again := h.again(r, r.Kind.String()+" "+c.name, why)
 	c.run = again
 	h.order = append(h.order, again)
+}
+
+// again is r to be tried again (what, as said: "land api") after a wait
+// that doubles each time; why is said once per reason.
+func (h *Core) again(r *run, what, why string) *run {
+	wait := h.backoff(r.tries + 1)
+	h.lastRun++
+	next := &run{Job: r.Job, queued: r.queued, notBefore: h.now.Add(wait), tries: r.tries + 1, said: r.said}
+	next.Run = h.lastRun
+	if why != r.said {
+		next.said = why
+		h.say("queue: cannot " + what + " yet: " + why + "; trying again in " + wait.String())
+	}
+	return next
 }
 
 func mention(agent string) string {

@@ -357,15 +357,7 @@ func (h *Core) landFinished(r *run, o Outcome) {
 // retryLanding lands k again after a wait (the repository was locked, or a
 // checkout of the target was dirty).
 func (h *Core) retryLanding(k *car, r *run, why string) {
-	r.tries++
-	wait := h.backoff(r.tries)
-	h.lastRun++
-	again := &run{Job: r.Job, queued: r.queued, notBefore: h.now.Add(wait), tries: r.tries, said: r.said}
-	again.Run = h.lastRun
-	if why != r.said {
-		again.said = why
-		h.say("queue: cannot land " + k.c.name + " yet: " + why + "; trying again in " + wait.String())
-	}
+	again := h.again(r, "land "+k.c.name, why)
 	h.landing, k.c.run = again, again
 }
 
