@@ -6,9 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,7 +31,7 @@ type build struct {
 	room   *roomtest.Room
 	dir    string
 	config string
-	run    *proc
+	run    *roomtest.Proc
 	// foreman is foreman's sender id.
 	foreman string
 }
@@ -61,7 +59,7 @@ func startBuild(t *testing.T, rules, mcpKeepalive string, comps ...string) (*bui
 	// after it reads the room's URL from the config.
 	config("ws://127.0.0.1:1")
 	serve := b.start("serve", "--listen", "127.0.0.1:0", "--buffer-size", "5000", b.config)
-	url := serve.await(t, `listening on (ws://127\.0\.0\.1:\d+)`)
+	url := serve.Await(t, `listening on (ws://127\.0\.0\.1:\d+)`)
 	config(url)
 	b.room = roomtest.At(url, roomtest.Pace)
 	watcher := b.room.Join(t, "watcher")
@@ -73,83 +71,11 @@ func startBuild(t *testing.T, rules, mcpKeepalive string, comps ...string) (*bui
 
 // identity creates (or reads) an identity file with foreman identity and
 // returns its sender id.
-func identity(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(bin, append([]string{"identity"}, args...)...).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	for _, f := range strings.Fields(string(out)) {
-		if strings.HasPrefix(f, "@") && len(f) == 17 {
-			return f
-		}
-	}
-	t.Fatalf("no sender id in %s", out)
-	return ""
-}
+func identity(t *testing.T, args ...string) string { return roomtest.Identity(t, bin, "", args...) }
 
-// proc is a foreman process.
-type proc struct {
-	cmd    *exec.Cmd
-	stderr *roomtest.SyncBuffer
-	done   chan struct{}
-}
-
-func (b *build) start(args ...string) *proc {
+func (b *build) start(args ...string) *roomtest.Proc {
 	b.t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), stderr: &roomtest.SyncBuffer{}, done: make(chan struct{})}
-	p.cmd.Dir, p.cmd.Stderr = b.dir, p.stderr
-	p.cmd.Env = cleanEnv()
-	require.NoError(b.t, p.cmd.Start())
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	b.t.Cleanup(func() { p.stop(b.t) })
-	return p
-}
-
-// await waits until the process's stderr matches re and returns the first
-// group.
-func (p *proc) await(t *testing.T, re string) string {
-	t.Helper()
-	pattern := regexp.MustCompile(re)
-	deadline := time.Now().Add(patience)
-	for {
-		if m := pattern.FindStringSubmatch(p.stderr.String()); m != nil {
-			return m[1]
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("%v ended before saying %s:\n%s", p.cmd.Args, re, p.stderr)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v did not say %s:\n%s", p.cmd.Args, re, p.stderr)
-		}
-	}
-}
-
-func (p *proc) stop(t *testing.T) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-p.done:
-	case <-time.After(patience):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		t.Errorf("%v did not stop on SIGINT", p.cmd.Args)
-	}
-}
-
-// cleanEnv is the environment without FOREMAN_* settings of the test's own.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "FOREMAN_") {
-			env = append(env, kv)
-		}
-	}
-	return env
+	return roomtest.StartProc(b.t, bin, b.dir, nil, args...)
 }
 
 // agent is `foreman mcp` for one agent, driven by the MCP SDK's client.
@@ -169,7 +95,7 @@ func (b *build) mcpAgent(name string, args ...string) *agent {
 	id := identity(t, "--identity", key, "--name", name)
 	cmd := exec.Command(bin, append([]string{"mcp", "--identity", key, b.config}, args...)...)
 	stderr := &roomtest.SyncBuffer{}
-	cmd.Dir, cmd.Env, cmd.Stderr = b.dir, cleanEnv(), stderr
+	cmd.Dir, cmd.Env, cmd.Stderr = b.dir, roomtest.CleanEnv(), stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()

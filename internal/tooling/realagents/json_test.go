@@ -44,7 +44,7 @@ func TestJSONBuilderCompletesAComponent(t *testing.T) {
 	key := filepath.Join(b.dir, "cy.json")
 	cmd := exec.Command(bin, "agent", "--json", "--identity", key, "--name", "cy", b.config)
 	stderr := &roomtest.SyncBuffer{}
-	cmd.Dir, cmd.Env, cmd.Stderr = b.dir, cleanEnv(), stderr
+	cmd.Dir, cmd.Env, cmd.Stderr = b.dir, roomtest.CleanEnv(), stderr
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()

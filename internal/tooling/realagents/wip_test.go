@@ -82,14 +82,14 @@ func startHostBuild(t *testing.T, rules, check string, comps []string, builders 
 		write("ws://127.0.0.1:1", "", rate)
 		b.foreman = identity(t, config)
 		serve := pb.start("serve", "--listen", "127.0.0.1:0", "--buffer-size", "5000", config)
-		url = serve.await(t, `listening on (ws://127\.0\.0\.1:\d+)`)
+		url = serve.Await(t, `listening on (ws://127\.0\.0\.1:\d+)`)
 	} else {
 		rate = time.Second
 		// foreman makes #build: it joins before anyone else.
 		write(url, "", rate)
 		b.foreman = identity(t, config)
 		run := pb.start("run", "--log-level", "info", "--new-build", config)
-		run.await(t, `("message":"(in the room|joined)[^"]*")`)
+		run.Await(t, `("message":"(in the room|joined)[^"]*")`)
 	}
 	room := roomtest.At(url, rate)
 	for _, name := range append([]string{"watch", "aud"}, builders...) {

@@ -6,10 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -109,7 +107,7 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	}
 	write("ws://127.0.0.1:1")
 	serve := start(t, dir, "serve", "--listen", "127.0.0.1:0", "--buffer-size", "20000", config)
-	url := serve.await(t, `listening on (ws://127\.0\.0\.1:\d+)`)
+	url := serve.Await(t, `listening on (ws://127\.0\.0\.1:\d+)`)
 	write(url)
 	room := roomtest.At(url, roomtest.Pace)
 	watcher := room.Join(t, "watcher")
@@ -177,62 +175,10 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 		sz.components, sz.check, sz.parallel, took.Round(10*time.Millisecond), len(logs), fixes, bound, took.Seconds()/bound.Seconds())
 }
 
-// identity creates (or reads) a key with foreman identity and returns its
-// sender id.
 func identity(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"identity"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	for _, f := range strings.Fields(string(out)) {
-		if strings.HasPrefix(f, "@") && len(f) == 17 {
-			return f
-		}
-	}
-	t.Fatalf("no sender id in %s", out)
-	return ""
+	return roomtest.Identity(t, bin, dir, args...)
 }
 
-// proc is a foreman process, stopped when the test ends.
-type proc struct {
-	cmd    *exec.Cmd
-	stderr *roomtest.SyncBuffer
-	done   chan struct{}
-}
-
-func start(t *testing.T, dir string, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), stderr: &roomtest.SyncBuffer{}, done: make(chan struct{})}
-	p.cmd.Dir, p.cmd.Stderr = dir, p.stderr
-	require.NoError(t, p.cmd.Start())
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
-}
-
-func (p *proc) await(t *testing.T, re string) string {
-	t.Helper()
-	pattern := regexp.MustCompile(re)
-	deadline := time.Now().Add(patience)
-	for time.Now().Before(deadline) {
-		if m := pattern.FindStringSubmatch(p.stderr.String()); m != nil {
-			return m[1]
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("%v ended before saying %s:\n%s", p.cmd.Args, re, p.stderr)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	t.Fatalf("%v did not say %s", p.cmd.Args, re)
-	return ""
+func start(t *testing.T, dir string, args ...string) *roomtest.Proc {
+	return roomtest.StartProc(t, bin, dir, os.Environ(), args...)
 }
