@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -28,11 +29,24 @@ type Watch struct {
 	changed chan struct{}       // pinged at every change
 }
 
-// WatchLeases starts following the leases until ctx ends.
+// WatchLeases starts following the builds' leases until ctx ends.
 func (c *Cluster) WatchLeases(ctx context.Context) (*Watch, error) {
-	kw, err := c.leases.WatchAll(ctx)
+	return c.watch(ctx, &c.builds)
+}
+
+// WatchHosts starts following the hosts' leases until ctx ends: a standby
+// host's view, from which it tells that its leader's lease lapsed.
+func (c *Cluster) WatchHosts(ctx context.Context) (*Watch, error) {
+	return c.watch(ctx, &c.hosts)
+}
+
+func (c *Cluster) watch(ctx context.Context, set *leaseSet) (*Watch, error) {
+	if set.kv == nil {
+		return nil, fmt.Errorf("this process (role %s) keeps no %s", c.opts.Role, set.bucket)
+	}
+	kw, err := set.kv.WatchAll(ctx)
 	if err != nil {
-		return nil, c.bucketErr(err)
+		return nil, c.bucketErr(set, err)
 	}
 	w := &Watch{c: c, w: kw, seen: map[string]Observed{}, ready: make(chan struct{}), changed: make(chan struct{}, 1)}
 	go w.follow()
