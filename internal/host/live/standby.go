@@ -81,26 +81,27 @@ func (s *Setup) serveCluster(ctx context.Context, c *config.Config, log zerolog.
 	var state atomic.Value
 	state.Store(cluster.HostStandby)
 	announced := make(chan struct{})
+	actx, stopAnnouncing := context.WithCancel(ctx)
 	go func() { // for foreman cluster status only
 		defer close(announced)
 		t := time.NewTicker(cl.LeaseTTL() / 2)
 		defer t.Stop()
 		for {
-			cl.AnnounceHost(ctx, build, state.Load().(string))
+			cl.AnnounceHost(actx, build, state.Load().(string))
 			select {
-			case <-ctx.Done():
+			case <-actx.Done():
 				return
 			case <-t.C:
 			}
 		}
 	}()
-	defer func() { <-announced; cl.LeaveHost() }()
+	defer func() { stopAnnouncing(); <-announced; cl.LeaveHost() }()
 	select {
 	case <-w.Ready():
 	case <-ctx.Done():
 		return nil
 	}
-	log.Info().Str("id", cl.ID()).Str("build", build).Dur("lease", cl.LeaseTTL()).Msg("in the cluster: standing by for the build's host lease")
+	log.Info().Str("id", cl.ID()).Str("build", build).Str("config", fp).Dur("lease", cl.LeaseTTL()).Msg("in the cluster: standing by for the build's host lease")
 	tick := time.NewTicker(min(cl.LeaseTTL()/10, 100*time.Millisecond))
 	defer tick.Stop()
 	for {
