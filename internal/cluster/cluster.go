@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -49,6 +50,9 @@ type Cluster struct {
 	start     time.Time // the origin of mono: its monotonic reading is what counts
 	log       zerolog.Logger
 	m         *Metrics
+
+	rmu    sync.Mutex
+	reconn chan struct{} // closed at the next reconnect to NATS
 }
 
 // leaseSet is a bucket of leases and the fenced streams they guard, one of
@@ -115,7 +119,9 @@ func Connect(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{opts: opts, nc: nc, builds: buildSet(), hosts: hostSet(), start: time.Now(), log: opts.Logger, m: opts.Metrics}
+	c := &Cluster{opts: opts, nc: nc, builds: buildSet(), hosts: hostSet(), start: time.Now(), log: opts.Logger, m: opts.Metrics,
+		reconn: make(chan struct{})}
+	nc.SetReconnectHandler(func(*nats.Conn) { c.reconnected() })
 	if c.js, err = jetstream.New(nc, jetstream.WithDefaultTimeout(5*time.Second)); err != nil {
 		nc.Close()
 		return nil, err
@@ -230,6 +236,20 @@ func (c *Cluster) anyStream(ctx context.Context, prefix string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// reconnects is closed at the next reconnect to NATS.
+func (c *Cluster) reconnects() <-chan struct{} {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	return c.reconn
+}
+
+func (c *Cluster) reconnected() {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	close(c.reconn)
+	c.reconn = make(chan struct{})
 }
 
 // ID is this process's name in the cluster.

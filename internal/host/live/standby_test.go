@@ -27,12 +27,18 @@ import (
 
 // newClusterWorld is a world whose hosts run in a cluster with lease.
 func newClusterWorld(t *testing.T, o worldOptions, lease time.Duration) *world {
+	w, _ := newClusterWorldNATS(t, o, lease)
+	return w
+}
+
+// newClusterWorldNATS is newClusterWorld, and its NATS server.
+func newClusterWorldNATS(t *testing.T, o worldOptions, lease time.Duration) (*world, *natstest.Operator) {
 	t.Helper()
 	op := natstest.StartOperator(t)
 	cert, key := op.Client(t, "host")
 	o.extra = fmt.Sprintf("cluster:\n  nats: %s\n  lease: %s\n  creds: %s\n  tls:\n    ca: %s\n    cert: %s\n    key: %s\n",
 		op.URL(), lease, op.Creds(t, "host"), op.PKI.CA, cert, key)
-	return newWorld(t, o)
+	return newWorld(t, o), op
 }
 
 // hostProc is one host process of the cluster: the world's config, with
@@ -437,4 +443,46 @@ func TestStandbyWithAnotherConfigRefuses(t *testing.T) {
 	assert.Contains(t, h2.log(), "host: build shop: this host's config (fingerprint ")
 	assert.Contains(t, h2.log(), "is not the one its leading host runs")
 	assert.True(t, h1.running())
+}
+
+// NATS restarted while the host leads with a car at the gate, down longer
+// than the lease: the host goes silent (it cannot renew), and once NATS is
+// back a host leads again at the next epoch (the same process, or its
+// standby), makes the train again and lands the car once.
+func TestHostRidesOutANATSRestart(t *testing.T) {
+	w, ns := newClusterWorldNATS(t, worldOptions{mode: "gate"}, time.Second)
+	h1, h2 := w.clusterHost("h1"), w.clusterHost("h2")
+	h1.start()
+	require.Equal(t, "h1", w.leader("", time.Time{}))
+	h2.start()
+	h2.standingBy()
+	w.openGate()
+	w.claim("b1", "db")
+	w.commit("b1/db", "main", map[string]string{"db": "db\n"})
+	w.say("b1", "READY db b1/db")
+	w.expect(w.host, "CI db PASS ")
+	w.expect(w.foreman, "REVIEW db")
+	w.commit("main", "main", map[string]string{"hotfix": "x\n"}) // db's car is checked before it lands
+	w.closeGate("db")
+	w.say("aud", "AUDIT db PASS")
+	w.waitStarted("db")
+
+	ns.Stop()
+	down := time.Now()
+	require.Eventually(t, func() bool { return strings.Contains(h1.log(), "no longer leading the build") },
+		time.Minute, 10*time.Millisecond, "h1 kept leading without NATS:\n%s", h1.log())
+	w.closeGateFiles("db")
+	ns.Start()
+	w.leader("", down)
+	w.waitStarted("db")
+	w.openGate()
+	w.expect(w.host, "MERGED db")
+	w.expect(w.foreman, "OK MERGED db")
+	w.landedOnce("db")
+	w.verdictsOnce()
+	w.everyLandedTreePassed()
+	assert.True(t, h1.running() && h2.running(), "both stand by or lead again")
+	if os.Getenv("HOST_LOGS") != "" {
+		t.Logf("down at %s; the host said:\n%s\nh1:\n%s\nh2:\n%s", down.Format("15:04:05.000"), strings.Join(w.hostLines(), "\n"), h1.log(), h2.log())
+	}
 }
