@@ -90,12 +90,12 @@ demo-real:
 # faults on in-process NATS servers (make test runs a short form); then the
 # standby host's: HOST_KILLS kills of the leading host mid-landing with a
 # lease of HOST_LEASE (the takeover figure in docs/RELIABILITY.md), a kill
-# mid-train, SIGTERM, SIGSTOP.
+# mid-train, SIGTERM, SIGSTOP, NATS restarted.
 HOST_KILLS ?= 20
 HOST_LEASE ?= 3s
 chaos:
 	CHAOS=full $(GO) test ./internal/tooling/chaos -v -count=1 -timeout 60m
-	HOST_KILLS=$(HOST_KILLS) HOST_LEASE=$(HOST_LEASE) $(GO) test ./internal/host/live -run 'Standby|DeposedHost' -v -count=1 -timeout 30m
+	HOST_KILLS=$(HOST_KILLS) HOST_LEASE=$(HOST_LEASE) $(GO) test ./internal/host/live -run 'Standby|DeposedHost|NATSRestart' -v -count=1 -timeout 30m
 
 # 1,000 builds of 20 components shared by three foreman processes through
 # one NATS server: memory per build, and how long the survivors take to

@@ -252,6 +252,11 @@ func (c *Cluster) reconnected() {
 	c.reconn = make(chan struct{})
 }
 
+// JetStream is the connection's JetStream, for what a role keeps beside
+// the leases (the workers' queue, results and logs: names.go). It answers
+// to the role's own inbox.
+func (c *Cluster) JetStream() jetstream.JetStream { return c.js }
+
 // ID is this process's name in the cluster.
 func (c *Cluster) ID() string { return c.opts.ID }
 

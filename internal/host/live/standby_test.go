@@ -25,6 +25,11 @@ import (
 // production: operator mode, each process signing in with a .creds file,
 // over TLS with a client certificate.
 
+// testLease is the hosts' lease in the tests where a takeover the test did
+// not cause would break what it checks: long enough that a loaded machine
+// does not lose one between renewals (every half second).
+const testLease = 2 * time.Second
+
 // newClusterWorld is a world whose hosts run in a cluster with lease.
 func newClusterWorld(t *testing.T, o worldOptions, lease time.Duration) *world {
 	w, _ := newClusterWorldNATS(t, o, lease)
@@ -210,7 +215,7 @@ func (w *world) spokeOnlyWhileLeading(first, second string, killed time.Time, st
 // verdict was said twice.
 func TestStandbyTakesOverMidTrain(t *testing.T) {
 	w := newClusterWorld(t, worldOptions{components: []string{"a", "b", "c", "d", "e", "f"}, mode: "gate", maxParallel: 6,
-		rules: "  max_claims_per_agent: 2\n"}, time.Second)
+		rules: "  max_claims_per_agent: 2\n"}, testLease)
 	h1, h2 := w.clusterHost("h1"), w.clusterHost("h2")
 	h1.start()
 	require.Equal(t, "h1", w.leader("", time.Time{}))
@@ -254,7 +259,7 @@ func TestStandbyTakesOverMidTrain(t *testing.T) {
 // HOST_KILLS=20 HOST_LEASE=3s for the figure in docs/RELIABILITY.md.
 func TestStandbyLandsOnceAfterAKillMidLanding(t *testing.T) {
 	kills := envInt("HOST_KILLS", 2)
-	lease := time.Second
+	lease := testLease
 	if d, err := time.ParseDuration(os.Getenv("HOST_LEASE")); err == nil {
 		lease = d
 	}
@@ -307,6 +312,18 @@ func TestStandbyLandsOnceAfterAKillMidLanding(t *testing.T) {
 	p := func(q float64) time.Duration { return took[int(float64(len(took)-1)*q)].Round(time.Millisecond) }
 	t.Logf("standby host: %d kills mid-landing (lease %v): from kill -9 to the standby's MERGED, p50 %v, p99 %v, max %v",
 		len(took), lease, p(0.5), p(0.99), p(1))
+}
+
+// firstHostLineAfter is when the room heard the host's first line after t.
+func (w *world) firstHostLineAfter(t time.Time) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range w.lines {
+		if l.From == w.host && l.At.After(t) {
+			return l.At
+		}
+	}
+	return time.Time{}
 }
 
 // saidAt is when the room heard line from sender (its first time).
@@ -385,7 +402,7 @@ func TestStandbyHandOverOnSIGTERM(t *testing.T) {
 // new leader checks the car again and lands it once. The woken process
 // stands by again.
 func TestDeposedHostGoesSilent(t *testing.T) {
-	w := newClusterWorld(t, worldOptions{mode: "gate"}, time.Second)
+	w := newClusterWorld(t, worldOptions{mode: "gate"}, testLease)
 	h1, h2 := w.clusterHost("h1"), w.clusterHost("h2")
 	h1.start()
 	require.Equal(t, "h1", w.leader("", time.Time{}))
@@ -474,6 +491,8 @@ func TestHostRidesOutANATSRestart(t *testing.T) {
 	w.closeGateFiles("db")
 	ns.Start()
 	w.leader("", down)
+	t.Logf("NATS stopped for %v (lease 1s): from the stop to the new leader's first line, %v",
+		time.Since(down).Round(time.Millisecond), w.firstHostLineAfter(down).Sub(down).Round(time.Millisecond))
 	w.waitStarted("db")
 	w.openGate()
 	w.expect(w.host, "MERGED db")
