@@ -195,6 +195,18 @@ func (f *foremen) logs() string {
 	return out.String()
 }
 
+// logsContain reports whether any process's log, whole, holds s.
+func (f *foremen) logsContain(s string) bool {
+	for _, m := range f.procs {
+		for i := 1; i <= m.starts; i++ {
+			if data, _ := os.ReadFile(m.logPath(i)); strings.Contains(string(data), s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // leases follows the build's lease from the test, as a standby would: who
 // holds it, from when (as the test saw it).
 type leases struct {

@@ -175,6 +175,7 @@ func TestClusterKill9(t *testing.T) {
 			s.complete(t, 3*time.Minute)
 			t.Logf("%d kills so far; this build complete after %v", done, time.Since(began).Round(time.Millisecond))
 			s.lines.check(t, comps, s.lease, s.f)
+			assert.False(t, s.f.logsContain(ns.Passwords["foreman"]), "the NATS password is in a log")
 			// Its own stamp: the leaders' logs end at one leader.
 			for _, m := range s.f.procs {
 				m.kill()
