@@ -123,7 +123,7 @@ func (s *Setup) serveCluster(ctx context.Context, c *config.Config, log zerolog.
 				log.Warn().Err(err).Msg("could not take the host lease; trying again")
 			default:
 				state.Store(cluster.HostLeading)
-				err = s.lead(ctx, c, cl, l, log)
+				err = s.lead(ctx, cl, l, log)
 				state.Store(cluster.HostStandby)
 				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				if rerr := l.Release(rctx); rerr != nil {
@@ -138,7 +138,14 @@ func (s *Setup) serveCluster(ctx context.Context, c *config.Config, log zerolog.
 					return err
 				}
 				if lost := l.Err(); lost != nil && !errors.Is(lost, cluster.ErrReleased) {
-					log.Warn().Err(lost).Uint64("epoch", l.Epoch()).Msg("no longer leading the build; standing by")
+					why := lost.Error()
+					switch {
+					case errors.Is(lost, cluster.ErrDeposed):
+						why = "another host took the build over (its fence is in the ledger)"
+					case errors.Is(lost, cluster.ErrLeaseLost):
+						why = "could not renew the host lease in time, so a standby may take the build over"
+					}
+					log.Warn().Str("why", why).Uint64("epoch", l.Epoch()).Msg("no longer leading the build; standing by")
 					break
 				}
 				// It stopped for another reason (the room refused it for
@@ -165,7 +172,7 @@ func (s *Setup) serveCluster(ctx context.Context, c *config.Config, log zerolog.
 // go when it stops), the ledger fenced and read, what the last leader left
 // pruned, then the host as a restart runs it, until the lease is lost or
 // ctx ends.
-func (s *Setup) lead(ctx context.Context, c *config.Config, cl *cluster.Cluster, l *cluster.Lease, log zerolog.Logger) error {
+func (s *Setup) lead(ctx context.Context, cl *cluster.Cluster, l *cluster.Lease, log zerolog.Logger) error {
 	began := time.Now()
 	leadCtx, stop := context.WithCancel(ctx)
 	defer stop()
