@@ -91,3 +91,32 @@ func TestStreamSplitsALargeBatch(t *testing.T) {
 	assert.Greater(t, len(msgs), 1, "more than one message")
 	require.NoError(t, s.Append(big))
 }
+
+// A message of the ledger that is not records (written there by hand) is
+// refused with one line saying what to do, as a damaged file is.
+func TestStreamDamagedIsRefused(t *testing.T) {
+	srv := natstest.Start(t)
+	c, l, _, _ := openStream(t, srv.URL(), "h1")
+	_, err := c.JetStream().Publish(context.Background(), cluster.LedgerSubject("shop"), []byte("not a record\n"))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(context.Background()))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c2, err := cluster.Connect(ctx, cluster.Options{URL: srv.URL(), ID: "h2", Role: cluster.RoleHost, Lease: time.Second})
+	require.NoError(t, err)
+	defer c2.Close()
+	w, err := c2.WatchHosts(ctx)
+	require.NoError(t, err)
+	defer w.Stop()
+	var o cluster.Observed
+	require.Eventually(t, func() bool { var free bool; o, free = w.Free("shop"); return free }, 30*time.Second, 10*time.Millisecond)
+	l2, err := c2.AcquireHost(ctx, "shop", "fp", o)
+	require.NoError(t, err)
+	lg, err := c2.OpenLedger(ctx, l2)
+	require.NoError(t, err)
+	_, _, err = OpenStream(ctx, lg)
+	var refused *cluster.RefusedError
+	require.ErrorAs(t, err, &refused)
+	assert.Contains(t, err.Error(), "the host's ledger of build shop (stream FOREMAN_LEDGER_shop) holds a damaged record in its message 1; delete the stream to start afresh")
+}
