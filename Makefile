@@ -88,9 +88,15 @@ demo-real:
 	$(GO) run ./cmd/foreman demo --up $(ARGS)
 
 # The full fault set: many kill -9 trials and restarts, and the cluster's
-# faults on in-process NATS servers (make test runs a short form).
+# faults on in-process NATS servers (make test runs a short form); then the
+# standby host's: HOST_KILLS kills of the leading host mid-landing with a
+# lease of HOST_LEASE (the takeover figure in docs/RELIABILITY.md), a kill
+# mid-train, SIGTERM, SIGSTOP, NATS restarted.
+HOST_KILLS ?= 20
+HOST_LEASE ?= 3s
 chaos:
 	CHAOS=full $(GO) test ./internal/tooling/chaos -v -count=1 -timeout 60m
+	HOST_KILLS=$(HOST_KILLS) HOST_LEASE=$(HOST_LEASE) $(GO) test ./internal/host/live -run 'Standby|DeposedHost|NATSRestart' -v -count=1 -timeout 30m
 
 # 1,000 builds of 20 components shared by three foreman processes through
 # one NATS server: memory per build, and how long the survivors take to
@@ -135,7 +141,7 @@ replay:
 # full sizes: docs/PERFORMANCE.md). CI runs it after make sim; a few
 # minutes on two CPUs.
 CHAOS_SMALL = CHAOS_TRIALS=1 CHAOS_KILLS=2 CHAOS_RESTARTS=2 CHAOS_STALL_TRIALS=1 \
-	CLUSTER_KILLS=2 CLUSTER_TRIALS=1 CLUSTER_HANDOVERS=1
+	CLUSTER_KILLS=2 CLUSTER_TRIALS=1 CLUSTER_HANDOVERS=1 HOST_KILLS=2
 ci-small:
 	$(MAKE) build
 	GOBIN=$(CURDIR)/bin $(MAKE) install # into bin/, not this machine's PATH

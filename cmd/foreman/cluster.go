@@ -39,8 +39,9 @@ func (a *app) runInCluster(ctx context.Context, cmd *cobra.Command, c *config.Co
 	metrics := cluster.NewMetrics()
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cl, err := cluster.Connect(cctx, cluster.Options{URL: c.Cluster.NATS, ID: c.Cluster.ID, Lease: c.Cluster.Lease,
-		Replicas: c.Cluster.Replicas, Logger: log.With().Str("part", "cluster").Logger(), Metrics: metrics})
+	copts := cluster.FromConfig(c.Cluster, cluster.RoleForeman, log.With().Str("part", "cluster").Logger())
+	copts.Metrics = metrics
+	cl, err := cluster.Connect(cctx, copts)
 	if err != nil {
 		var refused *cluster.RefusedError
 		if errors.As(err, &refused) {
@@ -78,7 +79,7 @@ func (a *app) runInCluster(ctx context.Context, cmd *cobra.Command, c *config.Co
 	if p, err = pool.New(popts); err != nil {
 		return err
 	}
-	log.Info().Str("nats", c.Cluster.NATS).Str("id", cl.ID()).Msg("joined the cluster")
+	log.Info().Str("nats", c.Cluster.String()).Str("id", cl.ID()).Msg("joined the cluster")
 	return p.Run(ctx)
 }
 
@@ -91,7 +92,9 @@ func (a *app) clusterCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) clusterConnect(cmd *cobra.Command, args []string, init bool) (*cluster.Cluster, *config.Config, error) {
+// clusterConnect joins the cluster as role: a reader for status, which
+// makes nothing; foreman, then host, for init.
+func (a *app) clusterConnect(cmd *cobra.Command, args []string, role cluster.Role) (*cluster.Cluster, *config.Config, error) {
 	c, err := a.loadConfig(cmd, configArg(args), map[string]string{"nats": "cluster.nats"})
 	if err != nil {
 		return nil, nil, err
@@ -101,8 +104,9 @@ func (a *app) clusterConnect(cmd *cobra.Command, args []string, init bool) (*clu
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 	defer cancel()
-	cl, err := cluster.Connect(ctx, cluster.Options{URL: c.Cluster.NATS, ID: "status-" + c.Cluster.ID, Lease: c.Cluster.Lease,
-		Replicas: c.Cluster.Replicas, Init: init, Logger: zerolog.Nop()})
+	opts := cluster.FromConfig(c.Cluster, role, zerolog.Nop())
+	opts.ID, opts.Init = "status-"+c.Cluster.ID, role != cluster.RoleReader
+	cl, err := cluster.Connect(ctx, opts)
 	if err != nil {
 		var refused *cluster.RefusedError
 		if errors.As(err, &refused) {
@@ -116,17 +120,20 @@ func (a *app) clusterConnect(cmd *cobra.Command, args []string, init bool) (*clu
 func (a *app) clusterStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [CONFIG]",
-		Short: "Every build in the cluster: its leader, epoch, last renewal and log",
+		Short: "Every build in the cluster: its leader, epoch, last renewal and log; its hosts",
 		Long: `status lists every build the cluster keeps: the process that leads it (or
 "none" when its lease was released or has lapsed), the lease's epoch (one more
 at every takeover), how long ago the lease was renewed by this machine's clock
 reading the holder's, the entries in its log since the last snapshot, and
 lag: how many of the log's operations the slowest of JetStream's replicas has
-yet to apply (0 with one replica). It reads cluster.nats from the config, or
---nats.`,
+yet to apply (0 with one replica). Then the builds' hosts (foreman host with
+cluster.nats): the one leading each build, its lease's epoch and renewal,
+the records in its ledger, and the host processes standing by for it. It
+reads cluster.nats from the config, or --nats, and only reads: its NATS user
+needs no more than the reader's permissions (docs/NATS.md).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, _, err := a.clusterConnect(cmd, args, false)
+			cl, _, err := a.clusterConnect(cmd, args, cluster.RoleReader)
 			if err != nil {
 				return err
 			}
@@ -137,7 +144,12 @@ yet to apply (0 with one replica). It reads cluster.nats from the config, or
 			if err != nil {
 				return err
 			}
+			hosts, err := cl.Hosts(ctx)
+			if err != nil {
+				return err
+			}
 			writeClusterStatus(a.stdout, st, time.Now())
+			writeHostStatus(a.stdout, hosts, time.Now())
 			return nil
 		},
 	}
@@ -153,11 +165,17 @@ func (a *app) clusterInitCommand() *cobra.Command {
 new cluster by itself; it refuses to when builds' logs exist but the lease
 bucket does not (it was deleted by hand), since it cannot know who leads what.
 Stop every foreman of the cluster first, then run init: the next leaders take
-the builds over with epochs past every fence in their logs.`,
+the builds over with epochs past every fence in their logs. The hosts' lease
+bucket likewise (stop every foreman host first). Its NATS user needs the
+permissions of foreman and of the host (docs/NATS.md).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, c, err := a.clusterConnect(cmd, args, true)
+			cl, c, err := a.clusterConnect(cmd, args, cluster.RoleForeman)
 			if err != nil {
+				return err
+			}
+			cl.Close()
+			if cl, _, err = a.clusterConnect(cmd, args, cluster.RoleHost); err != nil {
 				return err
 			}
 			cl.Close()
@@ -196,4 +214,35 @@ func writeClusterStatus(w io.Writer, st []cluster.BuildStatus, now time.Time) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\n", b.Build, leader, b.Epoch, renewed, b.Entries, b.Lag, strings.Join(b.Notes, "; "))
 	}
 	tw.Flush()
+}
+
+// writeHostStatus lists the builds' hosts, after the builds; nothing when
+// no build has one in the cluster.
+func writeHostStatus(w io.Writer, hs []cluster.HostStatus, now time.Time) {
+	if len(hs) == 0 {
+		return
+	}
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST OF\tLEADER\tEPOCH\tRENEWED\tLEDGER\tSTANDBY\tNOTE")
+	for _, h := range hs {
+		leader, renewed, standby := h.Leader, "-", "none"
+		if leader == "" {
+			leader = "none"
+		}
+		if !h.Renewed.IsZero() {
+			renewed = now.Sub(h.Renewed).Round(10*time.Millisecond).String() + " ago"
+		}
+		if len(h.Standbys) > 0 {
+			standby = strings.Join(h.Standbys, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", h.Build, leader, h.Epoch, renewed, h.Records, standby, strings.Join(h.Notes, "; "))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, l := range strings.SplitAfter(buf.String(), "\n") {
+		if l != "" {
+			fmt.Fprintln(w, strings.TrimRight(l, " \n"))
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/agentchat/server"
+	"github.com/agentforeman/foreman/internal/cluster"
 	"github.com/agentforeman/foreman/internal/tooling/natstest"
 )
 
@@ -248,4 +249,50 @@ func TestRunAPool(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("run did not stop")
 	}
+}
+
+// foreman cluster status lists the builds' hosts: the one leading each
+// build (its lease's epoch and renewal, its ledger's records) and those
+// standing by. It signs in as the example configuration's reader, over
+// TLS, with a user and password from the environment: a reader's
+// permissions are enough.
+func TestClusterStatusShowsTheHosts(t *testing.T) {
+	ns := natstest.StartSecured(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hcert, hkey := ns.Client(t, "host")
+	hosts := func(id string) *cluster.Cluster {
+		cl, err := cluster.Connect(ctx, cluster.Options{URL: ns.URL(), ID: id, Role: cluster.RoleHost, Lease: 10 * time.Second,
+			Auth: cluster.Auth{User: "host", Password: ns.Passwords["host"], CA: ns.PKI.CA, Cert: hcert, Key: hkey}})
+		require.NoError(t, err)
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	h1 := hosts("h1")
+	w, err := h1.WatchHosts(ctx)
+	require.NoError(t, err)
+	defer w.Stop()
+	<-w.Ready()
+	o, free := w.Free("shop")
+	require.True(t, free)
+	l, err := h1.AcquireHost(ctx, "shop", "fp", o)
+	require.NoError(t, err)
+	lg, err := h1.OpenLedger(ctx, l)
+	require.NoError(t, err)
+	require.NoError(t, lg.Append([]byte(`{"op":"start","run":1}`)))
+	h1.AnnounceHost(ctx, "shop", cluster.HostLeading)
+	hosts("h2").AnnounceHost(ctx, "shop", cluster.HostStandby)
+
+	cert, key := ns.Client(t, "reader")
+	cfg := writeFile(t, t.TempDir(), "foreman.yaml", fmt.Sprintf("build:\n  name: shop\n  components:\n    - name: db\ncluster:\n  nats: %s\n  tls:\n    ca: %s\n    cert: %s\n    key: %s\n",
+		ns.URL(), ns.PKI.CA, cert, key))
+	t.Setenv("FOREMAN_NATS_USER", "reader")
+	t.Setenv("FOREMAN_NATS_PASSWORD", ns.Passwords["reader"])
+	code, out, errOut := foreman(t, "cluster", "status", cfg)
+	require.Equal(t, 0, code, errOut)
+	t.Log("foreman cluster status:\n" + out)
+	assert.Contains(t, out, "no builds in the cluster yet")
+	assert.Regexp(t, `(?m)^HOST OF +LEADER +EPOCH +RENEWED +LEDGER +STANDBY +NOTE$`, out)
+	assert.Regexp(t, `(?m)^shop +h1 +1 +\S+ ago +1 +h2$`, out)
+	assert.NotContains(t, out+errOut, ns.Passwords["reader"])
 }

@@ -48,7 +48,13 @@ foreman status and the board show, with the train. A run whose component
 leaves CI (FIX, RETRY, ABORT, RELEASE, ASSIGN...) is cancelled and never
 reported. The host's ledger (host.ledger) and the room let it restart, even
 after kill -9, without landing anything twice or reporting a stale run.
-See docs/HOST.md.`,
+
+With cluster.nats set, several host processes (same config, same key, the
+same repository) share the build's host lease in NATS JetStream: the leader
+alone is in the room, keeps its ledger in a fenced stream, and lands; the
+others stand by and take over when it dies or on SIGTERM, as a restart does.
+cluster.creds, cluster.tls and FOREMAN_NATS_USER/PASSWORD/TOKEN sign it in
+(docs/NATS.md). See docs/HOST.md.`,
 		Example: `  foreman identity --identity .foreman/host.json   # the id to list in roles.ci and roles.merger
   foreman host --check-sandbox                      # what this machine enforces on checks
   foreman host                                      # with host.repo set in foreman.yaml`,

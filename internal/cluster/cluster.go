@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,28 +24,58 @@ const DefaultLease = 3 * time.Second
 type Options struct {
 	URL      string        // one or more nats:// URLs, comma-separated
 	ID       string        // this process's name in the cluster; default host-pid
+	Role     Role          // what this process does; default RoleForeman
+	Auth     Auth          // how it signs in, and TLS
 	Lease    time.Duration // the time to live of the leases this process takes; default DefaultLease
 	Replicas int           // copies JetStream keeps of each stream and bucket; default 1
 	Logger   zerolog.Logger
 	Metrics  *Metrics // nil: none kept
-	// Init creates the lease bucket even where builds' logs exist already
-	// (foreman cluster init): the operator's word that it was deleted by
-	// hand and may be made again.
+	// Init creates the lease bucket even where the streams it guards exist
+	// already (foreman cluster init): the operator's word that it was
+	// deleted by hand and may be made again.
 	Init bool
 }
 
 // Cluster is one process's connection to the cluster's JetStream.
 type Cluster struct {
-	opts   Options
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	leases jetstream.KeyValue
-	state  jetstream.KeyValue
-	nodes  jetstream.KeyValue
-	snaps  jetstream.ObjectStore
-	start  time.Time // the origin of mono: its monotonic reading is what counts
-	log    zerolog.Logger
-	m      *Metrics
+	opts      Options
+	nc        *nats.Conn
+	js        jetstream.JetStream
+	builds    leaseSet // foreman's leases, and the builds' logs they guard
+	hosts     leaseSet // the hosts' leases, and the ledgers they guard
+	state     jetstream.KeyValue
+	nodes     jetstream.KeyValue
+	hostNodes jetstream.KeyValue
+	snaps     jetstream.ObjectStore
+	start     time.Time // the origin of mono: its monotonic reading is what counts
+	log       zerolog.Logger
+	m         *Metrics
+
+	rmu    sync.Mutex
+	reconn chan struct{} // closed at the next reconnect to NATS
+}
+
+// leaseSet is a bucket of leases and the fenced streams they guard, one of
+// each per build: foreman's (a build's log) or the hosts' (a build's host
+// ledger). Both are held, renewed, fenced and taken over the same way.
+type leaseSet struct {
+	kv      jetstream.KeyValue
+	bucket  string
+	prefix  string                  // of the streams' names
+	records func(key string) string // the subject of a stream's records
+	fence   func(key string) string // the subject of its fences
+	who     string                  // who leads: "foreman", "foreman host"
+	what    string                  // what the stream is: "the log", "the host's ledger"
+}
+
+func buildSet() leaseSet {
+	return leaseSet{bucket: LeaseBucket, prefix: streamPrefix, records: logSubject, fence: fenceSubject,
+		who: "foreman", what: "the log"}
+}
+
+func hostSet() leaseSet {
+	return leaseSet{bucket: HostLeaseBucket, prefix: ledgerPrefix, records: ledgerSubject, fence: ledgerFence,
+		who: "foreman host", what: "the host's ledger"}
 }
 
 // Errors that refuse to go on: each says what was lost and what to do.
@@ -62,8 +93,8 @@ type RefusedError struct{ Why string }
 
 func (e *RefusedError) Error() string { return e.Why }
 
-// Connect connects to NATS, checks that JetStream is there, and opens (or,
-// on a new cluster, creates) the buckets foreman keeps.
+// Connect connects to NATS (Dial), checks that JetStream is there, and
+// opens (or, on a new cluster, creates) the buckets its role keeps.
 func Connect(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.ID == "" {
 		host, _ := os.Hostname()
@@ -75,26 +106,22 @@ func Connect(ctx context.Context, opts Options) (*Cluster, error) {
 		}, host)
 		opts.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
+	if opts.Role == "" {
+		opts.Role = RoleForeman
+	}
 	if opts.Lease <= 0 {
 		opts.Lease = DefaultLease
 	}
 	if opts.Replicas <= 0 {
 		opts.Replicas = 1
 	}
-	nc, err := nats.Connect(opts.URL,
-		nats.Name("foreman "+opts.ID),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(100*time.Millisecond),
-		nats.ReconnectJitter(100*time.Millisecond, time.Second),
-		nats.Timeout(2*time.Second),
-		nats.PingInterval(opts.Lease),
-		nats.MaxPingsOutstanding(2),
-		nats.NoCallbacksAfterClientClose(),
-	)
+	nc, err := Dial(opts)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach NATS at %s: %w", opts.URL, err)
+		return nil, err
 	}
-	c := &Cluster{opts: opts, nc: nc, start: time.Now(), log: opts.Logger, m: opts.Metrics}
+	c := &Cluster{opts: opts, nc: nc, builds: buildSet(), hosts: hostSet(), start: time.Now(), log: opts.Logger, m: opts.Metrics,
+		reconn: make(chan struct{})}
+	nc.SetReconnectHandler(func(*nats.Conn) { c.reconnected() })
 	if c.js, err = jetstream.New(nc, jetstream.WithDefaultTimeout(5*time.Second)); err != nil {
 		nc.Close()
 		return nil, err
@@ -114,35 +141,68 @@ func (c *Cluster) open(ctx context.Context) error {
 		return fmt.Errorf("JetStream at %s: %w", c.opts.URL, err)
 	}
 	var err error
-	if c.leases, err = c.js.KeyValue(ctx, LeaseBucket); errors.Is(err, jetstream.ErrBucketNotFound) {
-		if !c.opts.Init {
-			if name, ok := c.anyLog(ctx); ok {
-				return &RefusedError{Why: fmt.Sprintf(
-					"the lease bucket %s is missing, but stream %s holds a build's log: it was deleted by hand, and foreman will not guess who leads which build; stop every foreman of this cluster, then make it again with foreman cluster init",
-					LeaseBucket, name)}
+	switch c.opts.Role {
+	case RoleForeman:
+		if err := c.openLeases(ctx, &c.builds); err != nil {
+			return err
+		}
+		if c.state, err = c.bucket(ctx, StateBucket); err != nil {
+			return fmt.Errorf("%s: %w", StateBucket, err)
+		}
+		if c.nodes, err = c.bucket(ctx, NodeBucket); err != nil {
+			return fmt.Errorf("%s: %w", NodeBucket, err)
+		}
+		c.snaps, err = c.js.ObjectStore(ctx, SnapshotBucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			c.snaps, err = c.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: SnapshotBucket,
+				Storage: jetstream.FileStorage, Replicas: c.opts.Replicas})
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				c.snaps, err = c.js.ObjectStore(ctx, SnapshotBucket)
 			}
 		}
-		c.leases, err = c.bucket(ctx, LeaseBucket)
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", LeaseBucket, err)
-	}
-	if c.state, err = c.bucket(ctx, StateBucket); err != nil {
-		return fmt.Errorf("%s: %w", StateBucket, err)
-	}
-	if c.nodes, err = c.bucket(ctx, NodeBucket); err != nil {
-		return fmt.Errorf("%s: %w", NodeBucket, err)
-	}
-	c.snaps, err = c.js.ObjectStore(ctx, SnapshotBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		c.snaps, err = c.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: SnapshotBucket,
-			Storage: jetstream.FileStorage, Replicas: c.opts.Replicas})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			c.snaps, err = c.js.ObjectStore(ctx, SnapshotBucket)
+		if err != nil {
+			return fmt.Errorf("%s: %w", SnapshotBucket, err)
+		}
+	case RoleHost:
+		if err := c.openLeases(ctx, &c.hosts); err != nil {
+			return err
+		}
+		if c.hostNodes, err = c.bucketTTL(ctx, HostNodeBucket, presenceTTL); err != nil {
+			return fmt.Errorf("%s: %w", HostNodeBucket, err)
+		}
+	case RoleReader:
+		// A reader makes nothing: what is not there yet is empty.
+		for _, b := range []struct {
+			kv   *jetstream.KeyValue
+			name string
+		}{{&c.builds.kv, LeaseBucket}, {&c.hosts.kv, HostLeaseBucket}, {&c.hostNodes, HostNodeBucket}} {
+			kv, err := c.js.KeyValue(ctx, b.name)
+			if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+				return fmt.Errorf("%s: %w", b.name, err)
+			}
+			*b.kv = kv
 		}
 	}
+	return nil
+}
+
+// openLeases opens a lease bucket, or makes it on a new cluster; it
+// refuses to make it again where streams it guards exist (it was deleted
+// by hand), unless the operator said so (Init).
+func (c *Cluster) openLeases(ctx context.Context, set *leaseSet) error {
+	var err error
+	if set.kv, err = c.js.KeyValue(ctx, set.bucket); errors.Is(err, jetstream.ErrBucketNotFound) {
+		if !c.opts.Init {
+			if name, ok := c.anyStream(ctx, set.prefix); ok {
+				return &RefusedError{Why: fmt.Sprintf(
+					"the lease bucket %s is missing, but stream %s holds %s of a build: it was deleted by hand, and %s will not guess who leads which build; stop every %s of this cluster, then make it again with foreman cluster init",
+					set.bucket, name, set.what, set.who, set.who)}
+			}
+		}
+		set.kv, err = c.bucket(ctx, set.bucket)
+	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", SnapshotBucket, err)
+		return fmt.Errorf("%s: %w", set.bucket, err)
 	}
 	return nil
 }
@@ -150,11 +210,16 @@ func (c *Cluster) open(ctx context.Context) error {
 // bucket opens a KV bucket, creating it if it is not there yet (another
 // process may be creating it at the same moment).
 func (c *Cluster) bucket(ctx context.Context, name string) (jetstream.KeyValue, error) {
+	return c.bucketTTL(ctx, name, 0)
+}
+
+// bucketTTL is bucket, whose keys expire after ttl (0: never).
+func (c *Cluster) bucketTTL(ctx context.Context, name string, ttl time.Duration) (jetstream.KeyValue, error) {
 	kv, err := c.js.KeyValue(ctx, name)
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return kv, err
 	}
-	kv, err = c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 1,
+	kv, err = c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 1, TTL: ttl,
 		Storage: jetstream.FileStorage, Replicas: c.opts.Replicas})
 	if errors.Is(err, jetstream.ErrBucketExists) {
 		return c.js.KeyValue(ctx, name)
@@ -162,16 +227,35 @@ func (c *Cluster) bucket(ctx context.Context, name string) (jetstream.KeyValue, 
 	return kv, err
 }
 
-// anyLog names a build's log stream, if there is one.
-func (c *Cluster) anyLog(ctx context.Context) (string, bool) {
+// anyStream names a stream whose name starts with prefix, if there is one.
+func (c *Cluster) anyStream(ctx context.Context, prefix string) (string, bool) {
 	names := c.js.StreamNames(ctx)
 	for n := range names.Name() {
-		if strings.HasPrefix(n, streamPrefix) {
+		if strings.HasPrefix(n, prefix) {
 			return n, true
 		}
 	}
 	return "", false
 }
+
+// reconnects is closed at the next reconnect to NATS.
+func (c *Cluster) reconnects() <-chan struct{} {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	return c.reconn
+}
+
+func (c *Cluster) reconnected() {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	close(c.reconn)
+	c.reconn = make(chan struct{})
+}
+
+// JetStream is the connection's JetStream, for what a role keeps beside
+// the leases (the workers' queue, results and logs: names.go). It answers
+// to the role's own inbox.
+func (c *Cluster) JetStream() jetstream.JetStream { return c.js }
 
 // ID is this process's name in the cluster.
 func (c *Cluster) ID() string { return c.opts.ID }

@@ -151,7 +151,7 @@ func TestFenceDeposesTheOldLeader(t *testing.T) {
 	// revision it saw.
 	b := connect(t, srv.URL(), "b")
 	ctx := context.Background()
-	e, err := b.leases.Get(ctx, Key("shop"))
+	e, err := b.builds.kv.Get(ctx, Key("shop"))
 	require.NoError(t, err)
 	lb, err := b.Acquire(ctx, "shop", "cfg", Observed{Rec: la.rec, Rev: e.Revision()})
 	require.NoError(t, err)

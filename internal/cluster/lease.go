@@ -40,6 +40,7 @@ var ErrTaken = errors.New("another foreman took the lease first")
 // the room passes.
 type Lease struct {
 	c     *Cluster
+	set   *leaseSet
 	build string
 	key   string
 	ttl   time.Duration
@@ -63,6 +64,20 @@ type Lease struct {
 // revision, with the epoch one higher. It fails with ErrTaken when another
 // process was quicker.
 func (c *Cluster) Acquire(ctx context.Context, build, config string, o Observed) (*Lease, error) {
+	return c.acquire(ctx, &c.builds, build, config, o)
+}
+
+// AcquireHost takes the lease of the build's host as o last showed it
+// (WatchHosts), as Acquire takes a build's: the one host that may speak
+// and land for the build, and append to its ledger.
+func (c *Cluster) AcquireHost(ctx context.Context, build, config string, o Observed) (*Lease, error) {
+	return c.acquire(ctx, &c.hosts, build, config, o)
+}
+
+func (c *Cluster) acquire(ctx context.Context, set *leaseSet, build, config string, o Observed) (*Lease, error) {
+	if set.kv == nil {
+		return nil, fmt.Errorf("this process (role %s) keeps no %s", c.opts.Role, set.bucket)
+	}
 	key := Key(build)
 	now := time.Now().UTC()
 	rec := Record{Build: build, Holder: c.opts.ID, Epoch: o.Rec.Epoch + 1, TTLms: c.opts.Lease.Milliseconds(), Config: config,
@@ -70,10 +85,10 @@ func (c *Cluster) Acquire(ctx context.Context, build, config string, o Observed)
 	if o.Absent {
 		// The stream comes first: a lease with no stream means that the
 		// stream was deleted, never that a leader died before making it.
-		if _, err := c.ensureStream(ctx, key); err != nil {
-			return nil, fmt.Errorf("the log of %s: %w", build, err)
+		if _, err := c.ensureStream(ctx, set, key); err != nil {
+			return nil, fmt.Errorf("%s of %s: %w", set.what, build, err)
 		}
-		epoch, err := c.lastEpoch(ctx, key)
+		epoch, err := c.lastEpoch(ctx, set, key)
 		if err != nil {
 			return nil, err
 		}
@@ -84,17 +99,17 @@ func (c *Cluster) Acquire(ctx context.Context, build, config string, o Observed)
 	var rev uint64
 	var err error
 	if o.Absent {
-		rev, err = c.leases.Create(ctx, key, data)
+		rev, err = set.kv.Create(ctx, key, data)
 	} else {
-		rev, err = c.leases.Update(ctx, key, data, o.Rev)
+		rev, err = set.kv.Update(ctx, key, data, o.Rev)
 	}
 	switch {
 	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
 		return nil, ErrTaken
 	case err != nil:
-		return nil, c.bucketErr(err)
+		return nil, c.bucketErr(set, err)
 	}
-	l := &Lease{c: c, build: build, key: key, ttl: c.opts.Lease, rec: rec, rev: rev,
+	l := &Lease{c: c, set: set, build: build, key: key, ttl: c.opts.Lease, rec: rec, rev: rev,
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	l.extend(sent)
 	if c.m != nil {
@@ -107,15 +122,15 @@ func (c *Cluster) Acquire(ctx context.Context, build, config string, o Observed)
 
 // lastEpoch is the epoch of the build's last fence, 0 if none: a lease
 // made again (its key deleted by hand) still grows past every earlier one.
-func (c *Cluster) lastEpoch(ctx context.Context, key string) (uint64, error) {
-	s, err := c.js.Stream(ctx, streamPrefix+key)
+func (c *Cluster) lastEpoch(ctx context.Context, set *leaseSet, key string) (uint64, error) {
+	s, err := c.js.Stream(ctx, set.prefix+key)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	m, err := s.GetLastMsgForSubject(ctx, fenceSubject(key))
+	m, err := s.GetLastMsgForSubject(ctx, set.fence(key))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -128,21 +143,21 @@ func (c *Cluster) lastEpoch(ctx context.Context, key string) (uint64, error) {
 }
 
 // bucketErr names a missing lease bucket as what it is.
-func (c *Cluster) bucketErr(err error) error {
+func (c *Cluster) bucketErr(set *leaseSet, err error) error {
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrNoStreamResponse) {
 		return &RefusedError{Why: fmt.Sprintf(
-			"the lease bucket %s is gone: it was deleted by hand, and foreman will not guess who leads which build; stop every foreman of this cluster, then make it again with foreman cluster init",
-			LeaseBucket)}
+			"the lease bucket %s is gone: it was deleted by hand, and %s will not guess who leads which build; stop every %s of this cluster, then make it again with foreman cluster init",
+			set.bucket, set.who, set.who)}
 	}
 	return fmt.Errorf("lease: %w", err)
 }
 
 // leasesGone reports whether the lease bucket is known to be gone (a
 // renewal that found nobody to answer it).
-func (c *Cluster) leasesGone() bool {
+func (c *Cluster) leasesGone(set *leaseSet) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_, err := c.js.KeyValue(ctx, LeaseBucket)
+	_, err := c.js.KeyValue(ctx, set.bucket)
 	return errors.Is(err, jetstream.ErrBucketNotFound)
 }
 
@@ -255,7 +270,7 @@ func (l *Lease) renew() {
 	ctx, cancel := context.WithTimeout(context.Background(), renewEvery(l.ttl))
 	defer cancel()
 	sent := l.c.mono()
-	newRev, err := l.c.leases.Update(ctx, l.key, data, rev)
+	newRev, err := l.set.kv.Update(ctx, l.key, data, rev)
 	switch {
 	case err == nil:
 		l.mu.Lock()
@@ -269,7 +284,7 @@ func (l *Lease) renew() {
 		l.c.m.renewal("ok")
 		return
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
-		e, gerr := l.c.leases.Get(ctx, l.key)
+		e, gerr := l.set.kv.Get(ctx, l.key)
 		if gerr == nil {
 			var cur Record
 			if json.Unmarshal(e.Value(), &cur) == nil && cur.Holder == l.c.opts.ID && cur.Epoch == rec.Epoch {
@@ -287,12 +302,12 @@ func (l *Lease) renew() {
 		}
 	case errors.Is(err, jetstream.ErrBucketNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
 		l.c.m.renewal("failed")
-		l.lose(l.c.bucketErr(err))
+		l.lose(l.c.bucketErr(l.set, err))
 		return
 	}
 	l.c.m.renewal("failed")
-	if l.c.leasesGone() {
-		l.lose(l.c.bucketErr(jetstream.ErrBucketNotFound))
+	if l.c.leasesGone(l.set) {
+		l.lose(l.c.bucketErr(l.set, jetstream.ErrBucketNotFound))
 		return
 	}
 	l.c.log.Warn().Err(err).Str("build", l.build).Msg("could not renew the lease; trying again")
@@ -319,12 +334,13 @@ func (l *Lease) Release(ctx context.Context) error {
 	rec.Holder = ""
 	rec.Renewed = time.Now().UTC()
 	data, _ := json.Marshal(rec)
-	_, err := l.c.leases.Update(ctx, l.key, data, rev)
-	l.lose(errReleased)
+	_, err := l.set.kv.Update(ctx, l.key, data, rev)
+	l.lose(ErrReleased)
 	if err != nil {
 		return fmt.Errorf("releasing the lease of %s: %w (a standby takes it when it lapses)", l.build, err)
 	}
 	return nil
 }
 
-var errReleased = errors.New("released")
+// ErrReleased is why a lease this process released is no longer held.
+var ErrReleased = errors.New("released")

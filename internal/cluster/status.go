@@ -26,28 +26,14 @@ type BuildStatus struct {
 // streams (a stream without a lease, or a lease without a stream, is noted).
 func (c *Cluster) Status(ctx context.Context) ([]BuildStatus, error) {
 	byKey := map[string]*BuildStatus{}
-	keys, err := c.leases.ListKeys(ctx)
+	recs, err := c.leaseRecords(ctx, &c.builds)
 	if err != nil {
-		return nil, c.bucketErr(err)
+		return nil, err
 	}
-	for k := range keys.Keys() {
-		e, err := c.leases.Get(ctx, k)
-		if err != nil {
-			continue
-		}
-		var r Record
-		if json.Unmarshal(e.Value(), &r) != nil {
-			continue
-		}
-		b := &BuildStatus{Build: r.Build, Leader: r.Holder, Epoch: r.Epoch, Renewed: r.Renewed, TTL: r.TTL()}
+	for k, r := range recs {
+		b := &BuildStatus{Build: r.Build, Leader: r.Holder, Epoch: r.Epoch, Renewed: r.Renewed, TTL: r.TTL(), Notes: leaseNotes(r)}
 		if b.Build == "" {
 			b.Build = k
-		}
-		switch {
-		case r.Holder == "":
-			b.Notes = append(b.Notes, "released: the next standby takes it at once")
-		case time.Since(r.Renewed) > r.TTL():
-			b.Notes = append(b.Notes, "not renewed for a lease (by this clock): lapsed, or the clocks differ")
 		}
 		byKey[k] = b
 	}
@@ -92,4 +78,40 @@ func (c *Cluster) Status(ctx context.Context) ([]BuildStatus, error) {
 		out = append(out, *b)
 	}
 	return out, nil
+}
+
+// leaseRecords reads every lease of set, by key; none when this process
+// keeps no such bucket, or it is not there yet.
+func (c *Cluster) leaseRecords(ctx context.Context, set *leaseSet) (map[string]Record, error) {
+	out := map[string]Record{}
+	if set.kv == nil {
+		return out, nil
+	}
+	keys, err := set.kv.ListKeys(ctx)
+	if err != nil {
+		return nil, c.bucketErr(set, err)
+	}
+	for k := range keys.Keys() {
+		e, err := set.kv.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var r Record
+		if json.Unmarshal(e.Value(), &r) != nil {
+			continue
+		}
+		out[k] = r
+	}
+	return out, nil
+}
+
+// leaseNotes says what is worth knowing of a lease, for people.
+func leaseNotes(r Record) []string {
+	switch {
+	case r.Holder == "":
+		return []string{"released: the next standby takes it at once"}
+	case time.Since(r.Renewed) > r.TTL():
+		return []string{"not renewed for a lease (by this clock): lapsed, or the clocks differ"}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -20,37 +21,104 @@ type Observed struct {
 // Watch follows every lease in the cluster: the standby's view, from which
 // it tells a lease that lapsed.
 type Watch struct {
-	c       *Cluster
-	w       jetstream.KeyWatcher
-	mu      sync.Mutex
-	seen    map[string]Observed // by key
-	ready   chan struct{}       // closed once the current leases are all read
-	changed chan struct{}       // pinged at every change
+	c         *Cluster
+	set       *leaseSet
+	mu        sync.Mutex
+	w         jetstream.KeyWatcher // the current one: a reconnect starts another
+	stopped   bool
+	seen      map[string]Observed // by key
+	ready     chan struct{}       // closed once the current leases are all read
+	readyOnce sync.Once
+	changed   chan struct{} // pinged at every change
 }
 
-// WatchLeases starts following the leases until ctx ends.
+// WatchLeases starts following the builds' leases until ctx ends.
 func (c *Cluster) WatchLeases(ctx context.Context) (*Watch, error) {
-	kw, err := c.leases.WatchAll(ctx)
-	if err != nil {
-		return nil, c.bucketErr(err)
+	return c.watch(ctx, &c.builds)
+}
+
+// WatchHosts starts following the hosts' leases until ctx ends: a standby
+// host's view, from which it tells that its leader's lease lapsed.
+func (c *Cluster) WatchHosts(ctx context.Context) (*Watch, error) {
+	return c.watch(ctx, &c.hosts)
+}
+
+func (c *Cluster) watch(ctx context.Context, set *leaseSet) (*Watch, error) {
+	if set.kv == nil {
+		return nil, fmt.Errorf("this process (role %s) keeps no %s", c.opts.Role, set.bucket)
 	}
-	w := &Watch{c: c, w: kw, seen: map[string]Observed{}, ready: make(chan struct{}), changed: make(chan struct{}, 1)}
-	go w.follow()
+	reconnected := c.reconnects()
+	kw, err := set.kv.WatchAll(ctx)
+	if err != nil {
+		return nil, c.bucketErr(set, err)
+	}
+	w := &Watch{c: c, set: set, w: kw, seen: map[string]Observed{}, ready: make(chan struct{}), changed: make(chan struct{}, 1)}
+	go w.follow(kw, nil)
+	go w.rewatch(ctx, reconnected)
 	return w, nil
 }
 
-func (w *Watch) follow() {
-	readyOnce := sync.OnceFunc(func() { close(w.ready) })
-	for e := range w.w.Updates() {
-		if e == nil {
-			readyOnce()
+// rewatch starts the watch again after every reconnect to NATS: a restarted
+// server may have lost the watch's consumer, which the client would notice
+// only once its heartbeats had been missed for seconds, and a standby
+// would meanwhile see no lease change. A lease that did not change keeps
+// the time it was first seen, so its lapse is counted on as before; one
+// deleted meanwhile is absent.
+func (w *Watch) rewatch(ctx context.Context, reconnected <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-reconnected:
+		}
+		reconnected = w.c.reconnects()
+		kw, err := w.set.kv.WatchAll(ctx)
+		if err != nil {
+			w.c.log.Debug().Err(err).Str("bucket", w.set.bucket).Msg("could not watch the leases again after a reconnect; the old watch goes on")
 			continue
+		}
+		w.mu.Lock()
+		if w.stopped {
+			w.mu.Unlock()
+			_ = kw.Stop()
+			return
+		}
+		old := w.w
+		w.w = kw
+		w.mu.Unlock()
+		_ = old.Stop()
+		go w.follow(kw, map[string]bool{})
+	}
+}
+
+// follow keeps what kw says, while it is the current watcher. fresh, for a
+// watch started again, collects the keys its first values name: the others
+// were deleted meanwhile.
+func (w *Watch) follow(kw jetstream.KeyWatcher, fresh map[string]bool) {
+	for e := range kw.Updates() {
+		w.mu.Lock()
+		if w.w != kw {
+			w.mu.Unlock()
+			return // replaced
+		}
+		if e == nil {
+			for k, o := range w.seen {
+				if fresh != nil && !fresh[k] && !o.Absent {
+					w.seen[k] = Observed{Absent: true, Rev: o.Rev, Seen: w.c.mono()}
+				}
+			}
+			fresh = nil
+			w.mu.Unlock()
+			w.readyOnce.Do(func() { close(w.ready) })
+			continue
+		}
+		if fresh != nil {
+			fresh[e.Key()] = true
 		}
 		o := Observed{Rev: e.Revision(), Seen: w.c.mono()}
 		if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &o.Rec) != nil {
 			o.Absent = true
 		}
-		w.mu.Lock()
 		if prev, ok := w.seen[e.Key()]; !ok || prev.Rev != o.Rev {
 			w.seen[e.Key()] = o
 		}
@@ -60,7 +128,12 @@ func (w *Watch) follow() {
 		default:
 		}
 	}
-	readyOnce()
+	w.mu.Lock()
+	current := w.w == kw
+	w.mu.Unlock()
+	if current {
+		w.readyOnce.Do(func() { close(w.ready) })
+	}
 }
 
 // Ready is closed once the leases that existed when the watch began are
@@ -110,4 +183,10 @@ func (w *Watch) Free(build string) (Observed, bool) {
 }
 
 // Stop ends the watch.
-func (w *Watch) Stop() { _ = w.w.Stop() }
+func (w *Watch) Stop() {
+	w.mu.Lock()
+	w.stopped = true
+	kw := w.w
+	w.mu.Unlock()
+	_ = kw.Stop()
+}

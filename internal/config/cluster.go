@@ -1,6 +1,9 @@
 package config
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -8,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nkeys"
 	"github.com/spf13/viper"
 )
 
@@ -21,7 +25,52 @@ type Cluster struct {
 	Builds   string        // a directory of build configs this process shares with the pool; "" leads this config's build
 	ID       string        // this process's name in the cluster; "" for host-pid
 	Replicas int           // copies JetStream keeps of each stream and bucket
+	// How this process signs in to NATS and checks it is talking to the
+	// right server (docs/NATS.md). The secrets come from the environment
+	// only, never the file, and are never logged.
+	Creds string     // cluster.creds: a .creds file (the user's JWT and nkey seed)
+	TLS   ClusterTLS // cluster.tls.*
+	Auth  NATSAuth   // FOREMAN_NATS_USER, FOREMAN_NATS_PASSWORD, FOREMAN_NATS_TOKEN
 }
+
+// ClusterTLS is the TLS of the connection to NATS: the CAs that sign the
+// server's certificate (none: the system's), and a client certificate with
+// its key for a server that asks for one.
+type ClusterTLS struct {
+	CA   string // cluster.tls.ca: PEM
+	Cert string // cluster.tls.cert: PEM
+	Key  string // cluster.tls.key: PEM
+}
+
+// NATSAuth is a user and password, or a token, read from the environment:
+// secrets that do not belong in a config file. String never shows them.
+type NATSAuth struct {
+	User     string
+	Password string
+	Token    string
+}
+
+// The environment variables that sign in to NATS: not configuration keys
+// (a config file, often committed, never holds them).
+const (
+	EnvNATSUser     = "FOREMAN_NATS_USER"
+	EnvNATSPassword = "FOREMAN_NATS_PASSWORD"
+	EnvNATSToken    = "FOREMAN_NATS_TOKEN"
+)
+
+// String says which way of signing in is set, never the secrets.
+func (a NATSAuth) String() string {
+	switch {
+	case a.User != "":
+		return "user " + a.User + " (password from " + EnvNATSPassword + ")"
+	case a.Token != "":
+		return "a token (" + EnvNATSToken + ")"
+	}
+	return "none"
+}
+
+// GoString keeps the secrets out of %#v too.
+func (a NATSAuth) GoString() string { return "config.NATSAuth{" + a.String() + "}" }
 
 // Enabled reports whether foreman runs in a cluster.
 func (c Cluster) Enabled() bool { return c.NATS != "" }
@@ -33,6 +82,10 @@ func clusterDefaults(d map[string]any) {
 	d["cluster.builds"] = ""
 	d["cluster.id"] = ""
 	d["cluster.replicas"] = 1
+	d["cluster.creds"] = ""
+	d["cluster.tls.ca"] = ""
+	d["cluster.tls.cert"] = ""
+	d["cluster.tls.key"] = ""
 }
 
 // idRE is what a NATS KV key may hold: a process's id is one.
@@ -51,6 +104,13 @@ func decodeCluster(v *viper.Viper, c *Config, src sources) error {
 		NATS:   strings.TrimSpace(v.GetString("cluster.nats")),
 		Builds: src.path("cluster.builds", v.GetString("cluster.builds")),
 		ID:     strings.TrimSpace(v.GetString("cluster.id")),
+		Creds:  src.path("cluster.creds", strings.TrimSpace(v.GetString("cluster.creds"))),
+		TLS: ClusterTLS{
+			CA:   src.path("cluster.tls.ca", strings.TrimSpace(v.GetString("cluster.tls.ca"))),
+			Cert: src.path("cluster.tls.cert", strings.TrimSpace(v.GetString("cluster.tls.cert"))),
+			Key:  src.path("cluster.tls.key", strings.TrimSpace(v.GetString("cluster.tls.key"))),
+		},
+		Auth: NATSAuth{User: os.Getenv(EnvNATSUser), Password: os.Getenv(EnvNATSPassword), Token: os.Getenv(EnvNATSToken)},
 	}
 	var err error
 	if cl.Lease, err = duration(v, "cluster.lease", true); err != nil {
@@ -77,14 +137,19 @@ func decodeCluster(v *viper.Viper, c *Config, src sources) error {
 		}
 		p, perr := url.Parse(strings.TrimSpace(u))
 		if perr != nil || (p.Scheme != "nats" && p.Scheme != "tls") || p.Host == "" {
-			return errorf("cluster.nats", "%q is not a nats:// or tls:// URL (several are separated by commas)", strings.TrimSpace(u))
+			return errorf("cluster.nats", "%q is not a nats:// or tls:// URL (several are separated by commas)", redactURL(u))
+		}
+		if p.User != nil {
+			// The URL is logged and shown; a secret in it would be too.
+			return errorf("cluster.nats", "%s holds a user or token: give them in %s and %s, or %s, which are never logged",
+				redactURL(u), EnvNATSUser, EnvNATSPassword, EnvNATSToken)
 		}
 	}
 	if cl.ID != "" && !idRE.MatchString(cl.ID) {
 		return errorf("cluster.id", "%q is not a name: letters, digits and . _ - = / only (it is a key in NATS)", cl.ID)
 	}
 	if cl.NATS == "" {
-		for _, k := range []string{"cluster.builds", "cluster.id"} {
+		for _, k := range []string{"cluster.builds", "cluster.id", "cluster.creds", "cluster.tls.ca", "cluster.tls.cert", "cluster.tls.key"} {
 			if v.GetString(k) != "" {
 				return errorf(k, "needs cluster.nats: a pool shares its builds through NATS")
 			}
@@ -96,9 +161,99 @@ func decodeCluster(v *viper.Viper, c *Config, src sources) error {
 			return errorf("cluster.builds", "%s is not a directory of build configs", cl.Builds)
 		}
 	}
+	if cl.NATS != "" {
+		if err := checkNATSAuth(cl); err != nil {
+			return err
+		}
+	}
 	c.Cluster = cl
 	return nil
 }
+
+// redactURL is a URL of cluster.nats as it may be shown: without what its
+// user part holds.
+func redactURL(u string) string {
+	u = strings.TrimSpace(u)
+	if p, err := url.Parse(u); err == nil && p.User != nil {
+		p.User = url.User("REDACTED")
+		return p.String()
+	}
+	if at := strings.LastIndex(u, "@"); at >= 0 {
+		if scheme := strings.Index(u, "://"); scheme >= 0 && scheme < at {
+			return u[:scheme+3] + "REDACTED" + u[at:]
+		}
+	}
+	return u
+}
+
+// checkNATSAuth reads what signs this process in to NATS now, so that a
+// mistake is one line naming the key, not a failed connection later.
+func checkNATSAuth(cl Cluster) error {
+	a := cl.Auth
+	switch {
+	case a.Password != "" && a.User == "":
+		return errorf(EnvNATSPassword, "set without %s", EnvNATSUser)
+	case a.User != "" && a.Password == "":
+		return errorf(EnvNATSUser, "set without %s", EnvNATSPassword)
+	case a.User != "" && a.Token != "":
+		return errorf(EnvNATSToken, "set with %s: NATS takes a user and password or a token, not both", EnvNATSUser)
+	case cl.Creds != "" && a.User != "":
+		return errorf("cluster.creds", "set with %s: NATS takes one way to sign in; unset the variable, or cluster.creds", EnvNATSUser)
+	case cl.Creds != "" && a.Token != "":
+		return errorf("cluster.creds", "set with %s: NATS takes one way to sign in; unset the variable, or cluster.creds", EnvNATSToken)
+	}
+	if cl.Creds != "" {
+		data, err := os.ReadFile(cl.Creds)
+		if err != nil {
+			return errorf("cluster.creds", "%s cannot be read: %v", cl.Creds, unwrapPath(err))
+		}
+		if _, err := nkeys.ParseDecoratedJWT(data); err != nil || !strings.Contains(string(data), "-----BEGIN NATS USER JWT-----") {
+			return errorf("cluster.creds", "%s holds no user JWT: a .creds file (nsc generate creds, or the one your NATS provider gave you) holds a JWT and a seed", cl.Creds)
+		}
+		if _, err := nkeys.ParseDecoratedUserNKey(data); err != nil {
+			return errorf("cluster.creds", "%s holds no user nkey seed: a .creds file holds a JWT and a seed", cl.Creds)
+		}
+	}
+	t := cl.TLS
+	switch {
+	case t.Cert != "" && t.Key == "":
+		return errorf("cluster.tls.cert", "set without cluster.tls.key: a client certificate needs its private key")
+	case t.Key != "" && t.Cert == "":
+		return errorf("cluster.tls.key", "set without cluster.tls.cert: a private key needs its client certificate")
+	}
+	if t.Cert != "" {
+		for _, f := range []struct{ key, path string }{{"cluster.tls.cert", t.Cert}, {"cluster.tls.key", t.Key}} {
+			if _, err := os.Stat(f.path); err != nil {
+				return errorf(f.key, "%s cannot be read: %v", f.path, unwrapPath(err))
+			}
+		}
+		if _, err := tls.LoadX509KeyPair(t.Cert, t.Key); err != nil {
+			return errorf("cluster.tls.cert", "%s and cluster.tls.key %s are not a certificate and its key: %v", t.Cert, t.Key, err)
+		}
+	}
+	if t.CA != "" {
+		data, err := os.ReadFile(t.CA)
+		if err != nil {
+			return errorf("cluster.tls.ca", "%s cannot be read: %v", t.CA, unwrapPath(err))
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(data) {
+			return errorf("cluster.tls.ca", "%s holds no PEM certificate", t.CA)
+		}
+	}
+	return nil
+}
+
+// unwrapPath drops the path a *PathError repeats.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// TLSEnabled reports whether any of cluster.tls is set.
+func (t ClusterTLS) TLSEnabled() bool { return t.CA != "" || t.Cert != "" }
 
 // BuildFiles lists the build configs in the cluster.builds directory:
 // every *.yaml and *.yml in it, sorted.
@@ -174,5 +329,15 @@ func (c Cluster) String() string {
 	if !c.Enabled() {
 		return "alone"
 	}
-	return fmt.Sprintf("%s (lease %v)", c.NATS, c.Lease)
+	s := fmt.Sprintf("%s (lease %v", c.NATS, c.Lease)
+	if c.Creds != "" {
+		s += ", creds " + c.Creds
+	}
+	if c.TLS.Cert != "" {
+		s += ", client certificate " + c.TLS.Cert
+	}
+	if c.Auth.User != "" || c.Auth.Token != "" {
+		s += ", " + c.Auth.String()
+	}
+	return s + ")"
 }

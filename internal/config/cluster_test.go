@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/tooling/natstest"
 )
 
 // No cluster section: foreman runs alone, as it always has.
@@ -164,4 +166,67 @@ func TestPoolBuildsRefused(t *testing.T) {
 			assert.NotContains(t, err.Error(), "\n", "one line")
 		})
 	}
+}
+
+// cluster.creds, cluster.tls and the sign-in variables: each mistake is one
+// line naming what to fix, before anything connects; a secret is never in
+// an error, nor in what is logged of the cluster.
+func TestClusterSignInErrorsNameTheKey(t *testing.T) {
+	dir := t.TempDir()
+	notCreds := filepath.Join(dir, "not.creds")
+	require.NoError(t, os.WriteFile(notCreds, []byte("hello\n"), 0o600))
+	notPEM := filepath.Join(dir, "ca.txt")
+	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600))
+	pki := natstest.NewPKI(t)
+	cert, key := pki.Issue(t, "client", false)
+	_, otherKey := pki.Issue(t, "other", false)
+	cases := []struct {
+		yaml string
+		env  map[string]string
+		want string
+	}{
+		{"cluster:\n  nats: nats://x\n  creds: /nonexist.creds\n", nil, "cluster.creds: /nonexist.creds cannot be read: no such file or directory"},
+		{"cluster:\n  nats: nats://x\n  creds: " + notCreds + "\n", nil, "cluster.creds: " + notCreds + " holds no user JWT"},
+		{"cluster:\n  nats: nats://x\n  tls:\n    cert: " + cert + "\n", nil, "cluster.tls.cert: set without cluster.tls.key"},
+		{"cluster:\n  nats: nats://x\n  tls:\n    key: " + key + "\n", nil, "cluster.tls.key: set without cluster.tls.cert"},
+		{"cluster:\n  nats: nats://x\n  tls:\n    cert: " + cert + "\n    key: /nonexist.pem\n", nil, "cluster.tls.key: /nonexist.pem cannot be read"},
+		{"cluster:\n  nats: nats://x\n  tls:\n    cert: " + cert + "\n    key: " + otherKey + "\n", nil, "cluster.tls.cert: " + cert + " and cluster.tls.key " + otherKey + " are not a certificate and its key"},
+		{"cluster:\n  nats: nats://x\n  tls:\n    ca: " + notPEM + "\n", nil, "cluster.tls.ca: " + notPEM + " holds no PEM certificate"},
+		{"cluster:\n  creds: /x.creds\n", nil, "cluster.creds: needs cluster.nats"},
+		{"cluster:\n  tls:\n    ca: /x.pem\n", nil, "cluster.tls.ca: needs cluster.nats"},
+		{"cluster:\n  nats: nats://alice:s3cret@127.0.0.1:4222\n", nil, "cluster.nats: nats://REDACTED@127.0.0.1:4222 holds a user or token: give them in FOREMAN_NATS_USER"},
+		{"cluster:\n  nats: nats://x\n", map[string]string{EnvNATSPassword: "s3cret"}, "FOREMAN_NATS_PASSWORD: set without FOREMAN_NATS_USER"},
+		{"cluster:\n  nats: nats://x\n", map[string]string{EnvNATSUser: "alice"}, "FOREMAN_NATS_USER: set without FOREMAN_NATS_PASSWORD"},
+		{"cluster:\n  nats: nats://x\n", map[string]string{EnvNATSUser: "alice", EnvNATSPassword: "s3cret", EnvNATSToken: "t0ken"}, "FOREMAN_NATS_TOKEN: set with FOREMAN_NATS_USER"},
+		{"cluster:\n  nats: nats://x\n  creds: /x.creds\n", map[string]string{EnvNATSToken: "t0ken"}, "cluster.creds: set with FOREMAN_NATS_TOKEN"},
+	}
+	for _, c := range cases {
+		t.Run(c.want, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			_, err := Load(writeConfig(t, minimal+c.yaml), nil, nil)
+			require.Error(t, err, c.yaml)
+			assert.Contains(t, err.Error(), c.want)
+			assert.NotContains(t, err.Error(), "\n", "one line")
+			assert.NotContains(t, err.Error(), "s3cret")
+			assert.NotContains(t, err.Error(), "t0ken")
+		})
+	}
+}
+
+func TestClusterSignIn(t *testing.T) {
+	pki := natstest.NewPKI(t)
+	cert, key := pki.Issue(t, "client", false)
+	t.Setenv(EnvNATSUser, "alice")
+	t.Setenv(EnvNATSPassword, "s3cret")
+	c, err := Load(writeConfig(t, minimal+"cluster:\n  nats: tls://127.0.0.1:4222\n  tls:\n    ca: "+pki.CA+"\n    cert: "+cert+"\n    key: "+key+"\n"), nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, NATSAuth{User: "alice", Password: "s3cret"}, c.Cluster.Auth)
+	assert.Equal(t, ClusterTLS{CA: pki.CA, Cert: cert, Key: key}, c.Cluster.TLS)
+	assert.Empty(t, c.Warnings, "the sign-in variables are known, not unknown settings")
+	for _, shown := range []string{c.Cluster.String(), fmt.Sprintf("%v %+v %#v", c.Cluster, c.Cluster, c.Cluster)} {
+		assert.NotContains(t, shown, "s3cret")
+	}
+	assert.Contains(t, c.Cluster.String(), "user alice")
 }

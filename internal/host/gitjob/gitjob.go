@@ -91,7 +91,7 @@ func (r *Runner) Prune(ctx context.Context) error {
 	files, _ := filepath.Glob(filepath.Join(r.o.Work, "*.pgid"))
 	for _, f := range files {
 		if data, err := os.ReadFile(f); err == nil {
-			if pgid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pgid > 1 {
+			if pgid, ok := ownGroup(string(data)); ok {
 				_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			}
 		}
@@ -99,6 +99,39 @@ func (r *Runner) Prune(ctx context.Context) error {
 	}
 	return r.o.Repo.PruneWorktrees(ctx, r.o.Work, isSlot)
 }
+
+// A .pgid file says a check's process group and the boot it ran in (this
+// machine's boot id): a host that takes over on another machine sharing
+// the work directory (a standby, docs/HOST.md), or after a reboot, must
+// not kill whatever has that number there.
+func pgidRecord(pgid int) string { return strconv.Itoa(pgid) + " " + bootID() }
+
+// ownGroup reads a .pgid file: the group, if it ran in this boot of this
+// machine (a file with no boot id is an older host's, on this machine).
+func ownGroup(rec string) (int, bool) {
+	fs := strings.Fields(rec)
+	if len(fs) == 0 {
+		return 0, false
+	}
+	pgid, err := strconv.Atoi(fs[0])
+	if err != nil || pgid <= 1 {
+		return 0, false
+	}
+	if len(fs) > 1 && fs[1] != bootID() {
+		return 0, false
+	}
+	return pgid, true
+}
+
+// bootID names this boot of this machine ("" where the system does not
+// say: then every record is taken as this machine's).
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
 
 // Run does j and says how it went. A cancelled ctx gives Cancelled.
 func (r *Runner) Run(ctx context.Context, j host.Job) host.Outcome {
@@ -266,7 +299,7 @@ func (r *Runner) runChecks(ctx context.Context, j host.Job, commit, base string,
 		set["HOME"] = home
 	}
 	env := checks.Env(tmp, r.o.Env, set)
-	started := func(pgid int) { _ = os.WriteFile(pgids, []byte(strconv.Itoa(pgid)), 0o644) }
+	started := func(pgid int) { _ = os.WriteFile(pgids, []byte(pgidRecord(pgid)), 0o644) }
 	return checks.Run(ctx, checks.Spec{Dir: dir, Commands: r.o.Checks, Env: env, Timeout: r.o.Timeout,
 		Log: o.Log, LogLimit: r.o.LogLimit, Started: started, Sandbox: r.o.Sandbox, Private: tmp, Secrets: r.o.Secrets})
 }

@@ -509,3 +509,21 @@ func TestPinKeepsTheDepartedBuildersWork(t *testing.T) {
 	assert.Equal(t, again, f.tipOf("refs/foreman/handoff/api/2"))
 	assert.Equal(t, host.Invalid, f.runner.Run(ctx, f.job(host.Pin, "api", "b9/none", nil)).Result, "nothing pushed: nothing pinned")
 }
+
+// A check's process group is killed by a later host only if it ran in this
+// boot of this machine: a standby on another machine sharing the work
+// directory must not kill whatever has that number there.
+func TestPruneKillsOnlyThisMachinesGroups(t *testing.T) {
+	pgid, ok := ownGroup(pgidRecord(4242))
+	assert.True(t, ok)
+	assert.Equal(t, 4242, pgid)
+	_, ok = ownGroup("4242 another-boot-of-another-machine")
+	assert.Equal(t, bootID() == "", ok, "another machine's group is left alone")
+	pgid, ok = ownGroup("4242")
+	assert.True(t, ok, "an older host's record, written on this machine")
+	assert.Equal(t, 4242, pgid)
+	for _, bad := range []string{"", "1", "x", "-5"} {
+		_, ok = ownGroup(bad)
+		assert.False(t, ok, bad)
+	}
+}

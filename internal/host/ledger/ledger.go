@@ -82,11 +82,10 @@ func Open(path string) (*Ledger, host.State, error) {
 // read replays the records: the state they leave, and how many bytes of
 // the file are whole records.
 func read(f *os.File) (host.State, int64, int64, error) {
-	st := host.State{Passes: map[string]host.Pass{}}
-	started := map[int]host.Record{}
+	var rp Replay
 	fi, err := f.Stat()
 	if err != nil {
-		return st, 0, 0, err
+		return host.State{}, 0, 0, err
 	}
 	r := bufio.NewReader(f)
 	var good int64
@@ -103,19 +102,15 @@ func read(f *os.File) (host.State, int64, int64, error) {
 			if !whole || isLast(r) {
 				break // the tail a crash tore: dropped
 			}
-			return st, 0, 0, fmt.Errorf("record %d is damaged; move the file away to start afresh (what passed will be checked again)", n)
+			return rp.State(), 0, 0, fmt.Errorf("record %d is damaged; move the file away to start afresh (what passed will be checked again)", n)
 		}
 		if !whole {
 			break
 		}
 		good += int64(len(line))
-		apply(&st, started, rec)
+		rp.Apply(rec)
 	}
-	for _, rec := range started {
-		st.InFlight = append(st.InFlight, rec)
-	}
-	sort.Slice(st.InFlight, func(i, j int) bool { return st.InFlight[i].Run < st.InFlight[j].Run })
-	return st, good, fi.Size(), nil
+	return rp.State(), good, fi.Size(), nil
 }
 
 func isLast(r *bufio.Reader) bool {
@@ -123,20 +118,50 @@ func isLast(r *bufio.Reader) bool {
 	return err != nil
 }
 
-func apply(st *host.State, started map[int]host.Record, rec host.Record) {
-	st.LastRun = max(st.LastRun, rec.Run)
+// Replay reads records, in the order they were made, into the state they
+// leave: the file ledger and the stream's (a standby host's) alike.
+type Replay struct {
+	lastRun int
+	passes  map[string]host.Pass
+	started map[int]host.Record
+	n       int
+}
+
+// Apply takes the next record.
+func (r *Replay) Apply(rec host.Record) {
+	if r.passes == nil {
+		r.passes, r.started = map[string]host.Pass{}, map[int]host.Record{}
+	}
+	r.n++
+	r.lastRun = max(r.lastRun, rec.Run)
 	switch rec.Op {
 	case host.OpStart:
-		started[rec.Run] = rec
+		r.started[rec.Run] = rec
 	case host.OpEnd:
-		delete(started, rec.Run)
+		delete(r.started, rec.Run)
 	case host.OpPass:
 		if rec.Pass != nil {
-			st.Passes[rec.Pass.Component] = *rec.Pass
+			r.passes[rec.Pass.Component] = *rec.Pass
 		}
 	case host.OpLanded:
-		delete(st.Passes, rec.Component)
+		delete(r.passes, rec.Component)
 	}
+}
+
+// Records is how many records were applied.
+func (r *Replay) Records() int { return r.n }
+
+// State is what the records applied so far leave.
+func (r *Replay) State() host.State {
+	st := host.State{Passes: map[string]host.Pass{}, LastRun: r.lastRun}
+	for k, p := range r.passes {
+		st.Passes[k] = p
+	}
+	for _, rec := range r.started {
+		st.InFlight = append(st.InFlight, rec)
+	}
+	sort.Slice(st.InFlight, func(i, j int) bool { return st.InFlight[i].Run < st.InFlight[j].Run })
+	return st
 }
 
 // Append writes records and syncs them to disk before it returns.
@@ -159,9 +184,9 @@ func (l *Ledger) Append(recs []host.Record) error {
 	return unix.Fdatasync(int(l.f.Fd()))
 }
 
-// compact rewrites the ledger with only what st holds, atomically.
-func (l *Ledger) compact(st host.State) error {
-	tmp := l.path + ".tmp"
+// Compacted is the records that leave st and nothing else: what a ledger
+// grown long is rewritten as.
+func Compacted(st host.State) []host.Record {
 	var recs []host.Record
 	recs = append(recs, host.Record{Op: host.OpEnd, Run: st.LastRun, Result: "compacted"})
 	names := make([]string, 0, len(st.Passes))
@@ -173,7 +198,13 @@ func (l *Ledger) compact(st host.State) error {
 		p := st.Passes[c]
 		recs = append(recs, host.Record{Op: host.OpPass, Component: c, Pass: &p})
 	}
-	recs = append(recs, st.InFlight...)
+	return append(recs, st.InFlight...)
+}
+
+// compact rewrites the ledger with only what st holds, atomically.
+func (l *Ledger) compact(st host.State) error {
+	tmp := l.path + ".tmp"
+	recs := Compacted(st)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	for _, r := range recs {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -34,10 +35,24 @@ type Setup struct {
 	// starts (not before: a refusal after Prepare is one line).
 	Confinement []string
 	lock        *os.File // the repository's host lock (lock.go)
+
+	// In a cluster (standby.go) the lock and the ledger are taken only
+	// while this process leads the build, and so is every landing.
+	runner  *gitjob.Runner
+	leading atomic.Pointer[func() bool]
 }
 
 // Close releases the ledger and the repository.
-func (s *Setup) Close() error { return errors.Join(s.Ledger.Close(), s.lock.Close()) }
+func (s *Setup) Close() error {
+	var err error
+	if s.Ledger != nil {
+		err = s.Ledger.Close()
+	}
+	if s.lock != nil {
+		err = errors.Join(err, s.lock.Close())
+	}
+	return err
+}
 
 // Prepare checks a configuration for foreman host and opens what it needs:
 // its key, the repository, the ledger. Every error is one line that names
@@ -63,13 +78,19 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 	if err != nil {
 		return nil, fmt.Errorf("host.repo: %w", err)
 	}
-	lock, err := lockRepo(repo) // before anything is pruned: another host may be working there
-	if err != nil {
-		return nil, err
+	// In a cluster another process leads the build now, perhaps on this
+	// machine: the lock, the pruning and the ledger wait until this one
+	// leads it (standby.go).
+	clustered := c.Cluster.Enabled()
+	var lock *os.File
+	if !clustered {
+		if lock, err = lockRepo(repo); err != nil { // before anything is pruned: another host may be working there
+			return nil, err
+		}
 	}
 	ready := false
 	defer func() {
-		if !ready {
+		if !ready && lock != nil {
 			lock.Close()
 		}
 	}()
@@ -89,24 +110,33 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 		confinement = box.Describe()
 	}
 	timeout := c.Rules.CITimeout
+	setup := &Setup{Identity: id, Repo: repo, Warnings: warnings, Confinement: confinement, lock: lock}
+	landing := mayLand(c, self)
+	if clustered {
+		landing = setup.mayLandLeading(landing)
+	}
 	runner, err := gitjob.New(gitjob.Options{
 		Repo: repo, Target: c.Host.Target, Checks: c.Host.Checks, AutoRebase: c.Host.AutoRebase,
 		Timeout: timeout, Env: c.Host.Env, Logs: c.Host.Logs, LogLimit: c.Host.LogLimit,
 		LogURL: LogURL(c), Work: c.Host.Work, Retries: c.Host.Retries,
-		Sandbox: box, Secrets: secrets(c), MayLand: mayLand(c, self),
+		Sandbox: box, Secrets: secrets(c), MayLand: landing,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("host.logs/host.work: %w", err)
 	}
-	if err := runner.Prune(ctx); err != nil {
-		log.Warn().Err(err).Msg("cannot prune the worktrees a crash left")
-	}
-	led, st, err := ledger.Open(c.Host.Ledger)
-	if err != nil {
-		return nil, fmt.Errorf("host.ledger: %w", err)
-	}
-	for _, p := range st.Passes {
-		runner.Passed(p.Tree) // checked before a restart: not checked again to land
+	setup.runner = runner
+	var led *ledger.Ledger
+	var st host.State
+	if !clustered {
+		if err := runner.Prune(ctx); err != nil {
+			log.Warn().Err(err).Msg("cannot prune the worktrees a crash left")
+		}
+		if led, st, err = ledger.Open(c.Host.Ledger); err != nil {
+			return nil, fmt.Errorf("host.ledger: %w", err)
+		}
+		for _, p := range st.Passes {
+			runner.Passed(p.Tree) // checked before a restart: not checked again to land
+		}
 	}
 	var comps []string
 	for _, comp := range c.Build.Components {
@@ -126,10 +156,14 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 			MaxParallel: c.Host.MaxParallel, Target: c.Host.Target, Prune: c.Host.Prune,
 			OverlapInterval: c.Host.OverlapInterval,
 		},
-		State: st, Jobs: runner, Ledger: led, QueueFile: QueueFile(c.Host.Logs), Logger: log,
+		State: st, Jobs: runner, QueueFile: QueueFile(c.Host.Logs), Logger: log,
+	}
+	if led != nil {
+		o.Ledger = led
 	}
 	ready = true
-	return &Setup{Options: o, Identity: id, Repo: repo, Ledger: led, Warnings: warnings, Confinement: confinement, lock: lock}, nil
+	setup.Options, setup.Ledger = o, led
+	return setup, nil
 }
 
 func rateLimit(d time.Duration) time.Duration {
@@ -218,6 +252,11 @@ func (s *Setup) Serve(ctx context.Context, c *config.Config, log zerolog.Logger,
 	confined := "checks sandboxed (foreman host --check-sandbox says how)"
 	if c.Host.Unconfined {
 		confined = "CHECKS RUN UNCONFINED (host.sandbox: off)"
+	}
+	if c.Cluster.Enabled() {
+		fmt.Fprintf(out, "foreman host %s: for build %s in the cluster at %s, checking %s (target %s) for %s at %s once it leads; queue in %s; %s\n",
+			s.Identity.AgentID(), c.Build.Name, c.Cluster.NATS, s.Repo.Dir(), c.Host.Target, c.Server.Channel, c.Server.URL, abs, confined)
+		return s.serveCluster(ctx, c, log)
 	}
 	fmt.Fprintf(out, "foreman host %s: checking %s (target %s) for %s at %s; queue in %s; %s\n",
 		s.Identity.AgentID(), s.Repo.Dir(), c.Host.Target, c.Server.Channel, c.Server.URL, abs, confined)

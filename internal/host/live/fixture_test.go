@@ -48,11 +48,40 @@ func hostProcess(path string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := zerolog.New(os.Stderr).With().Timestamp().Logger()
-	if err := Main(ctx, c, log, os.Stderr); err != nil {
+	s, err := Prepare(ctx, c, log)
+	if err == nil {
+		defer s.Close()
+		if mark := os.Getenv("FOREMAN_HOST_TEST_STALL_LANDING"); mark != "" {
+			s.Options.Jobs = stallOnce{inner: s.Options.Jobs, mark: mark}
+		}
+		err = s.Serve(ctx, c, log, os.Stderr)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "host:", err)
 		return 1
 	}
 	return 0
+}
+
+// stallOnce lands for real, then, the first time of all (the file mark
+// made says it happened), never reports it: the host is to be killed
+// between the compare-and-swap and MERGED.
+type stallOnce struct {
+	inner Jobs
+	mark  string
+}
+
+func (s stallOnce) Run(ctx context.Context, j host.Job) host.Outcome {
+	o := s.inner.Run(ctx, j)
+	if j.Kind == host.Land && o.Result == host.Landed {
+		if f, err := os.OpenFile(s.mark, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintln(f, o.Commit)
+			f.Close()
+			<-ctx.Done()
+			return host.Outcome{Run: j.Run, Result: host.Cancelled}
+		}
+	}
+	return o
 }
 
 // helper is the check. It fails when a file of the worktree holds BUG, or
@@ -141,6 +170,7 @@ type worldOptions struct {
 	merge       string // rules.merge (default external)
 	auditor     string // roles.auditors (default the aud peer)
 	rules       string // more rules: lines, indented two spaces
+	extra       string // more sections, appended whole
 }
 
 func newWorld(t *testing.T, o worldOptions) *world {
@@ -228,8 +258,8 @@ host:
   sandbox_paths:
     ro: [%q]
     rw: [signals]
-`, w.room.URL(), comps.String(), w.peers["op"].ID, o.auditor, w.host, w.host, merge, o.ciTimeout, o.rules,
-		os.Args[0]+" -test.run=^$", o.mode, w.gate, w.record, o.maxParallel, sandboxSetting(t), filepath.Dir(os.Args[0]))
+%s`, w.room.URL(), comps.String(), w.peers["op"].ID, o.auditor, w.host, w.host, merge, o.ciTimeout, o.rules,
+		os.Args[0]+" -test.run=^$", o.mode, w.gate, w.record, o.maxParallel, sandboxSetting(t), filepath.Dir(os.Args[0]), o.extra)
 	w.cfgPath = filepath.Join(dir, "foreman.yaml")
 	require.NoError(t, os.WriteFile(w.cfgPath, []byte(yaml), 0o644))
 	w.startForeman()

@@ -21,22 +21,39 @@ const lockFile = "foreman-host.lock"
 // The lock is a flock, so a host that dies releases it; the file holds the
 // holder's pid, for the refusal to name.
 func lockRepo(repo *gitrepo.Repo) (*os.File, error) {
-	path := filepath.Join(repo.GitDir(), lockFile)
+	f, err := tryLock(repo.GitDir())
+	if errors.Is(err, errLocked) {
+		path := filepath.Join(repo.GitDir(), lockFile)
+		who := "another process"
+		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) != "" {
+			who = "process " + strings.TrimSpace(string(b))
+		}
+		return nil, fmt.Errorf("host.repo: %s is in use by another foreman host (%s holds %s); stop it, or point host.repo at another repository",
+			repo.Dir(), who, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("host.repo: %s: %w", repo.Dir(), err)
+	}
+	return f, nil
+}
+
+// errLocked: another process holds the lock.
+var errLocked = errors.New("the host's lock is held by another process")
+
+// tryLock takes the lock in gitDir if no other process holds it, and
+// writes this process's pid in it.
+func tryLock(gitDir string) (*os.File, error) {
+	path := filepath.Join(gitDir, lockFile)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("host.repo: %s: cannot make the host's lock: %w", repo.Dir(), err)
+		return nil, fmt.Errorf("cannot make the host's lock: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			who := "another process"
-			if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) != "" {
-				who = "process " + strings.TrimSpace(string(b))
-			}
-			return nil, fmt.Errorf("host.repo: %s is in use by another foreman host (%s holds %s); stop it, or point host.repo at another repository",
-				repo.Dir(), who, path)
+			return nil, errLocked
 		}
-		return nil, fmt.Errorf("host.repo: %s: cannot take the host's lock %s: %w", repo.Dir(), path, err)
+		return nil, fmt.Errorf("cannot take the host's lock %s: %w", path, err)
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt(fmt.Appendf(nil, "%d\n", os.Getpid()), 0)

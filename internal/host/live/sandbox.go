@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nats-io/nkeys"
+
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/gitrepo"
@@ -28,6 +30,8 @@ func SandboxConfig(c *config.Config, gitDir string) sandbox.Config {
 		{Key: "host.work", Path: c.Host.Work},
 		{Key: "journal.path", Path: c.Journal},
 		{Key: "record.path", Path: c.Record},
+		{Key: "cluster.creds", Path: c.Cluster.Creds},
+		{Key: "cluster.tls.key", Path: c.Cluster.TLS.Key},
 	}
 	if c.File != "" {
 		deny = append(deny, sandbox.Denied{Key: "the configuration file", Path: c.File})
@@ -67,11 +71,26 @@ func Sandbox(c *config.Config, gitDir string) (*sandbox.Sandbox, []string, error
 }
 
 // secrets are what no check's log or verdict may show: the host's key, in
-// every form, and the values host.env hands the checks.
+// every form, the values host.env hands the checks, and how the host signs
+// in to NATS (a check never gets them, but one may be named in host.env).
 func secrets(c *config.Config) []checks.Secret {
 	var out []checks.Secret
 	for _, form := range agentchat.SecretForms(c.Host.Identity) {
 		out = append(out, checks.Secret{Name: "the host's key", Value: form})
+	}
+	for _, s := range []checks.Secret{{Name: config.EnvNATSPassword, Value: c.Cluster.Auth.Password}, {Name: config.EnvNATSToken, Value: c.Cluster.Auth.Token}} {
+		if s.Value != "" {
+			out = append(out, s)
+		}
+	}
+	if c.Cluster.Creds != "" {
+		if data, err := os.ReadFile(c.Cluster.Creds); err == nil {
+			if kp, err := nkeys.ParseDecoratedNKey(data); err == nil {
+				if seed, err := kp.Seed(); err == nil {
+					out = append(out, checks.Secret{Name: "cluster.creds", Value: string(seed)})
+				}
+			}
+		}
 	}
 	for _, e := range c.Host.Env {
 		name, value, set := strings.Cut(e, "=")

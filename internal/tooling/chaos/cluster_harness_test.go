@@ -32,6 +32,10 @@ type foremen struct {
 	id    string // the build's sender id, shared
 	procs []*member
 	comps []coordinator.Component
+	// signIn is what the cluster section says of signing in (cluster.tls,
+	// cluster.creds), indented; the user and password come from the
+	// environment the processes inherit.
+	signIn string
 }
 
 type member struct {
@@ -62,7 +66,7 @@ cluster:
   nats: %s
   lease: %s
   id: %s
-http:
+%shttp:
   listen: ""
 log:
   format: json
@@ -71,12 +75,18 @@ log:
 
 func newForemen(t *testing.T, room *roomtest.Room, natsURL func(i int) string, lease time.Duration, n int,
 	comps []coordinator.Component, auditors []string) *foremen {
+	return newForemenSigned(t, room, natsURL, lease, n, comps, auditors, "")
+}
+
+// newForemenSigned is newForemen whose cluster section also says signIn.
+func newForemenSigned(t *testing.T, room *roomtest.Room, natsURL func(i int) string, lease time.Duration, n int,
+	comps []coordinator.Component, auditors []string, signIn string) *foremen {
 	t.Helper()
 	dir := t.TempDir()
 	ident, err := agentchat.NewIdentity("foreman")
 	require.NoError(t, err)
 	require.NoError(t, ident.Save(filepath.Join(dir, "identity.json")))
-	f := &foremen{t: t, dir: dir, id: ident.AgentID(), comps: comps}
+	f := &foremen{t: t, dir: dir, id: ident.AgentID(), comps: comps, signIn: signIn}
 	for i := range n {
 		m := &member{f: f, name: fmt.Sprintf("p%d", i+1), dir: filepath.Join(dir, fmt.Sprintf("p%d", i+1))}
 		require.NoError(t, os.MkdirAll(m.dir, 0o700))
@@ -97,7 +107,7 @@ func (m *member) write(room *roomtest.Room, natsURL string, lease time.Duration,
 		}
 	}
 	text := fmt.Sprintf(clusterConfig, room.URL(), filepath.Join(m.f.dir, "identity.json"), m.name, room.Rate(),
-		list.String(), quoted(auditors), natsURL, lease, m.name, extra)
+		list.String(), quoted(auditors), natsURL, lease, m.name, m.f.signIn, extra)
 	require.NoError(m.f.t, os.WriteFile(m.config, []byte(text), 0o600))
 }
 
@@ -185,6 +195,18 @@ func (f *foremen) logs() string {
 	return out.String()
 }
 
+// logsContain reports whether any process's log, whole, holds s.
+func (f *foremen) logsContain(s string) bool {
+	for _, m := range f.procs {
+		for i := 1; i <= m.starts; i++ {
+			if data, _ := os.ReadFile(m.logPath(i)); strings.Contains(string(data), s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // leases follows the build's lease from the test, as a standby would: who
 // holds it, from when (as the test saw it).
 type leases struct {
@@ -200,13 +222,13 @@ type holding struct {
 	epoch  uint64
 }
 
-func followLeases(t *testing.T, url string) *leases {
+func followLeases(t *testing.T, url string, auth cluster.Auth) *leases {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
 	defer ccancel()
-	cl, err := cluster.Connect(cctx, cluster.Options{URL: url, ID: "test-observer", Logger: zerolog.Nop()})
+	cl, err := cluster.Connect(cctx, cluster.Options{URL: url, ID: "test-observer", Auth: auth, Logger: zerolog.Nop()})
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	w, err := cl.WatchLeases(ctx)

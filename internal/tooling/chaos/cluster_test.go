@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/cluster"
+	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/tooling/natstest"
 	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
@@ -49,16 +50,38 @@ type scene struct {
 }
 
 func newScene(t *testing.T, natsURL string, perProcess func(i int) string, lease time.Duration, procs int, comps []coordinator.Component) *scene {
+	return newSceneSigned(t, natsURL, nil, perProcess, lease, procs, comps)
+}
+
+// newSecuredScene is a scene on NATS as it runs in production (the example
+// configuration: TLS with client certificates, a user per role): the
+// foremen sign in as the foreman user, with FOREMAN_NATS_USER and
+// FOREMAN_NATS_PASSWORD in their environment.
+func newSecuredScene(t *testing.T, ns *natstest.Secured, lease time.Duration, procs int, comps []coordinator.Component) *scene {
+	cert, key := ns.Client(t, "foreman")
+	t.Setenv(config.EnvNATSUser, "foreman")
+	t.Setenv(config.EnvNATSPassword, ns.Passwords["foreman"])
+	auth := &cluster.Auth{User: "foreman", Password: ns.Passwords["foreman"], CA: ns.PKI.CA, Cert: cert, Key: key}
+	return newSceneSigned(t, ns.URL(), auth, nil, lease, procs, comps)
+}
+
+func newSceneSigned(t *testing.T, natsURL string, auth *cluster.Auth, perProcess func(i int) string, lease time.Duration, procs int, comps []coordinator.Component) *scene {
 	room := roomtest.Start(t)
 	aud := room.Join(t, "aud")
 	s := &scene{room: room, comps: comps}
 	if perProcess == nil {
 		perProcess = func(int) string { return natsURL }
 	}
-	s.f = newForemen(t, room, perProcess, lease, procs, comps, []string{aud.ID})
+	var signIn string
+	observer := cluster.Auth{}
+	if auth != nil {
+		signIn = fmt.Sprintf("  tls:\n    ca: %s\n    cert: %s\n    key: %s\n", auth.CA, auth.Cert, auth.Key)
+		observer = *auth
+	}
+	s.f = newForemenSigned(t, room, perProcess, lease, procs, comps, []string{aud.ID}, signIn)
 	s.lines = listen(room.Join(t, "observer"), s.f.id)
 	s.prober = room.Join(t, "prober")
-	s.lease = followLeases(t, natsURL)
+	s.lease = followLeases(t, natsURL, observer)
 	if os.Getenv("CLUSTER_LOGS") != "" {
 		t.Cleanup(func() { t.Log(s.f.logs()) })
 	}
@@ -95,7 +118,10 @@ func (s *scene) complete(t *testing.T, timeout time.Duration) {
 }
 
 // TestClusterKill9 kills the leading process with SIGKILL at random points
-// and starts it again as a standby; a standby takes over each time. Every
+// and starts it again as a standby; a standby takes over each time. NATS
+// runs as in production: the example configuration's accounts, a user
+// per role signing in with a password from the environment, TLS with
+// client certificates. Every
 // trial must complete its build with no component owned twice, no
 // TIMEOUT, nothing said twice without "may repeat", and no line from a
 // process after another took its lease. The failover time is logged: from
@@ -111,13 +137,13 @@ func TestClusterKill9(t *testing.T) {
 	done := 0
 	for trial := 0; done < kills; trial++ {
 		t.Run(fmt.Sprint("trial", trial), func(t *testing.T) {
-			ns := natstest.Start(t)
+			ns := natstest.StartSecured(t)
 			began := time.Now()
 			comps := chain(size)
 			if size == 7 {
 				comps = bookshop
 			}
-			s := newScene(t, ns.URL(), nil, lease, procs, comps)
+			s := newSecuredScene(t, ns, lease, procs, comps)
 			s.startAll()
 			lead := s.leader(t, "", time.Time{})
 			for done < kills {
@@ -149,6 +175,7 @@ func TestClusterKill9(t *testing.T) {
 			s.complete(t, 3*time.Minute)
 			t.Logf("%d kills so far; this build complete after %v", done, time.Since(began).Round(time.Millisecond))
 			s.lines.check(t, comps, s.lease, s.f)
+			assert.False(t, s.f.logsContain(ns.Passwords["foreman"]), "the NATS password is in a log")
 			// Its own stamp: the leaders' logs end at one leader.
 			for _, m := range s.f.procs {
 				m.kill()

@@ -73,7 +73,7 @@ func TestClusterScale(t *testing.T) {
 		f.procs = append(f.procs, m)
 		t.Cleanup(m.kill)
 	}
-	ls := followLeases(t, ns.URL())
+	ls := followLeases(t, ns.URL(), cluster.Auth{})
 	began := time.Now()
 	for _, m := range f.procs {
 		m.start()

@@ -1,0 +1,168 @@
+package natstest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/stretchr/testify/require"
+)
+
+// PKI is a certificate authority made in the test, and the certificates it
+// signs for 127.0.0.1: nothing committed, nothing valid after the test.
+type PKI struct {
+	Dir string
+	CA  string // the CA's certificate, PEM
+	ca  *x509.Certificate
+	key *ecdsa.PrivateKey
+	n   int64
+}
+
+// NewPKI makes a CA in a temporary directory.
+func NewPKI(t testing.TB) *PKI {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "foreman test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	ca, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	p := &PKI{Dir: t.TempDir(), ca: ca, key: key, n: 1}
+	p.CA = p.write(t, "ca.pem", "CERTIFICATE", der)
+	return p
+}
+
+// Issue makes a certificate for name signed by the CA, for a server on
+// 127.0.0.1 or a client, and returns the paths of it and its key.
+func (p *PKI) Issue(t testing.TB, name string, server bool) (cert, key string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	p.n++
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(p.n), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+		tmpl.DNSNames = []string{"localhost"}
+	} else {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &k.PublicKey, p.key)
+	require.NoError(t, err)
+	kder, err := x509.MarshalPKCS8PrivateKey(k)
+	require.NoError(t, err)
+	return p.write(t, name+".pem", "CERTIFICATE", der), p.write(t, name+"-key.pem", "PRIVATE KEY", kder)
+}
+
+func (p *PKI) write(t testing.TB, name, kind string, der []byte) string {
+	path := filepath.Join(p.Dir, name)
+	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600))
+	return path
+}
+
+// ExampleConfig is the example NATS configuration foreman ships
+// (docs/nats/foreman.conf), which the secured tests run.
+func ExampleConfig(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	require.True(t, ok)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "docs", "nats", "foreman.conf")
+}
+
+// Secured is a NATS server run from the example configuration: accounts,
+// a user per role with its permissions, TLS with client certificates from
+// a CA made in the test.
+type Secured struct {
+	*Server
+	PKI       *PKI
+	Passwords map[string]string // by user: foreman, host, worker, reader
+}
+
+// Roles are the users of the example configuration.
+var Roles = []string{"foreman", "host", "worker", "reader"}
+
+// StartSecured runs the example configuration on 127.0.0.1 and a random
+// port, its store and certificates in temporary directories, the users'
+// passwords made up and set where it reads them (the environment).
+func StartSecured(t *testing.T) *Secured { return StartSecuredWith(t, nil) }
+
+// StartSecuredWith is StartSecured with the configuration's text changed by
+// edit first (a test's control: the same server without a defence).
+func StartSecuredWith(t *testing.T, edit func(string) string) *Secured {
+	t.Helper()
+	opts, pki, passwords := exampleOptions(t, edit)
+	s := &Secured{PKI: pki, Passwords: passwords, Server: &Server{t: t, opts: *opts}}
+	s.Server.Start()
+	t.Cleanup(s.Server.Stop)
+	return s
+}
+
+// exampleOptions reads the example configuration as a server would, made
+// to run here: on 127.0.0.1 and a random port, with a store, certificates
+// from a CA and passwords made for the test.
+func exampleOptions(t *testing.T, edit func(string) string) (*server.Options, *PKI, map[string]string) {
+	t.Helper()
+	pki := NewPKI(t)
+	cert, key := pki.Issue(t, "server", true)
+	port := freePort(t)
+	data, err := os.ReadFile(ExampleConfig(t))
+	require.NoError(t, err)
+	text := string(data)
+	for from, to := range map[string]string{
+		"listen: 0.0.0.0:4222":         "listen: 127.0.0.1:" + strconv.Itoa(port),
+		"/var/lib/nats":                t.TempDir(),
+		"/etc/nats/tls/server.pem":     cert,
+		"/etc/nats/tls/server-key.pem": key,
+		"/etc/nats/tls/ca.pem":         pki.CA,
+	} {
+		require.Contains(t, text, from, "the example configuration changed: the test no longer knows where to point it")
+		text = strings.ReplaceAll(text, from, to)
+	}
+	if edit != nil {
+		edited := edit(text)
+		require.True(t, text != edited, "the edit changed nothing")
+		text = edited
+	}
+	passwords := map[string]string{}
+	for _, r := range Roles {
+		b := make([]byte, 12)
+		_, _ = rand.Read(b)
+		passwords[r] = hex.EncodeToString(b)
+		t.Setenv("NATS_"+strings.ToUpper(r)+"_PASSWORD", passwords[r])
+	}
+	path := filepath.Join(t.TempDir(), "nats.conf")
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+	opts, err := server.ProcessConfigFile(path)
+	require.NoError(t, err)
+	opts.NoLog, opts.NoSigs = true, true
+	opts.JetStreamMaxMemory, opts.JetStreamMaxStore = 64<<20, 1<<30
+	return opts, pki, passwords
+}
+
+// Client is a certificate and key the CA signed for a client.
+func (s *Secured) Client(t testing.TB, name string) (cert, key string) {
+	return s.PKI.Issue(t, name, false)
+}
