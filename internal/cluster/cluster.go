@@ -81,18 +81,9 @@ func Connect(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Replicas <= 0 {
 		opts.Replicas = 1
 	}
-	nc, err := nats.Connect(opts.URL,
-		nats.Name("foreman "+opts.ID),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(100*time.Millisecond),
-		nats.ReconnectJitter(100*time.Millisecond, time.Second),
-		nats.Timeout(2*time.Second),
-		nats.PingInterval(opts.Lease),
-		nats.MaxPingsOutstanding(2),
-		nats.NoCallbacksAfterClientClose(),
-	)
+	nc, err := Dial(opts)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach NATS at %s: %w", opts.URL, err)
+		return nil, err
 	}
 	c := &Cluster{opts: opts, nc: nc, start: time.Now(), log: opts.Logger, m: opts.Metrics}
 	if c.js, err = jetstream.New(nc, jetstream.WithDefaultTimeout(5*time.Second)); err != nil {

@@ -1,0 +1,40 @@
+package cluster
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Dial connects to NATS as every foreman process does: foreman run (through
+// Connect), foreman host with workers, foreman worker. It is the one place
+// the connection's options are made, so that whatever a secured NATS asks
+// of a client (credentials, TLS) is added once, for all of them. The
+// connection reconnects for ever.
+func Dial(opts Options) (*nats.Conn, error) {
+	nc, err := nats.Connect(opts.URL, natsOptions(opts)...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach NATS at %s: %w", opts.URL, err)
+	}
+	return nc, nil
+}
+
+// natsOptions are the connection's options: reconnect for ever, quickly,
+// and notice a dead server within about two leases.
+func natsOptions(opts Options) []nats.Option {
+	lease := opts.Lease
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	return []nats.Option{
+		nats.Name("foreman " + opts.ID),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(100 * time.Millisecond),
+		nats.ReconnectJitter(100*time.Millisecond, time.Second),
+		nats.Timeout(2 * time.Second),
+		nats.PingInterval(lease),
+		nats.MaxPingsOutstanding(2),
+		nats.NoCallbacksAfterClientClose(),
+	}
+}
