@@ -19,10 +19,10 @@ import (
 // Host configures foreman host: the CI and merge queue over a git
 // repository (host.* keys).
 type Host struct {
-	Repo        string     // the repository checked and landed in; "" until set
-	Target      string     // the branch things land on
-	Checks      [][]string // each a program and its arguments, split from what was written
-	CheckLines  []string   // the checks as written
+	Repo       string     // the repository checked and landed in; "" until set
+	Target     string     // the branch things land on
+	Checks     [][]string // each a program and its arguments, split from what was written
+	CheckLines []string   // the checks as written
 	// CheckLabels are, per check, the labels a worker must have to run it
 	// (sorted; nil: any worker), from the map form {run: ..., labels:
 	// [...]}. Only a host with workers (cluster.nats) reads them.
