@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -37,4 +39,17 @@ func natsOptions(opts Options) []nats.Option {
 		nats.MaxPingsOutstanding(2),
 		nats.NoCallbacksAfterClientClose(),
 	}
+}
+
+// DefaultID is a process's name in the cluster when cluster.id does not
+// set one: its host's name (as a KV key holds it) and its process id.
+func DefaultID() string {
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r < 0x80 && (r == '-' || r == '.' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return r
+		}
+		return '-'
+	}, host)
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -184,4 +186,14 @@ type HostStatus struct {
 	At      time.Time `json:"at,omitzero"`
 
 	Seen time.Time `json:"-"`
+}
+
+// TryLog is the name of a job's log for a try of its checks: first for
+// the first (try 0), then with .again1, .again2... before .log, as the
+// host names its own.
+func TryLog(first string, try int) string {
+	if try == 0 {
+		return first
+	}
+	return strings.TrimSuffix(first, ".log") + ".again" + strconv.Itoa(try) + ".log"
 }

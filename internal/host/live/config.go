@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -20,6 +21,7 @@ import (
 	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/host/gitjob"
 	"github.com/agentforeman/foreman/internal/host/ledger"
+	"github.com/agentforeman/foreman/internal/host/sandbox"
 )
 
 // Setup is a host made ready from a configuration: everything checked,
@@ -34,10 +36,13 @@ type Setup struct {
 	// starts (not before: a refusal after Prepare is one line).
 	Confinement []string
 	lock        *os.File // the repository's host lock (lock.go)
+	workers     *workers // with cluster.nats: the workers run the checks
 }
 
-// Close releases the ledger and the repository.
-func (s *Setup) Close() error { return errors.Join(s.Ledger.Close(), s.lock.Close()) }
+// Close releases the ledger and the repository, and leaves NATS.
+func (s *Setup) Close() error {
+	return errors.Join(s.workers.Close(), s.Ledger.Close(), s.lock.Close())
+}
 
 // Prepare checks a configuration for foreman host and opens what it needs:
 // its key, the repository, the ledger. Every error is one line that names
@@ -79,31 +84,63 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 	if !repo.Bare() {
 		warnings = append(warnings, fmt.Sprintf("host.repo: %s has a work tree; a bare repository is best (a checkout of %s there must be clean for a landing, and follows it)", repo.Dir(), c.Host.Target))
 	}
-	box, said, err := Sandbox(c, repo.GitDir())
+	led, st, err := ledger.Open(c.Host.Ledger)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("host.ledger: %w", err)
 	}
-	warnings = append(warnings, said...)
+	defer func() {
+		if !ready {
+			led.Close()
+		}
+	}()
+	var box *sandbox.Sandbox
 	var confinement []string
-	if box != nil {
-		confinement = box.Describe()
+	var pool *workers
+	var checker gitjob.Checker
+	if c.Cluster.Enabled() {
+		// The workers run the checks, in their sandbox: this machine
+		// confines none, and need not be able to.
+		if pool, err = prepareWorkers(ctx, c, repo, self, st.LastRun, log); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if !ready {
+				pool.Close()
+			}
+		}()
+		confinement = pool.describe(c)
+		checker = pool.remote
+		if c.Host.Unconfined {
+			warnings = append(warnings, "host.sandbox is off: the workers may run the builders' code unconfined (a worker with host.sandbox on confines it anyway)")
+		}
+	} else {
+		var said []string
+		box, said, err = Sandbox(c, repo.GitDir())
+		if err != nil {
+			return nil, err
+		}
+		warnings = append(warnings, said...)
+		if box != nil {
+			confinement = box.Describe()
+		}
+		for i, l := range c.Host.CheckLabels {
+			if len(l) > 0 {
+				warnings = append(warnings, fmt.Sprintf("host.checks[%d] asks for labels %s, which only workers have (cluster.nats): this host runs it itself", i, strings.Join(l, ", ")))
+			}
+		}
 	}
 	timeout := c.Rules.CITimeout
 	runner, err := gitjob.New(gitjob.Options{
 		Repo: repo, Target: c.Host.Target, Checks: c.Host.Checks, AutoRebase: c.Host.AutoRebase,
 		Timeout: timeout, Env: c.Host.Env, Logs: c.Host.Logs, LogLimit: c.Host.LogLimit,
 		LogURL: LogURL(c), Work: c.Host.Work, Retries: c.Host.Retries,
-		Sandbox: box, Secrets: secrets(c), MayLand: mayLand(c, self),
+		Sandbox: box, Secrets: secrets(c), MayLand: mayLand(c, self), Checker: checker,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("host.logs/host.work: %w", err)
 	}
 	if err := runner.Prune(ctx); err != nil {
 		log.Warn().Err(err).Msg("cannot prune the worktrees a crash left")
-	}
-	led, st, err := ledger.Open(c.Host.Ledger)
-	if err != nil {
-		return nil, fmt.Errorf("host.ledger: %w", err)
 	}
 	for _, p := range st.Passes {
 		runner.Passed(p.Tree) // checked before a restart: not checked again to land
@@ -128,7 +165,7 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 		State: st, Jobs: runner, Ledger: led, QueueFile: QueueFile(c.Host.Logs), Logger: log,
 	}
 	ready = true
-	return &Setup{Options: o, Identity: id, Repo: repo, Ledger: led, Warnings: warnings, Confinement: confinement, lock: lock}, nil
+	return &Setup{Options: o, Identity: id, Repo: repo, Ledger: led, Warnings: warnings, Confinement: confinement, lock: lock, workers: pool}, nil
 }
 
 func rateLimit(d time.Duration) time.Duration {
@@ -211,11 +248,18 @@ func (s *Setup) Serve(ctx context.Context, c *config.Config, log zerolog.Logger,
 		log.Warn().Msg(w)
 	}
 	for _, line := range s.Confinement {
+		if s.workers != nil {
+			log.Info().Msg(line)
+			continue
+		}
 		log.Info().Str("sandbox", line).Msg("checks run confined")
 	}
 	abs, _ := filepath.Abs(s.Options.QueueFile)
 	confined := "checks sandboxed (foreman host --check-sandbox says how)"
-	if c.Host.Unconfined {
+	switch {
+	case s.workers != nil:
+		confined = "checks run by workers (foreman worker) through " + c.Cluster.NATS
+	case c.Host.Unconfined:
 		confined = "CHECKS RUN UNCONFINED (host.sandbox: off)"
 	}
 	fmt.Fprintf(out, "foreman host %s: checking %s (target %s) for %s at %s; queue in %s; %s\n",

@@ -23,6 +23,7 @@ import (
 	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/host/sandbox"
 	"github.com/agentforeman/foreman/internal/host/sandbox/sandboxtest"
+	"github.com/agentforeman/foreman/internal/tooling/natstest"
 	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
@@ -36,7 +37,28 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv("FOREMAN_HOST_TEST_CONFIG"); path != "" {
 		os.Exit(hostProcess(path))
 	}
+	if path := os.Getenv("FOREMAN_WORKER_TEST_CONFIG"); path != "" {
+		os.Exit(workerProcess(path))
+	}
 	os.Exit(m.Run())
+}
+
+// workerProcess is foreman worker, as a process of its own, with its id
+// and work directory from FOREMAN_CLUSTER_ID and FOREMAN_WORKER_WORK.
+func workerProcess(path string) int {
+	c, err := config.Load(path, nil, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := zerolog.New(os.Stderr).With().Timestamp().Logger()
+	if err := WorkerMain(ctx, c, log, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	return 0
 }
 
 func hostProcess(path string) int {
@@ -131,6 +153,7 @@ type world struct {
 	news   chan struct{}
 
 	stopHost func()
+	nats     *natstest.Server // with workers: the cluster's NATS
 }
 
 type worldOptions struct {
@@ -141,6 +164,9 @@ type worldOptions struct {
 	merge       string // rules.merge (default external)
 	auditor     string // roles.auditors (default the aud peer)
 	rules       string // more rules: lines, indented two spaces
+	workers     bool   // the host runs no check: workers do, through an in-process NATS
+	checks      string // host.checks, as YAML (default: the helper)
+	sandbox     string // host.sandbox (default: on where this machine can)
 }
 
 func newWorld(t *testing.T, o worldOptions) *world {
@@ -230,6 +256,16 @@ host:
     rw: [signals]
 `, w.room.URL(), comps.String(), w.peers["op"].ID, o.auditor, w.host, w.host, merge, o.ciTimeout, o.rules,
 		os.Args[0]+" -test.run=^$", o.mode, w.gate, w.record, o.maxParallel, sandboxSetting(t), filepath.Dir(os.Args[0]))
+	if o.checks != "" {
+		yaml = strings.Replace(yaml, fmt.Sprintf("  checks: [%q]\n", os.Args[0]+" -test.run=^$"), "  checks: "+o.checks+"\n", 1)
+	}
+	if o.sandbox != "" {
+		yaml = strings.Replace(yaml, "  sandbox: "+sandboxSetting(t)+"\n", "  sandbox: "+o.sandbox+"\n", 1)
+	}
+	if o.workers {
+		w.nats = natstest.Start(t)
+		yaml += fmt.Sprintf("cluster:\n  nats: %s\n  lease: 1s\n", w.nats.URL())
+	}
 	w.cfgPath = filepath.Join(dir, "foreman.yaml")
 	require.NoError(t, os.WriteFile(w.cfgPath, []byte(yaml), 0o644))
 	w.startForeman()
