@@ -478,5 +478,3 @@ func secrets(job workq.Job) []checks.Secret {
 	}
 	return out
 }
-
-

@@ -17,8 +17,8 @@ import (
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/remote"
 	"github.com/agentforeman/foreman/internal/host/sandbox"
-	"github.com/agentforeman/foreman/internal/workq"
 	"github.com/agentforeman/foreman/internal/worker"
+	"github.com/agentforeman/foreman/internal/workq"
 )
 
 // workers is a host's side of its workers: the NATS connection, the
