@@ -72,7 +72,7 @@ type Options struct {
 type group struct {
 	labels []string // what the job asks for (Sandboxed included)
 	checks [][]string
-	first  int // the position of its first check in host.checks: failures are reported in that order
+	at     []int // each check's position in host.checks: failures are reported in that order
 }
 
 // Remote runs the host's checks on workers: a gitjob.Checker.
@@ -172,15 +172,27 @@ func groups(cmds [][]string, labels [][]string, sandboxed bool) []group {
 		if !ok {
 			g = len(out)
 			index[set] = g
-			out = append(out, group{labels: workq.Labels(set), first: i})
+			out = append(out, group{labels: workq.Labels(set)})
 		}
 		out[g].checks = append(out[g].checks, argv)
+		out[g].at = append(out[g].at, i)
 	}
 	if len(out) == 0 {
 		// No checks: nothing to send; Check passes at once.
 		return nil
 	}
 	return out
+}
+
+// failedAt is the position in host.checks of the group's check that
+// failed, named as checks name it; the last of the group's when none is.
+func (g group) failedAt(command string) int {
+	for i, argv := range g.checks {
+		if checks.Quote(argv) == command {
+			return g.at[i]
+		}
+	}
+	return g.at[len(g.at)-1]
 }
 
 // pinPrefix holds the commits of the jobs that live.
@@ -274,7 +286,10 @@ func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int) (*wai
 	r.mu.Unlock()
 	seq, err := r.o.Queue.Publish(ctx, job)
 	if err != nil {
-		r.forget(w)
+		// JetStream may have stored it all the same (its answer lost, or
+		// the run gone stale meanwhile): a worker that takes it finds it
+		// withdrawn.
+		r.withdraw([]*waiter{w})
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -329,14 +344,16 @@ func (r *Remote) withdraw(ws []*waiter) {
 }
 
 // verdict is the checks' end, from every group's result: they passed if
-// every group passed; else the failure of the group whose checks come
-// first in host.checks. Its logs come last, so that the verdict names
-// them.
+// every group passed; else the failure of the check that comes first in
+// host.checks. Its logs come last, so that the verdict names them.
 func (r *Remote) verdict(ctx context.Context, ws []*waiter, res []*workq.Result) gitjob.Checked {
-	decide := 0
+	decide, first := 0, -1
 	for g, x := range res {
-		if x.Outcome != workq.Passed && (res[decide].Outcome == workq.Passed || r.groups[g].first < r.groups[decide].first) {
-			decide = g
+		if x.Outcome == workq.Passed {
+			continue
+		}
+		if at := r.groups[g].failedAt(x.Command); first < 0 || at < first {
+			decide, first = g, at
 		}
 	}
 	var out gitjob.Checked
