@@ -122,11 +122,15 @@ func (a *app) clusterStatusCommand() *cobra.Command {
 at every takeover), how long ago the lease was renewed by this machine's clock
 reading the holder's, the entries in its log since the last snapshot, and
 lag: how many of the log's operations the slowest of JetStream's replicas has
-yet to apply (0 with one replica). It reads cluster.nats from the config, or
---nats.`,
+yet to apply (0 with one replica). Then the check workers (foreman worker):
+each one's labels, the jobs in its hands and for how long, the results it
+stored, those it dropped because another worker's was stored first, the jobs
+it could not do; the hosts that give them jobs, with the results they took
+and refused; and the jobs waiting, by the labels they ask for. It reads
+cluster.nats from the config, or --nats.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, _, err := a.clusterConnect(cmd, args, false)
+			cl, c, err := a.clusterConnect(cmd, args, false)
 			if err != nil {
 				return err
 			}
@@ -137,7 +141,14 @@ yet to apply (0 with one replica). It reads cluster.nats from the config, or
 			if err != nil {
 				return err
 			}
-			writeClusterStatus(a.stdout, st, time.Now())
+			workers, hosts, backlog, err := workersStatus(ctx, c)
+			if err != nil {
+				return fmt.Errorf("the check workers: %w", err)
+			}
+			if len(st) > 0 || len(workers)+len(hosts) == 0 {
+				writeClusterStatus(a.stdout, st, time.Now())
+			}
+			writeWorkersStatus(a.stdout, workers, hosts, backlog, c.Cluster.Lease, time.Now())
 			return nil
 		},
 	}
