@@ -361,15 +361,22 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 
 	jobCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	settled := make(chan struct{}) // closed when the job is done elsewhere, or withdrawn
+	settled := make(chan *workq.Result, 1) // the result stored meanwhile: another worker's, or the host's withdrawal
 	keepDone := make(chan struct{})
 	go func() { defer close(keepDone); w.keep(jobCtx, msg, job, stop, settled) }()
 	res := w.run(jobCtx, job, meta.Sequence.Stream, local)
 	select {
-	case <-settled:
+	case x := <-settled:
 		stop()
 		<-keepDone
-		log.Info().Msg("the job was done by another worker, or withdrawn by its host: its run here is dropped")
+		if x.Outcome == workq.Cancelled {
+			log.Info().Msg("the host withdrew the job (its run went stale): its run here is stopped")
+		} else {
+			w.mu.Lock()
+			w.counts.duplicates++
+			w.mu.Unlock()
+			log.Info().Str("by", x.Worker).Msg("another worker stored this job's result first: its run here is dropped")
+		}
 		_ = msg.Ack()
 		return
 	default:
@@ -389,7 +396,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 // keep tells JetStream the job is still in hand, a third of the ack wait
 // apart, and watches for its result: stored by another worker, or the
 // host's withdrawal; then the run here stops.
-func (w *Worker) keep(ctx context.Context, msg jetstream.Msg, job workq.Job, stop context.CancelFunc, settled chan struct{}) {
+func (w *Worker) keep(ctx context.Context, msg jetstream.Msg, job workq.Job, stop context.CancelFunc, settled chan<- *workq.Result) {
 	every := time.Second
 	if wait, err := w.q.AckWait(ctx, workq.LabelSet(job.Labels)); err == nil && wait > 0 {
 		every = max(wait/3, 50*time.Millisecond)
@@ -404,7 +411,7 @@ func (w *Worker) keep(ctx context.Context, msg jetstream.Msg, job workq.Job, sto
 		}
 		_ = msg.InProgress()
 		if x, err := w.q.Result(ctx, job.Build, job.ID); err == nil && x != nil && x.Worker != w.o.ID {
-			close(settled)
+			settled <- x
 			stop()
 			return
 		}

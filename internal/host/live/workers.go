@@ -120,6 +120,12 @@ func WorkerSandbox(c *config.Config) sandbox.Config { return SandboxConfig(c, ""
 
 // WorkerMain runs foreman worker from a configuration until ctx ends.
 func WorkerMain(ctx context.Context, c *config.Config, log zerolog.Logger, out io.Writer) error {
+	return workerMain(ctx, c, log, out)
+}
+
+// workerMain is WorkerMain with the worker's options changed by each of
+// change (tests: a clock that is off).
+func workerMain(ctx context.Context, c *config.Config, log zerolog.Logger, out io.Writer, change ...func(*worker.Options)) error {
 	if err := c.RequireWorker(); err != nil {
 		return err
 	}
@@ -139,9 +145,13 @@ func WorkerMain(ctx context.Context, c *config.Config, log zerolog.Logger, out i
 	if id == "" {
 		id = cluster.DefaultID()
 	}
-	w, err := worker.New(worker.Options{JS: js, ID: id, Labels: c.Worker.Labels, Parallel: c.Worker.Parallel, Work: c.Worker.Work,
+	o := worker.Options{JS: js, ID: id, Labels: c.Worker.Labels, Parallel: c.Worker.Parallel, Work: c.Worker.Work,
 		Sandbox: WorkerSandbox(c), Unconfined: c.Host.Unconfined, Lease: c.Cluster.Lease,
-		Logger: log.With().Str("part", "worker").Logger()})
+		Logger: log.With().Str("part", "worker").Logger()}
+	for _, f := range change {
+		f(&o)
+	}
+	w, err := worker.New(o)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,20 +16,28 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/worker"
 	"github.com/agentforeman/foreman/internal/workq"
 )
 
 // startWorker runs foreman worker id in this process, from the world's
-// configuration, until the test ends or stop is called.
-func (w *world) startWorker(id string) (stop func()) {
+// configuration changed by each of change, until the test ends or stop is
+// called.
+func (w *world) startWorker(id string, change ...func(*config.Config, *worker.Options)) (stop func()) {
 	c := w.config()
 	c.Cluster.ID = id
 	c.Worker.Work = filepath.Join(w.dir, "workers", id)
+	var opts []func(*worker.Options)
+	for _, f := range change {
+		f(c, nil)
+		opts = append(opts, func(o *worker.Options) { f(nil, o) })
+	}
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := WorkerMain(ctx, c, zerolog.Nop(), &strings.Builder{}); err != nil {
+		if err := workerMain(ctx, c, zerolog.Nop(), &strings.Builder{}, opts...); err != nil {
 			w.t.Errorf("worker %s: %v", id, err)
 		}
 	}()
@@ -46,10 +55,22 @@ func (w *world) startWorker(id string) (stop func()) {
 
 // startWorkerProcess runs foreman worker id as a process of its own, which
 // kill ends with SIGKILL.
-func (w *world) startWorkerProcess(id string) (kill func()) {
+func (w *world) startWorkerProcess(id string, env ...string) (kill func()) {
+	p := w.startWorkerCmd(id, env...)
+	return p.kill
+}
+
+// workerProc is a worker process.
+type workerProc struct {
+	cmd  *exec.Cmd
+	kill func()
+}
+
+func (w *world) startWorkerCmd(id string, env ...string) *workerProc {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "FOREMAN_WORKER_TEST_CONFIG="+w.cfgPath, "FOREMAN_CLUSTER_ID="+id,
 		"FOREMAN_WORKER_WORK="+filepath.Join(w.dir, "workers", id))
+	cmd.Env = append(cmd.Env, env...)
 	logf, err := os.OpenFile(filepath.Join(w.dir, "worker-"+id+".log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	require.NoError(w.t, err)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -57,7 +78,7 @@ func (w *world) startWorkerProcess(id string) (kill func()) {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
 	killed := false
-	kill = func() {
+	kill := func() {
 		if !killed {
 			killed = true
 			_ = cmd.Process.Kill()
@@ -67,6 +88,7 @@ func (w *world) startWorkerProcess(id string) (kill func()) {
 	w.t.Cleanup(func() {
 		if !killed {
 			killed = true
+			_ = cmd.Process.Signal(syscall.SIGCONT)
 			_ = cmd.Process.Signal(os.Interrupt)
 			select {
 			case <-done:
@@ -76,10 +98,10 @@ func (w *world) startWorkerProcess(id string) (kill func()) {
 			}
 		}
 	})
-	return kill
+	return &workerProc{cmd: cmd, kill: kill}
 }
 
-// queue opens the cluster's job queue, as foreman cluster status does.
+// jobQueue opens the cluster's job queue, as foreman cluster status does.
 func (w *world) jobQueue() *workq.Queue {
 	w.t.Helper()
 	nc, err := nats.Connect(w.nats.URL())
