@@ -82,7 +82,7 @@ type Worker struct {
 }
 
 type counts struct {
-	done, duplicates, infra, refused uint64
+	done, duplicates, infra, refused, again uint64
 }
 
 type inHand struct {
@@ -208,6 +208,14 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	}
 }
 
+// sayNow says what the worker has in hand at once, not at the next
+// lease: cluster status shows a job as soon as it is taken.
+func (w *Worker) sayNow(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_ = w.q.SayWorker(ctx, w.Status())
+}
+
 // refreshSets keeps the label sets it fits: every set whose labels it has,
 // the most specific first (a gpu worker serves gpu jobs before any).
 func (w *Worker) refreshSets(ctx context.Context) {
@@ -241,7 +249,7 @@ func (w *Worker) Status() workq.WorkerStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := workq.WorkerStatus{ID: w.o.ID, Labels: slices.Clone(w.labels), Parallel: w.o.Parallel, Jobs: []workq.InHand{},
-		Done: w.counts.done, Duplicates: w.counts.duplicates, Infra: w.counts.infra, Refused: w.counts.refused,
+		Done: w.counts.done, Duplicates: w.counts.duplicates, Infra: w.counts.infra, Refused: w.counts.refused, Again: w.counts.again,
 		UpMS: time.Since(w.start).Milliseconds(), At: w.o.Now()}
 	st.Sandbox = "on"
 	if w.o.Unconfined {
@@ -349,13 +357,18 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	w.mu.Lock()
 	w.inHand[job.ID] = &inHand{job: job, since: time.Now()}
+	if meta.NumDelivered > 1 {
+		w.counts.again++
+	}
 	w.local++
 	local := w.local
 	w.mu.Unlock()
+	w.sayNow(ctx)
 	defer func() {
 		w.mu.Lock()
 		delete(w.inHand, job.ID)
 		w.mu.Unlock()
+		w.sayNow(context.WithoutCancel(ctx))
 	}()
 	log.Info().Int("run", job.Run).Uint64("delivered", meta.NumDelivered).Msg("job taken")
 
@@ -435,6 +448,10 @@ func (w *Worker) store(ctx context.Context, msg jetstream.Msg, job workq.Job, re
 			w.mu.Unlock()
 			log.Info().Str("outcome", res.Outcome).Str("why", res.Why).Msg("result stored")
 		case err == nil:
+			if x, _ := w.q.Result(ctx, job.Build, job.ID); x != nil && x.Outcome == workq.Cancelled {
+				log.Info().Msg("the host withdrew the job (its run went stale): its result is dropped")
+				break
+			}
 			w.mu.Lock()
 			w.counts.duplicates++
 			w.mu.Unlock()

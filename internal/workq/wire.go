@@ -153,6 +153,7 @@ type WorkerStatus struct {
 	Duplicates uint64    `json:"duplicates"` // results it dropped: another was stored first
 	Infra      uint64    `json:"infra"`      // jobs it could not do
 	Refused    uint64    `json:"refused"`    // jobs it refused to run (malformed, a sandbox it does not have)
+	Again      uint64    `json:"again"`      // jobs it ran that had been given to a worker before (which died, or stalled)
 	UpMS       int64     `json:"up_ms"`
 	At         time.Time `json:"at,omitzero"` // its wall clock, for people
 

@@ -83,6 +83,7 @@ type Remote struct {
 	start  time.Time
 	stop   context.CancelFunc
 	done   chan struct{}
+	moved  chan struct{} // pinged when a job is given or taken: say so at once
 
 	mu      sync.Mutex
 	waiting map[string]*waiter  // by job id
@@ -111,7 +112,7 @@ func New(ctx context.Context, o Options) (*Remote, error) {
 		o.Lease = 3 * time.Second
 	}
 	r := &Remote{o: o, log: o.Logger, start: time.Now(), waiting: map[string]*waiter{}, ended: map[string]bool{},
-		avoid: map[string][]string{}, done: make(chan struct{})}
+		avoid: map[string][]string{}, done: make(chan struct{}), moved: make(chan struct{}, 1)}
 	r.groups = groups(o.Checks, o.Labels, o.Sandbox.Required)
 	if err := o.Queue.Purge(ctx, o.Build); err != nil {
 		return nil, fmt.Errorf("dropping the jobs a host of %s left queued: %w", o.Build, err)
@@ -299,6 +300,7 @@ func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int) (*wai
 	w.seq = seq
 	r.mu.Unlock()
 	r.log.Debug().Str("job", job.ID).Str("component", j.Component).Str("labels", workq.LabelSet(grp.labels)).Uint64("seq", seq).Msg("job queued for the workers")
+	r.changed()
 	return w, nil
 }
 
@@ -306,6 +308,7 @@ func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int) (*wai
 func (r *Remote) forget(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.changed()
 	if r.waiting[w.job.ID] == w {
 		delete(r.waiting, w.job.ID)
 		if len(r.ended) > 65536 {
@@ -421,6 +424,8 @@ func (r *Remote) follow(ctx context.Context, results <-chan workq.Stored) {
 				continue
 			}
 			r.take(job, s.Result)
+		case <-r.moved:
+			r.say(ctx)
 		case <-tick.C:
 			if results == nil {
 				if w, err := r.o.Queue.WatchResults(ctx, r.o.Build); err == nil {
@@ -430,6 +435,14 @@ func (r *Remote) follow(ctx context.Context, results <-chan workq.Stored) {
 			r.sweep(ctx)
 			r.say(ctx)
 		}
+	}
+}
+
+// changed has what the host says of itself said again soon.
+func (r *Remote) changed() {
+	select {
+	case r.moved <- struct{}{}:
+	default:
 	}
 }
 
@@ -486,6 +499,7 @@ func (r *Remote) take(job string, x *workq.Result) {
 	}
 	delete(r.waiting, job)
 	r.ended[job] = true
+	r.changed()
 	if why == "" {
 		r.results++
 		w.worker = x.Worker

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/tooling/natstest"
 	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
@@ -35,11 +36,16 @@ func TestMain(m *testing.M) {
 const patience = 10 * time.Minute
 
 // size is one run: TRAIN_COMPONENTS components, checks of TRAIN_CHECK
-// each, TRAIN_PARALLEL at once; CI runs the small default.
+// each, TRAIN_PARALLEL at once; CI runs the small default. With
+// TRAIN_WORKERS, the host runs no check: that many foreman worker
+// processes do, through an in-process NATS; TRAIN_KILL=1 kills one of
+// them (SIGKILL) in the middle of a check, and starts it again.
 type size struct {
 	components int
 	check      time.Duration
 	parallel   int
+	workers    int
+	kill       bool
 }
 
 func sizeFromEnv(t *testing.T) size {
@@ -59,6 +65,13 @@ func sizeFromEnv(t *testing.T) size {
 		require.NoError(t, err, "TRAIN_PARALLEL")
 		s.parallel = n
 	}
+	if v := os.Getenv("TRAIN_WORKERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "TRAIN_WORKERS")
+		s.workers = n
+	}
+	s.kill = os.Getenv("TRAIN_KILL") == "1"
+	require.False(t, s.kill && s.workers == 0, "TRAIN_KILL kills a worker: set TRAIN_WORKERS")
 	require.GreaterOrEqual(t, s.components, 3, "the case needs a semantic conflict between two components")
 	return s
 }
@@ -111,12 +124,27 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	serve := start(t, dir, "serve", "--listen", "127.0.0.1:0", "--buffer-size", "20000", config)
 	url := serve.await(t, `listening on (ws://127\.0\.0\.1:\d+)`)
 	write(url)
+	// With workers, the host's config (and the workers') joins the
+	// cluster's NATS; foreman run's does not: it leads alone, as without.
+	hostConfig := config
+	var ws *workers
+	if sz.workers > 0 {
+		ns := natstest.Start(t)
+		hostConfig = filepath.Join(dir, "host.yaml")
+		data, err := os.ReadFile(config)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(hostConfig, append(data, fmt.Sprintf("cluster:\n  nats: %s\n", ns.URL())...), 0o644))
+		ws = &workers{t: t, dir: dir, config: hostConfig, nats: ns.URL(), procs: map[string]*proc{}}
+	}
 	room := roomtest.At(url, roomtest.Pace)
 	watcher := room.Join(t, "watcher")
 	foreman := identity(t, dir, config)
 	start(t, dir, "run", "--log-level", "warn", config)
 	watcher.Await(foreman, "TASKS")
-	start(t, dir, "host", "--log-level", "warn", config)
+	start(t, dir, "host", "--log-level", "warn", hostConfig)
+	for i := 1; i <= sz.workers; i++ {
+		ws.start(fmt.Sprintf("w%d", i))
+	}
 	start(t, dir, "agent", "--role", "auditor", "--name", "aud", "--identity", filepath.Join(dir, "aud.json"),
 		"--delay", "0s", "--minute", "100ms", config)
 	for i, c := range comps {
@@ -127,6 +155,12 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 
 	var firstReady, complete time.Time
 	fixes := 0
+	verdicts := map[string]int{} // CI lines, each said once
+	killed := ""
+	var kills <-chan string
+	if sz.kill {
+		kills = ws.killMidCheck(sz.check)
+	}
 	trace := os.Getenv("TRAIN_TRACE") != ""
 	t0 := time.Now()
 	deadline := time.After(patience)
@@ -144,8 +178,12 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 					fixes++
 				case s.From == foreman && strings.HasPrefix(line, "COMPLETE "):
 					complete = time.Now()
+				case strings.HasPrefix(line, "CI "):
+					verdicts[line]++
 				}
 			}
+		case killed = <-kills:
+			kills = nil
 		case <-deadline:
 			t.Fatalf("no COMPLETE within %s", patience)
 		}
@@ -168,13 +206,35 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	}
 	require.Equal(t, 1, together, "the pair landed with exactly one of them fixed")
 
+	for v, n := range verdicts {
+		require.Equal(t, 1, n, "a verdict said %d times: %s", n, v)
+	}
+	if sz.kill {
+		require.NotEmpty(t, killed, "no worker was killed mid-check")
+	}
+
 	logs, _ := filepath.Glob(filepath.Join(dir, ".foreman", "host", "logs", "*.log"))
-	rounds := (sz.components + sz.parallel - 1) / sz.parallel
+	lanes := sz.parallel
+	if sz.workers > 0 {
+		lanes = min(sz.parallel, sz.workers)
+	}
+	rounds := (sz.components + lanes - 1) / lanes
 	bound := time.Duration(2*rounds)*sz.check + 2*sz.check
-	t.Logf("READY to COMPLETE %s for %d components, checks of %s, max_parallel %d: %d check runs, %d FIX; bound 2*ceil(N/P)*S+2*S = %s (ratio %.2f)",
-		took.Round(10*time.Millisecond), sz.components, sz.check, sz.parallel, len(logs), fixes, bound, took.Seconds()/bound.Seconds())
-	fmt.Printf("trainbench: components=%d check=%s parallel=%d ready_to_complete=%s check_runs=%d fixes=%d bound=%s ratio=%.2f\n",
-		sz.components, sz.check, sz.parallel, took.Round(10*time.Millisecond), len(logs), fixes, bound, took.Seconds()/bound.Seconds())
+	if sz.workers > 0 {
+		results, dups, again := ws.counts()
+		t.Logf("%d workers: %d results stored, %d dropped as duplicates, %d jobs run again after a worker held them; killed: %q", sz.workers, results, dups, again, killed)
+		fmt.Printf("trainbench: workers=%d kill=%v results=%d duplicates=%d again=%d killed=%q\n", sz.workers, sz.kill, results, dups, again, killed)
+		status := exec.Command(bin, "cluster", "status", hostConfig)
+		status.Dir = dir
+		out, err := status.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		t.Logf("foreman cluster status:\n%s", out)
+		require.Contains(t, string(out), "WORKER")
+	}
+	t.Logf("READY to COMPLETE %s for %d components, checks of %s, max_parallel %d, workers %d: %d check runs, %d FIX; bound 2*ceil(N/P)*S+2*S = %s (ratio %.2f)",
+		took.Round(10*time.Millisecond), sz.components, sz.check, sz.parallel, sz.workers, len(logs), fixes, bound, took.Seconds()/bound.Seconds())
+	fmt.Printf("trainbench: components=%d check=%s parallel=%d workers=%d ready_to_complete=%s check_runs=%d fixes=%d bound=%s ratio=%.2f\n",
+		sz.components, sz.check, sz.parallel, sz.workers, took.Round(10*time.Millisecond), len(logs), fixes, bound, took.Seconds()/bound.Seconds())
 }
 
 // identity creates (or reads) a key with foreman identity and returns its
@@ -203,8 +263,17 @@ type proc struct {
 
 func start(t *testing.T, dir string, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, dir, nil, args...)
+}
+
+// startEnv is start with more environment variables.
+func startEnv(t *testing.T, dir string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(bin, args...), stderr: &roomtest.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd.Dir, p.cmd.Stderr = dir, p.stderr
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	require.NoError(t, p.cmd.Start())
 	go func() { _ = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
