@@ -100,8 +100,14 @@ type waiter struct {
 	job    workq.Job
 	seq    uint64 // its message in the stream
 	since  time.Time
-	done   chan *workq.Result // the result taken, once
+	done   chan<- taken // where its result goes, once: shared by the run's jobs
 	worker string
+}
+
+// taken is a result taken for the job of a run's group.
+type taken struct {
+	group int
+	res   *workq.Result
 }
 
 // New starts the host's side: the jobs a life before left queued are
@@ -225,8 +231,9 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 			}
 		}
 	}()
+	done := make(chan taken, len(r.groups))
 	for g := range r.groups {
-		w, err := r.give(ctx, req, g)
+		w, err := r.give(ctx, req, g, done)
 		if err != nil {
 			r.withdraw(ws)
 			return gitjob.Checked{}, err
@@ -234,16 +241,16 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 		ws[g] = w
 	}
 	res := make([]*workq.Result, len(ws))
-	for g, w := range ws {
+	for range ws {
+		var t taken
 		select {
-		case res[g] = <-w.done:
+		case t = <-done:
 		case <-ctx.Done():
 			r.withdraw(ws)
 			return gitjob.Checked{}, ctx.Err()
 		}
-	}
-	for g, x := range res {
-		if x.Outcome == workq.Infra {
+		res[t.group] = t.res
+		if x := t.res; x.Outcome == workq.Infra {
 			r.withdraw(ws) // the others are wasted now: the run is tried again whole
 			r.mu.Lock()
 			r.retried++
@@ -255,14 +262,18 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 			if x.Worker != "" {
 				who = "worker " + x.Worker
 			}
-			return gitjob.Checked{}, fmt.Errorf("%s could not check %s (%s): %s", who, short(req.Commit), labelsSaid(r.groups[g].labels), x.Why)
+			what := short(req.Commit)
+			if len(r.groups) > 1 {
+				what += " (" + labelsSaid(r.groups[t.group].labels) + ")"
+			}
+			return gitjob.Checked{}, fmt.Errorf("%s could not check %s: %s", who, what, x.Why)
 		}
 	}
 	return r.verdict(ctx, ws, res), nil
 }
 
 // give puts the job of group g for req on the queue.
-func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int) (*waiter, error) {
+func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int, done chan<- taken) (*waiter, error) {
 	j := req.Job
 	nonce := make([]byte, 8)
 	_, _ = rand.Read(nonce)
@@ -281,7 +292,7 @@ func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int) (*wai
 		LogLimit: r.o.LogLimit, Retries: r.o.Retries, Sandbox: r.o.Sandbox,
 		Fetch: workq.Fetch{URL: r.o.Git.URL(), Ref: pinRef(j.Run), Token: r.o.Git.Token()},
 		Avoid: avoid, Log: first}
-	w := &waiter{job: job, since: time.Now(), done: make(chan *workq.Result, 1)}
+	w := &waiter{job: job, since: time.Now(), done: done}
 	r.mu.Lock()
 	r.waiting[job.ID] = w
 	r.mu.Unlock()
@@ -326,7 +337,7 @@ func (r *Remote) withdraw(ws []*waiter) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, w := range ws {
-		if w == nil || len(w.done) > 0 {
+		if w == nil {
 			continue
 		}
 		r.mu.Lock()
@@ -504,13 +515,13 @@ func (r *Remote) take(job string, x *workq.Result) {
 		r.results++
 		w.worker = x.Worker
 		r.mu.Unlock()
-		w.done <- x
+		w.done <- taken{group: w.job.Group, res: x}
 		return
 	}
 	r.refused++
 	r.mu.Unlock()
 	r.log.Warn().Str("job", job).Str("worker", x.Worker).Str("why", why).Msg("refused a worker's result")
-	w.done <- &workq.Result{Job: job, Outcome: workq.Infra, Worker: x.Worker, Why: "its result was refused: " + why}
+	w.done <- taken{group: w.job.Group, res: &workq.Result{Job: job, Outcome: workq.Infra, Worker: x.Worker, Why: "its result was refused: " + why}}
 }
 
 // refuse counts a result for no job this host gave.

@@ -218,7 +218,7 @@ func TestAJobNoWorkerCouldDoIsTriedAgainElsewhere(t *testing.T) {
 	g.store(j, workq.Result{Job: j.ID, Worker: "w1", Seq: seq, Commit: j.Commit, Outcome: workq.Infra, Why: "cannot fetch: connection refused"})
 	a := g.answer(ch)
 	require.Error(t, a.err)
-	assert.Equal(t, "worker w1 could not check "+g.commit[:12]+" (labels sandboxed): cannot fetch: connection refused", a.err.Error())
+	assert.Equal(t, "worker w1 could not check "+g.commit[:12]+": cannot fetch: connection refused", a.err.Error())
 	ctx, cancel := context.WithCancel(bg)
 	ch = g.check(ctx, 14)
 	j, _, _ = g.take("sandboxed")
