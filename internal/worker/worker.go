@@ -331,7 +331,8 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 			_ = msg.NakWithDelay(w.o.Lease)
 			return
 		}
-		w.store(ctx, msg, job, workq.Result{Job: job.ID, Outcome: workq.Infra, Why: "worker " + w.o.ID + " refused the job: " + err.Error()})
+		w.store(ctx, msg, job, workq.Result{Job: job.ID, Worker: w.o.ID, Seq: meta.Sequence.Stream, Commit: job.Commit, Outcome: workq.Infra,
+			Why: "the worker refused the job: " + err.Error()})
 		return
 	}
 	if job.Sandbox.Required && w.o.Unconfined {
