@@ -156,8 +156,8 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	var firstReady, complete time.Time
 	fixes := 0
 	verdicts := map[string]int{} // CI lines, each said once
-	killed := ""
-	var kills <-chan string
+	var killed kill
+	var kills <-chan kill
 	if sz.kill {
 		kills = ws.killMidCheck(sz.check)
 	}
@@ -209,8 +209,18 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	for v, n := range verdicts {
 		require.Equal(t, 1, n, "a verdict said %d times: %s", n, v)
 	}
+	if kills != nil {
+		select {
+		case killed = <-kills:
+		case <-time.After(patience):
+		}
+	}
 	if sz.kill {
-		require.NotEmpty(t, killed, "no worker was killed mid-check")
+		require.NotEmpty(t, killed.worker, "no worker was killed mid-check")
+		t.Logf("killed %s mid-check: job %s taken again after %s, its result stored after %s (a check takes %s)",
+			killed.worker, killed.job, killed.again.Round(10*time.Millisecond), killed.stored.Round(10*time.Millisecond), sz.check)
+		fmt.Printf("trainbench: kill worker=%s taken_again=%s result_stored=%s check=%s\n",
+			killed.worker, killed.again.Round(10*time.Millisecond), killed.stored.Round(10*time.Millisecond), sz.check)
 	}
 
 	logs, _ := filepath.Glob(filepath.Join(dir, ".foreman", "host", "logs", "*.log"))
@@ -222,8 +232,8 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	bound := time.Duration(2*rounds)*sz.check + 2*sz.check
 	if sz.workers > 0 {
 		results, dups, again := ws.counts()
-		t.Logf("%d workers: %d results stored, %d dropped as duplicates, %d jobs run again after a worker held them; killed: %q", sz.workers, results, dups, again, killed)
-		fmt.Printf("trainbench: workers=%d kill=%v results=%d duplicates=%d again=%d killed=%q\n", sz.workers, sz.kill, results, dups, again, killed)
+		t.Logf("%d workers: %d results stored, %d dropped as duplicates, %d jobs run again after a worker held them", sz.workers, results, dups, again)
+		fmt.Printf("trainbench: workers=%d kill=%v results=%d duplicates=%d again=%d\n", sz.workers, sz.kill, results, dups, again)
 		status := exec.Command(bin, "cluster", "status", hostConfig)
 		status.Dir = dir
 		out, err := status.CombinedOutput()

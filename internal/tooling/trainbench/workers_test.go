@@ -50,33 +50,78 @@ func (ws *workers) queue() *workq.Queue {
 	return q
 }
 
+// kill is what a kill cost: the job the killed worker held, how long
+// after the kill another worker took it, and how long until its result
+// was stored.
+type kill struct {
+	worker, job string
+	again       time.Duration
+	stored      time.Duration
+}
+
 // killMidCheck waits until a worker takes a job, then half a check more,
 // kills it with SIGKILL in the middle of that check, starts it again (as
-// a supervisor would), and names it on the channel.
-func (ws *workers) killMidCheck(check time.Duration) <-chan string {
-	out := make(chan string, 1)
+// a supervisor would), and follows the job until its result is stored.
+func (ws *workers) killMidCheck(check time.Duration) <-chan kill {
+	out := make(chan kill, 1)
 	q := ws.queue()
+	// Polling NATS, which has no event for any of this; the kill lands
+	// mid-check whatever the poll's pace, and the times measured are
+	// within a poll (20 ms).
+	poll := func(ok func() bool) bool {
+		for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if ok() {
+				return true
+			}
+		}
+		return false
+	}
 	go func() {
-		deadline := time.Now().Add(patience)
-		for time.Now().Before(deadline) {
+		var k kill
+		var build string
+		if !poll(func() bool {
 			all, _, _, err := q.Status(context.Background())
-			if err == nil {
-				for _, s := range all {
-					if len(s.Jobs) > 0 {
-						<-time.After(check / 2) // where the fault lands, not a wait for anything
-						ws.mu.Lock()
-						p := ws.procs[s.ID]
-						ws.mu.Unlock()
-						_ = p.cmd.Process.Signal(syscall.SIGKILL)
-						<-p.done
-						ws.start(s.ID)
-						out <- s.ID
-						return
+			for _, s := range all {
+				if err == nil && len(s.Jobs) > 0 {
+					k.worker, k.job, build = s.ID, s.Jobs[0].Job, s.Jobs[0].Build
+					return true
+				}
+			}
+			return false
+		}) {
+			return
+		}
+		<-time.After(check / 2) // where the fault lands, not a wait for anything
+		ws.mu.Lock()
+		p := ws.procs[k.worker]
+		ws.mu.Unlock()
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		killed := time.Now()
+		<-p.done
+		ws.start(k.worker)
+		poll(func() bool {
+			all, _, _, err := q.Status(context.Background())
+			for _, s := range all {
+				for _, j := range s.Jobs {
+					// Said after the kill (NATS runs in this process: one
+					// clock), so not the killed worker's last word.
+					if err == nil && j.Job == k.job && s.Seen.After(killed) {
+						k.again = time.Since(killed)
+						return true
 					}
 				}
 			}
-			time.Sleep(20 * time.Millisecond) // polling NATS, not synchronizing: the kill lands mid-check either way
-		}
+			return false
+		})
+		poll(func() bool {
+			x, err := q.Result(context.Background(), build, k.job)
+			if err == nil && x != nil {
+				k.stored = time.Since(killed)
+				return true
+			}
+			return false
+		})
+		out <- k
 	}()
 	return out
 }
