@@ -21,7 +21,9 @@ import (
 // them jobs, and the queue between them; nothing when no host has made
 // the queue.
 func workersStatus(ctx context.Context, c *config.Config) ([]workq.WorkerStatus, []workq.HostStatus, []workq.Backlog, error) {
-	nc, err := cluster.Dial(cluster.Options{URL: c.Cluster.NATS, ID: "status-" + c.Cluster.ID, Lease: c.Cluster.Lease, Logger: zerolog.Nop()})
+	opts := cluster.FromConfig(c.Cluster, cluster.RoleReader, zerolog.Nop())
+	opts.ID = "status-" + opts.ID
+	nc, err := cluster.Dial(opts)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -71,13 +73,13 @@ func writeWorkersStatus(w io.Writer, workers []workq.WorkerStatus, hosts []workq
 			fmt.Sprint(h.Results), fmt.Sprint(h.Refused), fmt.Sprint(h.Retried), h.Serve, ago(now, h.Seen)})
 	}
 	table(w, rows)
-	rows = [][]string{{"JOBS FOR", "WAITING", "IN HAND", "IDLE WORKERS", "NOTE"}}
+	rows = [][]string{{"JOBS FOR", "QUEUED", "NOTE"}}
 	for _, b := range backlog {
 		note := ""
-		if b.Waiting > 0 && !anyFits(workers, b.Set) {
+		if b.Queued > 0 && !anyFits(workers, b.Set) {
 			note = "no worker has these labels"
 		}
-		rows = append(rows, []string{b.Set, fmt.Sprint(b.Waiting), fmt.Sprint(b.InHand), fmt.Sprint(b.Workers), note})
+		rows = append(rows, []string{b.Set, fmt.Sprint(b.Queued), note})
 	}
 	table(w, rows)
 }

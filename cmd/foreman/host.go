@@ -48,6 +48,10 @@ foreman status and the board show, with the train. A run whose component
 leaves CI (FIX, RETRY, ABORT, RELEASE, ASSIGN...) is cancelled and never
 reported. The host's ledger (host.ledger) and the room let it restart, even
 after kill -9, without landing anything twice or reporting a stale run.
+With cluster.nats set, the host runs no check itself: it puts each on the
+cluster's job queue for foreman worker processes, serves them host.repo
+read-only (host.serve), and reports their results as its own; at most
+host.max_parallel jobs are in flight across all of them.
 See docs/HOST.md.`,
 		Example: `  foreman identity --identity .foreman/host.json   # the id to list in roles.ci and roles.merger
   foreman host --check-sandbox                      # what this machine enforces on checks

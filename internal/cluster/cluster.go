@@ -23,6 +23,7 @@ const DefaultLease = 3 * time.Second
 type Options struct {
 	URL      string        // one or more nats:// URLs, comma-separated
 	ID       string        // this process's name in the cluster; default host-pid
+	Role     Role          // what this process does; default RoleForeman
 	Lease    time.Duration // the time to live of the leases this process takes; default DefaultLease
 	Replicas int           // copies JetStream keeps of each stream and bucket; default 1
 	Logger   zerolog.Logger

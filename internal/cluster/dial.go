@@ -9,6 +9,26 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// Role is what a process does in the cluster: the inbox its answers come
+// to is the role's own, so that a NATS user may be given only its role's
+// (a worker cannot read what JetStream tells foreman).
+type Role string
+
+const (
+	RoleForeman Role = "foreman" // leads builds: the logs, leases, snapshots, the pool
+	RoleHost    Role = "host"    // checks and lands one build's work; with workers, the job queue
+	RoleWorker  Role = "worker"  // runs check jobs: the job queue, results and logs only
+	RoleReader  Role = "reader"  // only looks (foreman cluster status)
+)
+
+// InboxPrefix is where the answers to a role's requests come.
+func (r Role) InboxPrefix() string {
+	if r == "" {
+		r = RoleForeman
+	}
+	return "_INBOX_" + string(r)
+}
+
 // Dial connects to NATS as every foreman process does: foreman run (through
 // Connect), foreman host with workers, foreman worker. It is the one place
 // the connection's options are made, so that whatever a secured NATS asks
@@ -29,8 +49,13 @@ func natsOptions(opts Options) []nats.Option {
 	if lease <= 0 {
 		lease = DefaultLease
 	}
+	role := opts.Role
+	if role == "" {
+		role = RoleForeman
+	}
 	return []nats.Option{
-		nats.Name("foreman " + opts.ID),
+		nats.Name("foreman " + string(role) + " " + opts.ID),
+		nats.CustomInboxPrefix(role.InboxPrefix()),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(100 * time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),

@@ -216,16 +216,21 @@ func (w *Worker) sayNow(ctx context.Context) {
 	_ = w.q.SayWorker(ctx, w.Status())
 }
 
-// refreshSets keeps the label sets it fits: every set whose labels it has,
-// the most specific first (a gpu worker serves gpu jobs before any).
+// refreshSets keeps the label sets it fits: every set it has seen jobs
+// of in the queue whose labels it has, the most specific first (a gpu
+// worker serves gpu jobs before any). It learns them from the queue's
+// subjects, which a worker's NATS user may read, rather than from the
+// consumers' list, which it need not.
 func (w *Worker) refreshSets(ctx context.Context) {
-	all, err := w.q.LabelSets(ctx)
+	queued, err := w.q.Queued(ctx)
 	if err != nil {
 		return
 	}
-	var fit []string
-	for _, s := range all {
-		if workq.Fits(s, w.labels) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fit := slices.Clone(w.sets)
+	for s := range queued {
+		if workq.Fits(s, w.labels) && !slices.Contains(fit, s) {
 			fit = append(fit, s)
 		}
 	}
@@ -236,12 +241,10 @@ func (w *Worker) refreshSets(ctx context.Context) {
 		}
 		return fit[i] < fit[j]
 	})
-	w.mu.Lock()
 	if !slices.Equal(fit, w.sets) {
 		w.log.Info().Strs("label_sets", fit).Msg("taking jobs of these label sets")
 	}
 	w.sets = fit
-	w.mu.Unlock()
 }
 
 // Status is what the worker says of itself.

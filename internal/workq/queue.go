@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -139,16 +140,46 @@ func (q *Queue) Consumer(ctx context.Context, set string, ackWait time.Duration)
 	return err
 }
 
-// LabelSets lists the label sets the hosts have made consumers for.
-func (q *Queue) LabelSets(ctx context.Context) ([]string, error) {
-	l := q.stream.ListConsumers(ctx)
-	var out []string
-	for info := range l.Info() {
-		if set := info.Config.Metadata[labelsMeta]; set != "" && info.Name == ConsumerName(set) {
-			out = append(out, set)
+// Queued counts the jobs in the queue by label set: waiting, or in a
+// worker's hands and not yet acknowledged. It reads the stream's
+// subjects (what any role may read), not its consumers.
+func (q *Queue) Queued(ctx context.Context) (map[string]uint64, error) {
+	info, err := q.stream.Info(ctx, jetstream.WithSubjectFilter(JobSubjects))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]uint64{}
+	for subject, n := range info.State.Subjects {
+		parts := strings.Split(subject, ".")
+		if len(parts) != 3 {
+			continue
+		}
+		if set, ok := unKey(parts[2]); ok {
+			out[set] += n
 		}
 	}
-	return out, l.Err()
+	return out, nil
+}
+
+// unKey is the name cluster.Key made key of.
+func unKey(key string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		if key[i] != '_' {
+			b.WriteByte(key[i])
+			continue
+		}
+		if i+2 >= len(key) {
+			return "", false
+		}
+		n, err := strconv.ParseUint(key[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", false
+		}
+		b.WriteByte(byte(n))
+		i += 2
+	}
+	return b.String(), true
 }
 
 // Take waits up to wait for a job of set: nil when none came.
@@ -202,11 +233,6 @@ func (q *Queue) Publish(ctx context.Context, j Job) (uint64, error) {
 		return 0, err
 	}
 	return ack.Sequence, nil
-}
-
-// Withdraw deletes a job from the queue, if it is still there.
-func (q *Queue) Withdraw(ctx context.Context, seq uint64) {
-	_ = q.stream.DeleteMsg(ctx, seq)
 }
 
 // Purge drops every job of build still queued: a host starting again gave

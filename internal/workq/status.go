@@ -3,11 +3,8 @@ package workq
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
 	"strings"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // SayWorker stores what a worker says of itself.
@@ -36,12 +33,11 @@ func (q *Queue) SayHost(ctx context.Context, s HostStatus) error {
 // HostGone drops a host that stops.
 func (q *Queue) HostGone(ctx context.Context, build string) { _ = q.status.Delete(ctx, hostKey(build)) }
 
-// Backlog is one label set's jobs: queued, and in a worker's hands.
+// Backlog is one label set's jobs in the queue: waiting, or in a
+// worker's hands.
 type Backlog struct {
-	Set     string
-	Waiting uint64 // queued, not yet taken
-	InHand  uint64 // taken, not yet acknowledged
-	Workers int    // pull requests waiting: idle workers that fit
+	Set    string
+	Queued uint64
 }
 
 // Status is every worker and host with workers, and the queue's backlog
@@ -75,17 +71,13 @@ func (q *Queue) Status(ctx context.Context) ([]WorkerStatus, []HostStatus, []Bac
 	}
 	sort.Slice(workers, func(i, j int) bool { return workers[i].ID < workers[j].ID })
 	sort.Slice(hosts, func(i, j int) bool { return hosts[i].Build < hosts[j].Build })
-	var backlog []Backlog
-	l := q.stream.ListConsumers(ctx)
-	for info := range l.Info() {
-		set := info.Config.Metadata[labelsMeta]
-		if set == "" {
-			continue
-		}
-		backlog = append(backlog, Backlog{Set: set, Waiting: info.NumPending, InHand: uint64(info.NumAckPending), Workers: info.NumWaiting})
+	queued, err := q.Queued(ctx)
+	if err != nil {
+		return workers, hosts, nil, err
 	}
-	if err := l.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
-		return workers, hosts, backlog, err
+	var backlog []Backlog
+	for set, n := range queued {
+		backlog = append(backlog, Backlog{Set: set, Queued: n})
 	}
 	sort.Slice(backlog, func(i, j int) bool { return backlog[i].Set < backlog[j].Set })
 	return workers, hosts, backlog, nil

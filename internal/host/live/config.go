@@ -100,7 +100,7 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 	if c.Cluster.Enabled() {
 		// The workers run the checks, in their sandbox: this machine
 		// confines none, and need not be able to.
-		if pool, err = prepareWorkers(ctx, c, repo, self, st.LastRun, log); err != nil {
+		if pool, err = prepareWorkers(ctx, c, repo, self, log); err != nil {
 			return nil, err
 		}
 		defer func() {
@@ -108,6 +108,10 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 				pool.Close()
 			}
 		}()
+		// This host alone leads the build: it gives the jobs from now.
+		if err := pool.start(ctx, st.LastRun); err != nil {
+			return nil, err
+		}
 		confinement = pool.describe(c)
 		checker = pool.remote
 		if c.Host.Unconfined {

@@ -21,11 +21,10 @@ import (
 	"github.com/agentforeman/foreman/internal/workq"
 )
 
-// workers is a host's side of its workers: the NATS connection, the
-// repository served to them, the queue.
+// workers is a host's side of its workers: the NATS connection and the
+// queue; the remote gives jobs once started (this host leads the build).
 type workers struct {
 	nc     *nats.Conn
-	git    *remote.GitServer
 	remote *remote.Remote
 }
 
@@ -33,18 +32,15 @@ func (w *workers) Close() error {
 	if w == nil {
 		return nil
 	}
-	if w.remote != nil {
-		w.remote.Close()
-	}
-	err := w.git.Close()
+	w.remote.Close()
 	w.nc.Close()
-	return err
+	return nil
 }
 
-// connect joins NATS as a process of c's cluster and opens JetStream.
-func connect(c *config.Config, log zerolog.Logger) (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := cluster.Dial(cluster.Options{URL: c.Cluster.NATS, ID: c.Cluster.ID, Lease: c.Cluster.Lease,
-		Logger: log.With().Str("part", "cluster").Logger()})
+// connect joins NATS as a process of role in c's cluster and opens
+// JetStream.
+func connect(c *config.Config, role cluster.Role, log zerolog.Logger) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := cluster.Dial(cluster.FromConfig(c.Cluster, role, log.With().Str("part", "cluster").Logger()))
 	if err != nil {
 		return nil, nil, fmt.Errorf("cluster.nats: %w", err)
 	}
@@ -57,47 +53,44 @@ func connect(c *config.Config, log zerolog.Logger) (*nats.Conn, jetstream.JetStr
 }
 
 // prepareWorkers readies a host whose checks workers run (cluster.nats):
-// it joins NATS, makes the job queue, serves host.repo to the workers and
-// drops the jobs a host of this build left queued.
-func prepareWorkers(ctx context.Context, c *config.Config, repo *gitrepo.Repo, self string, lastRun int, log zerolog.Logger) (*workers, error) {
-	nc, js, err := connect(c, log)
+// it joins NATS and makes the job queue. Nothing is given to the workers
+// until its remote starts (start), which a host does once it leads the
+// build: a host alone at once.
+func prepareWorkers(ctx context.Context, c *config.Config, repo *gitrepo.Repo, self string, log zerolog.Logger) (*workers, error) {
+	nc, js, err := connect(c, cluster.RoleHost, log)
 	if err != nil {
 		return nil, err
 	}
-	w := &workers{nc: nc}
-	ok := false
-	defer func() {
-		if !ok {
-			nc.Close()
-			if w.git != nil {
-				_ = w.git.Close()
-			}
-		}
-	}()
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	q, err := workq.Make(qctx, js, workq.Config{Replicas: c.Cluster.Replicas})
 	if err != nil {
+		nc.Close()
 		return nil, fmt.Errorf("cluster.nats: the job queue: %w", err)
 	}
-	if w.git, err = remote.ServeGit(repo.GitDir(), c.Host.Serve, c.Host.ServeURL); err != nil {
-		return nil, err
-	}
 	limits := c.Host.SandboxLimits.WithDefaults()
-	w.remote, err = remote.New(qctx, remote.Options{
-		Queue: q, Repo: repo, Git: w.git, Build: c.Build.Name, Host: self, Name: c.Host.Name, Target: c.Host.Target,
+	r := remote.New(remote.Options{
+		Queue: q, Repo: repo, Serve: c.Host.Serve, ServeURL: c.Host.ServeURL,
+		Build: c.Build.Name, Host: self, Name: c.Host.Name, Target: c.Host.Target,
 		Checks: c.Host.Checks, Labels: c.Host.CheckLabels, Env: c.Host.Env, Timeout: c.Rules.CITimeout,
 		LogLimit: c.Host.LogLimit, Retries: c.Host.Retries, Logs: c.Host.Logs,
 		Sandbox: workq.Sandbox{Required: !c.Host.Unconfined, Net: c.Host.SandboxNet,
 			Memory: limits.Memory, Tasks: limits.Tasks, FileSize: limits.FileSize},
-		MaxParallel: c.Host.MaxParallel, StartRun: lastRun, Lease: c.Cluster.Lease,
+		MaxParallel: c.Host.MaxParallel, Lease: c.Cluster.Lease,
 		Logger: log.With().Str("part", "workers").Logger(),
 	})
-	if err != nil {
-		return nil, fmt.Errorf("cluster.nats: %w", err)
+	return &workers{nc: nc, remote: r}, nil
+}
+
+// start has the host give the build's jobs to the workers: lastRun is
+// the highest run its ledger holds.
+func (w *workers) start(ctx context.Context, lastRun int) error {
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := w.remote.Start(sctx, lastRun); err != nil {
+		return fmt.Errorf("cluster.nats: %w", err)
 	}
-	ok = true
-	return w, nil
+	return nil
 }
 
 // describe says, for the host's start, where its checks run.
@@ -107,7 +100,7 @@ func (w *workers) describe(c *config.Config) []string {
 		sets = "none: no checks"
 	}
 	return []string{
-		fmt.Sprintf("checks run on workers (foreman worker) through NATS at %s, at most %d jobs in flight; they fetch from %s", c.Cluster.NATS, c.Host.MaxParallel, w.git.URL()),
+		fmt.Sprintf("checks run on workers (foreman worker) through NATS at %s, at most %d jobs in flight; they fetch from %s", c.Cluster.NATS, c.Host.MaxParallel, w.remote.URL()),
 		"jobs ask for the label sets " + sets,
 	}
 }
@@ -136,7 +129,7 @@ func workerMain(ctx context.Context, c *config.Config, log zerolog.Logger, out i
 			return fmt.Errorf("host.sandbox: %w", err)
 		}
 	}
-	nc, js, err := connect(c, log)
+	nc, js, err := connect(c, cluster.RoleWorker, log)
 	if err != nil {
 		return err
 	}

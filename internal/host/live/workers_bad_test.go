@@ -65,7 +65,7 @@ func TestNATSRestartedMidQueue(t *testing.T) {
 	w.say("b2", "READY api b2/api")
 	require.Eventually(t, func() bool {
 		_, _, backlog, err := q.Status(bg)
-		return err == nil && len(backlog) == 1 && backlog[0].Waiting == 1
+		return err == nil && len(backlog) == 1 && backlog[0].Queued == 2 // db's in hand, api's waiting
 	}, time.Minute, 10*time.Millisecond, "api's job never waited in the queue")
 
 	w.nats.Stop()
@@ -113,7 +113,7 @@ func TestAnUnconfinedWorkerGetsNoConfinedJob(t *testing.T) {
 		}
 		assert.Equal(t, []string(nil), nilIfEmpty(workers[0].Labels), "no sandboxed label")
 		assert.Equal(t, "off", workers[0].Sandbox)
-		return backlog[0].Set == workq.Sandboxed && backlog[0].Waiting == 1 && workers[0].UpMS > 3000
+		return backlog[0].Set == workq.Sandboxed && backlog[0].Queued == 1 && workers[0].UpMS > 3000
 	}, time.Minute, 20*time.Millisecond)
 	assert.Empty(t, w.said(w.host, "CI db"))
 	w.startWorker("tight")

@@ -193,7 +193,12 @@ func TestThreeWorkersOneKilledMidCheck(t *testing.T) {
 	pass := w.expect(w.host, "CI db PASS ")
 	w.expect(w.foreman, "REVIEW db")
 	commit := strings.Fields(strings.TrimPrefix(pass, "CI db PASS "))[0]
-	assert.Equal(t, 1, strings.Count(w.readFile(w.record), commit), "the killed check never finished; the one redone passed, once")
+	if sandboxSetting(t) == "on" {
+		// A confined check dies with its worker (its namespace's first
+		// process goes with it); an unconfined one would run on until the
+		// worker's next start pruned it.
+		assert.Equal(t, 1, strings.Count(w.readFile(w.record), commit), "the killed check never finished; the one redone passed, once")
+	}
 
 	for _, c := range []struct{ builder, name string }{{"b2", "api"}, {"b3", "web"}} {
 		w.claim(c.builder, c.name)

@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,10 +40,11 @@ import (
 
 // Options configure the host's side of its workers.
 type Options struct {
-	Queue  *workq.Queue
-	Repo   *gitrepo.Repo // host.repo: a job's commit is pinned there while the job lives
-	Git    *GitServer    // where workers fetch from
-	Build  string        // build.name: the queue's subjects and keys are the build's
+	Queue    *workq.Queue
+	Repo     *gitrepo.Repo // host.repo: a job's commit is pinned there while the job lives
+	Serve    string        // host.serve: where the repository is served to the workers
+	ServeURL string        // host.serve_url: how they reach it ("": http:// and Serve's address)
+	Build    string        // build.name: the queue's subjects and keys are the build's
 	Host   string        // the host's sender id, for people
 	Name   string        // host.name
 	Target string
@@ -57,10 +59,6 @@ type Options struct {
 	Logs     string        // host.logs: the workers' logs are copied there
 
 	MaxParallel int
-	// StartRun is the highest run of the host's lives before this one: a
-	// result for a job of such a run is late (a worker finished what the
-	// host gave before it restarted), not forged.
-	StartRun int
 	// Lease is the consumers' ack wait (cluster.lease), and how often the
 	// host looks for results its watch may have missed and says it is
 	// there.
@@ -81,11 +79,14 @@ type Remote struct {
 	groups []group
 	log    zerolog.Logger
 	start  time.Time
-	stop   context.CancelFunc
-	done   chan struct{}
 	moved  chan struct{} // pinged when a job is given or taken: say so at once
 
-	mu      sync.Mutex
+	mu       sync.Mutex
+	git      *GitServer // while it leads the workers (Start to Close)
+	startRun int        // the highest run of the host's lives before this one
+	stop     context.CancelFunc
+	done     chan struct{}
+
 	waiting map[string]*waiter  // by job id
 	ended   map[string]bool     // jobs given in this life that ended: a result now is late
 	avoid   map[string][]string // by commit: workers that could not do a job on it
@@ -110,36 +111,63 @@ type taken struct {
 	res   *workq.Result
 }
 
-// New starts the host's side: the jobs a life before left queued are
-// dropped and their pins deleted (what is still owed is given again), the
-// consumers of the host's label sets made, and the results followed.
-func New(ctx context.Context, o Options) (*Remote, error) {
+// New makes the host's side of its workers; nothing is given to them
+// until Start.
+func New(o Options) *Remote {
 	if o.Lease <= 0 {
 		o.Lease = 3 * time.Second
 	}
-	r := &Remote{o: o, log: o.Logger, start: time.Now(), waiting: map[string]*waiter{}, ended: map[string]bool{},
-		avoid: map[string][]string{}, done: make(chan struct{}), moved: make(chan struct{}, 1)}
-	r.groups = groups(o.Checks, o.Labels, o.Sandbox.Required)
+	return &Remote{o: o, log: o.Logger, start: time.Now(), waiting: map[string]*waiter{}, ended: map[string]bool{},
+		avoid: map[string][]string{}, moved: make(chan struct{}, 1), groups: groups(o.Checks, o.Labels, o.Sandbox.Required)}
+}
+
+// Start makes this host the one that gives the build's jobs (the host
+// alone does at its start; a standby once it leads): it serves host.repo
+// to the workers, drops the jobs a host of the build left queued and
+// their pins (what is still owed is given again), makes the consumers of
+// its label sets, and follows the results. startRun is the highest run of
+// the host's lives before: a result for a job of such a run is late (a
+// worker finished what a host gave before), not forged.
+func (r *Remote) Start(ctx context.Context, startRun int) error {
+	o := r.o
 	if err := o.Queue.Purge(ctx, o.Build); err != nil {
-		return nil, fmt.Errorf("dropping the jobs a host of %s left queued: %w", o.Build, err)
+		return fmt.Errorf("dropping the jobs a host of %s left queued: %w", o.Build, err)
 	}
 	if err := o.Repo.DeleteRefs(ctx, pinPrefix); err != nil {
-		return nil, fmt.Errorf("host.repo: deleting the pins a host left: %w", err)
+		return fmt.Errorf("host.repo: deleting the pins a host left: %w", err)
 	}
 	for _, g := range r.groups {
 		if err := o.Queue.Consumer(ctx, workq.LabelSet(g.labels), o.Lease); err != nil {
-			return nil, fmt.Errorf("the job queue's consumer for %s: %w", workq.LabelSet(g.labels), err)
+			return fmt.Errorf("the job queue's consumer for %s: %w", workq.LabelSet(g.labels), err)
 		}
 	}
+	git, err := ServeGit(o.Repo.GitDir(), o.Serve, o.ServeURL)
+	if err != nil {
+		return err
+	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	r.stop = stop
 	results, err := o.Queue.WatchResults(bg, o.Build)
 	if err != nil {
 		stop()
-		return nil, fmt.Errorf("following the workers' results: %w", err)
+		_ = git.Close()
+		return fmt.Errorf("following the workers' results: %w", err)
 	}
-	go r.follow(bg, results)
-	return r, nil
+	done := make(chan struct{})
+	r.mu.Lock()
+	r.git, r.startRun, r.stop, r.done = git, startRun, stop, done
+	r.mu.Unlock()
+	go r.follow(bg, results, done)
+	return nil
+}
+
+// URL is where the workers fetch from ("" before Start).
+func (r *Remote) URL() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.git == nil {
+		return ""
+	}
+	return r.git.URL()
 }
 
 // LabelSets are the label sets the host's jobs ask for.
@@ -151,10 +179,19 @@ func (r *Remote) LabelSets() []string {
 	return out
 }
 
-// Close stops following results and says the host is gone.
+// Close stops giving jobs: it stops following results and serving the
+// repository, and says the host is gone. Start may follow again.
 func (r *Remote) Close() {
-	r.stop()
-	<-r.done
+	r.mu.Lock()
+	git, stop, done := r.git, r.stop, r.done
+	r.git, r.stop, r.done = nil, nil, nil
+	r.mu.Unlock()
+	if git == nil {
+		return
+	}
+	stop()
+	<-done
+	_ = git.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	r.o.Queue.HostGone(ctx, r.o.Build)
@@ -216,6 +253,12 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 	if len(r.groups) == 0 {
 		return gitjob.Checked{Result: checks.Result{Passed: true}}, nil
 	}
+	r.mu.Lock()
+	git := r.git
+	r.mu.Unlock()
+	if git == nil {
+		return gitjob.Checked{}, errors.New("this host does not give the build's jobs to workers now")
+	}
 	j := req.Job
 	if err := r.o.Repo.SetRef(ctx, pinRef(j.Run), req.Commit, "foreman host: job for "+j.Component); err != nil {
 		return gitjob.Checked{}, fmt.Errorf("pinning %s for the workers: %w", short(req.Commit), err)
@@ -233,7 +276,7 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 	}()
 	done := make(chan taken, len(r.groups))
 	for g := range r.groups {
-		w, err := r.give(ctx, req, g, done)
+		w, err := r.give(ctx, req, g, git, done)
 		if err != nil {
 			r.withdraw(ws)
 			return gitjob.Checked{}, err
@@ -254,7 +297,7 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 			r.withdraw(ws) // the others are wasted now: the run is tried again whole
 			r.mu.Lock()
 			r.retried++
-			if x.Worker != "" && len(r.avoid) < 4096 {
+			if x.Worker != "" && len(r.avoid) < 4096 && !slices.Contains(r.avoid[req.Commit], x.Worker) {
 				r.avoid[req.Commit] = append(r.avoid[req.Commit], x.Worker)
 			}
 			r.mu.Unlock()
@@ -273,7 +316,7 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 }
 
 // give puts the job of group g for req on the queue.
-func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int, done chan<- taken) (*waiter, error) {
+func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int, git *GitServer, done chan<- taken) (*waiter, error) {
 	j := req.Job
 	nonce := make([]byte, 8)
 	_, _ = rand.Read(nonce)
@@ -290,7 +333,7 @@ func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int, done 
 		Component: j.Component, Ref: j.Ref, Commit: req.Commit, Base: req.Base, Target: r.o.Target,
 		Checks: grp.checks, Labels: grp.labels, Env: r.o.Env, TimeoutMS: r.o.Timeout.Milliseconds(),
 		LogLimit: r.o.LogLimit, Retries: r.o.Retries, Sandbox: r.o.Sandbox,
-		Fetch: workq.Fetch{URL: r.o.Git.URL(), Ref: pinRef(j.Run), Token: r.o.Git.Token()},
+		Fetch: workq.Fetch{URL: git.URL(), Ref: pinRef(j.Run), Token: git.Token()},
 		Avoid: avoid, Log: first}
 	w := &waiter{job: job, since: time.Now(), done: done}
 	r.mu.Lock()
@@ -329,10 +372,10 @@ func (r *Remote) forget(w *waiter) {
 	}
 }
 
-// withdraw takes the jobs of ws that have no result off the queue and
-// stores their cancellation as their result, so that a worker running one
-// stops (it looks for its job's result while it runs) and its own result
-// is dropped.
+// withdraw stores the cancellation of the jobs of ws that have no result
+// as their result, so that a worker running one stops (it looks for its
+// job's result while it runs), one taking it later drops it at once, and
+// a result of a worker's is dropped.
 func (r *Remote) withdraw(ws []*waiter) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -342,15 +385,14 @@ func (r *Remote) withdraw(ws []*waiter) {
 		}
 		r.mu.Lock()
 		_, live := r.waiting[w.job.ID]
-		seq := w.seq
 		r.mu.Unlock()
 		if !live {
 			continue
 		}
 		r.forget(w)
-		if seq > 0 {
-			r.o.Queue.Withdraw(ctx, seq)
-		}
+		// The job stays queued (a host's user need not delete messages):
+		// a worker that takes it finds its cancellation and acknowledges
+		// it at once.
 		if _, err := r.o.Queue.Store(ctx, r.o.Build, workq.Result{Job: w.job.ID, Outcome: workq.Cancelled}); err != nil {
 			r.log.Warn().Err(err).Str("job", w.job.ID).Msg("cannot mark the job withdrawn; a worker may run it to its end, and its result is dropped")
 		}
@@ -410,8 +452,8 @@ func (r *Remote) copyLogs(ctx context.Context, j workq.Job, x *workq.Result) []s
 // follow takes the results as the watch brings them, and, every lease,
 // looks for those of the jobs it waits for (a watch cut by a NATS restart
 // may miss one) and says the host is there.
-func (r *Remote) follow(ctx context.Context, results <-chan workq.Stored) {
-	defer close(r.done)
+func (r *Remote) follow(ctx context.Context, results <-chan workq.Stored, done chan struct{}) {
+	defer close(done)
 	tick := time.NewTicker(r.o.Lease)
 	defer tick.Stop()
 	r.say(ctx)
@@ -487,7 +529,7 @@ func (r *Remote) take(job string, x *workq.Result) {
 	r.mu.Lock()
 	w := r.waiting[job]
 	if w == nil {
-		late := r.ended[job] || x.Outcome == workq.Cancelled || runOf(job) <= r.o.StartRun
+		late := r.ended[job] || x.Outcome == workq.Cancelled || runOf(job) <= r.startRun
 		if late {
 			r.late++
 		}
@@ -497,13 +539,19 @@ func (r *Remote) take(job string, x *workq.Result) {
 		}
 		return
 	}
+	if w.seq == 0 {
+		// Its publish has not returned yet (a worker was that quick): the
+		// next sweep takes it, once the message it was given is known.
+		r.mu.Unlock()
+		return
+	}
 	why := ""
 	switch {
 	case x.Job != job:
 		why = fmt.Sprintf("it names job %s, under the key of job %s", x.Job, job)
 	case x.Outcome != workq.Passed && x.Outcome != workq.Failed && x.Outcome != workq.Infra:
 		why = fmt.Sprintf("its outcome %q is none a worker gives", x.Outcome)
-	case w.seq == 0 || x.Seq != w.seq:
+	case x.Seq != w.seq:
 		why = fmt.Sprintf("it names message %d of the queue, and the job was message %d: the job was not given to %s", x.Seq, w.seq, orSomeone(x.Worker))
 	case x.Outcome != workq.Infra && x.Commit != w.job.Commit:
 		why = fmt.Sprintf("it is for commit %s, and the job was %s", short(x.Commit), short(w.job.Commit))
@@ -548,7 +596,11 @@ func (r *Remote) say(ctx context.Context) {
 func (r *Remote) Status() workq.HostStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := workq.HostStatus{Build: r.o.Build, Host: r.o.Host, Name: r.o.Name, Serve: r.o.Git.URL(), MaxParallel: r.o.MaxParallel,
+	serve := ""
+	if r.git != nil {
+		serve = r.git.URL()
+	}
+	st := workq.HostStatus{Build: r.o.Build, Host: r.o.Host, Name: r.o.Name, Serve: serve, MaxParallel: r.o.MaxParallel,
 		InFlight: []workq.HostInFlight{}, Results: r.results, Refused: r.refused, Retried: r.retried,
 		UpMS: time.Since(r.start).Milliseconds(), At: time.Now()}
 	for _, g := range r.groups {

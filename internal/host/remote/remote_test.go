@@ -50,20 +50,17 @@ func newRig(t *testing.T, change ...func(*Options)) *rig {
 	require.NoError(t, err)
 	commit, err := repo.CommitFiles(bg, main, map[string]string{"db": "db\n"}, "work", gitrepo.Author{Name: "b", Email: "b@x"})
 	require.NoError(t, err)
-	git, err := ServeGit(repo.GitDir(), "127.0.0.1:0", "")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = git.Close() })
 	logs := filepath.Join(dir, "logs")
 	require.NoError(t, os.MkdirAll(logs, 0o755))
-	o := Options{Queue: q, Repo: repo, Git: git, Build: "shop", Host: "@0123456789abcdef", Name: "host", Target: "main",
+	o := Options{Queue: q, Repo: repo, Serve: "127.0.0.1:0", Build: "shop", Host: "@0123456789abcdef", Name: "host", Target: "main",
 		Checks: [][]string{{"make", "test"}}, Timeout: time.Minute, LogLimit: 1 << 20, Logs: logs,
-		Sandbox: workq.Sandbox{Required: true, Net: "none"}, MaxParallel: 4, StartRun: 10, Lease: 200 * time.Millisecond,
+		Sandbox: workq.Sandbox{Required: true, Net: "none"}, MaxParallel: 4, Lease: 200 * time.Millisecond,
 		Logger: zerolog.Nop()}
 	for _, f := range change {
 		f(&o)
 	}
-	r, err := New(bg, o)
-	require.NoError(t, err)
+	r := New(o)
+	require.NoError(t, r.Start(bg, 10))
 	t.Cleanup(r.Close)
 	return &rig{t: t, q: q, r: r, repo: repo, commit: commit, logs: logs}
 }
@@ -247,6 +244,25 @@ func TestAStaleRunIsWithdrawn(t *testing.T) {
 	stored, err := g.q.Store(bg, j.Build, workq.Result{Job: j.ID, Worker: "w1", Seq: seq, Commit: j.Commit, Outcome: workq.Passed})
 	require.NoError(t, err)
 	assert.False(t, stored, "the worker's result comes second: dropped")
+}
+
+// A host that does not give the build's jobs now (a standby, or one not
+// started) answers a check with an error, for the core to try it later,
+// and gives nothing.
+func TestAHostNotStartedGivesNoJob(t *testing.T) {
+	g := newRig(t)
+	g.r.Close()
+	a := g.answer(g.check(bg, 17))
+	require.Error(t, a.err)
+	assert.Contains(t, a.err.Error(), "does not give the build's jobs")
+	m, err := g.q.Take(bg, "sandboxed", 100*time.Millisecond)
+	require.NoError(t, err)
+	assert.Nil(t, m)
+	require.NoError(t, g.r.Start(bg, 17), "it may start again")
+	ch := g.check(bg, 18)
+	j, seq, _ := g.take("sandboxed")
+	g.store(j, workq.Result{Job: j.ID, Worker: "w1", Seq: seq, Commit: j.Commit, Outcome: workq.Passed})
+	require.NoError(t, g.answer(ch).err)
 }
 
 // Checks that ask for different labels are jobs of their own, one per
