@@ -33,14 +33,19 @@ func (r *Repo) Fetch(ctx context.Context, url, ref, local string, headers ...str
 	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
 		return "", fmt.Errorf("%s is not an http:// or https:// URL", url)
 	}
-	env := []string{"GIT_CONFIG_COUNT=" + strconv.Itoa(len(headers))}
-	for i, h := range headers {
+	// Git's HTTP only (no ext::, no file://), protocol v2 (the host
+	// sends only the ref asked for), no credential helper of the user's.
+	settings := [][2]string{{"protocol.allow", "never"}, {"protocol.http.allow", "always"}, {"protocol.https.allow", "always"},
+		{"protocol.version", "2"}, {"credential.helper", ""}, {"fetch.writeCommitGraph", "false"}}
+	for _, h := range headers {
+		settings = append(settings, [2]string{"http.extraHeader", h})
+	}
+	env := []string{"GIT_CONFIG_COUNT=" + strconv.Itoa(len(settings))}
+	for i, kv := range settings {
 		n := strconv.Itoa(i)
-		env = append(env, "GIT_CONFIG_KEY_"+n+"=http.extraHeader", "GIT_CONFIG_VALUE_"+n+"="+h)
+		env = append(env, "GIT_CONFIG_KEY_"+n+"="+kv[0], "GIT_CONFIG_VALUE_"+n+"="+kv[1])
 	}
 	_, _, err := r.runEnv(ctx, r.dir, nil, env,
-		"-c", "protocol.allow=never", "-c", "protocol.http.allow=always", "-c", "protocol.https.allow=always",
-		"-c", "protocol.version=2", "-c", "credential.helper=", "-c", "fetch.writeCommitGraph=false",
 		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-maintenance", "--end-of-options", url, "+"+ref+":"+local)
 	if err != nil {
 		return "", err
