@@ -45,9 +45,9 @@ type Options struct {
 	Serve    string        // host.serve: where the repository is served to the workers
 	ServeURL string        // host.serve_url: how they reach it ("": http:// and Serve's address)
 	Build    string        // build.name: the queue's subjects and keys are the build's
-	Host   string        // the host's sender id, for people
-	Name   string        // host.name
-	Target string
+	Host     string        // the host's sender id, for people
+	Name     string        // host.name
+	Target   string
 
 	Checks   [][]string
 	Labels   [][]string // per check: what a worker must have to run it
