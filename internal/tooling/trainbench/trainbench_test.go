@@ -134,7 +134,7 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 		data, err := os.ReadFile(config)
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(hostConfig, append(data, fmt.Sprintf("cluster:\n  nats: %s\n", ns.URL())...), 0o644))
-		ws = &workers{t: t, dir: dir, config: hostConfig, nats: ns.URL(), procs: map[string]*proc{}}
+		ws = &workers{t: t, dir: dir, config: hostConfig, nats: ns.URL(), procs: map[string]*worker{}}
 	}
 	room := roomtest.At(url, roomtest.Pace)
 	watcher := room.Join(t, "watcher")
@@ -273,17 +273,8 @@ type proc struct {
 
 func start(t *testing.T, dir string, args ...string) *proc {
 	t.Helper()
-	return startEnv(t, dir, nil, args...)
-}
-
-// startEnv is start with more environment variables.
-func startEnv(t *testing.T, dir string, env []string, args ...string) *proc {
-	t.Helper()
 	p := &proc{cmd: exec.Command(bin, args...), stderr: &roomtest.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd.Dir, p.cmd.Stderr = dir, p.stderr
-	if env != nil {
-		p.cmd.Env = append(os.Environ(), env...)
-	}
 	require.NoError(t, p.cmd.Start())
 	go func() { _ = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {

@@ -2,6 +2,8 @@ package trainbench
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -24,14 +26,33 @@ type workers struct {
 	nats   string
 
 	mu    sync.Mutex
-	procs map[string]*proc
+	procs map[string]*worker
+}
+
+// worker is one foreman worker process, stopped when the test ends.
+type worker struct {
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
 func (ws *workers) start(id string) {
-	p := startEnv(ws.t, ws.dir, []string{"FOREMAN_CLUSTER_ID=" + id, "FOREMAN_WORKER_WORK=" + filepath.Join(ws.dir, "workers", id)},
-		"worker", "--log-level", "warn", ws.config)
+	w := &worker{cmd: exec.Command(bin, "worker", "--log-level", "warn", ws.config), done: make(chan struct{})}
+	w.cmd.Dir = ws.dir
+	w.cmd.Env = append(os.Environ(), "FOREMAN_CLUSTER_ID="+id, "FOREMAN_WORKER_WORK="+filepath.Join(ws.dir, "workers", id))
+	w.cmd.Stderr = os.Stderr
+	require.NoError(ws.t, w.cmd.Start())
+	go func() { _ = w.cmd.Wait(); close(w.done) }()
+	ws.t.Cleanup(func() {
+		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-w.done:
+		case <-time.After(30 * time.Second):
+			_ = w.cmd.Process.Kill()
+			<-w.done
+		}
+	})
 	ws.mu.Lock()
-	ws.procs[id] = p
+	ws.procs[id] = w
 	ws.mu.Unlock()
 }
 
