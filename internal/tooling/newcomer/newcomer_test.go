@@ -329,7 +329,7 @@ func TestFromNothingToAnOperatorResolvingAnEscalation(t *testing.T) {
 	operator.await(t, operator.stdout, 2, `foreman +coordinator TASKS db\n`)
 	builder2 := u.start(u.dir, builder2)
 	operator.await(t, operator.stdout, 1, `b2 +CLAIM db\n`)
-	operator.await(t, operator.stdout, 1, `foreman +coordinator ACK db @[0-9a-f]+ \(b2\) after ABORT by @[0-9a-f]+ \(b1\) .*: progress 25%\n`)
+	operator.await(t, operator.stdout, 1, `foreman +coordinator ACK db @[0-9a-f]+ \(b2\) (branch=b1/db )?after ABORT by @[0-9a-f]+ \(b1\) .*: progress 25%\n`)
 	operator.await(t, operator.stdout, 1, `b2 +PROGRESS db \d+ picking up from 25%\n`)
 
 	// Leaving: /quit, then Ctrl-C for the rest, as a user would.

@@ -132,7 +132,7 @@ func TestTheReadmesOneCommandPath(t *testing.T) {
 	operator.await(t, operator.stdout, 1, `foreman +coordinator OK `+resolveLine+`\n`)
 	b2 := u.start(dir, sh[3].lines[0])
 	aud := u.start(dir, sh[4].lines[0])
-	operator.await(t, operator.stdout, 1, `foreman +coordinator ACK db @[0-9a-f]+ \(b2\) after ABORT by @[0-9a-f]+ \(b1\) .*: progress 25%\n`)
+	operator.await(t, operator.stdout, 1, `foreman +coordinator ACK db @[0-9a-f]+ \(b2\) (branch=b1/db )?after ABORT by @[0-9a-f]+ \(b1\) .*: progress 25%\n`)
 	operator.await(t, operator.stdout, 1, `host +CI db PASS [0-9a-f]{40}\n`)
 	operator.await(t, operator.stdout, 1, `aud +AUDIT db PASS\n`)
 	operator.await(t, operator.stdout, 1, `host +MERGED db\n`)
