@@ -224,3 +224,25 @@ func TestThreeWorkersOneKilledMidCheck(t *testing.T) {
 	require.Len(t, hosts, 1)
 	assert.Zero(t, hosts[0].Refused)
 }
+
+// worker.parallel: one worker runs that many jobs at once, each in a slot
+// of its own.
+func TestAWorkerRunsParallelJobs(t *testing.T) {
+	w := newWorld(t, worldOptions{mode: "gate", workers: true, maxParallel: 2})
+	w.startHost()
+	w.startWorker("w1", func(c *config.Config, _ *worker.Options) {
+		if c != nil {
+			c.Worker.Parallel = 2
+		}
+	})
+	w.claim("b1", "db")
+	w.claim("b2", "api")
+	w.commit("b1/db", "main", map[string]string{"db": "db\n"})
+	w.commit("b2/api", "main", map[string]string{"api": "api\n"})
+	w.say("b1", "READY db b1/db")
+	w.say("b2", "READY api b2/api")
+	w.waitStarted("db")
+	w.waitStarted("api") // both at once: the gate is shut
+	w.openGate()
+	w.awaitAll(w.host, "CI db PASS ", "CI api PASS ")
+}
