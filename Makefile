@@ -60,6 +60,20 @@ bench-train:
 		TRAIN_COMPONENTS=$$1 TRAIN_CHECK=$$2 TRAIN_PARALLEL=$$3 $(GO) test ./internal/tooling/trainbench -count=1 -v -timeout 30m | grep -E '^(trainbench:|---|FAIL|ok)' || exit 1; \
 	done
 
+# The same build with the host's checks on foreman worker processes (an
+# in-process NATS, the real binaries): 32 components with 4 s checks at
+# max_parallel 8 on 1, 2 and 4 workers, then on 2 with one of them killed
+# (SIGKILL) mid-check and started again. Each run is
+# components:check:parallel:workers, :kill to kill one.
+WORKER_RUNS ?= 32:4s:8:1 32:4s:8:2 32:4s:8:4 32:4s:8:2:kill
+.PHONY: bench-workers
+bench-workers:
+	@for r in $(WORKER_RUNS); do \
+		set -- $$(echo $$r | tr : ' '); \
+		kill=0; [ "$$5" = kill ] && kill=1; \
+		TRAIN_COMPONENTS=$$1 TRAIN_CHECK=$$2 TRAIN_PARALLEL=$$3 TRAIN_WORKERS=$$4 TRAIN_KILL=$$kill $(GO) test ./internal/tooling/trainbench -count=1 -v -timeout 30m | grep -E '^(trainbench:|---|FAIL|ok)' || exit 1; \
+	done
+
 # Short fuzzing runs of the grammar, the engine and the room's frames; FUZZTIME=10m for long ones.
 fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
@@ -152,6 +166,7 @@ ci-small:
 	$(MAKE) bench BENCHTIME=1x
 	$(MAKE) bench-host BENCHTIME=1x
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2
+	$(MAKE) bench-workers WORKER_RUNS=4:300ms:2:2:kill
 	$(MAKE) fuzz FUZZTIME=5s
 	$(MAKE) load LOADAGENTS=20 LOADSPREAD=2s LOADBURST=20
 	$(CHAOS_SMALL) $(MAKE) chaos

@@ -128,12 +128,17 @@ reading the holder's, the entries in its log since the last snapshot, and
 lag: how many of the log's operations the slowest of JetStream's replicas has
 yet to apply (0 with one replica). Then the builds' hosts (foreman host with
 cluster.nats): the one leading each build, its lease's epoch and renewal,
-the records in its ledger, and the host processes standing by for it. It
-reads cluster.nats from the config, or --nats, and only reads: its NATS user
-needs no more than the reader's permissions (docs/NATS.md).`,
+the records in its ledger, and the host processes standing by for it. Then
+the check workers (foreman worker): each one's labels, the jobs in its hands
+and for how long, the results it stored, those it dropped because another
+worker's was stored first, the jobs it could not do; the hosts that give them
+jobs, with the results they took and refused; and the jobs waiting, by the
+labels they ask for. It reads cluster.nats from the config, or --nats, and
+only reads: its NATS user needs no more than the reader's permissions
+(docs/NATS.md).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, _, err := a.clusterConnect(cmd, args, cluster.RoleReader)
+			cl, c, err := a.clusterConnect(cmd, args, cluster.RoleReader)
 			if err != nil {
 				return err
 			}
@@ -148,8 +153,13 @@ needs no more than the reader's permissions (docs/NATS.md).`,
 			if err != nil {
 				return err
 			}
+			workers, givers, backlog, err := workersStatus(ctx, c)
+			if err != nil {
+				return fmt.Errorf("the check workers: %w", err)
+			}
 			writeClusterStatus(a.stdout, st, time.Now())
 			writeHostStatus(a.stdout, hosts, time.Now())
+			writeWorkersStatus(a.stdout, workers, givers, backlog, c.Cluster.Lease, time.Now())
 			return nil
 		},
 	}

@@ -53,8 +53,12 @@ With cluster.nats set, several host processes (same config, same key, the
 same repository) share the build's host lease in NATS JetStream: the leader
 alone is in the room, keeps its ledger in a fenced stream, and lands; the
 others stand by and take over when it dies or on SIGTERM, as a restart does.
-cluster.creds, cluster.tls and FOREMAN_NATS_USER/PASSWORD/TOKEN sign it in
-(docs/NATS.md). See docs/HOST.md.`,
+The leader runs no check itself: it puts each on the cluster's job queue for
+foreman worker processes, serves them host.repo read-only (host.serve), and
+reports their results as its own; at most host.max_parallel jobs are in
+flight across all of them. cluster.creds, cluster.tls and
+FOREMAN_NATS_USER/PASSWORD/TOKEN sign them in (docs/NATS.md). See
+docs/HOST.md.`,
 		Example: `  foreman identity --identity .foreman/host.json   # the id to list in roles.ci and roles.merger
   foreman host --check-sandbox                      # what this machine enforces on checks
   foreman host                                      # with host.repo set in foreman.yaml`,

@@ -97,14 +97,7 @@ func (e *RefusedError) Error() string { return e.Why }
 // opens (or, on a new cluster, creates) the buckets its role keeps.
 func Connect(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.ID == "" {
-		host, _ := os.Hostname()
-		host = strings.Map(func(r rune) rune { // an id is a KV key
-			if r < 0x80 && (r == '-' || r == '.' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-				return r
-			}
-			return '-'
-		}, host)
-		opts.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+		opts.ID = DefaultID()
 	}
 	if opts.Role == "" {
 		opts.Role = RoleForeman
@@ -276,3 +269,16 @@ func (c *Cluster) mono() time.Duration { return time.Since(c.start) }
 // last line on its way to the room all fit before a standby may speak.
 func renewEvery(ttl time.Duration) time.Duration { return ttl / 4 }
 func margin(ttl time.Duration) time.Duration     { return ttl / 3 }
+
+// DefaultID is a process's name in the cluster when cluster.id does not
+// set one: its host's name (as a KV key holds it) and its process id.
+func DefaultID() string {
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r < 0x80 && (r == '-' || r == '.' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return r
+		}
+		return '-'
+	}, host)
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}

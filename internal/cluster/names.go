@@ -41,9 +41,6 @@ const (
 	// CheckLogStore is an object store of the checks' logs, written by
 	// workers, read by the host and the board.
 	CheckLogStore = "FOREMAN_CHECK_LOGS"
-	// BundleStore is an object store of git bundles the host writes for
-	// the workers to fetch a job's commit from; workers only read it.
-	BundleStore = "FOREMAN_BUNDLES"
 	// WorkerBucket is a KV bucket where each worker says it is alive and
 	// what it runs, for foreman cluster status.
 	WorkerBucket = "FOREMAN_WORKERS"

@@ -109,9 +109,9 @@ func TestExampleAccounts(t *testing.T) {
 	require.NoError(t, err)
 	logs, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: CheckLogStore})
 	require.NoError(t, err)
-	bundles, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: BundleStore})
+	hworkers, err := js.KeyValue(ctx, WorkerBucket)
 	require.NoError(t, err)
-	_, err = bundles.PutBytes(ctx, "shop/1.bundle", []byte("a bundle"))
+	_, err = hworkers.Put(ctx, "h.shop", []byte(`{}`)) // the host says it gives jobs
 	require.NoError(t, err)
 	_, err = js.Publish(ctx, JobSubject("shop", ""), []byte(`{"job":"1"}`))
 	require.NoError(t, err)
@@ -128,7 +128,7 @@ func TestExampleAccounts(t *testing.T) {
 	require.Len(t, hs, 1)
 	assert.Equal(t, "h1", hs[0].Leader)
 
-	// A worker takes the job, stores its result and log, reads the bundle.
+	// A worker takes the job, stores its result and log, says it is there.
 	var wlog syncBuffer
 	wo := secured(t, s, RoleWorker, "w1", &wlog)
 	wc := connectWith(t, wo)
@@ -152,14 +152,9 @@ func TestExampleAccounts(t *testing.T) {
 	require.NoError(t, err)
 	_, err = wlogs.PutBytes(ctx, "shop/1.log", []byte("ok\n"))
 	require.NoError(t, err)
-	wb, err := wjs.ObjectStore(ctx, BundleStore)
-	require.NoError(t, err)
-	got, err := wb.GetBytes(ctx, "shop/1.bundle")
-	require.NoError(t, err)
-	assert.Equal(t, "a bundle", string(got))
 	workers, err := wjs.KeyValue(ctx, WorkerBucket)
 	require.NoError(t, err)
-	_, err = workers.Put(ctx, "w1", []byte(`{}`))
+	_, err = workers.Put(ctx, "w.w1", []byte(`{}`))
 	require.NoError(t, err)
 	require.NoError(t, job.DoubleAck(ctx))
 	data, err := logs.GetBytes(ctx, "shop/1.log")

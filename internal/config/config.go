@@ -37,6 +37,7 @@ type Config struct {
 	MCP     MCP
 	Cluster Cluster // NATS JetStream and leases; off by default
 	Host    Host    // foreman host: the git repository it checks and lands in
+	Worker  Worker  // foreman worker: runs the hosts' checks (with cluster.nats)
 	File    string  // the file read, "" if none
 	// Warnings are problems that do not stop foreman, for the log.
 	Warnings []string
@@ -138,6 +139,7 @@ func defaults() map[string]any {
 	}
 	clusterDefaults(d)
 	hostDefaults(d)
+	workerDefaults(d)
 	r := coordinator.DefaultRules()
 	for _, k := range coordinator.RuleKeys() {
 		d["rules."+k], _ = r.Get(k)
@@ -354,6 +356,9 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 		return nil, err
 	}
 	if err := decodeHost(v, c, src); err != nil {
+		return nil, err
+	}
+	if err := decodeWorker(v, c, src); err != nil {
 		return nil, err
 	}
 	c.Build.Warnings = append(c.Build.Warnings, Redacted(c.Build.Name, c.Build.Components)...)

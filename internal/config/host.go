@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,10 +20,14 @@ import (
 // Host configures foreman host: the CI and merge queue over a git
 // repository (host.* keys).
 type Host struct {
-	Repo        string     // the repository checked and landed in; "" until set
-	Target      string     // the branch things land on
-	Checks      [][]string // each a program and its arguments, split from what was written
-	CheckLines  []string   // the checks as written
+	Repo       string     // the repository checked and landed in; "" until set
+	Target     string     // the branch things land on
+	Checks     [][]string // each a program and its arguments, split from what was written
+	CheckLines []string   // the checks as written
+	// CheckLabels are, per check, the labels a worker must have to run it
+	// (sorted; nil: any worker), from the map form {run: ..., labels:
+	// [...]}. Only a host with workers (cluster.nats) reads them.
+	CheckLabels [][]string
 	AutoRebase  bool
 	MaxParallel int
 	Logs        string // directory of the check logs and the queue view (queue.json)
@@ -39,6 +44,11 @@ type Host struct {
 	// progress is merged with the others' (contract section 10).
 	OverlapInterval time.Duration
 	Prune           bool // delete a builder's branch once it landed
+	// With workers (cluster.nats): where the host serves its repository
+	// to them, read-only (git's smart HTTP), and the URL they fetch from
+	// ("": http:// and the address it listens on).
+	Serve    string
+	ServeURL string
 
 	// The checks' sandbox (package sandbox); the zero value is on, with
 	// the defaults.
@@ -71,6 +81,8 @@ func hostDefaults(d map[string]any) {
 	d["host.retries"] = 1
 	d["host.overlap_interval"] = "30s"
 	d["host.prune"] = false
+	d["host.serve"] = "127.0.0.1:0"
+	d["host.serve_url"] = ""
 	d["host.sandbox"] = "on"
 	d["host.sandbox_net"] = sandbox.NetNone
 	d["host.sandbox_paths.ro"] = []string{}
@@ -130,17 +142,8 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 	if err := atMost(h.OverlapInterval, 24*time.Hour, "host.overlap_interval"); err != nil {
 		return err
 	}
-	for i, s := range v.GetStringSlice("host.checks") {
-		argv, err := checks.Split(s)
-		if err != nil {
-			return errorf(fmt.Sprintf("host.checks[%d]", i), "%v", err)
-		}
-		if op := checks.ShellOperator(s); op != "" {
-			return errorf(fmt.Sprintf("host.checks[%d]", i), "%q has %s outside quotes, and checks run with no shell to read it; write sh -c '%s'",
-				s, op, strings.ReplaceAll(s, "'", `'\''`))
-		}
-		h.Checks = append(h.Checks, argv)
-		h.CheckLines = append(h.CheckLines, s)
+	if err := decodeChecks(v, &h); err != nil {
+		return err
 	}
 	for i, e := range v.GetStringSlice("host.env") {
 		if err := checks.CheckEnvEntry(e); err != nil {
@@ -159,6 +162,14 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 	}
 	if err := decodeSandbox(v, &h, src); err != nil {
 		return err
+	}
+	h.Serve = strings.TrimSpace(v.GetString("host.serve"))
+	if _, _, err := net.SplitHostPort(h.Serve); err != nil {
+		return errorf("host.serve", "%q is not an address like 127.0.0.1:7070 (port 0 takes a free one)", h.Serve)
+	}
+	h.ServeURL = strings.TrimSuffix(strings.TrimSpace(v.GetString("host.serve_url")), "/")
+	if h.ServeURL != "" && !strings.HasPrefix(h.ServeURL, "http://") && !strings.HasPrefix(h.ServeURL, "https://") {
+		return errorf("host.serve_url", "%q is not an http:// or https:// URL", h.ServeURL)
 	}
 	c.Host = h
 	return nil

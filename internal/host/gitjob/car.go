@@ -2,6 +2,7 @@ package gitjob
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/host/checks"
@@ -82,29 +83,20 @@ func (r *Runner) car(ctx context.Context, j host.Job) host.Outcome {
 	return o
 }
 
-// checkTree runs the checks on commit and, when they fail, again on the
-// same tree up to host.retries times before the failure counts: a check
-// that then passes is flaky, and says so (Outcome.Flaky); the tree passed.
-// A time limit, a sandbox limit or a program that cannot run is not
-// retried: the next try would cost as much, or end the same.
+// checkTree has the checks run on commit (here, or by Options.Checker)
+// and notes the tree as passed when they pass. The outcome gets the log
+// of the last try, and the checks that were flaky.
 func (r *Runner) checkTree(ctx context.Context, j host.Job, commit, base string, o *host.Outcome) (checks.Result, error) {
-	res, err := r.runChecks(ctx, j, commit, base, o, 0)
-	for try := 1; err == nil && !res.Passed && !res.TimedOut && !res.Stopped && try <= r.o.Retries && ctx.Err() == nil; try++ {
-		again, err2 := r.runChecks(ctx, j, commit, base, o, try)
-		if err2 != nil {
-			return again, err2
-		}
-		if again.Passed {
-			o.Flaky = append(o.Flaky, shortCommand(res.Command))
-			res = again
-			break
-		}
-		res = again
+	res, err := r.checker().Check(ctx, CheckRequest{Job: j, Commit: commit, Base: base})
+	if n := len(res.Logs); n > 0 {
+		o.Log = res.Logs[n-1]
+		o.URL = r.LogURL(filepath.Base(o.Log))
 	}
+	o.Flaky = append(o.Flaky, res.Flaky...)
 	if err == nil && res.Passed {
 		r.notePassed(o.Tree)
 	}
-	return res, err
+	return res.Result, err
 }
 
 // short is a commit id as people read it.

@@ -43,6 +43,9 @@ type Options struct {
 	Sandbox *sandbox.Sandbox
 	// Secrets never reach a log or a verdict.
 	Secrets []checks.Secret
+	// Checker runs the checks on a commit; nil runs them here, in slots
+	// of Work (host.max_parallel at once).
+	Checker Checker
 	// MayLand, if set, is asked right before the target moves: an error
 	// (the host no longer holds the merger role, say) holds the landing
 	// back, to be tried again later, with the error as the reason.
@@ -244,64 +247,75 @@ func (r *Runner) mergeResult(ctx context.Context, j host.Link, base, tip string)
 	return commit, m.Tree, nil, err
 }
 
-// logName is the run's log file: the component (made a safe file name),
+// LogName is the run's log file: the component (made a safe file name),
 // the run number, and which try of the checks it is (0: the first).
-func logName(j host.Job, try int) string {
-	var b strings.Builder
-	for _, c := range j.Component {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' {
-			b.WriteRune(c)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	name := b.String() + "-" + strconv.Itoa(j.Run)
+func LogName(j host.Job, try int) string {
+	name := SafeName(j.Component) + "-" + strconv.Itoa(j.Run)
 	if try > 0 {
 		name += ".again" + strconv.Itoa(try)
 	}
 	return name + ".log"
 }
 
-// runChecks runs the checks on commit in a worktree that holds exactly
-// that commit (a slot, reset and cleaned: see slots.go). It fills the
-// outcome's log and URL.
-func (r *Runner) runChecks(ctx context.Context, j host.Job, commit, base string, o *host.Outcome, try int) (checks.Result, error) {
-	name := logName(j, try)
-	o.Log = filepath.Join(r.o.Logs, name)
-	if r.o.LogURL != "" {
-		o.URL = strings.TrimSuffix(r.o.LogURL, "/") + "/" + url.PathEscape(name)
+// SafeName is a name made a safe part of a file name: letters, digits and
+// . _ - stay, anything else is _.
+func SafeName(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('_')
+		}
 	}
-	run := filepath.Join(r.o.Work, "run-"+strconv.Itoa(j.Run))
+	return b.String()
+}
+
+// LogURL is where the board serves the log file name ("" when it serves
+// none).
+func (r *Runner) LogURL(name string) string {
+	if r.o.LogURL == "" {
+		return ""
+	}
+	return strings.TrimSuffix(r.o.LogURL, "/") + "/" + url.PathEscape(name)
+}
+
+// runChecks runs the checks of s once, in a worktree that holds exactly
+// s.Commit (a slot, reset and cleaned: see slots.go); the try's log goes
+// to out.Logs.
+func (r *Runner) runChecks(ctx context.Context, s CheckSpec, out *Checked, try int) (checks.Result, error) {
+	log := filepath.Join(r.o.Logs, s.LogName(s.Job, try))
+	out.Logs = append(out.Logs, log)
+	run := filepath.Join(r.o.Work, "run-"+strconv.Itoa(s.Job.Run))
 	tmp, pgids := run+".tmp", run+".pgid"
 	defer os.RemoveAll(tmp)
 	defer os.Remove(pgids)
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return checks.Result{}, err
 	}
-	s := r.takeSlot()
-	defer r.giveSlot(s)
-	if err := r.ready(ctx, s, commit); err != nil {
+	sl := r.takeSlot()
+	defer r.giveSlot(sl)
+	if err := r.ready(ctx, sl, s.Commit); err != nil {
 		return checks.Result{}, err
 	}
-	dir := s.dir
 	set := map[string]string{
-		"FOREMAN_COMPONENT": j.Component, "FOREMAN_REF": j.Ref, "FOREMAN_COMMIT": commit,
-		"FOREMAN_BASE": base, "FOREMAN_TARGET": r.o.Target,
+		"FOREMAN_COMPONENT": s.Job.Component, "FOREMAN_REF": s.Job.Ref, "FOREMAN_COMMIT": s.Commit,
+		"FOREMAN_BASE": s.Base, "FOREMAN_TARGET": s.Target,
 	}
-	if r.o.Sandbox != nil {
+	if s.Sandbox != nil {
 		// A HOME of its own: the host user's holds what checks must not
 		// read (keys, ~/.gitconfig), and git dies on a config file it
 		// may not read.
-		home, err := r.o.Sandbox.MakeHome(tmp)
+		home, err := s.Sandbox.MakeHome(tmp)
 		if err != nil {
 			return checks.Result{}, err
 		}
 		set["HOME"] = home
 	}
-	env := checks.Env(tmp, r.o.Env, set)
+	env := checks.Env(tmp, s.Env, set)
 	started := func(pgid int) { _ = os.WriteFile(pgids, []byte(pgidRecord(pgid)), 0o644) }
-	return checks.Run(ctx, checks.Spec{Dir: dir, Commands: r.o.Checks, Env: env, Timeout: r.o.Timeout,
-		Log: o.Log, LogLimit: r.o.LogLimit, Started: started, Sandbox: r.o.Sandbox, Private: tmp, Secrets: r.o.Secrets})
+	return checks.Run(ctx, checks.Spec{Dir: sl.dir, Commands: s.Checks, Env: env, Timeout: s.Timeout,
+		Log: log, LogLimit: s.LogLimit, Started: started, Sandbox: s.Sandbox, Private: tmp, Secrets: s.Secrets})
 }
 
 // Passed notes trees that passed the checks before (the ledger's passes,

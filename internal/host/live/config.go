@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/host/gitjob"
 	"github.com/agentforeman/foreman/internal/host/ledger"
+	"github.com/agentforeman/foreman/internal/host/sandbox"
 )
 
 // Setup is a host made ready from a configuration: everything checked,
@@ -35,6 +37,7 @@ type Setup struct {
 	// starts (not before: a refusal after Prepare is one line).
 	Confinement []string
 	lock        *os.File // the repository's host lock (lock.go)
+	workers     *workers // with cluster.nats: the workers run the checks
 
 	// In a cluster (standby.go) the lock and the ledger are taken only
 	// while this process leads the build, and so is every landing.
@@ -42,9 +45,9 @@ type Setup struct {
 	leading atomic.Pointer[func() bool]
 }
 
-// Close releases the ledger and the repository.
+// Close releases the ledger and the repository, and leaves NATS.
 func (s *Setup) Close() error {
-	var err error
+	err := s.workers.Close()
 	if s.Ledger != nil {
 		err = s.Ledger.Close()
 	}
@@ -100,17 +103,44 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 	if !repo.Bare() {
 		warnings = append(warnings, fmt.Sprintf("host.repo: %s has a work tree; a bare repository is best (a checkout of %s there must be clean for a landing, and follows it)", repo.Dir(), c.Host.Target))
 	}
-	box, said, err := Sandbox(c, repo.GitDir())
-	if err != nil {
-		return nil, err
-	}
-	warnings = append(warnings, said...)
+	var box *sandbox.Sandbox
 	var confinement []string
-	if box != nil {
-		confinement = box.Describe()
+	var pool *workers
+	var checker gitjob.Checker
+	if clustered {
+		// The workers run the checks, in their sandbox: this machine
+		// confines none, and need not be able to. They get jobs only
+		// while this process leads the build (standby.go).
+		if pool, err = prepareWorkers(ctx, c, repo, self, log); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if !ready {
+				pool.Close()
+			}
+		}()
+		confinement = pool.describe(c)
+		checker = pool.remote
+		if c.Host.Unconfined {
+			warnings = append(warnings, "host.sandbox is off: the workers may run the builders' code unconfined (a worker with host.sandbox on confines it anyway)")
+		}
+	} else {
+		var said []string
+		if box, said, err = Sandbox(c, repo.GitDir()); err != nil {
+			return nil, err
+		}
+		warnings = append(warnings, said...)
+		if box != nil {
+			confinement = box.Describe()
+		}
+		for i, l := range c.Host.CheckLabels {
+			if len(l) > 0 {
+				warnings = append(warnings, fmt.Sprintf("host.checks[%d] asks for labels %s, which only workers have (cluster.nats): this host runs it itself", i, strings.Join(l, ", ")))
+			}
+		}
 	}
 	timeout := c.Rules.CITimeout
-	setup := &Setup{Identity: id, Repo: repo, Warnings: warnings, Confinement: confinement, lock: lock}
+	setup := &Setup{Identity: id, Repo: repo, Warnings: warnings, Confinement: confinement, lock: lock, workers: pool}
 	landing := mayLand(c, self)
 	if clustered {
 		landing = setup.mayLandLeading(landing)
@@ -119,7 +149,7 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 		Repo: repo, Target: c.Host.Target, Checks: c.Host.Checks, AutoRebase: c.Host.AutoRebase,
 		Timeout: timeout, Env: c.Host.Env, Logs: c.Host.Logs, LogLimit: c.Host.LogLimit,
 		LogURL: LogURL(c), Work: c.Host.Work, Retries: c.Host.Retries,
-		Sandbox: box, Secrets: secrets(c), MayLand: landing,
+		Sandbox: box, Secrets: secrets(c), MayLand: landing, Checker: checker,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("host.logs/host.work: %w", err)
@@ -246,11 +276,18 @@ func (s *Setup) Serve(ctx context.Context, c *config.Config, log zerolog.Logger,
 		log.Warn().Msg(w)
 	}
 	for _, line := range s.Confinement {
+		if s.workers != nil {
+			log.Info().Msg(line)
+			continue
+		}
 		log.Info().Str("sandbox", line).Msg("checks run confined")
 	}
 	abs, _ := filepath.Abs(s.Options.QueueFile)
 	confined := "checks sandboxed (foreman host --check-sandbox says how)"
-	if c.Host.Unconfined {
+	switch {
+	case s.workers != nil:
+		confined = "checks run by workers (foreman worker) through " + c.Cluster.NATS
+	case c.Host.Unconfined:
 		confined = "CHECKS RUN UNCONFINED (host.sandbox: off)"
 	}
 	if c.Cluster.Enabled() {

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/host/sandbox"
 	"github.com/agentforeman/foreman/internal/host/sandbox/sandboxtest"
+	"github.com/agentforeman/foreman/internal/tooling/natstest"
 	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
@@ -36,7 +38,28 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv("FOREMAN_HOST_TEST_CONFIG"); path != "" {
 		os.Exit(hostProcess(path))
 	}
+	if path := os.Getenv("FOREMAN_WORKER_TEST_CONFIG"); path != "" {
+		os.Exit(workerProcess(path))
+	}
 	os.Exit(m.Run())
+}
+
+// workerProcess is foreman worker, as a process of its own, with its id
+// and work directory from FOREMAN_CLUSTER_ID and FOREMAN_WORKER_WORK.
+func workerProcess(path string) int {
+	c, err := config.Load(path, nil, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := zerolog.New(os.Stderr).With().Timestamp().Logger()
+	if err := WorkerMain(ctx, c, log, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	return 0
 }
 
 func hostProcess(path string) int {
@@ -160,6 +183,8 @@ type world struct {
 	news   chan struct{}
 
 	stopHost func()
+	nats     *natstest.Server   // with workers: the cluster's NATS
+	op       *natstest.Operator // with standbys: the cluster's NATS, in operator mode
 }
 
 type worldOptions struct {
@@ -171,6 +196,10 @@ type worldOptions struct {
 	auditor     string // roles.auditors (default the aud peer)
 	rules       string // more rules: lines, indented two spaces
 	extra       string // more sections, appended whole
+	workers     bool   // the host runs no check: workers do, through an in-process NATS
+	checks      string // host.checks, as YAML (default: the helper)
+	sandbox     string // host.sandbox (default: on where this machine can)
+	ownWorkers  bool   // a cluster world (standby_test.go) whose test starts its workers itself
 }
 
 func newWorld(t *testing.T, o worldOptions) *world {
@@ -260,6 +289,16 @@ host:
     rw: [signals]
 %s`, w.room.URL(), comps.String(), w.peers["op"].ID, o.auditor, w.host, w.host, merge, o.ciTimeout, o.rules,
 		os.Args[0]+" -test.run=^$", o.mode, w.gate, w.record, o.maxParallel, sandboxSetting(t), filepath.Dir(os.Args[0]), o.extra)
+	if o.checks != "" {
+		yaml = strings.Replace(yaml, fmt.Sprintf("  checks: [%q]\n", os.Args[0]+" -test.run=^$"), "  checks: "+o.checks+"\n", 1)
+	}
+	if o.sandbox != "" {
+		yaml = strings.Replace(yaml, "  sandbox: "+sandboxSetting(t)+"\n", "  sandbox: "+o.sandbox+"\n", 1)
+	}
+	if o.workers {
+		w.nats = natstest.Start(t)
+		yaml += fmt.Sprintf("cluster:\n  nats: %s\n  lease: 1s\n", w.nats.URL())
+	}
 	w.cfgPath = filepath.Join(dir, "foreman.yaml")
 	require.NoError(t, os.WriteFile(w.cfgPath, []byte(yaml), 0o644))
 	w.startForeman()
@@ -311,7 +350,8 @@ func (w *world) startHost() {
 // startHostWith runs foreman host in this process, its jobs wrapped by
 // wrap (if set) and its options changed by each of change.
 func (w *world) startHostWith(wrap func(Jobs) Jobs, change ...func(*Options)) {
-	s, err := Prepare(bg, w.config(), zerolog.Nop())
+	c := w.config()
+	s, err := Prepare(bg, c, zerolog.Nop())
 	require.NoError(w.t, err)
 	if wrap != nil {
 		s.Options.Jobs = wrap(s.Options.Jobs)
@@ -321,7 +361,15 @@ func (w *world) startHostWith(wrap func(Jobs) Jobs, change ...func(*Options)) {
 	}
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})
-	go func() { defer close(done); defer s.Close(); _ = Run(ctx, s.Options) }()
+	go func() {
+		defer close(done)
+		defer s.Close()
+		if c.Cluster.Enabled() { // with workers: it leads the build (the one host), then runs
+			_ = s.Serve(ctx, c, zerolog.Nop(), io.Discard)
+			return
+		}
+		_ = Run(ctx, s.Options)
+	}()
 	stopped := false
 	w.stopHost = func() {
 		if !stopped {

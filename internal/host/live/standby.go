@@ -202,6 +202,14 @@ func (s *Setup) lead(ctx context.Context, cl *cluster.Cluster, l *cluster.Lease,
 	for _, p := range st.Passes {
 		s.runner.Passed(p.Tree) // checked before the takeover: not checked again to land
 	}
+	// The workers take this leader's jobs from now; what the last one
+	// queued is dropped (the train is made again) and its results, of
+	// runs below the ledger's last, are never taken for this one's.
+	stopWorkers, err := s.workers.start(leadCtx, st.LastRun, log)
+	if err != nil {
+		return err
+	}
+	defer stopWorkers()
 	valid := l.Valid
 	s.leading.Store(&valid)
 	defer s.leading.Store(nil)
@@ -253,7 +261,7 @@ func HostFingerprint(c *config.Config, self string) string {
 	data, _ := json.Marshal(struct {
 		Name, URL, Channel, Self, Repo, Target string
 		Components, Roles, Rules               any
-		Checks                                 [][]string
+		Checks, Labels                         [][]string
 		Env                                    []string
 		MaxParallel, Retries                   int
 		AutoRebase, Prune, Unconfined          bool
@@ -261,7 +269,7 @@ func HostFingerprint(c *config.Config, self string) string {
 		RO, RW                                 []string
 		Limits                                 any
 	}{c.Build.Name, c.Server.URL, c.Server.Channel, self, repo, h.Target, c.Build.Components, c.Roles, c.Rules,
-		h.Checks, h.Env, h.MaxParallel, h.Retries, h.AutoRebase, h.Prune, h.Unconfined, h.SandboxNet, h.SandboxRO, h.SandboxRW, h.SandboxLimits})
+		h.Checks, h.CheckLabels, h.Env, h.MaxParallel, h.Retries, h.AutoRebase, h.Prune, h.Unconfined, h.SandboxNet, h.SandboxRO, h.SandboxRW, h.SandboxLimits})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:6])
 }

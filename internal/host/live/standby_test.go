@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/tooling/natstest"
+	"github.com/agentforeman/foreman/internal/worker"
 )
 
 // A standby host (cluster.nats set): two foreman host processes for one
@@ -43,7 +45,25 @@ func newClusterWorldNATS(t *testing.T, o worldOptions, lease time.Duration) (*wo
 	cert, key := op.Client(t, "host")
 	o.extra = fmt.Sprintf("cluster:\n  nats: %s\n  lease: %s\n  creds: %s\n  tls:\n    ca: %s\n    cert: %s\n    key: %s\n",
 		op.URL(), lease, op.Creds(t, "host"), op.PKI.CA, cert, key)
-	return newWorld(t, o), op
+	w := newWorld(t, o)
+	w.op = op
+	if !o.ownWorkers {
+		// The checks of a host in a cluster run on workers: one here, in
+		// this process, with a slot for each check the host may run.
+		w.startWorker("w0", func(c *config.Config, _ *worker.Options) {
+			if c != nil {
+				c.Worker.Parallel = max(o.maxParallel, 1)
+			}
+		})
+	}
+	return w, op
+}
+
+// workerAuth is what a worker of the standby world signs in with: the
+// example configuration's worker user, not the host's.
+func (w *world) workerAuth() (creds, cert, key string) {
+	cert, key = w.op.Client(w.t, "worker")
+	return w.op.Creds(w.t, "worker"), cert, key
 }
 
 // hostProc is one host process of the cluster: the world's config, with
@@ -207,22 +227,34 @@ func (w *world) spokeOnlyWhileLeading(first, second string, killed time.Time, st
 	assert.True(w.t, led >= 0 && joined > led, "the standby joined the room only once it led:\n%s", log)
 }
 
-// Item 3: kill -9 of the leading host mid-train, five cars checking (held
-// at the gate). The standby takes the lease once it lapses, reads the
-// ledger, makes the train again from foreman's STATUS, checks the cars
-// again and lands them: d, which fails beside b, steps back once; main
+// The test (items 1 to 3): two hosts and three worker processes;
+// kill -9 of a worker holding a car's check and of the leading host
+// mid-train, five cars checking (held at the gate). The standby takes the
+// lease once it lapses, reads the ledger, withdraws the dead host's jobs
+// (else they would hold the slots of the two workers left until the gate
+// opens, and the new train's five checks could not all start), makes the
+// train again from foreman's STATUS, and the workers check the cars again; d, which fails beside b, steps back once; main
 // ends holding every component once, every tree it held passed, and no
 // verdict was said twice.
 func TestStandbyTakesOverMidTrain(t *testing.T) {
 	w := newClusterWorld(t, worldOptions{components: []string{"a", "b", "c", "d", "e", "f"}, mode: "gate", maxParallel: 6,
-		rules: "  max_claims_per_agent: 2\n"}, testLease)
+		rules: "  max_claims_per_agent: 2\n", ownWorkers: true}, testLease)
+	kill := map[string]func(){}
+	for _, id := range []string{"w1", "w2", "w3"} {
+		kill[id] = w.startWorkerProcess(id, "FOREMAN_WORKER_PARALLEL=3") // two are enough for the five cars
+	}
 	h1, h2 := w.clusterHost("h1"), w.clusterHost("h2")
 	h1.start()
 	require.Equal(t, "h1", w.leader("", time.Time{}))
+	q := w.jobQueue()
 	h2.start()
 	h2.standingBy()
 	sixInTheTrain(t, w)
+	for _, c := range []string{"b", "c", "d", "e", "f"} {
+		w.waitStarted(c) // in the workers' hands: the two left hold the checks of three or four
+	}
 
+	kill[w.workerWith(q, "b")]()
 	h1.kill()
 	killed := time.Now()
 	w.closeGateFiles("b", "c", "d", "e", "f")
@@ -247,6 +279,10 @@ func TestStandbyTakesOverMidTrain(t *testing.T) {
 	w.spokeOnlyWhileLeading("h1", "h2", killed, h2)
 	if os.Getenv("HOST_LOGS") != "" {
 		t.Logf("the host said:\n%s\nh2:\n%s", strings.Join(w.hostLines(), "\n"), h2.log())
+		for _, id := range []string{"w1", "w2", "w3"} {
+			data, _ := os.ReadFile(filepath.Join(w.dir, "worker-"+id+".log"))
+			t.Logf("worker %s:\n%s", id, data)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/tooling/natstest"
 	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
@@ -33,11 +34,16 @@ func TestMain(m *testing.M) {
 const patience = 10 * time.Minute
 
 // size is one run: TRAIN_COMPONENTS components, checks of TRAIN_CHECK
-// each, TRAIN_PARALLEL at once; CI runs the small default.
+// each, TRAIN_PARALLEL at once; CI runs the small default. With
+// TRAIN_WORKERS, the host runs no check: that many foreman worker
+// processes do, through an in-process NATS; TRAIN_KILL=1 kills one of
+// them (SIGKILL) in the middle of a check, and starts it again.
 type size struct {
 	components int
 	check      time.Duration
 	parallel   int
+	workers    int
+	kill       bool
 }
 
 func sizeFromEnv(t *testing.T) size {
@@ -57,6 +63,13 @@ func sizeFromEnv(t *testing.T) size {
 		require.NoError(t, err, "TRAIN_PARALLEL")
 		s.parallel = n
 	}
+	if v := os.Getenv("TRAIN_WORKERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "TRAIN_WORKERS")
+		s.workers = n
+	}
+	s.kill = os.Getenv("TRAIN_KILL") == "1"
+	require.False(t, s.kill && s.workers == 0, "TRAIN_KILL kills a worker: set TRAIN_WORKERS")
 	require.GreaterOrEqual(t, s.components, 3, "the case needs a semantic conflict between two components")
 	return s
 }
@@ -109,12 +122,27 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	serve := start(t, dir, "serve", "--listen", "127.0.0.1:0", "--buffer-size", "20000", config)
 	url := serve.Await(t, `listening on (ws://127\.0\.0\.1:\d+)`)
 	write(url)
+	// With workers, the host's config (and the workers') joins the
+	// cluster's NATS; foreman run's does not: it leads alone, as without.
+	hostConfig := config
+	var ws *workers
+	if sz.workers > 0 {
+		ns := natstest.Start(t)
+		hostConfig = filepath.Join(dir, "host.yaml")
+		data, err := os.ReadFile(config)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(hostConfig, append(data, fmt.Sprintf("cluster:\n  nats: %s\n", ns.URL())...), 0o644))
+		ws = &workers{t: t, dir: dir, config: hostConfig, nats: ns.URL(), procs: map[string]*worker{}}
+	}
 	room := roomtest.At(url, roomtest.Pace)
 	watcher := room.Join(t, "watcher")
 	foreman := identity(t, dir, config)
 	start(t, dir, "run", "--log-level", "warn", config)
 	watcher.Await(foreman, "TASKS")
-	start(t, dir, "host", "--log-level", "warn", config)
+	start(t, dir, "host", "--log-level", "warn", hostConfig)
+	for i := 1; i <= sz.workers; i++ {
+		ws.start(fmt.Sprintf("w%d", i))
+	}
 	start(t, dir, "agent", "--role", "auditor", "--name", "aud", "--identity", filepath.Join(dir, "aud.json"),
 		"--delay", "0s", "--minute", "100ms", config)
 	for i, c := range comps {
@@ -125,6 +153,12 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 
 	var firstReady, complete time.Time
 	fixes := 0
+	verdicts := map[string]int{} // CI lines, each said once
+	var killed kill
+	var kills <-chan kill
+	if sz.kill {
+		kills = ws.killMidCheck(sz.check)
+	}
 	trace := os.Getenv("TRAIN_TRACE") != ""
 	t0 := time.Now()
 	deadline := time.After(patience)
@@ -142,8 +176,12 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 					fixes++
 				case s.From == foreman && strings.HasPrefix(line, "COMPLETE "):
 					complete = time.Now()
+				case strings.HasPrefix(line, "CI "):
+					verdicts[line]++
 				}
 			}
+		case killed = <-kills:
+			kills = nil
 		case <-deadline:
 			t.Fatalf("no COMPLETE within %s", patience)
 		}
@@ -166,13 +204,45 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	}
 	require.Equal(t, 1, together, "the pair landed with exactly one of them fixed")
 
+	for v, n := range verdicts {
+		require.Equal(t, 1, n, "a verdict said %d times: %s", n, v)
+	}
+	if kills != nil {
+		select {
+		case killed = <-kills:
+		case <-time.After(patience):
+		}
+	}
+	if sz.kill {
+		require.NotEmpty(t, killed.worker, "no worker was killed mid-check")
+		t.Logf("killed %s mid-check: job %s taken again after %s, its result stored after %s (a check takes %s)",
+			killed.worker, killed.job, killed.again.Round(10*time.Millisecond), killed.stored.Round(10*time.Millisecond), sz.check)
+		fmt.Printf("trainbench: kill worker=%s taken_again=%s result_stored=%s check=%s\n",
+			killed.worker, killed.again.Round(10*time.Millisecond), killed.stored.Round(10*time.Millisecond), sz.check)
+	}
+
 	logs, _ := filepath.Glob(filepath.Join(dir, ".foreman", "host", "logs", "*.log"))
-	rounds := (sz.components + sz.parallel - 1) / sz.parallel
+	lanes := sz.parallel
+	if sz.workers > 0 {
+		lanes = min(sz.parallel, sz.workers)
+	}
+	rounds := (sz.components + lanes - 1) / lanes
 	bound := time.Duration(2*rounds)*sz.check + 2*sz.check
-	t.Logf("READY to COMPLETE %s for %d components, checks of %s, max_parallel %d: %d check runs, %d FIX; bound 2*ceil(N/P)*S+2*S = %s (ratio %.2f)",
-		took.Round(10*time.Millisecond), sz.components, sz.check, sz.parallel, len(logs), fixes, bound, took.Seconds()/bound.Seconds())
-	fmt.Printf("trainbench: components=%d check=%s parallel=%d ready_to_complete=%s check_runs=%d fixes=%d bound=%s ratio=%.2f\n",
-		sz.components, sz.check, sz.parallel, took.Round(10*time.Millisecond), len(logs), fixes, bound, took.Seconds()/bound.Seconds())
+	if sz.workers > 0 {
+		results, dups, again := ws.counts()
+		t.Logf("%d workers: %d results stored, %d dropped as duplicates, %d jobs run again after a worker held them", sz.workers, results, dups, again)
+		fmt.Printf("trainbench: workers=%d kill=%v results=%d duplicates=%d again=%d\n", sz.workers, sz.kill, results, dups, again)
+		status := exec.Command(bin, "cluster", "status", hostConfig)
+		status.Dir = dir
+		out, err := status.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		t.Logf("foreman cluster status:\n%s", out)
+		require.Contains(t, string(out), "WORKER")
+	}
+	t.Logf("READY to COMPLETE %s for %d components, checks of %s, max_parallel %d, workers %d: %d check runs, %d FIX; bound 2*ceil(N/P)*S+2*S = %s (ratio %.2f)",
+		took.Round(10*time.Millisecond), sz.components, sz.check, sz.parallel, sz.workers, len(logs), fixes, bound, took.Seconds()/bound.Seconds())
+	fmt.Printf("trainbench: components=%d check=%s parallel=%d workers=%d ready_to_complete=%s check_runs=%d fixes=%d bound=%s ratio=%.2f\n",
+		sz.components, sz.check, sz.parallel, sz.workers, took.Round(10*time.Millisecond), len(logs), fixes, bound, took.Seconds()/bound.Seconds())
 }
 
 func identity(t *testing.T, dir string, args ...string) string {

@@ -1,0 +1,654 @@
+// Package remote is foreman host's side of its workers: with cluster.nats
+// set, the host runs no check itself. Everything that needs host.repo
+// stays in the host (resolving refs, merges, rebases, the train's chains,
+// landings); only running the checks on a commit moves, through the job
+// queue (package workq), to foreman worker processes (package worker).
+//
+// For each commit to check, the host pins the commit under
+// refs/foreman/jobs/<run> (so that a worker can fetch it by name, and no gc
+// takes it while the job lives), serves the repository read-only over
+// git's smart HTTP (GitServer), and puts one job per label set on the
+// queue. It takes the first result stored for each job, checks that it
+// answers the job it gave (its id, the message a worker was given, the
+// commit), copies the logs into host.logs, and answers as the checks run
+// here would. A result that does not answer the job is refused and
+// counted, and the job is tried again (never charged to the builder); so
+// is a job a worker could not do.
+package remote
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/host/checks"
+	"github.com/agentforeman/foreman/internal/host/gitjob"
+	"github.com/agentforeman/foreman/internal/workq"
+)
+
+// Options configure the host's side of its workers.
+type Options struct {
+	Queue    *workq.Queue
+	Repo     *gitrepo.Repo // host.repo: a job's commit is pinned there while the job lives
+	Serve    string        // host.serve: where the repository is served to the workers
+	ServeURL string        // host.serve_url: how they reach it ("": http:// and Serve's address)
+	Build    string        // build.name: the queue's subjects and keys are the build's
+	Host     string        // the host's sender id, for people
+	Name     string        // host.name
+	Target   string
+
+	Checks   [][]string
+	Labels   [][]string // per check: what a worker must have to run it
+	Env      []string   // host.env, as written
+	Timeout  time.Duration
+	LogLimit int64
+	Retries  int
+	Sandbox  workq.Sandbox // what the host requires of the workers' sandbox
+	Logs     string        // host.logs: the workers' logs are copied there
+
+	MaxParallel int
+	// Lease is the consumers' ack wait (cluster.lease), and how often the
+	// host looks for results its watch may have missed and says it is
+	// there.
+	Lease  time.Duration
+	Logger zerolog.Logger
+}
+
+// group is the checks that ask for one label set: one job per commit.
+type group struct {
+	labels []string // what the job asks for (Sandboxed included)
+	checks [][]string
+	at     []int // each check's position in host.checks: failures are reported in that order
+}
+
+// Remote runs the host's checks on workers: a gitjob.Checker.
+type Remote struct {
+	o      Options
+	groups []group
+	log    zerolog.Logger
+	start  time.Time
+	moved  chan struct{} // pinged when a job is given or taken: say so at once
+
+	mu       sync.Mutex
+	git      *GitServer // while it leads the workers (Start to Close)
+	startRun int        // the highest run of the host's lives before this one
+	stop     context.CancelFunc
+	done     chan struct{}
+
+	waiting map[string]*waiter  // by job id
+	ended   map[string]bool     // jobs given in this life that ended: a result now is late
+	avoid   map[string][]string // by commit: workers that could not do a job on it
+	results uint64
+	refused uint64
+	late    uint64
+	retried uint64
+}
+
+// waiter is a job the host waits for.
+type waiter struct {
+	job    workq.Job
+	seq    uint64 // its message in the stream
+	since  time.Time
+	done   chan<- taken // where its result goes, once: shared by the run's jobs
+	worker string
+}
+
+// taken is a result taken for the job of a run's group.
+type taken struct {
+	group int
+	res   *workq.Result
+}
+
+// New makes the host's side of its workers; nothing is given to them
+// until Start.
+func New(o Options) *Remote {
+	if o.Lease <= 0 {
+		o.Lease = 3 * time.Second
+	}
+	return &Remote{o: o, log: o.Logger, start: time.Now(), waiting: map[string]*waiter{}, ended: map[string]bool{},
+		avoid: map[string][]string{}, moved: make(chan struct{}, 1), groups: groups(o.Checks, o.Labels, o.Sandbox.Required)}
+}
+
+// Start makes this host the one that gives the build's jobs (the host
+// alone does at its start; a standby once it leads): it serves host.repo
+// to the workers, drops the jobs a host of the build left queued and
+// their pins (what is still owed is given again), makes the consumers of
+// its label sets, and follows the results. startRun is the highest run of
+// the host's lives before: a result for a job of such a run is late (a
+// worker finished what a host gave before), not forged.
+func (r *Remote) Start(ctx context.Context, startRun int) error {
+	o := r.o
+	if err := o.Queue.Purge(ctx, o.Build); err != nil {
+		return fmt.Errorf("dropping the jobs a host of %s left queued: %w", o.Build, err)
+	}
+	if err := o.Repo.DeleteRefs(ctx, pinPrefix); err != nil {
+		return fmt.Errorf("host.repo: deleting the pins a host left: %w", err)
+	}
+	for _, g := range r.groups {
+		if err := o.Queue.Consumer(ctx, workq.LabelSet(g.labels), o.Lease); err != nil {
+			return fmt.Errorf("the job queue's consumer for %s: %w", workq.LabelSet(g.labels), err)
+		}
+	}
+	git, err := ServeGit(o.Repo.GitDir(), o.Serve, o.ServeURL)
+	if err != nil {
+		return err
+	}
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	results, err := o.Queue.WatchResults(bg, o.Build)
+	if err != nil {
+		stop()
+		_ = git.Close()
+		return fmt.Errorf("following the workers' results: %w", err)
+	}
+	done := make(chan struct{})
+	r.mu.Lock()
+	r.git, r.startRun, r.stop, r.done = git, startRun, stop, done
+	r.mu.Unlock()
+	go r.follow(bg, results, done)
+	return nil
+}
+
+// URL is where the workers fetch from ("" before Start).
+func (r *Remote) URL() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.git == nil {
+		return ""
+	}
+	return r.git.URL()
+}
+
+// LabelSets are the label sets the host's jobs ask for.
+func (r *Remote) LabelSets() []string {
+	var out []string
+	for _, g := range r.groups {
+		out = append(out, workq.LabelSet(g.labels))
+	}
+	return out
+}
+
+// Close stops giving jobs: it stops following results and serving the
+// repository, and says the host is gone. Start may follow again.
+func (r *Remote) Close() {
+	r.mu.Lock()
+	git, stop, done := r.git, r.stop, r.done
+	r.git, r.stop, r.done = nil, nil, nil
+	r.mu.Unlock()
+	if git == nil {
+		return
+	}
+	stop()
+	<-done
+	_ = git.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	r.o.Queue.HostGone(ctx, r.o.Build)
+}
+
+// groups splits the checks by the labels they ask for, in the order each
+// set first appears: the checks of one set run together, in order, on one
+// worker that has its labels.
+func groups(cmds [][]string, labels [][]string, sandboxed bool) []group {
+	var out []group
+	index := map[string]int{}
+	for i, argv := range cmds {
+		var want []string
+		if i < len(labels) {
+			want = slices.Clone(labels[i])
+		}
+		if sandboxed {
+			want = append(want, workq.Sandboxed)
+		}
+		set := workq.LabelSet(want)
+		g, ok := index[set]
+		if !ok {
+			g = len(out)
+			index[set] = g
+			out = append(out, group{labels: workq.Labels(set)})
+		}
+		out[g].checks = append(out[g].checks, argv)
+		out[g].at = append(out[g].at, i)
+	}
+	if len(out) == 0 {
+		// No checks: nothing to send; Check passes at once.
+		return nil
+	}
+	return out
+}
+
+// failedAt is the position in host.checks of the group's check that
+// failed, named as checks name it; the last of the group's when none is.
+func (g group) failedAt(command string) int {
+	for i, argv := range g.checks {
+		if checks.Quote(argv) == command {
+			return g.at[i]
+		}
+	}
+	return g.at[len(g.at)-1]
+}
+
+// pinPrefix holds the commits of the jobs that live.
+const pinPrefix = "refs/foreman/jobs/"
+
+func pinRef(run int) string { return pinPrefix + strconv.Itoa(run) }
+
+// Check has the checks on req.Commit run by workers, one job per label
+// set, and answers as gitjob's own: the verdict, the flaky checks, the
+// logs (copied into host.logs). An error is a job no worker could do, or
+// that the queue would not take: the core tries the run again later,
+// never blaming the builder.
+func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Checked, error) {
+	if len(r.groups) == 0 {
+		return gitjob.Checked{Result: checks.Result{Passed: true}}, nil
+	}
+	r.mu.Lock()
+	git := r.git
+	r.mu.Unlock()
+	if git == nil {
+		return gitjob.Checked{}, errors.New("this host does not give the build's jobs to workers now")
+	}
+	j := req.Job
+	if err := r.o.Repo.SetRef(ctx, pinRef(j.Run), req.Commit, "foreman host: job for "+j.Component); err != nil {
+		return gitjob.Checked{}, fmt.Errorf("pinning %s for the workers: %w", short(req.Commit), err)
+	}
+	defer func() {
+		_ = r.o.Repo.DeleteRef(context.WithoutCancel(ctx), pinRef(j.Run), req.Commit, "foreman host: job ended")
+	}()
+	ws := make([]*waiter, len(r.groups))
+	defer func() {
+		for _, w := range ws {
+			if w != nil {
+				r.forget(w)
+			}
+		}
+	}()
+	done := make(chan taken, len(r.groups))
+	for g := range r.groups {
+		w, err := r.give(ctx, req, g, git, done)
+		if err != nil {
+			r.withdraw(ws)
+			return gitjob.Checked{}, err
+		}
+		ws[g] = w
+	}
+	res := make([]*workq.Result, len(ws))
+	for range ws {
+		var t taken
+		select {
+		case t = <-done:
+		case <-ctx.Done():
+			r.withdraw(ws)
+			return gitjob.Checked{}, ctx.Err()
+		}
+		res[t.group] = t.res
+		if x := t.res; x.Outcome == workq.Infra {
+			r.withdraw(ws) // the others are wasted now: the run is tried again whole
+			r.mu.Lock()
+			r.retried++
+			if x.Worker != "" && len(r.avoid) < 4096 && !slices.Contains(r.avoid[req.Commit], x.Worker) {
+				r.avoid[req.Commit] = append(r.avoid[req.Commit], x.Worker)
+			}
+			r.mu.Unlock()
+			who := "a worker"
+			if x.Worker != "" {
+				who = "worker " + x.Worker
+			}
+			what := short(req.Commit)
+			if len(r.groups) > 1 {
+				what += " (" + labelsSaid(r.groups[t.group].labels) + ")"
+			}
+			return gitjob.Checked{}, fmt.Errorf("%s could not check %s: %s", who, what, x.Why)
+		}
+	}
+	return r.verdict(ctx, ws, res), nil
+}
+
+// give puts the job of group g for req on the queue.
+func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int, git *GitServer, done chan<- taken) (*waiter, error) {
+	j := req.Job
+	nonce := make([]byte, 8)
+	_, _ = rand.Read(nonce)
+	first := gitjob.LogName(j, 0)
+	if g > 0 {
+		first = strings.TrimSuffix(first, ".log") + ".g" + strconv.Itoa(g) + ".log"
+	}
+	grp := r.groups[g]
+	r.mu.Lock()
+	avoid := slices.Clone(r.avoid[req.Commit])
+	r.mu.Unlock()
+	job := workq.Job{V: workq.Version, ID: fmt.Sprintf("%d-%d-%s", j.Run, g, hex.EncodeToString(nonce)),
+		Build: r.o.Build, Host: r.o.Host, Run: j.Run, Group: g,
+		Component: j.Component, Ref: j.Ref, Commit: req.Commit, Base: req.Base, Target: r.o.Target,
+		Checks: grp.checks, Labels: grp.labels, Env: r.o.Env, TimeoutMS: r.o.Timeout.Milliseconds(),
+		LogLimit: r.o.LogLimit, Retries: r.o.Retries, Sandbox: r.o.Sandbox,
+		Fetch: workq.Fetch{URL: git.URL(), Ref: pinRef(j.Run), Token: git.Token()},
+		Avoid: avoid, Log: first}
+	w := &waiter{job: job, since: time.Now(), done: done}
+	r.mu.Lock()
+	r.waiting[job.ID] = w
+	r.mu.Unlock()
+	seq, err := r.o.Queue.Publish(ctx, job)
+	if err != nil {
+		// JetStream may have stored it all the same (its answer lost, or
+		// the run gone stale meanwhile): a worker that takes it finds it
+		// withdrawn.
+		r.withdraw([]*waiter{w})
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("the job queue (NATS) did not take the job: %w", err)
+	}
+	r.mu.Lock()
+	w.seq = seq
+	r.mu.Unlock()
+	r.log.Debug().Str("job", job.ID).Str("component", j.Component).Str("labels", workq.LabelSet(grp.labels)).Uint64("seq", seq).Msg("job queued for the workers")
+	r.changed()
+	return w, nil
+}
+
+// forget stops waiting for w: a result for it from now on is late.
+func (r *Remote) forget(w *waiter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	defer r.changed()
+	if r.waiting[w.job.ID] == w {
+		delete(r.waiting, w.job.ID)
+		if len(r.ended) > 65536 {
+			clear(r.ended)
+		}
+		r.ended[w.job.ID] = true
+	}
+}
+
+// withdraw stores the cancellation of the jobs of ws that have no result
+// as their result, so that a worker running one stops (it looks for its
+// job's result while it runs), one taking it later drops it at once, and
+// a result of a worker's is dropped.
+func (r *Remote) withdraw(ws []*waiter) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, w := range ws {
+		if w == nil {
+			continue
+		}
+		r.mu.Lock()
+		_, live := r.waiting[w.job.ID]
+		r.mu.Unlock()
+		if !live {
+			continue
+		}
+		r.forget(w)
+		// The job stays queued (a host's user need not delete messages):
+		// a worker that takes it finds its cancellation and acknowledges
+		// it at once.
+		if _, err := r.o.Queue.Store(ctx, r.o.Build, workq.Result{Job: w.job.ID, Outcome: workq.Cancelled}); err != nil {
+			r.log.Warn().Err(err).Str("job", w.job.ID).Msg("cannot mark the job withdrawn; a worker may run it to its end, and its result is dropped")
+		}
+	}
+}
+
+// verdict is the checks' end, from every group's result: they passed if
+// every group passed; else the failure of the check that comes first in
+// host.checks. Its logs come last, so that the verdict names them.
+func (r *Remote) verdict(ctx context.Context, ws []*waiter, res []*workq.Result) gitjob.Checked {
+	decide, first := 0, -1
+	for g, x := range res {
+		if x.Outcome == workq.Passed {
+			continue
+		}
+		if at := r.groups[g].failedAt(x.Command); first < 0 || at < first {
+			decide, first = g, at
+		}
+	}
+	var out gitjob.Checked
+	for g := range res {
+		if g != decide {
+			out.Logs = append(out.Logs, r.copyLogs(ctx, ws[g].job, res[g])...)
+		}
+		out.Flaky = append(out.Flaky, res[g].Flaky...)
+	}
+	out.Logs = append(out.Logs, r.copyLogs(ctx, ws[decide].job, res[decide])...)
+	x := res[decide]
+	out.Result = checks.Result{Passed: x.Outcome == workq.Passed, Command: x.Command, Line: x.Line, Silent: x.Silent,
+		TimedOut: x.TimedOut, Stopped: x.Stopped, Duration: time.Duration(x.TookMS) * time.Millisecond}
+	return out
+}
+
+// copyLogs copies a job's logs from the object store into host.logs,
+// under the names the host gives them (never a name a worker chose), and
+// drops them from the store. A log that cannot be copied is replaced by
+// a note that says why: the verdict stands.
+func (r *Remote) copyLogs(ctx context.Context, j workq.Job, x *workq.Result) []string {
+	var out []string
+	prefix := workq.LogObject(r.o.Build, j.ID, "")
+	for try, obj := range x.Logs {
+		dst := filepath.Join(r.o.Logs, workq.TryLog(j.Log, try))
+		var err error
+		if !strings.HasPrefix(obj, prefix) {
+			err = fmt.Errorf("the worker named %q, which is not a log of this job", obj)
+		} else if err = r.o.Queue.GetLog(ctx, obj, dst); err == nil {
+			r.o.Queue.DeleteLog(ctx, obj)
+		}
+		if err != nil {
+			_ = os.WriteFile(dst, []byte(fmt.Sprintf("[the log of this check, run by worker %s, could not be copied from NATS: %v]\n", x.Worker, err)), 0o644)
+		}
+		out = append(out, dst)
+	}
+	return out
+}
+
+// follow takes the results as the watch brings them, and, every lease,
+// looks for those of the jobs it waits for (a watch cut by a NATS restart
+// may miss one) and says the host is there.
+func (r *Remote) follow(ctx context.Context, results <-chan workq.Stored, done chan struct{}) {
+	defer close(done)
+	tick := time.NewTicker(r.o.Lease)
+	defer tick.Stop()
+	r.say(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s, ok := <-results:
+			if !ok {
+				results = nil
+				// The watch ended (NATS went away for good, or the bucket
+				// did): start it again at the next tick.
+				continue
+			}
+			job, ok := workq.JobOfKey(r.o.Build, s.Key)
+			if !ok {
+				continue
+			}
+			if s.Err != nil {
+				r.refuse(job, nil, s.Err.Error())
+				continue
+			}
+			r.take(job, s.Result)
+		case <-r.moved:
+			r.say(ctx)
+		case <-tick.C:
+			if results == nil {
+				if w, err := r.o.Queue.WatchResults(ctx, r.o.Build); err == nil {
+					results = w
+				}
+			}
+			r.sweep(ctx)
+			r.say(ctx)
+		}
+	}
+}
+
+// changed has what the host says of itself said again soon.
+func (r *Remote) changed() {
+	select {
+	case r.moved <- struct{}{}:
+	default:
+	}
+}
+
+// sweep reads the result of every job waited for.
+func (r *Remote) sweep(ctx context.Context) {
+	r.mu.Lock()
+	ids := make([]string, 0, len(r.waiting))
+	for id := range r.waiting {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		x, err := r.o.Queue.Result(ctx, r.o.Build, id)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Debug().Err(err).Str("job", id).Msg("cannot read a job's result now")
+			}
+			return
+		}
+		if x != nil {
+			r.take(id, x)
+		}
+	}
+}
+
+// take checks that x answers the job stored under job's key, and hands it
+// to the one waiting. A result that does not answer it (another job's, a
+// message the worker was not given, another commit) is refused and
+// counted; the job is tried again, since its key is taken.
+func (r *Remote) take(job string, x *workq.Result) {
+	r.mu.Lock()
+	w := r.waiting[job]
+	if w == nil {
+		late := r.ended[job] || x.Outcome == workq.Cancelled || runOf(job) <= r.startRun
+		if late {
+			r.late++
+		}
+		r.mu.Unlock()
+		if !late {
+			r.refuse(job, x, "no job of this host has that id")
+		}
+		return
+	}
+	if w.seq == 0 {
+		// Its publish has not returned yet (a worker was that quick): the
+		// next sweep takes it, once the message it was given is known.
+		r.mu.Unlock()
+		return
+	}
+	why := ""
+	switch {
+	case x.Job != job:
+		why = fmt.Sprintf("it names job %s, under the key of job %s", x.Job, job)
+	case x.Outcome != workq.Passed && x.Outcome != workq.Failed && x.Outcome != workq.Infra:
+		why = fmt.Sprintf("its outcome %q is none a worker gives", x.Outcome)
+	case x.Seq != w.seq:
+		why = fmt.Sprintf("it names message %d of the queue, and the job was message %d: the job was not given to %s", x.Seq, w.seq, orSomeone(x.Worker))
+	case x.Outcome != workq.Infra && x.Commit != w.job.Commit:
+		why = fmt.Sprintf("it is for commit %s, and the job was %s", short(x.Commit), short(w.job.Commit))
+	}
+	delete(r.waiting, job)
+	r.ended[job] = true
+	r.changed()
+	if why == "" {
+		r.results++
+		w.worker = x.Worker
+		r.mu.Unlock()
+		w.done <- taken{group: w.job.Group, res: x}
+		return
+	}
+	r.refused++
+	r.mu.Unlock()
+	r.log.Warn().Str("job", job).Str("worker", x.Worker).Str("why", why).Msg("refused a worker's result")
+	w.done <- taken{group: w.job.Group, res: &workq.Result{Job: job, Outcome: workq.Infra, Worker: x.Worker, Why: "its result was refused: " + why}}
+}
+
+// refuse counts a result for no job this host gave.
+func (r *Remote) refuse(job string, x *workq.Result, why string) {
+	r.mu.Lock()
+	r.refused++
+	r.mu.Unlock()
+	worker := ""
+	if x != nil {
+		worker = x.Worker
+	}
+	r.log.Warn().Str("job", job).Str("worker", worker).Str("why", why).Msg("refused a result for no job this host gave")
+}
+
+// say stores what the host has in flight, for foreman cluster status.
+func (r *Remote) say(ctx context.Context) {
+	st := r.Status()
+	if err := r.o.Queue.SayHost(ctx, st); err != nil && ctx.Err() == nil {
+		r.log.Debug().Err(err).Msg("cannot say the host is there")
+	}
+}
+
+// Status is what the host says of itself to the cluster.
+func (r *Remote) Status() workq.HostStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	serve := ""
+	if r.git != nil {
+		serve = r.git.URL()
+	}
+	st := workq.HostStatus{Build: r.o.Build, Host: r.o.Host, Name: r.o.Name, Serve: serve, MaxParallel: r.o.MaxParallel,
+		InFlight: []workq.HostInFlight{}, Results: r.results, Refused: r.refused, Retried: r.retried,
+		UpMS: time.Since(r.start).Milliseconds(), At: time.Now()}
+	for _, g := range r.groups {
+		st.LabelSets = append(st.LabelSets, workq.LabelSet(g.labels))
+	}
+	for _, w := range r.waiting {
+		st.InFlight = append(st.InFlight, workq.HostInFlight{Job: w.job.ID, Component: w.job.Component, Run: w.job.Run,
+			Labels: w.job.Labels, WaitedMS: time.Since(w.since).Milliseconds()})
+	}
+	slices.SortFunc(st.InFlight, func(a, b workq.HostInFlight) int { return strings.Compare(a.Job, b.Job) })
+	return st
+}
+
+// Counts are the host's counters: results taken, refused, late (for a job
+// it no longer waited for), and jobs tried again.
+func (r *Remote) Counts() (results, refused, late, retried uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.results, r.refused, r.late, r.retried
+}
+
+// runOf is the run a job id names; 0 if none.
+func runOf(job string) int {
+	run, _, _ := strings.Cut(job, "-")
+	n, err := strconv.Atoi(run)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func orSomeone(worker string) string {
+	if worker == "" {
+		return "that worker"
+	}
+	return worker
+}
+
+func labelsSaid(labels []string) string {
+	if len(labels) == 0 {
+		return "any worker"
+	}
+	return "labels " + strings.Join(labels, ", ")
+}
+
+func short(oid string) string {
+	if len(oid) > 12 {
+		return oid[:12]
+	}
+	return oid
+}

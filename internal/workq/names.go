@@ -1,0 +1,79 @@
+package workq
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/agentforeman/foreman/internal/cluster"
+)
+
+// The queue's streams and buckets: cluster's names, which the NATS
+// accounts of docs/nats/foreman.conf are written against.
+const (
+	JobStream     = cluster.JobStream     // the work queue
+	JobSubjects   = cluster.JobSubjects   // every job's subject
+	ResultBucket  = cluster.ResultBucket  // KV: one result per job, the first stored
+	CheckLogStore = cluster.CheckLogStore // objects: the checks' logs
+	WorkerBucket  = cluster.WorkerBucket  // KV: the workers and hosts, for cluster status
+)
+
+// Sandboxed is the label a job of a host that confines its checks asks
+// for, and that every worker that confines its checks has: a worker with
+// host.sandbox off never gets such a job (config.SandboxedLabel).
+const Sandboxed = "sandboxed"
+
+// Any is the label set of a job that asks for no label.
+const Any = "any"
+
+// LabelSet is the name of a set of labels: sorted, joined by +, or Any.
+func LabelSet(labels []string) string {
+	if len(labels) == 0 {
+		return Any
+	}
+	l := slices.Clone(labels)
+	slices.Sort(l)
+	return strings.Join(slices.Compact(l), "+")
+}
+
+// Labels are the labels a LabelSet names.
+func Labels(set string) []string {
+	if set == Any || set == "" {
+		return nil
+	}
+	return strings.Split(set, "+")
+}
+
+// Fits reports whether a worker with labels have may run a job of set.
+func Fits(set string, have []string) bool {
+	for _, l := range Labels(set) {
+		if !slices.Contains(have, l) {
+			return false
+		}
+	}
+	return true
+}
+
+// JobSubject is the subject a job of build asking for set goes on.
+func JobSubject(build, set string) string {
+	return "foreman-jobs." + cluster.Key(build) + "." + cluster.Key(set)
+}
+
+// buildJobs is every job subject of build, whatever it asks for.
+func buildJobs(build string) string { return "foreman-jobs." + cluster.Key(build) + ".>" }
+
+// ConsumerName is the durable consumer the workers that fit set share.
+func ConsumerName(set string) string { return "workers-" + cluster.Key(set) }
+
+// consumerFilter is every build's jobs of set.
+func consumerFilter(set string) string { return "foreman-jobs.*." + cluster.Key(set) }
+
+// ResultKey is where a job's result is stored in ResultBucket.
+func ResultKey(build, job string) string { return cluster.Key(build) + "." + cluster.Key(job) }
+
+// resultPrefix is what every result key of build starts with.
+func resultPrefix(build string) string { return cluster.Key(build) + "." }
+
+// workerKey and hostKey are where a worker and a host say they are there.
+func workerKey(id string) string        { return "w." + cluster.Key(id) }
+func hostKey(build string) string       { return "h." + cluster.Key(build) }
+func logObject(job, name string) string { return job + "/" + name }

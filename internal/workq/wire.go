@@ -1,0 +1,200 @@
+package workq
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Version is the format of jobs and results: a worker refuses a job of
+// another, rather than guess what it asks.
+const Version = 1
+
+// Job is one run of a host's checks on one commit, for one worker.
+type Job struct {
+	V     int    `json:"v"`
+	ID    string `json:"id"`    // unique: run-group-nonce; its result's key (ResultKey)
+	Build string `json:"build"` // the build the host checks
+	Host  string `json:"host"`  // the host's sender id, for people
+	Run   int    `json:"run"`   // the host's run
+	Group int    `json:"group"` // which of the run's label sets (0: the first)
+
+	Component string `json:"c"`
+	Ref       string `json:"ref"`
+	Commit    string `json:"commit"` // exactly what to check
+	Base      string `json:"base"`
+	Target    string `json:"target"`
+
+	Checks    [][]string `json:"checks"`           // in order; each a program and its arguments
+	Labels    []string   `json:"labels,omitempty"` // what the worker must have (Sandboxed included)
+	Env       []string   `json:"env,omitempty"`    // host.env: NAME=value as given, NAME from the worker's own environment
+	TimeoutMS int64      `json:"timeout_ms"`       // for all the checks, counted by the worker
+	LogLimit  int64      `json:"log_limit"`
+	Retries   int        `json:"retries"`
+	Sandbox   Sandbox    `json:"sandbox"`
+	Fetch     Fetch      `json:"fetch"`
+	// Avoid names workers that could not do this job before (they could
+	// not fetch its commit, say): they leave it to others for a while.
+	Avoid []string `json:"avoid,omitempty"`
+	Log   string   `json:"log"` // the first try's log name (api-12.log); the host keeps it under this name
+}
+
+// Sandbox is what the host requires of the sandbox its checks run in.
+type Sandbox struct {
+	Required bool   `json:"required"` // the host confines its checks: so must the worker
+	Net      string `json:"net"`      // none or all: the worker runs the stricter of this and its own
+	Memory   int64  `json:"memory,omitempty"`
+	Tasks    int    `json:"tasks,omitempty"`
+	FileSize int64  `json:"file_size,omitempty"`
+}
+
+// Fetch is how the worker gets the commit: git's smart HTTP from the host,
+// a ref the host keeps pointing at the commit while the job lives, with a
+// token the host checks on every request.
+type Fetch struct {
+	URL   string `json:"url"`
+	Ref   string `json:"ref"`
+	Token string `json:"token"`
+}
+
+// Timeout is the job's time limit.
+func (j Job) Timeout() time.Duration { return time.Duration(j.TimeoutMS) * time.Millisecond }
+
+var (
+	oidRE    = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+	jobIDRE  = regexp.MustCompile(`^[0-9]+-[0-9]+-[0-9a-f]{8,32}$`)
+	httpRE   = regexp.MustCompile(`^https?://[^\s]+$`)
+	jobRefRE = regexp.MustCompile(`^refs/foreman/jobs/[0-9]+$`)
+)
+
+// Check refuses a job a worker must not run as it is: another format,
+// something missing, a commit that is not an object id, a fetch that is
+// not git's HTTP.
+func (j Job) Check() error {
+	switch {
+	case j.V != Version:
+		return fmt.Errorf("job format %d, this worker reads %d: run the same foreman version as the host", j.V, Version)
+	case !jobIDRE.MatchString(j.ID):
+		return fmt.Errorf("job id %q is not run-group-nonce", j.ID)
+	case j.Build == "":
+		return errors.New("no build")
+	case !oidRE.MatchString(j.Commit):
+		return fmt.Errorf("commit %q is not a full object id", j.Commit)
+	case len(j.Checks) == 0:
+		return errors.New("no checks")
+	case j.Fetch.URL == "" || j.Fetch.Ref == "":
+		return errors.New("no way to fetch the commit")
+	case !httpRE.MatchString(j.Fetch.URL):
+		return fmt.Errorf("fetch URL %q is not http:// or https://", j.Fetch.URL)
+	case !jobRefRE.MatchString(j.Fetch.Ref):
+		return fmt.Errorf("fetch ref %q is not refs/foreman/jobs/RUN", j.Fetch.Ref)
+	case j.Sandbox.Net != "none" && j.Sandbox.Net != "all":
+		return fmt.Errorf("sandbox net %q is not none or all", j.Sandbox.Net)
+	}
+	for _, argv := range j.Checks {
+		if len(argv) == 0 {
+			return errors.New("an empty check")
+		}
+	}
+	return nil
+}
+
+// How a job ended, as a Result says.
+const (
+	Passed    = "passed"    // the checks passed on the commit
+	Failed    = "failed"    // they failed: Command, Line
+	Infra     = "infra"     // the worker could not do it (fetch, slot, sandbox): Why; never the builder's fault
+	Cancelled = "cancelled" // the host withdrew the job: its run went stale
+)
+
+// Result is how one job ended, stored once under its ResultKey.
+type Result struct {
+	V       int    `json:"v"`
+	Job     string `json:"job"`    // the job's id
+	Worker  string `json:"worker"` // who ran it ("" for the host's cancellation)
+	Seq     uint64 `json:"seq"`    // the job's message in the stream, as delivered to the worker
+	Commit  string `json:"commit"` // what the worker checked
+	Outcome string `json:"outcome"`
+
+	Command  string   `json:"command,omitempty"` // Failed: the check that failed
+	Line     string   `json:"line,omitempty"`    // Failed: its first failing line
+	Silent   bool     `json:"silent,omitempty"`
+	TimedOut bool     `json:"timed_out,omitempty"`
+	Stopped  bool     `json:"stopped,omitempty"`
+	Flaky    []string `json:"flaky,omitempty"`
+	Logs     []string `json:"logs,omitempty"` // each try's log, objects of CheckLogStore, in order
+	Why      string   `json:"why,omitempty"`  // Infra: what went wrong
+
+	TookMS int64     `json:"took_ms,omitempty"` // by the worker's own monotonic clock
+	At     time.Time `json:"at,omitzero"`       // the worker's wall clock: for people, never compared
+}
+
+// InHand is a job a worker runs now.
+type InHand struct {
+	Job       string `json:"job"`
+	Build     string `json:"build"`
+	Component string `json:"c"`
+	Run       int    `json:"run"`
+	ForMS     int64  `json:"for_ms"` // how long it has run, by the worker's clock
+}
+
+// WorkerStatus is what a worker says of itself every lease.
+type WorkerStatus struct {
+	ID       string   `json:"id"`
+	Labels   []string `json:"labels"` // Sandboxed included when it confines its checks
+	Sandbox  string   `json:"sandbox"`
+	Parallel int      `json:"parallel"`
+	Jobs     []InHand `json:"jobs"`
+	// Counters since it started.
+	Done       uint64    `json:"done"`       // results it stored
+	Duplicates uint64    `json:"duplicates"` // results it dropped: another was stored first
+	Infra      uint64    `json:"infra"`      // jobs it could not do
+	Refused    uint64    `json:"refused"`    // jobs it refused to run (malformed, a sandbox it does not have)
+	Again      uint64    `json:"again"`      // jobs it ran that had been given to a worker before (which died, or stalled)
+	UpMS       int64     `json:"up_ms"`
+	At         time.Time `json:"at,omitzero"` // its wall clock, for people
+
+	Seen time.Time `json:"-"` // when NATS stored it (the server's clock), as read
+}
+
+// HostInFlight is a job a host waits for.
+type HostInFlight struct {
+	Job       string   `json:"job"`
+	Component string   `json:"c"`
+	Run       int      `json:"run"`
+	Labels    []string `json:"labels,omitempty"`
+	Worker    string   `json:"worker,omitempty"` // who stored its result ("" while none has)
+	WaitedMS  int64    `json:"waited_ms"`
+}
+
+// HostStatus is what a host with workers says of itself every lease.
+type HostStatus struct {
+	Build       string         `json:"build"`
+	Host        string         `json:"host"` // its sender id
+	Name        string         `json:"name"`
+	Serve       string         `json:"serve"` // where workers fetch from
+	MaxParallel int            `json:"max_parallel"`
+	LabelSets   []string       `json:"label_sets"`
+	InFlight    []HostInFlight `json:"in_flight"`
+	// Counters since it started.
+	Results uint64    `json:"results"` // results taken
+	Refused uint64    `json:"refused"` // results refused: for a job it did not give, or another commit
+	Retried uint64    `json:"retried"` // jobs a worker could not do, tried again
+	UpMS    int64     `json:"up_ms"`
+	At      time.Time `json:"at,omitzero"`
+
+	Seen time.Time `json:"-"`
+}
+
+// TryLog is the name of a job's log for a try of its checks: first for
+// the first (try 0), then with .again1, .again2... before .log, as the
+// host names its own.
+func TryLog(first string, try int) string {
+	if try == 0 {
+		return first
+	}
+	return strings.TrimSuffix(first, ".log") + ".again" + strconv.Itoa(try) + ".log"
+}
