@@ -8,21 +8,9 @@ import (
 	"github.com/agentforeman/foreman/protocol"
 )
 
-// Target is what a builder's READY named, checked: a branch (Branch is
-// its full name, refs/heads/...) or a full commit id (Commit).
-type Target struct {
-	Branch string
-	Commit string
-}
-
-// String is the name as people read it: the branch without refs/heads/,
-// or the commit id.
-func (t Target) String() string {
-	if t.Branch != "" {
-		return strings.TrimPrefix(t.Branch, "refs/heads/")
-	}
-	return t.Commit
-}
+// Target is what a builder's READY named, checked: protocol's Ref, a
+// branch (Branch is its full name, refs/heads/...) or a full commit id.
+type Target = protocol.Ref
 
 // MaxRef is the longest name accepted.
 const MaxRef = protocol.MaxRef
@@ -47,7 +35,7 @@ func ParseRef(ref string) (Target, error) {
 	if err != nil {
 		return Target{}, &BadRef{Why: err.Error()}
 	}
-	return Target{Branch: r.Branch, Commit: r.Commit}, nil
+	return r, nil
 }
 
 // quote shows a name a builder wrote, bounded and without anything that
