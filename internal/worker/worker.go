@@ -172,7 +172,7 @@ func (w *Worker) open(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(w.o.Lease):
+		case <-time.After(w.poll()):
 		}
 	}
 }
@@ -193,21 +193,35 @@ func (w *Worker) prune(ctx context.Context) {
 	}
 }
 
-// heartbeat says, every lease, what the worker has in hand; and learns
-// which label sets the hosts ask for.
+// heartbeat says, every lease, what the worker has in hand; and learns,
+// every second (or lease, if shorter), which label sets the hosts ask
+// for: a job of a set no worker takes yet waits that long, not a lease.
 func (w *Worker) heartbeat(ctx context.Context) {
-	t := time.NewTicker(w.o.Lease)
-	defer t.Stop()
+	look := time.NewTicker(w.poll())
+	defer look.Stop()
+	say := time.NewTicker(w.o.Lease)
+	defer say.Stop()
+	w.refreshSets(ctx)
+	w.say(ctx)
 	for {
-		w.refreshSets(ctx)
-		if err := w.q.SayWorker(ctx, w.Status()); err != nil && ctx.Err() == nil {
-			w.log.Debug().Err(err).Msg("cannot say the worker is there")
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-look.C:
+			w.refreshSets(ctx)
+		case <-say.C:
+			w.say(ctx)
 		}
+	}
+}
+
+// poll is how often the worker looks for what it waits for in NATS (the
+// queue made, a new label set): a request each, cheap.
+func (w *Worker) poll() time.Duration { return min(w.o.Lease, time.Second) }
+
+func (w *Worker) say(ctx context.Context) {
+	if err := w.q.SayWorker(ctx, w.Status()); err != nil && ctx.Err() == nil {
+		w.log.Debug().Err(err).Msg("cannot say the worker is there")
 	}
 }
 
@@ -283,10 +297,10 @@ func (w *Worker) slot(ctx context.Context) {
 		w.mu.Lock()
 		sets := slices.Clone(w.sets)
 		w.mu.Unlock()
-		if len(sets) == 0 {
+		if len(sets) == 0 { // no job seen yet that it may take
 			select {
 			case <-ctx.Done():
-			case <-time.After(w.o.Lease / 4):
+			case <-time.After(w.poll()):
 			}
 			continue
 		}
@@ -303,7 +317,7 @@ func (w *Worker) slot(ctx context.Context) {
 					w.log.Debug().Err(err).Str("labels", set).Msg("cannot take a job now")
 					select {
 					case <-ctx.Done():
-					case <-time.After(w.o.Lease / 4):
+					case <-time.After(w.poll()):
 					}
 				}
 				break

@@ -196,7 +196,10 @@ func (q *Queue) Take(ctx context.Context, set string, wait time.Duration) (jetst
 		q.consumers[set] = c
 		q.mu.Unlock()
 	}
-	batch, err := c.Fetch(1, jetstream.FetchMaxWait(wait))
+	// Bounded by ctx too: a worker stopping does not wait out the pull.
+	fctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	batch, err := c.Fetch(1, jetstream.FetchContext(fctx))
 	if err != nil {
 		return nil, err
 	}
