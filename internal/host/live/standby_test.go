@@ -431,17 +431,14 @@ func TestStandbyHandOverOnSIGTERM(t *testing.T) {
 	w.verdictsOnce()
 }
 
-// A leader stopped (SIGSTOP) past its lease is deposed: the standby takes
-// the lease and waits for the repository, which the stopped process still
-// holds on this machine; woken, the old leader finds itself deposed, says
-// nothing, lands nothing, stops its jobs and lets the repository go; the
-// new leader checks the car again and lands it once. The woken process
-// stands by again.
-func TestDeposedHostGoesSilent(t *testing.T) {
-	w := newClusterWorld(t, worldOptions{mode: "gate"}, testLease)
-	h1, h2 := w.clusterHost("h1"), w.clusterHost("h2")
+// carAtTheGate starts h1, which leads, and h2, which stands by; then db
+// is checked and approved, and its car, checked again because main moved,
+// waits at the gate.
+func (w *world) carAtTheGate() (h1, h2 *hostProc) {
+	w.t.Helper()
+	h1, h2 = w.clusterHost("h1"), w.clusterHost("h2")
 	h1.start()
-	require.Equal(t, "h1", w.leader("", time.Time{}))
+	require.Equal(w.t, "h1", w.leader("", time.Time{}))
 	h2.start()
 	h2.standingBy()
 	w.openGate()
@@ -454,6 +451,18 @@ func TestDeposedHostGoesSilent(t *testing.T) {
 	w.closeGate("db")
 	w.say("aud", "AUDIT db PASS")
 	w.waitStarted("db")
+	return h1, h2
+}
+
+// A leader stopped (SIGSTOP) past its lease is deposed: the standby takes
+// the lease and waits for the repository, which the stopped process still
+// holds on this machine; woken, the old leader finds itself deposed, says
+// nothing, lands nothing, stops its jobs and lets the repository go; the
+// new leader checks the car again and lands it once. The woken process
+// stands by again.
+func TestDeposedHostGoesSilent(t *testing.T) {
+	w := newClusterWorld(t, worldOptions{mode: "gate"}, testLease)
+	h1, h2 := w.carAtTheGate()
 
 	h1.signal(syscall.SIGSTOP)
 	stopped := time.Now()
@@ -504,21 +513,7 @@ func TestStandbyWithAnotherConfigRefuses(t *testing.T) {
 // standby), makes the train again and lands the car once.
 func TestHostRidesOutANATSRestart(t *testing.T) {
 	w, ns := newClusterWorldNATS(t, worldOptions{mode: "gate"}, time.Second)
-	h1, h2 := w.clusterHost("h1"), w.clusterHost("h2")
-	h1.start()
-	require.Equal(t, "h1", w.leader("", time.Time{}))
-	h2.start()
-	h2.standingBy()
-	w.openGate()
-	w.claim("b1", "db")
-	w.commit("b1/db", "main", map[string]string{"db": "db\n"})
-	w.say("b1", "READY db b1/db")
-	w.expect(w.host, "CI db PASS ")
-	w.expect(w.foreman, "REVIEW db")
-	w.commit("main", "main", map[string]string{"hotfix": "x\n"}) // db's car is checked before it lands
-	w.closeGate("db")
-	w.say("aud", "AUDIT db PASS")
-	w.waitStarted("db")
+	h1, h2 := w.carAtTheGate()
 
 	ns.Stop()
 	down := time.Now()
