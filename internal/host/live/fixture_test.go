@@ -447,13 +447,7 @@ func (w *world) expect(sender, prefix string) string {
 func (w *world) said(sender, prefix string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []string
-	for _, l := range w.lines {
-		if l.From == sender && strings.HasPrefix(l.Text, prefix) {
-			out = append(out, l.Text)
-		}
-	}
-	return out
+	return roomtest.From(w.lines, sender, prefix)
 }
 
 func (w *world) dump() string {
@@ -463,11 +457,7 @@ func (w *world) dump() string {
 	for n, p := range w.peers {
 		names[p.ID] = n
 	}
-	var b strings.Builder
-	for _, l := range w.lines {
-		fmt.Fprintf(&b, "  %s: %s\n", names[l.From], l.Text)
-	}
-	return b.String()
+	return roomtest.Dump(w.lines, names)
 }
 
 // commit commits files on top of parent (a commit id or a branch) and

@@ -132,13 +132,7 @@ func (b *hostBuild) await(sender, prefix string) string {
 func (b *hostBuild) said(sender, prefix string) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []string
-	for _, l := range b.lines {
-		if l.From == sender && strings.HasPrefix(l.Text, prefix) {
-			out = append(out, l.Text)
-		}
-	}
-	return out
+	return roomtest.From(b.lines, sender, prefix)
 }
 
 func (b *hostBuild) dump() string {
@@ -148,11 +142,7 @@ func (b *hostBuild) dump() string {
 	for n, p := range b.peers {
 		names[p.ID] = n
 	}
-	var s strings.Builder
-	for _, l := range b.lines {
-		fmt.Fprintf(&s, "  %s: %s\n", names[l.From], l.Text)
-	}
-	return s.String()
+	return roomtest.Dump(b.lines, names)
 }
 
 func (b *hostBuild) say(peer, line string) { b.peers[peer].Say(line) }

@@ -5,6 +5,7 @@ package roomtest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -190,4 +191,26 @@ func (p *Peer) AwaitMatch(sender, prefix string, ok func(string) bool) (string, 
 			return "", seen
 		}
 	}
+}
+
+// From lists the texts of lines said by sender that start with prefix, in
+// order.
+func From(lines []Said, sender, prefix string) []string {
+	var out []string
+	for _, l := range lines {
+		if l.From == sender && strings.HasPrefix(l.Text, prefix) {
+			out = append(out, l.Text)
+		}
+	}
+	return out
+}
+
+// Dump writes lines as a test failure shows them: a line each, the
+// sender by the name names gives its id.
+func Dump(lines []Said, names map[string]string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "  %s: %s\n", names[l.From], l.Text)
+	}
+	return b.String()
 }
