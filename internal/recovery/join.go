@@ -223,7 +223,7 @@ func (s *Session) resumeReplies(history []agentchat.Message) (found int, sure bo
 	// resend the room's size limit split, a life that died mid-way), and
 	// have left the history since. Each reply needs the history to reach
 	// back to the echo the log held when it was produced. Replies come in
-	// order, and so do their echoes: the answer is worked out once for each.
+	// order, and so do their echoes: each echo is looked for once.
 	vouched := ReachesBack(history, last)
 	sure = vouched
 	resend = s.node.Unconfirmed()
