@@ -245,7 +245,7 @@ func (n *Node) run(e Entry) {
 func (n *Node) number(said []coordinator.Reply, group uint64) {
 	for _, r := range said {
 		n.produced++
-		l := Line{Seq: n.produced, Text: r.Text, Urgent: r.Urgent, Group: group}
+		l := Line{Seq: n.produced, Text: r.Text, Urgent: r.Urgent, Group: group, After: n.lastEcho}
 		n.box.add(l)
 		if !n.recovering {
 			n.fresh = append(n.fresh, l)

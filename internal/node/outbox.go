@@ -16,6 +16,11 @@ type Line struct {
 	// Resent marks a line sent again after a restart that the room's
 	// history could not prove undelivered: it may repeat.
 	Resent bool `json:"resent,omitempty"`
+	// After is the room's last confirmation the log held when the line was
+	// produced. No life of foreman can have sent the line before that
+	// message reached the room, but any may have sent it since: a history
+	// that reaches back to After shows every copy of the line the room has.
+	After Echo `json:"after,omitzero"`
 }
 
 // Range is the replies From through To.

@@ -190,7 +190,8 @@ var forgetOneConfirmation bool
 // shows were sent (by the stamps on foreman's messages, which survive the
 // room rewriting their content), and returns the rest to send again. Those
 // the history cannot vouch for, because it no longer reaches back to the
-// last message the room confirmed, are marked as possibly repeated.
+// last message the room confirmed, or to the one it had confirmed when the
+// reply was produced, are marked as possibly repeated.
 func (s *Session) resumeReplies(history []agentchat.Message) (found int, sure bool, resend []node.Line) {
 	// The history must reach back to the last echo the log knew of, not to
 	// one it holds itself: what was sent after the log's last echo and has
@@ -216,10 +217,24 @@ func (s *Session) resumeReplies(history []agentchat.Message) (found int, sure bo
 		}
 		s.node.ConfirmRanges(rs, m.ID, m.TS)
 	}
-	sure = ReachesBack(history, last)
+	// The last echo vouches only for what was produced after it: a reply
+	// produced before it may have gone out before the echoed message, from
+	// this life or an earlier one whose echo never reached the log (a
+	// resend the room's size limit split, a life that died mid-way), and
+	// have left the history since. Each reply needs the history to reach
+	// back to the echo the log held when it was produced. Replies come in
+	// order, and so do their echoes: each echo is looked for once.
+	vouched := ReachesBack(history, last)
+	sure = vouched
 	resend = s.node.Unconfirmed()
+	var after node.Echo
+	back := false
 	for i := range resend {
-		resend[i].Resent = !sure
+		if i == 0 || resend[i].After != after {
+			after, back = resend[i].After, ReachesBack(history, resend[i].After)
+		}
+		resend[i].Resent = !vouched || !back
+		sure = sure && !resend[i].Resent
 	}
 	return found, sure, resend
 }

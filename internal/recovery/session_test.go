@@ -121,6 +121,58 @@ func TestResentUnlessTheHistoryReachesBackToTheLogsEcho(t *testing.T) {
 	assert.True(t, j.Resend[0].Resent, "sent again marked as possibly repeated")
 }
 
+// The log's last echo vouches only for replies produced after it was
+// logged: one produced before may have gone out before the echoed
+// message, in a message whose echo never reached the log. After a restart
+// the history must reach back to the echo the log held when each reply was
+// produced. (Found by the simulator, seed 27756: a life sent #12-21 and
+// died before their echo; the room was restarted; a later life sent them
+// again marked, split in two messages by the room's size limit, and died
+// after the first one's echo (#12-15) reached the log. The next life's
+// history held that echo, so #16-21 went out a third time, unmarked.)
+func TestResentUnlessTheHistoryReachesBackToTheEchoBeforeTheReply(t *testing.T) {
+	st := node.NewMemoryStorage()
+	s := open(t, st, engine("db", "api", "web"))
+	_, err := s.Join(Join{At: t0, Created: true})
+	require.NoError(t, err)
+	commit(t, s) // #1 TASKS
+	s.Delivered(agentchat.Delivered{Seqs: []uint64{1}, MsgID: "e1", TS: t0.Add(time.Second)})
+	require.NoError(t, s.Hear(msg("m1", "@a", "CLAIM db", 2)))
+	require.NoError(t, s.Hear(msg("m2", "@b", "CLAIM db", 3)))
+	rd := commit(t, s)
+	require.Equal(t, []uint64{2, 3}, seqs(rd.Messages)) // ACK, REJECT: sent, and the life dies before their echo
+
+	// The room is restarted: its history is gone, and #2 and #3 go out again, marked.
+	second := open(t, st, engine("db", "api", "web"))
+	j, err := second.Join(Join{At: t0.Add(time.Minute), Created: true})
+	require.NoError(t, err)
+	require.Equal(t, []uint64{2, 3}, seqs(j.Resend))
+	require.NotNil(t, j.Gap)
+	require.Equal(t, []uint64{4}, seqs(commit(t, second).Messages)) // the gap notice
+	// The first message holds the gap notice and #2 only; its echo reaches the log.
+	second.Delivered(agentchat.Delivered{Seqs: []uint64{4, 2}, MsgID: "e2", TS: t0.Add(61 * time.Second)})
+	commit(t, second)
+
+	// The history reaches back to the log's last echo, e2, but #3 went out
+	// long before it, and that message has left the history.
+	third := open(t, st, engine("db", "api", "web"))
+	j, err = third.Join(Join{At: t0.Add(2 * time.Minute), Replayed: 3, History: []agentchat.Message{
+		own(third, "e2", 61, 4, 2), msg("m3", "@c", "chat", 62), msg("m4", "@c", "chat", 63)}})
+	require.NoError(t, err)
+	assert.Equal(t, 2, j.Found)
+	assert.False(t, j.Sure)
+	require.Equal(t, []uint64{3}, seqs(j.Resend))
+	assert.True(t, j.Resend[0].Resent, "sent again marked as possibly repeated")
+}
+
+func seqs(ls []node.Line) []uint64 {
+	out := make([]uint64, len(ls))
+	for i, l := range ls {
+		out[i] = l.Seq
+	}
+	return out
+}
+
 // A restart that finds the room's history short of what it keeps, but
 // without the last line foreman handled, cannot tell "nothing was said"
 // from "the room was restarted and its channel made again": it says the

@@ -128,6 +128,7 @@ var regressions = []struct {
 	{7992, invHeardOnce, "before any line was handled, own replies in a short history prove nothing (TestOwnRepliesInAShortHistoryProveNothing)"},
 	{11926, invTwice, "a reload out of the room waits for the join (TestReloadOutOfTheRoomWaitsForTheJoin)"},
 	{24944, invLiveTimeout, "the alive mark is the room's latest timestamp, not an estimate of its clock (TestAliveMarkIsTheRoomsLatestWord)"},
+	{27756, invTwice, "may repeat unless the history reaches back to the echo the log held when the reply was produced (TestResentUnlessTheHistoryReachesBackToTheEchoBeforeTheReply)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
