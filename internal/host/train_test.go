@@ -50,6 +50,23 @@ func (s *harness) approved(c string) Actions {
 	return s.foreman("STATUS " + c + " review owner=" + b + " pr=" + ref + " approved=yes")
 }
 
+// threeCars lands z, then approves a, b and c, each checked before review
+// on an older target, so the three are cars of the train; it returns
+// each car's run.
+func (s *harness) threeCars() map[string]int {
+	s.t.Helper()
+	s.landed()
+	runs := map[string]int{}
+	for _, c := range []string{"a", "b", "c"} {
+		s.approve(c, "old")
+	}
+	for _, j := range s.h.Queue().Running {
+		runs[j.Component] = j.Run
+	}
+	require.Len(s.t, runs, 3)
+	return runs
+}
+
 func links(names ...string) []Link {
 	var l []Link
 	for _, n := range names {
@@ -140,21 +157,10 @@ func TestSemanticConflictStepsBackTheLaterOne(t *testing.T) {
 // only because of it, is checked again without it and never blamed.
 func TestACarIsNotBlamedForTheCarAhead(t *testing.T) {
 	s := trainHarness(t, 4)
-	s.landed()
-	s.approve("a", "old") // checked on an older target: checked again in the train
-	cars := map[string]Job{}
-	for _, c := range []string{"a", "b", "c"} {
-		if c != "a" {
-			s.approve(c, "old")
-		}
-	}
-	for _, j := range s.h.Queue().Running {
-		cars[j.Component] = Job{Run: j.Run}
-	}
-	require.Len(t, cars, 3)
-	assert.Empty(t, s.finish(cars["c"].Run, Outcome{Result: Failed, Line: "broken by b"}).Say)
-	assert.Empty(t, s.finish(cars["b"].Run, Outcome{Result: Failed, Line: "b is broken"}).Say, "a has not passed yet")
-	a := s.finish(cars["a"].Run, Outcome{Result: Passed, Commit: "m-a", Base: "T"})
+	runs := s.threeCars()
+	assert.Empty(t, s.finish(runs["c"], Outcome{Result: Failed, Line: "broken by b"}).Say)
+	assert.Empty(t, s.finish(runs["b"], Outcome{Result: Failed, Line: "b is broken"}).Say, "a has not passed yet")
+	a := s.finish(runs["a"], Outcome{Result: Passed, Commit: "m-a", Base: "T"})
 	assert.Equal(t, []string{"CI b FAIL b is broken"}, a.Say, "b is blamed, c is not")
 	started := jobsBy(a)
 	assert.Equal(t, Land, started["a"].Kind)
@@ -177,14 +183,7 @@ func TestABadCommitIsBlamedAtOnce(t *testing.T) {
 // car's own verdict.
 func TestAConflictAheadIsNotThisCarsFault(t *testing.T) {
 	s := trainHarness(t, 4)
-	s.landed()
-	s.approve("a", "old")
-	s.approve("b", "old")
-	s.approve("c", "old")
-	runs := map[string]int{}
-	for _, j := range s.h.Queue().Running {
-		runs[j.Component] = j.Run
-	}
+	runs := s.threeCars()
 	assert.Empty(t, s.finish(runs["c"], Outcome{Result: Conflicted, Files: []string{"x.go"}, Culprit: "b"}).Say)
 	s.finish(runs["a"], Outcome{Result: Passed, Commit: "m-a", Base: "T"})
 	a := s.finish(runs["b"], Outcome{Result: Conflicted, Files: []string{"x.go"}})
@@ -212,14 +211,7 @@ func TestTargetMovedByHandRebuildsTheTrain(t *testing.T) {
 // cars behind it are checked again without it.
 func TestLeavingTheTrain(t *testing.T) {
 	s := trainHarness(t, 4)
-	s.landed()
-	s.approve("a", "old")
-	s.approve("b", "old")
-	s.approve("c", "old")
-	runs := map[string]int{}
-	for _, j := range s.h.Queue().Running {
-		runs[j.Component] = j.Run
-	}
+	runs := s.threeCars()
 	a := s.foreman("OK RELEASE b")
 	assert.ElementsMatch(t, []int{runs["b"], runs["c"]}, a.Cancel)
 	assert.Equal(t, links("a"), s.started(a).Ahead)
