@@ -171,6 +171,10 @@ func (id *Identity) AgentID() string { return AgentIDFor(id.PublicPEM()) }
 // PublicKey is the raw public key.
 func (id *Identity) PublicKey() ed25519.PublicKey { return id.pub }
 
+// Sign signs msg with the private key (Ed25519: the same message always
+// gives the same signature).
+func (id *Identity) Sign(msg []byte) []byte { return ed25519.Sign(id.priv, msg) }
+
 // SignChallenge answers a CHALLENGE: the signature over AuthMessage, in
 // standard base64 with padding.
 func (id *Identity) SignChallenge(nonce, challengeID string, timestamp int64) string {

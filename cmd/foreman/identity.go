@@ -44,6 +44,15 @@ holding it can speak as its owner: keep it private and out of version control.`,
 			if name == "" {
 				name = keyName(path)
 			}
+			if public, _ := cmd.Flags().GetBool("public"); public {
+				// For foreman verify --trust: the key alone, never made here.
+				id, err := agentchat.LoadIdentity(path)
+				if err != nil {
+					return fmt.Errorf("identity %s: %w", path, err)
+				}
+				fmt.Fprint(a.stdout, id.PublicPEM())
+				return nil
+			}
 			id, created, err := agentchat.LoadOrCreateIdentity(path, name)
 			if err != nil {
 				return fmt.Errorf("identity %s: %w", path, err)
@@ -57,6 +66,7 @@ holding it can speak as its owner: keep it private and out of version control.`,
 		},
 	}
 	cmd.Flags().String("identity", "", "identity file (default: server.identity, .foreman/identity.json beside the config)")
+	cmd.Flags().Bool("public", false, "print the public key (PEM) of an existing identity, and nothing else: what foreman verify --trust reads")
 	cmd.Flags().String("name", "", "name to store in a new identity file (default: server.name for foreman's key, host.name for the host's (host.identity), else the file's name without .json)")
 	return cmd
 }

@@ -81,6 +81,7 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.clusterCommand(),
 		a.simCommand(),
 		a.hostCommand(),
+		a.verifyCommand(),
 		a.workerCommand(),
 		a.upCommand(),
 	)

@@ -1,6 +1,10 @@
 package host
 
-import "time"
+import (
+	"time"
+
+	"github.com/agentforeman/foreman/internal/host/receipt"
+)
 
 // Config is what the core knows of the build and of itself.
 type Config struct {
@@ -26,6 +30,10 @@ type Config struct {
 	// progress is merged with the others' (host.overlap_interval, default
 	// 30s).
 	OverlapInterval time.Duration
+	// Sign makes a landing's receipt of its statement (receipt.Sign with
+	// the host's key): recorded before the landing, kept as the landed
+	// commit's note. Without it nothing lands.
+	Sign func(receipt.Statement) ([]byte, error)
 }
 
 func (c *Config) defaults() {

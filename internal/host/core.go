@@ -1,8 +1,10 @@
 package host
 
 import (
+	"slices"
 	"time"
 
+	"github.com/agentforeman/foreman/internal/host/receipt"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -17,33 +19,6 @@ type Actions struct {
 
 func (a *Actions) empty() bool {
 	return len(a.Records) == 0 && len(a.Cancel) == 0 && len(a.Start) == 0 && len(a.Say) == 0
-}
-
-// Record is one entry of the host's ledger (package ledger keeps them).
-type Record struct {
-	Op        string `json:"op"` // start, end, pass, landed
-	Run       int    `json:"run,omitempty"`
-	Kind      string `json:"kind,omitempty"`
-	Component string `json:"c,omitempty"`
-	Ref       string `json:"ref,omitempty"`
-	Commit    string `json:"commit,omitempty"`
-	Result    string `json:"result,omitempty"`
-	Pass      *Pass  `json:"pass,omitempty"`
-}
-
-// Ledger ops.
-const (
-	OpStart  = "start"  // a job started
-	OpEnd    = "end"    // it ended (any result, cancelled included)
-	OpPass   = "pass"   // a component passed; its Pass, before CI PASS is said
-	OpLanded = "landed" // a component was landed, before MERGED is said
-)
-
-// State is what the ledger gives back on a restart.
-type State struct {
-	Passes   map[string]Pass // the latest pass of each component not landed since
-	LastRun  int             // the highest run number used
-	InFlight []Record        // jobs started and never ended: a crash cut them short
 }
 
 // phase is where the host believes a component is, from the room.
@@ -78,6 +53,9 @@ type comp struct {
 	gen     int    // the join whose STATUS answer last described it
 	dupe    string // a READY from the owner heard while c was in CI already: foreman may have taken it after a FIX the host had not heard yet
 	wip     wip    // its work in progress (wip.go)
+	auditor string // who said the AUDIT PASS the host heard last
+
+	saidMerged bool // the host said MERGED c: never twice
 }
 
 // ready is a READY line kept for later.
@@ -127,6 +105,18 @@ type Core struct {
 	pins     []*run          // pins to make or being made
 	overlaps map[string]bool // the overlaps said: pair and files
 
+	// What the records hold (landing.go): the trees that passed and how,
+	// each component's approval, the approved commits landed, and the
+	// receipts whose notes are not known written.
+	trees     map[string]receipt.Checks
+	treeOrder []string
+	approvals map[string]Approval
+	landedAt  map[string]string // approved commit -> the commit that landed it
+	landOrder []string
+	receipts  map[string]*Receipt // by landed commit
+	notes     []*run              // receipts being written as notes
+	lands     []LandedView        // what this host landed, for the board and foreman status
+
 	out Actions
 }
 
@@ -134,15 +124,19 @@ type Core struct {
 func New(cfg Config, st State) *Core {
 	cfg.defaults()
 	h := &Core{
-		cfg:      cfg,
-		reader:   protocol.Reader{Mentions: cfg.Mentions},
-		comps:    map[string]*comp{},
-		declared: map[string]bool{},
-		running:  map[int]*run{},
-		passes:   map[string]Pass{},
-		lastRun:  st.LastRun,
-		flaky:    map[string]int{},
-		overlaps: map[string]bool{},
+		cfg:       cfg,
+		reader:    protocol.Reader{Mentions: cfg.Mentions},
+		comps:     map[string]*comp{},
+		declared:  map[string]bool{},
+		running:   map[int]*run{},
+		passes:    map[string]Pass{},
+		lastRun:   st.LastRun,
+		flaky:     map[string]int{},
+		overlaps:  map[string]bool{},
+		trees:     map[string]receipt.Checks{},
+		approvals: map[string]Approval{},
+		landedAt:  map[string]string{},
+		receipts:  map[string]*Receipt{},
 	}
 	for _, c := range cfg.Components {
 		h.declared[c] = true
@@ -150,11 +144,25 @@ func New(cfg Config, st State) *Core {
 	for k, p := range st.Passes {
 		h.passes[k] = p
 	}
+	for k, a := range st.Approvals {
+		h.approvals[k] = a
+	}
+	for _, t := range st.Trees {
+		h.keepTree(t)
+	}
+	for tip, commit := range st.Landed {
+		h.keepLanded(tip, commit)
+	}
 	// Jobs a crash cut short are over: their worktrees are gone (the shell
 	// prunes them) and whether they are still wanted is the room's to say,
 	// which it will once the host asks STATUS.
 	for _, r := range st.InFlight {
 		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: "interrupted"})
+	}
+	// A landing cut short may have moved the target without its note, or
+	// its record: each receipt not known written is settled first.
+	for _, x := range st.Receipts {
+		h.settle(x)
 	}
 	return h
 }
@@ -225,8 +233,8 @@ func (h *Core) NextWake() (time.Time, bool) {
 	if !h.synced && !h.syncedAt.IsZero() {
 		consider(h.syncedAt.Add(h.cfg.Resync))
 	}
-	for _, r := range h.order {
-		if r.notBefore.After(h.now) {
+	for _, r := range slices.Concat(h.order, h.pins, h.notes) {
+		if r.started.IsZero() && r.notBefore.After(h.now) {
 			consider(r.notBefore)
 		}
 	}

@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/host/receipt"
 )
 
 var t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
@@ -18,9 +21,13 @@ type harness struct {
 	now time.Time
 }
 
+// testKey signs the harness's receipts.
+var testKey = agentchat.IdentityFromSeed("host", [32]byte{7})
+
 func newHarness(t *testing.T, mutate func(*Config)) *harness {
 	cfg := Config{Self: "@host", Coordinator: "@foreman", Gating: true, External: true, MaxParallel: 1,
-		Components: []string{"db", "api", "web"}, Mentions: []string{"@foreman"}}
+		Components: []string{"db", "api", "web"}, Mentions: []string{"@foreman"},
+		Sign: func(s receipt.Statement) ([]byte, error) { return receipt.Sign(s, testKey) }}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -39,9 +46,17 @@ func (s *harness) hear(from, line string) Actions {
 
 func (s *harness) foreman(line string) Actions { return s.hear("@foreman", line) }
 
+// finish ends a job as the shell would report it: what passed names its
+// tree, and a landing has its note written (unless the test says how).
 func (s *harness) finish(run int, o Outcome) Actions {
 	s.now = s.now.Add(time.Second)
 	o.Run = run
+	if o.Result == Passed && o.Tree == "" && o.Commit != "" {
+		o.Tree = "tr-" + o.Commit
+	}
+	if o.Result == Landed && !o.Already {
+		o.Noted = true
+	}
 	return s.h.Finished(s.now, o)
 }
 
@@ -50,15 +65,18 @@ func (s *harness) finish(run int, o Outcome) Actions {
 func (s *harness) started(a Actions) Job {
 	s.t.Helper()
 	q := queued(a)
-	require.Len(s.t, q, 1, "one job started: %+v", a)
+	require.Len(s.t, q, 1, "one job started: %+v", q)
 	return q[0]
 }
 
-// queued is the jobs of the queue a step started: no scan, no pin.
+// queued is the jobs of the queue a step started: no scan, no pin, no
+// note; each without the receipt and the trees that passed, which
+// landing_test.go looks at.
 func queued(a Actions) []Job {
 	var q []Job
 	for _, j := range a.Start {
-		if j.Kind != Scan && j.Kind != Pin {
+		if j.Kind != Scan && j.Kind != Pin && j.Kind != Note {
+			j.Receipt, j.Passed = nil, nil
 			q = append(q, j)
 		}
 	}
@@ -81,10 +99,11 @@ func TestReadyIsCheckedAndPassed(t *testing.T) {
 		"@b1 api: rebased b1/api onto main (aaaaaaaaaaaa -> bbbbbbbbbbbb); fetch it before you go on",
 		"CI api PASS c0ffee",
 	}, a.Say)
-	require.Len(t, a.Records, 2)
+	require.Len(t, a.Records, 3)
 	assert.Equal(t, OpEnd, a.Records[0].Op)
+	assert.Equal(t, OpTree, a.Records[1].Op, "what passed on the tree, and how, before anything uses it")
 	assert.Equal(t, Record{Op: OpPass, Component: "api", Pass: &Pass{Component: "api", Owner: "@b1", Ref: "b1/api",
-		Tip: "t1", Commit: "c0ffee", Base: "m1", Tree: "tr1"}}, a.Records[1], "the pass is recorded, before it is said")
+		Tip: "t1", Commit: "c0ffee", Base: "m1", Tree: "tr1"}}, a.Records[2], "the pass is recorded, before it is said")
 }
 
 func TestFailAndConflictVerdicts(t *testing.T) {
@@ -212,7 +231,7 @@ func TestLandingIsConfirmedThenOneAtATime(t *testing.T) {
 	assert.Empty(t, s.hear("@aud", "AUDIT api PASS").Say, "asked once")
 	a = s.foreman("STATUS api review owner=@b1 since=3m pr=b1/api approved=yes")
 	land := s.started(a)
-	assert.Equal(t, Job{Run: land.Run, Kind: Land, Component: "api", Ref: "b1/api", Owner: "@b1", Base: "base", Tip: "t1", Commit: "m1"},
+	assert.Equal(t, Job{Run: land.Run, Kind: Land, Component: "api", Ref: "b1/api", Owner: "@b1", Base: "base", Tip: "t1", Commit: "m1", Tree: "tr"},
 		land, "the check before review was made on the target as it is: that commit lands, nothing is checked again")
 
 	// Another approval is checked on top of it, beside the landing.
@@ -223,14 +242,15 @@ func TestLandingIsConfirmedThenOneAtATime(t *testing.T) {
 	s.hear("@aud", "AUDIT db PASS")
 	car := s.started(s.foreman("STATUS db review owner=@b2 pr=b2/db approved=yes"))
 	assert.Equal(t, Job{Run: car.Run, Kind: Car, Component: "db", Ref: "b2/db", Owner: "@b2", Base: "base",
-		Ahead: []Link{{Component: "api", Tip: "t1", Ref: "b1/api", Owner: "@b1"}}, Tip: "t2",
+		Ahead: []Link{{Component: "api", Tip: "t1", Ref: "b1/api", Owner: "@b1"}}, Tip: "t2", Target: "base", Landing: "m1",
 		Pass: &Pass{Component: "db", Owner: "@b2", Ref: "b2/db", Tip: "t2", Commit: "m2", Base: "base", Tree: "tr2"}}, car)
 	s.built("web", "@b3")
 	assert.NotEmpty(t, s.hear("@b3", "READY web b3/web").Start, "checks go on beside it")
 
-	a = s.finish(land.Run, Outcome{Result: Landed, Commit: "m1"})
-	assert.Equal(t, []string{"queue: api landed on main at m1", "MERGED api"}, a.Say)
-	assert.Equal(t, Record{Op: OpLanded, Component: "api", Commit: "m1"}, a.Records[1])
+	a = s.finish(land.Run, Outcome{Result: Landed, Commit: "m1", Noted: true})
+	assert.Equal(t, []string{"queue: api landed on main at m1; receipt: git notes --ref foreman show m1", "MERGED api"}, a.Say)
+	assert.Equal(t, Record{Op: OpLanded, Component: "api", Commit: "m1", Base: "base", Tip: "t1"}, a.Records[1])
+	assert.Equal(t, Record{Op: OpNoted, Commit: "m1"}, a.Records[2])
 	assert.Empty(t, a.Start, "db's check is still running")
 	assert.Empty(t, s.foreman("OK MERGED api").Cancel)
 
@@ -293,9 +313,9 @@ func TestMovedIsCheckedAgain(t *testing.T) {
 // for it.
 func TestRestartLearnsFromStatus(t *testing.T) {
 	cfg := Config{Self: "@host", Coordinator: "@foreman", Gating: true, External: true, MaxParallel: 4,
-		Components: []string{"db", "api", "web", "cart"}}
+		Components: []string{"db", "api", "web", "cart"}, Sign: newHarness(t, nil).h.cfg.Sign}
 	pass := Pass{Component: "db", Owner: "@b1", Ref: "b1/db", Tip: "t", Commit: "m", Base: "b", Tree: "tr"}
-	h := New(cfg, State{Passes: map[string]Pass{"db": pass}, LastRun: 7,
+	h := New(cfg, State{Passes: map[string]Pass{"db": pass}, LastRun: 7, Trees: []receipt.Checks{{Run: 3, Tree: "tr"}},
 		InFlight: []Record{{Op: OpStart, Run: 7, Kind: "check", Component: "api"}}})
 	a := h.Pending()
 	assert.Equal(t, []Record{{Op: OpEnd, Run: 7, Component: "api", Result: "interrupted"}}, a.Records)
@@ -315,7 +335,8 @@ func TestRestartLearnsFromStatus(t *testing.T) {
 		started = append(started, h.Heard(now, "@foreman", true, l).Start...)
 	}
 	require.Len(t, started, 3)
-	assert.Equal(t, Job{Run: 8, Kind: Land, Component: "db", Ref: "b1/db", Owner: "@b1", Base: "b", Tip: "t", Commit: "m"}, started[0],
+	started[0].Receipt = nil
+	assert.Equal(t, Job{Run: 8, Kind: Land, Component: "db", Ref: "b1/db", Owner: "@b1", Base: "b", Tip: "t", Commit: "m", Tree: "tr"}, started[0],
 		"what passed lands, if the target is still where it was checked")
 	assert.Equal(t, Job{Run: 9, Kind: Check, Component: "api", Ref: "b2/api", Owner: "@b2"}, started[1])
 	assert.Equal(t, Job{Run: 10, Kind: Check, Component: "cart", Ref: "b3/cart", Owner: "@b3"}, started[2], "the READY after the view")
@@ -407,13 +428,13 @@ func TestOlderViewsDoNotRestartWhatWasReported(t *testing.T) {
 	s := newHarness(t, nil)
 	s.built("api", "@b1")
 	j := s.started(s.hear("@b1", "READY api b1/api"))
-	s.finish(j.Run, Outcome{Result: Passed, Commit: "m1"})
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m1", Tip: "t1", Base: "b0", Tree: "tr1"})
 	assert.Empty(t, s.foreman("STATUS api ci owner=@b1 pr=b1/api").Start, "no second check, no second verdict")
 	s.foreman("REVIEW api @b1 b1/api")
 	s.hear("@aud", "AUDIT api PASS")
 	car := s.started(s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes"))
-	land := s.started(s.finish(car.Run, Outcome{Result: Passed, Commit: "m1", Base: "b1", Tip: "t1"}))
-	a := s.finish(land.Run, Outcome{Result: Landed, Commit: "m1"})
+	land := s.started(s.finish(car.Run, Outcome{Result: Passed, Commit: "m1", Base: "b1", Tip: "t1", Tree: "tr1", Reused: true}))
+	a := s.finish(land.Run, Outcome{Result: Landed, Commit: "m1", Noted: true})
 	assert.Contains(t, a.Say, "MERGED api")
 	assert.Empty(t, s.foreman("STATUS api review owner=@b1 pr=b1/api approved=yes").Start, "no second landing, no second MERGED")
 	s.foreman("OK MERGED api")

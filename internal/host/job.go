@@ -1,5 +1,7 @@
 package host
 
+import "github.com/agentforeman/foreman/internal/host/receipt"
+
 // Kind is what a job does.
 type Kind uint8
 
@@ -22,6 +24,10 @@ const (
 	// Pin keeps what Ref (a departed builder's branch) held as
 	// refs/foreman/handoff/<c>/<n>. No slot.
 	Pin
+	// Note keeps Receipt as the note of Commit (refs/notes/foreman) if
+	// Commit is on the target: a landing whose note a stop or a crash cut
+	// off. No slot.
+	Note
 )
 
 func (k Kind) String() string {
@@ -36,6 +42,8 @@ func (k Kind) String() string {
 		return "scan"
 	case Pin:
 		return "pin"
+	case Note:
+		return "note"
 	}
 	return "?"
 }
@@ -59,6 +67,24 @@ type Job struct {
 	Tip    string
 	Commit string
 	Prune  bool // Land: delete Ref (a branch) once landed, if it still holds Tip
+
+	// Car: where the host believes the target is (its base, and what it
+	// landed since): a target found elsewhere was moved by hand, and the
+	// job says so (Moved) before it checks anything. "" while unknown.
+	Target string
+	// Car: the commit a landing under way moves the target to: a target
+	// found there was moved by the host itself, not by hand.
+	Landing string
+	// Car: the trees that passed: a chain that comes out as one of them is
+	// not checked again (Outcome.Reused). The core decides what passed;
+	// the shell only looks the tree up here.
+	Passed []string
+	// Land: the tree that passed, which Commit must have.
+	Tree string
+	// Land, Note: the landing's signed receipt (package receipt), recorded
+	// before the job starts and kept as Commit's note once it is on the
+	// target.
+	Receipt []byte
 
 	Others []Link // Scan: the other refs in flight (Component, Ref, Owner)
 }
@@ -104,6 +130,9 @@ const (
 	Scanned                      // Scan: Overlaps found
 )
 
+// Note: Landed when Commit is on the target (its note written), Moved when
+// it is not (that landing was never made), Retry.
+
 var resultNames = [...]string{"", "passed", "failed", "conflicted", "invalid", "moved", "retry", "landed", "cancelled", "pinned", "scanned"}
 
 func (r Result) String() string {
@@ -140,6 +169,18 @@ type Outcome struct {
 
 	Overlaps []Overlap // Scan: the refs the scanned one would conflict with
 	N        int       // Pin: which departure of the component the ref counts
+
+	// Passed (Check, Car): how the checks ran, for the receipts (the core
+	// adds the run, the commit and the tree). Nil when Reused.
+	Checks *receipt.Checks
+	// Car, Passed: the chain's tree was one of Job.Passed: not checked
+	// again.
+	Reused bool
+	// Land, Note, Landed: the receipt is Commit's note now.
+	Noted bool
+	// Land, Landed: where the receipt is kept beside the logs (for the
+	// board: its file name in host.logs).
+	ReceiptFile string
 }
 
 // Rebase says the host rebased a builder's branch onto the target.

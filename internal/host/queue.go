@@ -1,6 +1,7 @@
 package host
 
 import (
+	"slices"
 	"time"
 )
 
@@ -59,8 +60,8 @@ func (h *Core) schedule() {
 	if r := h.landing; r != nil && r.started.IsZero() && !r.notBefore.After(h.now) {
 		h.begin(r)
 	}
-	for _, r := range h.pins {
-		if r.started.IsZero() {
+	for _, r := range slices.Concat(h.pins, h.notes) {
+		if r.started.IsZero() && !r.notBefore.After(h.now) {
 			h.begin(r)
 		}
 	}
@@ -125,6 +126,10 @@ func (h *Core) Finished(at time.Time, o Outcome) Actions {
 		return h.take()
 	case Pin:
 		h.pinFinished(r, o)
+		h.schedule()
+		return h.take()
+	case Note:
+		h.noteFinished(r, o)
 		h.schedule()
 		return h.take()
 	}

@@ -101,6 +101,7 @@ func (h *Core) auditPassed(from, name string) {
 	if len(h.cfg.Auditors) > 0 && !contains(h.cfg.Auditors, from) {
 		return
 	}
+	c.auditor = from
 	if c.phase == inCI || c.phase == reported || c.phase == unknown {
 		// foreman may have said REVIEW already (the host's CI PASS was
 		// handled) and be slow to send it: ask once the REVIEW is here.
@@ -255,9 +256,7 @@ func (h *Core) status(name string, r protocol.Heard) {
 			}
 		}
 	case state == "review" && r.Field("approved") == "yes" && h.cfg.External:
-		c.asked = false
-		c.phase = approved
-		h.board(c)
+		h.approve(c, r)
 	case state == "review":
 		c.asked = false
 		if c.phase == unknown || c.phase == building {
@@ -288,6 +287,9 @@ func (h *Core) leave(c *comp, p phase) {
 	c.phase, c.asked, c.waiting, c.early = p, false, nil, false
 	if p != building {
 		c.dupe = ""
+	}
+	if p != review {
+		c.auditor = "" // an AUDIT PASS heard early stays for the REVIEW it answers
 	}
 	if c.run != nil {
 		h.cancel(c.run)

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"fmt"
 	"slices"
 	"time"
 )
@@ -41,6 +40,10 @@ type car struct {
 	tries     int
 	said      string
 
+	// afterLanding: its last job found the target moved while a landing
+	// was under way; it is checked again once that landing is done.
+	afterLanding bool
+
 	// Its result, and the chain it is for.
 	done  *Outcome
 	based string // the base the chain was made on
@@ -58,19 +61,6 @@ func (h *Core) Target(at time.Time, commit string) Actions {
 	}
 	h.schedule()
 	return h.take()
-}
-
-// board puts approved c on the train, last, unless it is on it.
-func (h *Core) board(c *comp) {
-	if h.carOf(c) != nil {
-		return
-	}
-	h.cars++
-	k := &car{id: h.cars, c: c}
-	if p, ok := h.passOf(c); ok {
-		k.tip = p.Tip
-	}
-	h.train = append(h.train, k)
 }
 
 func (h *Core) carOf(c *comp) *car {
@@ -131,6 +121,9 @@ func (h *Core) current(i int, k *car) bool {
 func (h *Core) reconcile() {
 	for {
 		for i, k := range h.train {
+			if i == 0 && h.landing != nil && h.landing.Component == k.c.name {
+				continue // its landing is under way: what it landed, it says
+			}
 			if (k.done != nil || k.run != nil) && !h.current(i, k) {
 				if k.run != nil {
 					h.cancel(k.run)
@@ -176,23 +169,6 @@ func (h *Core) blameOne() bool {
 	return false
 }
 
-// land starts landing the front car once it passed: the target moves from
-// where the host last knew it to the car's chain head, by compare-and-swap.
-func (h *Core) land() {
-	if h.landing != nil || len(h.train) == 0 {
-		return
-	}
-	k := h.train[0]
-	if k.done == nil || k.done.Result != Passed || h.target == "" {
-		return
-	}
-	h.lastRun++
-	r := &run{Job: Job{Run: h.lastRun, Kind: Land, Component: k.c.name, Ref: k.c.ref, Owner: k.c.owner,
-		Base: h.target, Tip: k.tip, Commit: k.done.Commit, Prune: h.cfg.Prune}, queued: h.now}
-	h.landing = r
-	k.c.run = r
-}
-
 // adopt gives the front car, when it has no result, the check it had
 // before review if that was made on the train's base: it is the same
 // chain, so nothing is checked again. With no base known yet (a new or
@@ -232,7 +208,7 @@ func (h *Core) nextCar() *run {
 		}
 	}
 	for i, k := range h.train {
-		if k.done != nil || k.run != nil || k.notBefore.After(h.now) {
+		if k.done != nil || k.run != nil || k.notBefore.After(h.now) || k.afterLanding && h.landing != nil {
 			continue
 		}
 		ids, links := h.chainOf(i)
@@ -243,7 +219,11 @@ func (h *Core) nextCar() *run {
 		}
 		h.lastRun++
 		r := &run{Job: Job{Run: h.lastRun, Kind: Car, Component: k.c.name, Ref: k.c.ref, Owner: k.c.owner,
-			Base: h.base, Ahead: links, Tip: k.tip}, queued: h.now}
+			Base: h.base, Ahead: links, Tip: k.tip, Target: h.target, Passed: h.passedTrees()}, queued: h.now}
+		if h.landing != nil {
+			r.Landing = h.landing.Commit
+		}
+		k.afterLanding = false
 		if p, ok := h.passOf(k.c); ok {
 			r.Pass = &p
 		}
@@ -274,9 +254,10 @@ func (h *Core) carFinished(k *car, r *run, o Outcome) {
 		return
 	}
 	k.tries, k.said = 0, ""
-	if o.Result == Landed {
-		// Its commit is on the target already: a landing a crash cut short
-		// before MERGED was said. Say it now.
+	switch o.Result {
+	case Landed:
+		// Its approved commit is on the target already: a landing a crash
+		// or a stop cut short before MERGED was said. Say it now.
 		// The chains behind it were made without it: made again on the
 		// target the job found (or, not known, found by the next job).
 		h.train = slices.DeleteFunc(h.train, func(x *car) bool { return x == k })
@@ -285,73 +266,43 @@ func (h *Core) carFinished(k *car, r *run, o Outcome) {
 		h.emptied()
 		h.reconcile()
 		return
+	case Moved:
+		if h.landing != nil {
+			// Not where the host left it nor where its landing under way
+			// puts it: the landing will find out whose move it was. This
+			// car is checked again once the landing is done.
+			k.afterLanding = true
+			h.reconcile()
+			return
+		}
+		// The target is not where the host left it: nothing was checked.
+		h.movedByHand(o.Target)
+		h.reconcile()
+		return
 	}
 	if k.tip == "" && o.Tip != "" {
-		k.tip = o.Tip
+		h.tipFound(k, o.Tip)
 	}
 	if h.base == "" && o.Base != "" {
 		// The first car after a start was made on the target as the shell
 		// found it.
 		h.base, h.target, k.based = o.Base, o.Base, o.Base
 	}
+	if o.Result == Passed {
+		if o.Reused {
+			if _, ok := h.trees[o.Tree]; !ok {
+				// Forgotten meanwhile (the oldest trees are): check it.
+				k.based, k.chain = "", nil
+				h.reconcile()
+				return
+			}
+		} else {
+			h.passedTree(r, o)
+		}
+	}
 	o.Run = r.Run
 	k.done = &o
 	h.reconcile()
-}
-
-// landFinished takes the end of a landing. A landing under way is never
-// cancelled (its compare-and-swap may be done): what it did is said even
-// when its component left approval meanwhile.
-func (h *Core) landFinished(r *run, o Outcome) {
-	h.landing = nil
-	c := h.get(r.Component)
-	if c.run == r {
-		c.run = nil
-	}
-	var k *car
-	if len(h.train) > 0 && h.train[0].c == c {
-		k = h.train[0]
-	}
-	switch o.Result {
-	case Landed:
-		h.target = o.Commit
-		if k != nil {
-			h.train = h.train[1:]
-			h.landed = append(h.landed, landing{id: k.id, link: Link{Component: c.name, Tip: k.tip, Ref: r.Ref, Owner: r.Owner}})
-			if k.done != nil {
-				o.Flaky = k.done.Flaky
-			}
-		} else {
-			// It left the train while it landed: the chains behind it
-			// were made without it, so they are made again on the target.
-			h.base, h.landed = h.target, nil
-		}
-		h.verdict(c, r, o)
-		h.emptied()
-	case Moved:
-		// The target moved outside the queue: every chain is made again on
-		// it.
-		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
-		h.say(fmt.Sprintf("queue: %s moved outside the queue (to %s); the train is checked again on it", h.cfg.Target, short(o.Target)))
-		h.target, h.base, h.landed = o.Target, o.Target, nil
-	case Retry:
-		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
-		if k != nil {
-			h.retryLanding(k, r, o.Line)
-		}
-	case Invalid:
-		// Its branch moved after approval: it steps back, and the cars
-		// behind it are checked again without it.
-		if k != nil {
-			h.train = h.train[1:]
-			h.emptied()
-			h.verdict(c, r, o)
-		} else {
-			h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
-		}
-	default:
-		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
-	}
 }
 
 // retryLanding lands k again after a wait (the repository was locked, or a

@@ -78,7 +78,7 @@ func links(names ...string) []Link {
 // jobsBy indexes the jobs a step started by component.
 func jobsBy(a Actions) map[string]Job {
 	m := map[string]Job{}
-	for _, j := range a.Start {
+	for _, j := range queued(a) {
 		m[j.Component] = j
 	}
 	return m
@@ -91,7 +91,7 @@ func jobsBy(a Actions) map[string]Job {
 func TestTrainOfSixWithOneSalvaged(t *testing.T) {
 	s := trainHarness(t, 6)
 	land := s.started(s.approve("a", "T"))
-	assert.Equal(t, Job{Run: land.Run, Kind: Land, Component: "a", Ref: "b/a", Owner: "@ba", Base: "T", Tip: "t-a", Commit: "m-a"}, land)
+	assert.Equal(t, Job{Run: land.Run, Kind: Land, Component: "a", Ref: "b/a", Owner: "@ba", Base: "T", Tip: "t-a", Commit: "m-a", Tree: "tr-a"}, land)
 	cars := map[string]Job{}
 	for i, c := range []string{"b", "c", "d", "e", "f"} {
 		j := s.started(s.approve(c, "T"))
@@ -103,7 +103,7 @@ func TestTrainOfSixWithOneSalvaged(t *testing.T) {
 	assert.Len(t, s.h.Queue().Running, 6, "five cars and a landing: a landing takes no slot")
 
 	a := s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})
-	assert.Equal(t, []string{"queue: a landed on main at m-a", "MERGED a"}, a.Say)
+	assert.Equal(t, []string{"queue: a landed on main at m-a; receipt: git notes --ref foreman show m-a", "MERGED a"}, a.Say)
 
 	a = s.finish(cars["c"].Run, Outcome{Result: Failed, Commit: "m-abc", Line: "make test: FAIL"})
 	assert.Empty(t, a.Say, "c's failure may be b's: it waits for b")
@@ -114,7 +114,7 @@ func TestTrainOfSixWithOneSalvaged(t *testing.T) {
 	assert.ElementsMatch(t, []int{cars["d"].Run, cars["e"].Run, cars["f"].Run}, a.Cancel, "the cars behind c were checked with it")
 	started := jobsBy(a)
 	require.Len(t, started, 4)
-	assert.Equal(t, Job{Run: started["b"].Run, Kind: Land, Component: "b", Ref: "b/b", Owner: "@bb", Base: "m-a", Tip: "t-b", Commit: "m-ab"}, started["b"])
+	assert.Equal(t, Job{Run: started["b"].Run, Kind: Land, Component: "b", Ref: "b/b", Owner: "@bb", Base: "m-a", Tip: "t-b", Commit: "m-ab", Tree: "tr-ab"}, started["b"])
 	assert.Equal(t, links("a", "b"), started["d"].Ahead)
 	assert.Equal(t, links("a", "b", "d"), started["e"].Ahead)
 	assert.Equal(t, links("a", "b", "d", "e"), started["f"].Ahead)
@@ -127,9 +127,9 @@ func TestTrainOfSixWithOneSalvaged(t *testing.T) {
 		assert.Empty(t, s.finish(started[c].Run, Outcome{Result: Passed, Commit: "m-" + c + "2"}).Say, "waits for the cars ahead")
 	}
 	a = s.finish(started["b"].Run, Outcome{Result: Landed, Commit: "m-ab"})
-	assert.Equal(t, []string{"queue: b landed on main at m-ab", "MERGED b"}, a.Say)
+	assert.Equal(t, []string{"queue: b landed on main at m-ab; receipt: git notes --ref foreman show m-ab", "MERGED b"}, a.Say)
 	next := s.started(a)
-	assert.Equal(t, Job{Run: next.Run, Kind: Land, Component: "d", Ref: "b/d", Owner: "@bd", Base: "m-ab", Tip: "t-d", Commit: "m-d2"}, next)
+	assert.Equal(t, Job{Run: next.Run, Kind: Land, Component: "d", Ref: "b/d", Owner: "@bd", Base: "m-ab", Tip: "t-d", Commit: "m-d2", Tree: "tr-m-d2"}, next)
 	next = s.started(s.finish(next.Run, Outcome{Result: Landed, Commit: "m-d2"}))
 	assert.Equal(t, "e", next.Component)
 	assert.Equal(t, "m-d2", next.Base)
@@ -202,7 +202,7 @@ func TestTargetMovedByHandRebuildsTheTrain(t *testing.T) {
 	started := jobsBy(a)
 	require.Len(t, started, 2)
 	assert.Equal(t, Job{Run: started["a"].Run, Kind: Car, Component: "a", Ref: "b/a", Owner: "@ba", Base: "X0123456789abcdef", Tip: "t-a",
-		Pass: &Pass{Component: "a", Owner: "@ba", Ref: "b/a", Tip: "t-a", Commit: "m-a", Base: "T", Tree: "tr-a"}}, started["a"])
+		Target: "X0123456789abcdef", Pass: &Pass{Component: "a", Owner: "@ba", Ref: "b/a", Tip: "t-a", Commit: "m-a", Base: "T", Tree: "tr-a"}}, started["a"])
 	assert.Equal(t, links("a"), started["b"].Ahead)
 	assert.Equal(t, "X0123456789abcdef", started["b"].Base)
 }
@@ -226,7 +226,7 @@ func TestALandingUnderWayIsNeverCancelled(t *testing.T) {
 	a := s.foreman("OK RELEASE a")
 	assert.Empty(t, a.Cancel)
 	a = s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})
-	assert.Equal(t, []string{"queue: a landed on main at m-a", "MERGED a"}, a.Say, "it is on the target: foreman must hear it")
+	assert.Equal(t, []string{"queue: a landed on main at m-a; receipt: git notes --ref foreman show m-a", "MERGED a"}, a.Say, "it is on the target: foreman must hear it")
 }
 
 // A check that failed then passed on the same tree is flaky: it does not
@@ -311,7 +311,7 @@ func TestABranchMovedAfterApprovalIsNotLanded(t *testing.T) {
 	a := s.finish(land.Run, Outcome{Result: Invalid, Line: "branch b/a moved to 0123 after t-a was approved; say READY again"})
 	assert.Equal(t, []string{"CI a FAIL branch b/a moved to 0123 after t-a was approved; say READY again"}, a.Say)
 	assert.Contains(t, a.Cancel, car.Run)
-	assert.Equal(t, Job{Run: jobsBy(a)["b"].Run, Kind: Land, Component: "b", Ref: "b/b", Owner: "@bb", Base: "T", Tip: "t-b", Commit: "m-b"},
+	assert.Equal(t, Job{Run: jobsBy(a)["b"].Run, Kind: Land, Component: "b", Ref: "b/b", Owner: "@bb", Base: "T", Tip: "t-b", Commit: "m-b", Tree: "tr-b"},
 		jobsBy(a)["b"], "b, now first, lands what its check before review passed on the target as it is")
 	assert.Equal(t, links("b"), jobsBy(a)["c"].Ahead)
 }

@@ -19,6 +19,7 @@ type Verdict struct {
 	Line      string    `json:"line,omitempty"`
 	Log       string    `json:"log,omitempty"`
 	URL       string    `json:"url,omitempty"`
+	Receipt   string    `json:"receipt,omitempty"` // landed: the receipt's copy in host.logs (its note is on Commit)
 }
 
 const keepRecent = 20
@@ -44,8 +45,10 @@ func (h *Core) report(c *comp, r *run, o Outcome) {
 	var line string
 	switch o.Result {
 	case Passed:
+		h.passedTree(r, o)
 		p := Pass{Component: c.name, Owner: r.Owner, Ref: r.Ref, Tip: o.Tip, Commit: o.Commit, Base: o.Base, Tree: o.Tree}
 		h.passes[c.name] = p
+		delete(h.approvals, c.name) // back through CI: what was approved before is not what it is now
 		h.record(Record{Op: OpPass, Component: c.name, Pass: &p})
 		line = "CI " + c.name + " PASS " + o.Commit + flakyNote(o.Flaky)
 	case Failed:
@@ -57,12 +60,19 @@ func (h *Core) report(c *comp, r *run, o Outcome) {
 	case Landed:
 		c.phase = merged
 		delete(h.passes, c.name)
-		h.record(Record{Op: OpLanded, Component: c.name, Commit: o.Commit})
+		h.landedNow(c, r, o)
+		if c.saidMerged {
+			return // one MERGED per component, whichever job found it landed
+		}
+		c.saidMerged = true
 		how := "landed"
 		if o.Already {
 			how = "was already"
 		}
 		said := fmt.Sprintf("queue: %s %s on %s at %s", c.name, how, h.cfg.Target, o.Commit)
+		if _, ok := h.receipts[o.Commit]; ok || o.Noted {
+			said += "; receipt: git notes --ref foreman show " + short(o.Commit)
+		}
 		if o.Pruned {
 			said += "; branch " + r.Ref + " deleted (host.prune)"
 		}
@@ -72,7 +82,7 @@ func (h *Core) report(c *comp, r *run, o Outcome) {
 		return
 	}
 	h.recent = append(h.recent, Verdict{At: h.now, Run: r.Run, Kind: r.Kind.String(), Component: c.name,
-		Result: o.Result.String(), Commit: o.Commit, Line: o.Line, Log: o.Log, URL: o.URL})
+		Result: o.Result.String(), Commit: o.Commit, Line: o.Line, Log: o.Log, URL: o.URL, Receipt: o.ReceiptFile})
 	if len(h.recent) > keepRecent {
 		h.recent = h.recent[len(h.recent)-keepRecent:]
 	}

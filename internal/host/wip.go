@@ -121,6 +121,15 @@ func (h *Core) pinFinished(r *run, o Outcome) {
 		return
 	}
 	ho := c.wip.handoff
+	if o.Result == Retry {
+		// The repository could not do it now (locked): the same wait as a
+		// check's or a landing's, then again; the work stays unpinned,
+		// and unannounced, until it is.
+		again := h.again(r, "pin the work "+ho.from+" left on "+c.name, o.Line)
+		ho.pin = again
+		h.pins = append(h.pins, again)
+		return
+	}
 	ho.done = true
 	if o.Result == Pinned {
 		ho.commit, ho.n = o.Commit, o.N

@@ -29,6 +29,11 @@ type Checked struct {
 	checks.Result
 	Flaky []string // checks that failed, then passed when run again on the same tree
 	Logs  []string // each try's log file, in order: the last is the verdict's
+	// RanOn says where they ran: "host", or "worker <id>" for each worker
+	// that ran some (receipts say it).
+	RanOn []string
+	// Sandbox names the confinement they ran in (sandbox.Digest; "off").
+	Sandbox string
 }
 
 // CheckSpec is everything one run of the checks needs besides a slot: what
@@ -66,7 +71,7 @@ func (r *Runner) RunChecks(ctx context.Context, s CheckSpec) (Checked, error) {
 	if s.LogName == nil {
 		s.LogName = LogName
 	}
-	var out Checked
+	out := Checked{RanOn: []string{"host"}, Sandbox: s.Sandbox.Digest()}
 	res, err := r.runChecks(ctx, s, &out, 0)
 	for try := 1; err == nil && !res.Passed && !res.TimedOut && !res.Stopped && try <= s.Retries && ctx.Err() == nil; try++ {
 		again, err2 := r.runChecks(ctx, s, &out, try)

@@ -58,11 +58,10 @@ type Options struct {
 
 // Runner runs jobs. Its methods may be called from several goroutines.
 type Runner struct {
-	o      Options
-	mu     sync.Mutex
-	passed map[string]bool // trees whose checks passed in this process
-	free   []*slot         // slot worktrees not in use
-	slots  int             // slots made so far
+	o     Options
+	mu    sync.Mutex
+	free  []*slot // slot worktrees not in use
+	slots int     // slots made so far
 
 	worktrees sync.Mutex // held while a slot's worktree is made or removed
 
@@ -84,7 +83,7 @@ func New(o Options) (*Runner, error) {
 			return nil, err
 		}
 	}
-	return &Runner{o: o, passed: map[string]bool{}, changes: map[string][]string{}, merged: map[string][]string{}}, nil
+	return &Runner{o: o, changes: map[string][]string{}, merged: map[string][]string{}}, nil
 }
 
 // Prune ends and removes what a crash left in the work directory: the
@@ -150,10 +149,13 @@ func (r *Runner) Run(ctx context.Context, j host.Job) host.Outcome {
 		o = r.pin(ctx, j)
 	case host.Land:
 		o = r.land(ctx, j)
+	case host.Note:
+		o = r.note(ctx, j)
 	default:
 		o = host.Outcome{Result: host.Invalid, Line: "unknown job"}
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && j.Kind != host.Land && j.Kind != host.Note {
+		// A landing says what its compare-and-swap did, cancelled or not.
 		o = host.Outcome{Result: host.Cancelled}
 	}
 	o.Run = j.Run
@@ -223,10 +225,12 @@ func (r *Runner) base(ctx context.Context) (string, *host.Outcome) {
 	return base, nil
 }
 
-// mergeResult is what would land if tip were merged into base now: tip
-// itself when it already contains base (a fast-forward), else a merge
-// commit made from merge-tree's tree, the same commit whichever job makes
-// it (see gitrepo.CommitMerge). Conflicts, if any, are returned instead.
+// mergeResult is what would land if tip were merged into base now: a
+// merge commit made from merge-tree's tree, the same commit whichever job
+// makes it (see gitrepo.CommitMerge), even where a fast-forward would do:
+// the target's first-parent line holds one commit per landing, the one
+// that was checked and has a receipt, never a builder's unchecked work in
+// progress. Conflicts, if any, are returned instead.
 func (r *Runner) mergeResult(ctx context.Context, j host.Link, base, tip string) (commit, tree string, conflicts []string, err error) {
 	m, err := r.o.Repo.MergeTree(ctx, base, tip)
 	if err != nil {
@@ -234,13 +238,6 @@ func (r *Runner) mergeResult(ctx context.Context, j host.Link, base, tip string)
 	}
 	if !m.Clean() {
 		return "", "", m.Conflicts, nil
-	}
-	ff, err := r.o.Repo.IsAncestor(ctx, base, tip)
-	if err != nil {
-		return "", "", nil, err
-	}
-	if ff {
-		return tip, m.Tree, nil, nil
 	}
 	msg := fmt.Sprintf("Merge %s (%s) into %s\n\nChecked and landed by foreman host; built by %s.\n", j.Ref, j.Component, r.o.Target, j.Owner)
 	commit, err = r.o.Repo.CommitMerge(ctx, m.Tree, msg, base, tip)
@@ -316,28 +313,6 @@ func (r *Runner) runChecks(ctx context.Context, s CheckSpec, out *Checked, try i
 	started := func(pgid int) { _ = os.WriteFile(pgids, []byte(pgidRecord(pgid)), 0o644) }
 	return checks.Run(ctx, checks.Spec{Dir: sl.dir, Commands: s.Checks, Env: env, Timeout: s.Timeout,
 		Log: log, LogLimit: s.LogLimit, Started: started, Sandbox: s.Sandbox, Private: tmp, Secrets: s.Secrets})
-}
-
-// Passed notes trees that passed the checks before (the ledger's passes,
-// after a restart): they are landed without being checked again.
-func (r *Runner) Passed(trees ...string) {
-	for _, t := range trees {
-		if t != "" {
-			r.notePassed(t)
-		}
-	}
-}
-
-func (r *Runner) notePassed(tree string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.passed[tree] = true
-}
-
-func (r *Runner) hasPassed(tree string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.passed[tree]
 }
 
 // failed is the outcome of checks that did not pass: the check, named

@@ -37,11 +37,13 @@ func TestCheckRunsOnTheMergeResult(t *testing.T) {
 	assert.Contains(t, string(log), "ok\n")
 	f.noWorktreesLeft()
 
-	// Already on top of main: what would land is the branch itself.
+	// Already on top of main: still a merge, with the branch's tree, so
+	// that main's first-parent line holds only what was checked.
 	f.commit("b2/web", "main", map[string]string{"web.txt": "web\n"}, "web")
 	o = f.check("web", "b2/web")
 	require.Equal(t, host.Passed, o.Result)
-	assert.Equal(t, f.tip("b2/web"), o.Commit, "a fast-forward")
+	assert.Equal(t, f.tip("main")+" "+f.tip("b2/web")+"\n", f.git("log", "-1", "--format=%P", o.Commit), "no fast-forward")
+	assert.Equal(t, f.git("rev-parse", "b2/web^{tree}"), o.Tree+"\n", "the branch's tree")
 }
 
 func TestCheckFails(t *testing.T) {
@@ -126,7 +128,7 @@ func TestConflictRebasedAutomatically(t *testing.T) {
 	require.NotNil(t, o.Rebased)
 	assert.Equal(t, host.Rebase{Branch: "b1/cart", From: old, To: f.tip("b1/cart")}, *o.Rebased)
 	assert.Equal(t, o.Tip, f.tip("b1/cart"), "the branch was updated")
-	assert.Equal(t, o.Tip, o.Commit, "rebased onto main: a fast-forward")
+	assert.Equal(t, f.tip("main")+" "+o.Tip+"\n", f.git("log", "-1", "--format=%P", o.Commit), "rebased onto main, and merged")
 	assert.Equal(t, "cart\n", f.git("log", "--format=%s", f.tip("main")+".."+o.Tip))
 	f.noWorktreesLeft()
 
@@ -257,9 +259,11 @@ func TestLandOnlyWhatPassedOnTheTargetAsItIs(t *testing.T) {
 	assert.Equal(t, host.Outcome{Run: l.Run, Result: host.Moved, Target: moved}, l)
 	assert.Equal(t, moved, f.tip("main"))
 
-	// A commit whose tree never passed here.
+	// A commit whose tree is not the one that passed.
 	unchecked := f.commit("", moved, map[string]string{"BUG": "BUG"}, "never checked")
-	l = f.land("api", "b1/api", moved, unchecked)
+	j := f.job(host.Land, "api", "b1/api", nil)
+	j.Base, j.Commit, j.Tree = moved, unchecked, api.Tree
+	l = f.runner.Run(ctx, j)
 	assert.Equal(t, host.Moved, l.Result)
 	assert.Equal(t, moved, f.tip("main"))
 }
@@ -320,7 +324,7 @@ func TestPrune(t *testing.T) {
 	main := f.tip("main")
 	api := f.check("api", "b1/api")
 	j := f.job(host.Land, "api", "b1/api", nil)
-	j.Base, j.Commit, j.Tip, j.Prune = main, api.Commit, api.Tip, true
+	j.Base, j.Commit, j.Tip, j.Tree, j.Prune = main, api.Commit, api.Tip, api.Tree, true
 	l := f.runner.Run(ctx, j)
 	require.Equal(t, host.Landed, l.Result)
 	assert.True(t, l.Pruned)
@@ -331,7 +335,7 @@ func TestPrune(t *testing.T) {
 	main = f.tip("main")
 	db := f.check("db", "b2/db")
 	j = f.job(host.Land, "db", "b2/db", nil)
-	j.Base, j.Commit, j.Tip = main, db.Commit, db.Tip
+	j.Base, j.Commit, j.Tip, j.Tree = main, db.Commit, db.Tip, db.Tree
 	l = f.runner.Run(ctx, j)
 	require.Equal(t, host.Landed, l.Result)
 	assert.False(t, l.Pruned)
@@ -347,7 +351,7 @@ func TestLandRefusesABranchMovedAfterApproval(t *testing.T) {
 	api := f.check("api", "b1/api")
 	f.commit("b1/api", "b1/api", map[string]string{"api2": "more"}, "more work")
 	j := f.job(host.Land, "api", "b1/api", nil)
-	j.Base, j.Commit, j.Tip = main, api.Commit, api.Tip
+	j.Base, j.Commit, j.Tip, j.Tree = main, api.Commit, api.Tip, api.Tree
 	l := f.runner.Run(ctx, j)
 	assert.Equal(t, host.Invalid, l.Result)
 	assert.Contains(t, l.Line, "branch b1/api moved to ")

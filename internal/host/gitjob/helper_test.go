@@ -87,6 +87,7 @@ type fixture struct {
 	gate   string
 	record string
 	run    int
+	passed []string // the trees that passed, as the core keeps them
 }
 
 func newFixture(t *testing.T, bare bool, mutate func(*Options)) *fixture {
@@ -186,22 +187,33 @@ func (f *fixture) job(kind host.Kind, c, ref string, pass *host.Pass) host.Job {
 	return host.Job{Run: f.run, Kind: kind, Component: c, Ref: ref, Owner: "@b1", Pass: pass}
 }
 
+// check checks ref; what passes is noted as the core would note it.
 func (f *fixture) check(c, ref string) host.Outcome {
-	return f.runner.Run(ctx, f.job(host.Check, c, ref, nil))
+	return f.noted(f.runner.Run(ctx, f.job(host.Check, c, ref, nil)))
 }
 
-// land moves main from base to commit.
+// noted keeps the tree of what passed, as the core does: a car that comes
+// out as one of them is not checked again.
+func (f *fixture) noted(o host.Outcome) host.Outcome {
+	if o.Result == host.Passed && o.Tree != "" {
+		f.passed = append(f.passed, o.Tree)
+	}
+	return o
+}
+
+// land moves main from base to commit, whose tree passed (the core's word).
 func (f *fixture) land(c, ref, base, commit string) host.Outcome {
 	j := f.job(host.Land, c, ref, nil)
 	j.Base, j.Commit = base, commit
+	j.Tree, _ = f.repo.TreeOf(ctx, commit)
 	return f.runner.Run(ctx, j)
 }
 
 // car checks c's approved tip on base merged with the cars ahead.
 func (f *fixture) car(c, ref, base, tip string, ahead ...host.Link) host.Outcome {
 	j := f.job(host.Car, c, ref, nil)
-	j.Base, j.Tip, j.Ahead = base, tip, ahead
-	return f.runner.Run(ctx, j)
+	j.Base, j.Tip, j.Ahead, j.Passed = base, tip, ahead, f.passed
+	return f.noted(f.runner.Run(ctx, j))
 }
 
 // checked is how many times the checks ran so far.

@@ -50,7 +50,7 @@ func TestHonestChecksPassConfined(t *testing.T) {
 		{name: "git describe and git log", tool: "git",
 			files: map[string]string{"README": "hello\n"},
 			check: []string{"sh", "-c", "git describe --always --tags && git log -1 --format=%s && git rev-parse --abbrev-ref HEAD && git status --short"},
-			want:  "the work\nHEAD\n"},
+			want:  "Merge b1/work (work) into main\nHEAD\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := exec.LookPath(tc.tool); err != nil {
@@ -78,7 +78,7 @@ func TestHonestChecksPassConfined(t *testing.T) {
 			require.Equal(t, host.Passed, o.Result, "%s\n%s", o.Line, log)
 			assert.Contains(t, string(log), tc.want)
 			if tc.tool == "git" {
-				assert.Regexp(t, `\nv0\.1-1-g[0-9a-f]+\nthe work\n`, string(log), "git describe found the tag")
+				assert.Regexp(t, `\nv0\.1-2-g[0-9a-f]+\nMerge b1/work \(work\) into main\n`, string(log), "git describe found the tag: the work, and the merge that lands it")
 			}
 		})
 	}

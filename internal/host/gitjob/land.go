@@ -11,18 +11,30 @@ import (
 )
 
 // land does a Land job: the target moves from j.Base to j.Commit, a car's
-// chain head whose tree passed the checks, by compare-and-swap, and only
-// forward (j.Commit holds j.Base). A target that is not at j.Base is
-// reported as it is (Moved): the train is made again on it. Something on
-// the target already is not landed again: a landing cut short by a crash
-// ends here.
+// chain head whose tree (j.Tree) passed the checks, by compare-and-swap,
+// and only forward (j.Commit holds j.Base); then the landing's receipt
+// becomes j.Commit's note. A target that is not at j.Base is reported as it
+// is (Moved): the train is made again on it. Something on the target
+// already is not landed again, whatever the branch holds by now: a landing
+// cut short by a crash ends here, with its note written.
+//
+// The core decided that this commit may land (its receipt is recorded
+// already); the job checks only that the repository is what the core
+// believes: the target where it was, the commit's tree the one that
+// passed, the branch still at the approved commit.
 func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 	now, bad := r.base(ctx)
 	if bad != nil {
 		return *bad
 	}
-	if now == j.Commit {
-		return host.Outcome{Result: host.Landed, Commit: now, Already: true}
+	landed, err := r.o.Repo.IsAncestor(ctx, j.Commit, now)
+	if err != nil {
+		return retry(err)
+	}
+	if landed {
+		o := host.Outcome{Result: host.Landed, Commit: j.Commit, Already: true}
+		r.keepReceipt(ctx, j, &o)
+		return o
 	}
 	if now != j.Base {
 		return host.Outcome{Result: host.Moved, Target: now}
@@ -35,13 +47,13 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 	if err != nil {
 		return retry(err)
 	}
+	if !forward || tree != j.Tree {
+		// Not made on the target as it is, or not what passed: never
+		// landed. The train is made again on the target.
+		return host.Outcome{Result: host.Moved, Target: now}
+	}
 	if bad := r.stillApproved(ctx, j); bad != nil {
 		return *bad
-	}
-	if !forward || !r.hasPassed(tree) {
-		// Not made on the target as it is, or not checked in this host's
-		// life: never landed. The train is made again on the target.
-		return host.Outcome{Result: host.Moved, Target: now}
 	}
 	checkouts, bad := r.cleanCheckouts(ctx)
 	if bad != nil {
@@ -55,6 +67,9 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 			return host.Outcome{Result: host.Retry, Line: err.Error()}
 		}
 	}
+	// From here on the job runs to its end whatever ctx says: what the
+	// compare-and-swap did must be reported, and its note written.
+	ctx = context.WithoutCancel(ctx)
 	err = r.o.Repo.UpdateRef(ctx, r.targetRef(), j.Commit, j.Base, "foreman host: land "+j.Component)
 	if errors.Is(err, gitrepo.ErrMoved) {
 		if now, bad := r.base(ctx); bad == nil {
@@ -71,6 +86,7 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 		_ = r.o.Repo.SyncCheckout(ctx, dir, j.Base, j.Commit)
 	}
 	o := host.Outcome{Result: host.Landed, Commit: j.Commit, Tree: tree}
+	r.keepReceipt(ctx, j, &o)
 	if j.Prune {
 		o.Pruned = r.prune(ctx, j)
 	}

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -79,10 +78,26 @@ func Open(path string) (*Ledger, host.State, error) {
 	return l, st, nil
 }
 
+// Read reads what the ledger at path holds without opening it for writing
+// (a host may be using it): what foreman verify needs. A tail a crash tore
+// is left out.
+func Read(path string) (host.State, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return host.State{}, err
+	}
+	defer f.Close()
+	st, _, _, err := read(f)
+	if err != nil {
+		return host.State{}, fmt.Errorf("ledger %s: %w", path, err)
+	}
+	return st, nil
+}
+
 // read replays the records: the state they leave, and how many bytes of
 // the file are whole records.
 func read(f *os.File) (host.State, int64, int64, error) {
-	var rp Replay
+	var rp host.Replay
 	fi, err := f.Stat()
 	if err != nil {
 		return host.State{}, 0, 0, err
@@ -118,52 +133,6 @@ func isLast(r *bufio.Reader) bool {
 	return err != nil
 }
 
-// Replay reads records, in the order they were made, into the state they
-// leave: the file ledger and the stream's (a standby host's) alike.
-type Replay struct {
-	lastRun int
-	passes  map[string]host.Pass
-	started map[int]host.Record
-	n       int
-}
-
-// Apply takes the next record.
-func (r *Replay) Apply(rec host.Record) {
-	if r.passes == nil {
-		r.passes, r.started = map[string]host.Pass{}, map[int]host.Record{}
-	}
-	r.n++
-	r.lastRun = max(r.lastRun, rec.Run)
-	switch rec.Op {
-	case host.OpStart:
-		r.started[rec.Run] = rec
-	case host.OpEnd:
-		delete(r.started, rec.Run)
-	case host.OpPass:
-		if rec.Pass != nil {
-			r.passes[rec.Pass.Component] = *rec.Pass
-		}
-	case host.OpLanded:
-		delete(r.passes, rec.Component)
-	}
-}
-
-// Records is how many records were applied.
-func (r *Replay) Records() int { return r.n }
-
-// State is what the records applied so far leave.
-func (r *Replay) State() host.State {
-	st := host.State{Passes: map[string]host.Pass{}, LastRun: r.lastRun}
-	for k, p := range r.passes {
-		st.Passes[k] = p
-	}
-	for _, rec := range r.started {
-		st.InFlight = append(st.InFlight, rec)
-	}
-	sort.Slice(st.InFlight, func(i, j int) bool { return st.InFlight[i].Run < st.InFlight[j].Run })
-	return st
-}
-
 // Append writes records and syncs them to disk before it returns.
 func (l *Ledger) Append(recs []host.Record) error {
 	if len(recs) == 0 {
@@ -184,27 +153,10 @@ func (l *Ledger) Append(recs []host.Record) error {
 	return unix.Fdatasync(int(l.f.Fd()))
 }
 
-// Compacted is the records that leave st and nothing else: what a ledger
-// grown long is rewritten as.
-func Compacted(st host.State) []host.Record {
-	var recs []host.Record
-	recs = append(recs, host.Record{Op: host.OpEnd, Run: st.LastRun, Result: "compacted"})
-	names := make([]string, 0, len(st.Passes))
-	for c := range st.Passes {
-		names = append(names, c)
-	}
-	sort.Strings(names)
-	for _, c := range names {
-		p := st.Passes[c]
-		recs = append(recs, host.Record{Op: host.OpPass, Component: c, Pass: &p})
-	}
-	return append(recs, st.InFlight...)
-}
-
 // compact rewrites the ledger with only what st holds, atomically.
 func (l *Ledger) compact(st host.State) error {
 	tmp := l.path + ".tmp"
-	recs := Compacted(st)
+	recs := host.Compacted(st)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	for _, r := range recs {

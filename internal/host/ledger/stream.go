@@ -27,7 +27,7 @@ const compactStreamAt = 1000
 // OpenStream reads the ledger lg holds (fenced for this host already): the
 // state it leaves, as Open reads the file.
 func OpenStream(ctx context.Context, lg *cluster.Ledger) (*Stream, host.State, error) {
-	var rp Replay
+	var rp host.Replay
 	msgs := 0
 	err := lg.Records(func(data []byte) error {
 		msgs++
@@ -51,7 +51,7 @@ func OpenStream(ctx context.Context, lg *cluster.Ledger) (*Stream, host.State, e
 	st := rp.State()
 	s := &Stream{lg: lg}
 	if msgs > compactStreamAt {
-		msgs, err := s.encode(Compacted(st))
+		msgs, err := s.encode(host.Compacted(st))
 		if err == nil {
 			err = lg.Compact(ctx, msgs)
 		}

@@ -98,7 +98,9 @@ func TestTwentyComponentBuild(t *testing.T) {
 	assert.Len(t, files, 20, "main holds all 20")
 	for i := 1; i <= 20; i++ {
 		assert.Contains(t, files, fmt.Sprintf("c%02d.txt", i))
-		assert.Len(t, w.said(w.host, fmt.Sprintf("MERGED c%02d", i)), 1)
+		if !assert.Len(t, w.said(w.host, fmt.Sprintf("MERGED c%02d", i)), 1) {
+			t.Log(w.dump())
+		}
 	}
 	w.everyLandingPassed()
 	t.Logf("main:\n%s", w.git("log", "--graph", "--oneline", "main"))

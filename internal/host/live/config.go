@@ -22,6 +22,7 @@ import (
 	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/host/gitjob"
 	"github.com/agentforeman/foreman/internal/host/ledger"
+	"github.com/agentforeman/foreman/internal/host/receipt"
 	"github.com/agentforeman/foreman/internal/host/sandbox"
 )
 
@@ -164,9 +165,6 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 		if led, st, err = ledger.Open(c.Host.Ledger); err != nil {
 			return nil, fmt.Errorf("host.ledger: %w", err)
 		}
-		for _, p := range st.Passes {
-			runner.Passed(p.Tree) // checked before a restart: not checked again to land
-		}
 	}
 	var comps []string
 	for _, comp := range c.Build.Components {
@@ -185,6 +183,7 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 			Auditors: c.Roles.Auditors, Verified: c.Rules.RequireVerified,
 			MaxParallel: c.Host.MaxParallel, Target: c.Host.Target, Prune: c.Host.Prune,
 			OverlapInterval: c.Host.OverlapInterval,
+			Sign:            func(s receipt.Statement) ([]byte, error) { return receipt.Sign(s, id) },
 		},
 		State: st, Jobs: runner, QueueFile: QueueFile(c.Host.Logs), Logger: log,
 	}

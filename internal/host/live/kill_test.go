@@ -127,7 +127,7 @@ func TestDiedAfterLandingBeforeMerged(t *testing.T) {
 
 	w.startHost()
 	l := w.expect(w.host, "queue: db ")
-	assert.Equal(t, "queue: db was already on main at "+main, l)
+	assert.Equal(t, "queue: db was already on main at "+main+"; receipt: git notes --ref foreman show "+main[:12], l)
 	w.expect(w.host, "MERGED db")
 	w.expect(w.foreman, "OK MERGED db")
 	assert.Equal(t, main, w.tip("main"), "nothing landed twice")

@@ -93,7 +93,8 @@ func TestConflicts(t *testing.T) {
 	l := w.expect(w.host, w.id("b1")+" web: rebased b1/web onto main")
 	assert.Contains(t, l, "("+old[:12]+" -> "+w.tip("b1/web")[:12]+"); fetch it before you go on")
 	pass := w.expect(w.host, "CI web PASS ")
-	assert.Equal(t, "CI web PASS "+w.tip("b1/web"), pass, "rebased onto main: what would land is the branch")
+	assert.Equal(t, w.tip("main")+" "+w.tip("b1/web")+"\n", w.git("log", "-1", "--format=%P", strings.TrimPrefix(pass, "CI web PASS ")),
+		"rebased onto main: what would land is the branch, merged")
 
 	w.claim("b2", "api")
 	clash := w.commit("b2/api", base, map[string]string{"Makefile": "test:\n\tmake check\n", "api.go": "package api\n"})
@@ -171,5 +172,5 @@ func TestBranchChangedWhileChecked(t *testing.T) {
 	w.openGate()
 	w.expect(w.host, w.id("b1")+" db: b1/db moved while it was checked; checking it again as it is now")
 	pass := w.expect(w.host, "CI db PASS ")
-	assert.Equal(t, "CI db PASS "+forced, pass, "the branch as it is now")
+	assert.Equal(t, w.tip("main")+" "+forced+"\n", w.git("log", "-1", "--format=%P", strings.TrimPrefix(pass, "CI db PASS ")), "the branch as it is now")
 }

@@ -199,9 +199,6 @@ func (s *Setup) lead(ctx context.Context, cl *cluster.Cluster, l *cluster.Lease,
 	if err := s.runner.Prune(leadCtx); err != nil {
 		log.Warn().Err(err).Msg("cannot prune the worktrees the last leader left")
 	}
-	for _, p := range st.Passes {
-		s.runner.Passed(p.Tree) // checked before the takeover: not checked again to land
-	}
 	// The workers take this leader's jobs from now; what the last one
 	// queued is dropped (the train is made again) and its results, of
 	// runs below the ledger's last, are never taken for this one's.

@@ -335,7 +335,7 @@ func TestStandbyLandsOnceAfterAKillMidLanding(t *testing.T) {
 		took = append(took, w.saidAt(w.host, merged).Sub(killed))
 		w.expect(w.foreman, "OK MERGED "+c)
 		assert.Equal(t, landed, w.tip("main"), "round %d: nothing landed again", i)
-		assert.Contains(t, w.said(w.host, "queue: "+c+" "), "queue: "+c+" was already on main at "+landed)
+		assert.Contains(t, w.said(w.host, "queue: "+c+" "), "queue: "+c+" was already on main at "+landed+"; receipt: git notes --ref foreman show "+landed[:12])
 		lead.start() // the killed process stands by again
 		lead = standby
 	}

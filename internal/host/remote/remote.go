@@ -19,7 +19,9 @@ package remote
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -412,18 +414,33 @@ func (r *Remote) verdict(ctx context.Context, ws []*waiter, res []*workq.Result)
 			decide, first = g, at
 		}
 	}
-	var out gitjob.Checked
+	out := gitjob.Checked{Sandbox: r.sandbox()}
 	for g := range res {
 		if g != decide {
 			out.Logs = append(out.Logs, r.copyLogs(ctx, ws[g].job, res[g])...)
 		}
 		out.Flaky = append(out.Flaky, res[g].Flaky...)
+		if who := "worker " + res[g].Worker; !slices.Contains(out.RanOn, who) {
+			out.RanOn = append(out.RanOn, who)
+		}
 	}
 	out.Logs = append(out.Logs, r.copyLogs(ctx, ws[decide].job, res[decide])...)
 	x := res[decide]
 	out.Result = checks.Result{Passed: x.Outcome == workq.Passed, Command: x.Command, Line: x.Line, Silent: x.Silent,
 		TimedOut: x.TimedOut, Stopped: x.Stopped, Duration: time.Duration(x.TookMS) * time.Millisecond}
 	return out
+}
+
+// sandbox names the confinement the host requires of its workers, as a
+// receipt records it: a digest of what the jobs ask ("off" when they ask
+// none).
+func (r *Remote) sandbox() string {
+	if !r.o.Sandbox.Required {
+		return "off"
+	}
+	data, _ := json.Marshal(r.o.Sandbox)
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // copyLogs copies a job's logs from the object store into host.logs,

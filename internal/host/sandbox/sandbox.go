@@ -26,6 +26,8 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -139,4 +141,21 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size like 4GiB, 512MiB or 1048576", s)
 	}
 	return n << shift, nil
+}
+
+// Digest names what the sandbox enforces, as Describe says it, less how
+// long its probe took: a landing's receipt records it ("off" for no
+// sandbox), and two hosts confining their checks alike give the same one.
+func (s *Sandbox) Digest() string {
+	if s == nil {
+		return "off"
+	}
+	var keep []string
+	for _, l := range s.Describe() {
+		if !strings.HasPrefix(l, "probe:") {
+			keep = append(keep, l)
+		}
+	}
+	sum := sha256.Sum256([]byte(strings.Join(keep, "\n")))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -218,6 +218,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if s.git != nil {
 		res.Repo = s.git.repo.Dir()
 		res.GitLog = s.git.graph(context.Background())
+		var ok bool
+		res.Verify, ok = s.git.verify(context.Background())
+		if !ok && err == nil {
+			err = errors.New("foreman verify: main holds commits foreman host did not land with a receipt that holds (the table above says which)")
+		}
 	}
 	res.WriteSummary(o.Out, o.Color)
 	return res, err

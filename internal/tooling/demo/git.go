@@ -15,6 +15,7 @@ import (
 	"github.com/agentforeman/foreman/internal/host/live"
 	"github.com/agentforeman/foreman/internal/host/sandbox"
 	"github.com/agentforeman/foreman/internal/tooling/sim"
+	"github.com/agentforeman/foreman/internal/verify"
 )
 
 // The --git demo makes the work real: a bare repository the builders push
@@ -61,6 +62,7 @@ type gitStage struct {
 
 	mu     sync.Mutex
 	pushes map[string]int // pushes before READY so far, by component
+	host   config.Config  // the host's part of the configuration, for foreman verify
 }
 
 func newGitStage(ctx context.Context, dir string) (*gitStage, error) {
@@ -171,6 +173,7 @@ func (g *gitStage) config(c *config.Config, coordinator string, minute time.Dura
 		// As foreman host's default, 30 s, in the demo's contract time.
 		OverlapInterval: minute / 2,
 	}
+	g.host = config.Config{Host: c.Host}
 }
 
 // run is foreman host until ctx ends.
@@ -181,6 +184,21 @@ func (g *gitStage) run(ctx context.Context, c *config.Config, log zerolog.Logger
 	}
 	defer s.Close()
 	return live.Run(ctx, s.Options)
+}
+
+// verify is foreman verify on the demo's repository, as its table: every
+// commit on main since the first landing was landed by the host with a
+// receipt that holds, or the table says which and why (ok false).
+func (g *gitStage) verify(ctx context.Context) (string, bool) {
+	o, err := verify.Configure(ctx, &g.host, nil, "")
+	if err != nil {
+		return "foreman verify: " + err.Error() + "\n", false
+	}
+	rep, err := verify.Run(ctx, o)
+	if err != nil {
+		return "foreman verify: " + err.Error() + "\n", false
+	}
+	return rep.Table(), rep.OK()
 }
 
 // graph is git log --oneline --graph of main.

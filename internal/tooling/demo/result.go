@@ -30,6 +30,7 @@ type Result struct {
 	Virtual    bool    // played on a virtual clock (Simulate): Real is virtual time too
 	Repo       string  // the --git demo's repository
 	GitLog     string  // git log --oneline --graph of its main, at the end
+	Verify     string  // foreman verify's table of its main, at the end
 
 	Claims, Rejects, Timeouts, Retries, Fixes, Escalations, Merges int
 }
@@ -100,5 +101,8 @@ func (r *Result) WriteSummary(w io.Writer, color bool) {
 	}
 	if r.GitLog != "" {
 		fmt.Fprintf(w, "\n$ git -C %s log --oneline --graph main\n%s", r.Repo, r.GitLog)
+	}
+	if r.Verify != "" {
+		fmt.Fprintf(w, "\n$ foreman verify   # each commit on main: landed by foreman host, with a receipt that holds?\n%s", r.Verify)
 	}
 }

@@ -1,0 +1,422 @@
+package host
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentforeman/foreman/internal/host/receipt"
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// A component's way to the target, as the host's records say it, in one
+// place:
+//
+//	checked ──▶ approved ──▶ in the train ──▶ landing ──▶ landed
+//	 OpTree,     OpApproved    a car           OpReceipt    OpLanded, MERGED
+//	 OpPass      (its tip)     (train.go)      then the     (OpNoted once its
+//	                                           CAS          note is written)
+//
+// Each move checks, from the records and nowhere else, what must hold for
+// it: a component is approved at one commit (the one that passed its check
+// before review, with CI gating on), which never changes while it stays
+// approved; a landing lands only that commit, merged on the target, whose
+// tree passed a recorded run of the checks; its receipt is recorded before
+// the target moves; an approved commit lands once. The shell does what the
+// jobs say and reports what it saw; it decides none of this.
+
+// approve takes foreman's word (STATUS c ... approved=yes) that c is
+// approved, fixes the commit that was approved, and puts c on the train.
+// With CI gating on, what was approved is what passed the check before
+// review; a record of an approval from before a restart, for the same
+// builder and ref, says the same. Without gating the auditors approved a
+// branch nobody checked: the commit is the branch's when the host takes
+// the approval up (its first car finds it, and it is recorded then).
+func (h *Core) approve(c *comp, view protocol.Heard) {
+	c.asked = false
+	c.phase = approved
+	a := Approval{Component: c.name, Owner: c.owner, Ref: c.ref}
+	a.Auditors = approvers(view, c)
+	a.Round = round(view)
+	old, had := h.approvals[c.name]
+	same := had && old.Owner == a.Owner && old.Ref == a.Ref
+	switch p, passed := h.passOf(c); {
+	case passed:
+		a.Tip = p.Tip
+	case same:
+		a.Tip = old.Tip
+	case h.cfg.Gating:
+		// What passed before review is what the auditors were shown; with
+		// no record of it the host cannot know what was approved, and will
+		// not guess from what the branch holds now.
+		h.report(c, &run{Job: Job{Kind: Car, Component: c.name, Ref: c.ref, Owner: c.owner}}, invalidOutcome(fmt.Sprintf(
+			"the host has no record of the commit of %s that passed its check before review; say READY again to have it checked and reviewed", c.ref)))
+		return
+	}
+	if same && old.Tip == a.Tip {
+		if len(a.Auditors) == 0 {
+			a.Auditors = old.Auditors
+		}
+		if a.Round == 0 {
+			a.Round = old.Round
+		}
+	}
+	h.noteApproval(a)
+	h.board(c)
+}
+
+// noteApproval records a, unless the record holds it already.
+func (h *Core) noteApproval(a Approval) {
+	if old, ok := h.approvals[a.Component]; ok && sameApproval(old, a) {
+		return
+	}
+	h.approvals[a.Component] = a
+	h.record(Record{Op: OpApproved, Component: a.Component, Approval: &a})
+}
+
+func sameApproval(a, b Approval) bool {
+	return a.Owner == b.Owner && a.Ref == b.Ref && a.Tip == b.Tip && a.Round == b.Round && slices.Equal(a.Auditors, b.Auditors)
+}
+
+// approvers are who approved c: foreman's word (approved_by), else the
+// AUDIT PASS the host heard; none if neither (the receipt says so).
+func approvers(view protocol.Heard, c *comp) []string {
+	if by := view.Field("approved_by"); by != "" {
+		return strings.Split(by, ",")
+	}
+	if c.auditor != "" {
+		return []string{c.auditor}
+	}
+	return []string{}
+}
+
+// round is which review of its builder's approved c: one more than the
+// failed audits foreman counts (audits=n/max); 0 when it does not say.
+func round(view protocol.Heard) int {
+	n, _, ok := strings.Cut(view.Field("audits"), "/")
+	if !ok {
+		return 0
+	}
+	failed, err := strconv.Atoi(n)
+	if err != nil || failed < 0 {
+		return 0
+	}
+	return failed + 1
+}
+
+// board puts approved c on the train, last, unless it is on it or its
+// approved commit landed already (then its first car says so).
+func (h *Core) board(c *comp) {
+	if h.carOf(c) != nil {
+		return
+	}
+	h.cars++
+	k := &car{id: h.cars, c: c}
+	if a, ok := h.approvals[c.name]; ok && a.Owner == c.owner && a.Ref == c.ref {
+		k.tip = a.Tip
+	}
+	h.train = append(h.train, k)
+}
+
+// tipFound: without CI gating, the first car of c found the commit its
+// branch held when the host took the approval up: that is what was
+// approved from now on, recorded before anything is made of it.
+func (h *Core) tipFound(k *car, tip string) {
+	k.tip = tip
+	a := h.approvals[k.c.name]
+	a.Component, a.Owner, a.Ref, a.Tip = k.c.name, k.c.owner, k.c.ref, tip
+	h.noteApproval(a)
+}
+
+// passedTree records what passed on a tree (before the verdict that uses
+// it): the run and the commit are the core's, the rest the shell's report.
+func (h *Core) passedTree(r *run, o Outcome) {
+	if o.Tree == "" {
+		return
+	}
+	var ev receipt.Checks
+	if o.Checks != nil {
+		ev = *o.Checks
+	}
+	ev.Run, ev.Kind, ev.Commit, ev.Tree = r.Run, r.Kind.String(), o.Commit, o.Tree
+	if ev.Commands == nil {
+		ev.Commands = []receipt.Command{}
+	}
+	if ev.Tries == nil {
+		ev.Tries = []receipt.Log{}
+	}
+	if ev.RanOn == nil {
+		ev.RanOn = []string{}
+	}
+	h.keepTree(ev)
+	h.record(Record{Op: OpTree, Component: r.Component, Checks: &ev})
+}
+
+func (h *Core) keepTree(ev receipt.Checks) {
+	if _, ok := h.trees[ev.Tree]; !ok {
+		h.treeOrder = append(h.treeOrder, ev.Tree)
+	}
+	h.trees[ev.Tree] = ev
+	if len(h.treeOrder) > maxTrees {
+		delete(h.trees, h.treeOrder[0])
+		h.treeOrder = h.treeOrder[1:]
+	}
+}
+
+// passedTrees are the trees a car's chain is not checked again for.
+func (h *Core) passedTrees() []string { return slices.Clone(h.treeOrder) }
+
+func (h *Core) keepLanded(tip, commit string) {
+	if tip == "" {
+		return
+	}
+	if _, ok := h.landedAt[tip]; !ok {
+		h.landOrder = append(h.landOrder, tip)
+	}
+	h.landedAt[tip] = commit
+	if len(h.landOrder) > maxLanded {
+		delete(h.landedAt, h.landOrder[0])
+		h.landOrder = h.landOrder[1:]
+	}
+}
+
+// land starts landing the front car once it passed: its receipt is made
+// and recorded, then the target moves from where the host last knew it to
+// the car's chain head, by compare-and-swap. Nothing lands that the
+// records do not vouch for (mayLand).
+func (h *Core) land() {
+	if h.landing != nil || len(h.train) == 0 {
+		return
+	}
+	k := h.train[0]
+	if k.done == nil || k.done.Result != Passed || h.target == "" || k.notBefore.After(h.now) {
+		return
+	}
+	c := k.c
+	a, ev, why := h.mayLand(k)
+	if why != "" {
+		// Never expected: the train only carries what the records allow.
+		// The car steps off, and is checked again when it boards again.
+		h.say("queue: not landing " + c.name + ": " + why)
+		h.train = h.train[1:]
+		c.phase = unknown
+		h.emptied()
+		return
+	}
+	h.lastRun++
+	l := receipt.Landing{Host: h.cfg.Self, Target: "refs/heads/" + h.cfg.Target, Component: c.name, Builder: c.owner,
+		Ref: c.ref, Approved: a.Approval, LandedOn: h.target, Commit: k.done.Commit, Tree: k.done.Tree, Checks: ev, At: h.now}
+	env, err := h.sign(receipt.New(l))
+	if err != nil {
+		wait := h.backoff(k.tries + 1)
+		k.tries++
+		k.notBefore = h.now.Add(wait)
+		if why := "cannot sign its receipt: " + err.Error(); why != k.said {
+			k.said = why
+			h.say("queue: cannot land " + c.name + " yet: " + why + "; trying again in " + wait.String())
+		}
+		return
+	}
+	h.record(Record{Op: OpReceipt, Run: h.lastRun, Component: c.name, Commit: l.Commit, Base: l.LandedOn, Tip: k.tip, Receipt: env})
+	h.receipts[l.Commit] = &Receipt{Component: c.name, Commit: l.Commit, Base: l.LandedOn, Tip: k.tip, Envelope: env}
+	r := &run{Job: Job{Run: h.lastRun, Kind: Land, Component: c.name, Ref: c.ref, Owner: c.owner,
+		Base: h.target, Tip: k.tip, Commit: l.Commit, Tree: l.Tree, Receipt: env, Prune: h.cfg.Prune}, queued: h.now}
+	h.landing = r
+	c.run = r
+}
+
+// mayLand is what the records say of k landing now: its approval and the
+// checks that passed on its tree, or why it may not land.
+func (h *Core) mayLand(k *car) (Approval, receipt.Checks, string) {
+	c := k.c
+	a, ok := h.approvals[c.name]
+	switch {
+	case !ok || a.Owner != c.owner || a.Ref != c.ref:
+		return a, receipt.Checks{}, "no approval of " + c.owner + "'s " + c.ref + " is on record"
+	case a.Tip == "" || a.Tip != k.tip:
+		return a, receipt.Checks{}, fmt.Sprintf("its car holds %s, and %s was approved", short(k.tip), short(a.Tip))
+	}
+	if at, ok := h.landedAt[a.Tip]; ok {
+		return a, receipt.Checks{}, fmt.Sprintf("%s landed before, at %s, and %s no longer holds it: it does not land twice (MERGED %s or RELEASE %s decides)",
+			short(a.Tip), short(at), h.cfg.Target, c.name, c.name)
+	}
+	ev, ok := h.trees[k.done.Tree]
+	if !ok || !ev.Passed() {
+		return a, ev, "no run of the checks that passed on its tree " + short(k.done.Tree) + " is on record"
+	}
+	return a, ev, ""
+}
+
+func (h *Core) sign(s receipt.Statement) ([]byte, error) {
+	if h.cfg.Sign == nil {
+		return nil, fmt.Errorf("the host has no key to sign with")
+	}
+	return h.cfg.Sign(s)
+}
+
+// landFinished takes the end of a landing. A landing under way is never
+// cancelled (its compare-and-swap may be done): what it did is said even
+// when its component left approval meanwhile.
+func (h *Core) landFinished(r *run, o Outcome) {
+	h.landing = nil
+	c := h.get(r.Component)
+	if c.run == r {
+		c.run = nil
+	}
+	var k *car
+	if len(h.train) > 0 && h.train[0].c == c {
+		k = h.train[0]
+	}
+	switch o.Result {
+	case Landed:
+		h.target = o.Commit
+		if k != nil {
+			h.train = h.train[1:]
+			h.landed = append(h.landed, landing{id: k.id, link: Link{Component: c.name, Tip: k.tip, Ref: r.Ref, Owner: r.Owner}})
+			if k.done != nil {
+				o.Flaky = k.done.Flaky
+			}
+		} else {
+			// It left the train while it landed: the chains behind it
+			// were made without it, so they are made again on the target.
+			h.base, h.landed = h.target, nil
+		}
+		h.verdict(c, r, o)
+		h.emptied()
+	case Moved:
+		// The target moved outside the queue: every chain is made again on
+		// it. The landing was not made.
+		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+		h.void(r.Commit)
+		h.movedByHand(o.Target)
+	case Retry:
+		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+		if k != nil {
+			h.retryLanding(k, r, o.Line)
+		}
+	case Invalid:
+		// Its branch moved after approval: it steps back, and the cars
+		// behind it are checked again without it.
+		h.void(r.Commit)
+		if k != nil {
+			h.train = h.train[1:]
+			h.emptied()
+			h.verdict(c, r, o)
+		} else {
+			h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+		}
+	default:
+		// Cancelled: the shell stopped before the compare-and-swap, or
+		// cannot say; the receipt is settled at the next start.
+		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+	}
+}
+
+// movedByHand: the target is not where the host left it (a commit pushed
+// straight to it): the room is told, and the train is made again on it.
+func (h *Core) movedByHand(to string) {
+	h.say(fmt.Sprintf("queue: %s moved outside the queue (to %s); the train is checked again on it", h.cfg.Target, short(to)))
+	h.target, h.base, h.landed = to, to, nil
+}
+
+// landedNow records that r put c's approved commit on the target at
+// o.Commit (a landing just made, or found made), before MERGED is said;
+// its receipt is written as a note now, if the job did not.
+func (h *Core) landedNow(c *comp, r *run, o Outcome) {
+	tip := r.Tip
+	if tip == "" {
+		if k := h.carOf(c); k != nil {
+			tip = k.tip
+		}
+	}
+	commit := o.Commit
+	if at, ok := h.landedAt[tip]; ok && o.Already {
+		commit = at
+	}
+	if at, ok := h.landedAt[tip]; !ok || at != commit {
+		h.record(Record{Op: OpLanded, Component: c.name, Commit: commit, Base: r.Base, Tip: tip})
+		h.keepLanded(tip, commit)
+	}
+	x := h.receipts[commit]
+	if x != nil {
+		x.Landed = true
+		if o.Noted {
+			h.noted(commit)
+		} else {
+			h.settle(*x)
+		}
+	}
+	h.lands = append(h.lands, LandedView{Component: c.name, Commit: commit, Tip: tip, Receipt: x != nil, File: o.ReceiptFile, At: h.now})
+	if len(h.lands) > maxLanded {
+		h.lands = h.lands[1:]
+	}
+}
+
+func (h *Core) noted(commit string) {
+	delete(h.receipts, commit)
+	h.record(Record{Op: OpNoted, Commit: commit})
+}
+
+func (h *Core) void(commit string) {
+	if _, ok := h.receipts[commit]; ok {
+		delete(h.receipts, commit)
+		h.record(Record{Op: OpVoid, Commit: commit})
+	}
+}
+
+// settle has a receipt written as its commit's note, if that commit is on
+// the target (a Note job): a landing whose note a crash or a stop cut off,
+// or whose record did too.
+func (h *Core) settle(x Receipt) {
+	h.receipts[x.Commit] = &x
+	for _, r := range h.notes {
+		if r.Commit == x.Commit {
+			return
+		}
+	}
+	h.lastRun++
+	h.notes = append(h.notes, &run{Job: Job{Run: h.lastRun, Kind: Note, Component: x.Component, Base: x.Base, Tip: x.Tip,
+		Commit: x.Commit, Receipt: x.Envelope}, queued: h.now})
+}
+
+// noteFinished takes the end of a Note job.
+func (h *Core) noteFinished(r *run, o Outcome) {
+	h.notes = slices.DeleteFunc(h.notes, func(n *run) bool { return n == r })
+	h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String(), Commit: r.Commit})
+	x := h.receipts[r.Commit]
+	if x == nil {
+		return
+	}
+	switch o.Result {
+	case Landed:
+		if !x.Landed {
+			// The target moved and the ledger never heard: it is landed.
+			x.Landed = true
+			h.record(Record{Op: OpLanded, Component: x.Component, Commit: x.Commit, Base: x.Base, Tip: x.Tip})
+			h.keepLanded(x.Tip, x.Commit)
+		}
+		h.noted(x.Commit)
+	case Moved:
+		h.void(x.Commit)
+	case Retry:
+		h.notes = append(h.notes, h.again(r, "write the receipt of "+r.Component+" ("+short(r.Commit)+")", o.Line))
+	}
+}
+
+// LandedView is one landing this host made (or found made), with where
+// its receipt is.
+type LandedView struct {
+	Component string `json:"c"`
+	Commit    string `json:"commit"`
+	Tip       string `json:"tip,omitempty"`
+	// Receipt: the host holds this landing's receipt (refs/notes/foreman
+	// on Commit); false for one found already made with no receipt of the
+	// host's (pushed by hand, or landed by a host before receipts).
+	Receipt bool      `json:"receipt"`
+	File    string    `json:"file,omitempty"` // the receipt's copy in host.logs, for the board
+	At      time.Time `json:"at"`
+}
+
+func invalidOutcome(why string) Outcome { return Outcome{Result: Invalid, Line: why} }
