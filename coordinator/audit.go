@@ -53,7 +53,7 @@ func (e *Engine) audit(agent string, cmd protocol.Command) {
 	case c.approved:
 		e.reject(c, agent, "already approved; waiting for MERGED")
 	case cmd.Verdict == protocol.Pass:
-		e.approve(c)
+		e.approve(c, agent)
 	default:
 		e.auditFailed(c, cmd.Text)
 	}
@@ -61,11 +61,11 @@ func (e *Engine) audit(agent string, cmd protocol.Command) {
 
 // approve handles AUDIT PASS: merge, or in merge mode external wait for
 // someone to say MERGED.
-func (e *Engine) approve(c *component) {
+func (e *Engine) approve(c *component, by string) {
 	e.timers.stop(&c.timer)
 	c.overdue = false
 	if e.rules.Merge == MergeExternal {
-		c.approved = true
+		c.approved, c.approvedBy = true, by
 		return
 	}
 	e.merge(c, true)

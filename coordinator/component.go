@@ -64,6 +64,7 @@ type component struct {
 	hold       protocol.Escalation
 	overdue    bool   // audit-overdue escalated for the current review
 	approved   bool   // AUDIT PASS seen in merge mode external
+	approvedBy string // who said it (shown while approved: the merger's receipts name the auditor)
 	left       *trail // what the last builder left, for the next ACK
 	mergedFrom string // who built it, once merged
 }

@@ -67,6 +67,7 @@ type ComponentSnapshot struct {
 	Hold        string         `json:"hold,omitempty"`
 	Overdue     bool           `json:"overdue,omitempty"`
 	Approved    bool           `json:"approved,omitempty"`
+	ApprovedBy  string         `json:"approved_by,omitempty"`
 	Left        *TrailSnapshot `json:"left,omitempty"`
 	MergedFrom  string         `json:"merged_from,omitempty"`
 	Branch      string         `json:"branch,omitempty"`   // the last ref named for it (section 10)
@@ -126,7 +127,7 @@ func (e *Engine) snapshotComponent(c *component) ComponentSnapshot {
 		Progress: c.progress, HasProgress: c.hasProgress, ProgressAt: c.progressAt,
 		PR: c.pr, Findings: c.findings, CIFails: c.ciFails, CIConflict: c.ciConflict,
 		Barred: slices.Clone(c.barred), TimedOut: slices.Clone(c.timedOut), Hold: string(c.hold), Overdue: c.overdue,
-		Approved: c.approved, MergedFrom: c.mergedFrom, Branch: c.branch,
+		Approved: c.approved, ApprovedBy: c.approvedBy, MergedFrom: c.mergedFrom, Branch: c.branch,
 	}
 	for _, o := range c.overlaps {
 		cs.Overlaps = append(cs.Overlaps, o.name)
@@ -231,7 +232,7 @@ func (e *Engine) restoreComponent(c *component, cs ComponentSnapshot) error {
 	c.pr, c.findings = cs.PR, cs.Findings
 	c.ciFails, c.ciConflict = cs.CIFails, cs.CIConflict
 	c.barred, c.timedOut = slices.Clone(cs.Barred), slices.Clone(cs.TimedOut)
-	c.hold, c.overdue, c.approved = protocol.Escalation(cs.Hold), cs.Overdue, cs.Approved
+	c.hold, c.overdue, c.approved, c.approvedBy = protocol.Escalation(cs.Hold), cs.Overdue, cs.Approved, cs.ApprovedBy
 	c.mergedFrom = cs.MergedFrom
 	c.branch = cs.Branch
 	for _, name := range cs.Overlaps {

@@ -59,6 +59,9 @@ func (e *Engine) statusLine(c *component) protocol.Reply {
 	}
 	if v.Approved {
 		add("approved", "yes")
+		if v.ApprovedBy != "" {
+			add("approved_by", v.ApprovedBy)
+		}
 	}
 	if v.BuiltBy != "" {
 		add("built_by", v.BuiltBy)

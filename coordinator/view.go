@@ -45,6 +45,7 @@ type ComponentView struct {
 	TimedOut    []string  `json:"timed_out,omitempty"`
 	Escalation  string    `json:"escalation,omitempty"` // the open escalation, if any
 	Approved    bool      `json:"approved,omitempty"`
+	ApprovedBy  string    `json:"approved_by,omitempty"` // while approved: who said AUDIT PASS
 	BuiltBy     string    `json:"built_by,omitempty"`
 	Claimable   bool      `json:"claimable,omitempty"`
 	Branch      string    `json:"branch,omitempty"`   // the last ref named for it: where its work in progress is (section 10)
@@ -74,6 +75,9 @@ func (e *Engine) componentView(c *component) ComponentView {
 		Barred: slices.Clone(c.barred), Escalation: e.openEscalation(c), Claimable: e.claimable(c)}
 	for _, d := range e.graph.Deps(c.idx) {
 		v.Deps = append(v.Deps, e.graph.Name(d))
+	}
+	if c.approved {
+		v.ApprovedBy = c.approvedBy
 	}
 	if c.owner != "" {
 		v.Since = c.since

@@ -153,3 +153,25 @@ func TestDeparturesPin(t *testing.T) {
 	s.foreman("FIX api @b2 1/3 audit failed: x")
 	assert.Empty(t, s.foreman("ACK api @b2").Start, "the same builder: no departure")
 }
+
+// A pin the repository could not make now (locked) is tried again after
+// the same wait as a check or a landing, not dropped: the departed
+// builder's work is pinned and handed over.
+func TestALockedPinIsTriedAgain(t *testing.T) {
+	s := newHarness(t, func(c *Config) { c.Backoff = 10 * time.Second })
+	s.built("api", "@b1")
+	s.hear("@b1", "PROGRESS api 40 branch=b1/api")
+	pin := s.one(s.foreman("TIMEOUT api @b1"))
+	a := s.finish(pin.Run, Outcome{Result: Retry, Line: "the repository is locked by another git process"})
+	assert.Equal(t, []string{"queue: cannot pin the work @b1 left on api yet: the repository is locked by another git process; trying again in 10s"}, a.Say)
+	assert.Empty(t, a.Start)
+	assert.Empty(t, s.foreman("ACK api @b2 branch=b1/api after TIMEOUT of @b1: progress 40%").Say, "not pinned yet: nothing to hand over")
+	wake, ok := s.h.NextWake()
+	require.True(t, ok)
+	again := s.one(s.h.Tick(wake))
+	assert.Equal(t, Job{Run: again.Run, Kind: Pin, Component: "api", Ref: "b1/api", Owner: "@b1"}, again)
+	commit := "0123456789abcdef0123456789abcdef01234567"
+	a = s.finish(again.Run, Outcome{Result: Pinned, Commit: commit, N: 1})
+	require.Len(t, a.Say, 1)
+	assert.Contains(t, a.Say[0], "@b2 api: refs/foreman/handoff/api/1 ("+commit+") keeps the work @b1 pushed to b1/api")
+}

@@ -1,0 +1,191 @@
+package host
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/host/receipt"
+)
+
+// A pass made before review, on a target a car has landed on since, is not
+// landed as it is: the component becomes a car on the new chain. (Landed
+// from the old pass, its merge is not made on the target as it is: the
+// landing would find "the target moved" where nobody moved it.)
+func TestAnOldPassBecomesACarOnTheNewChain(t *testing.T) {
+	s := trainHarness(t, 2)
+	s.checked("b", "T") // b's check before review, on T
+	land := s.started(s.approve("a", "T"))
+	a := s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})
+	require.Contains(t, a.Say, "MERGED a")
+	car := s.started(s.approved("b"))
+	assert.Equal(t, Car, car.Kind, "checked on the chain it lands on")
+	assert.Equal(t, "m-a", car.Base)
+	assert.Equal(t, "m-a", car.Target)
+	assert.Empty(t, car.Ahead)
+	a = s.finish(car.Run, Outcome{Result: Passed, Commit: "m-ab", Tip: "t-b", Base: "m-a"})
+	land = s.started(a)
+	assert.Equal(t, Land, land.Kind)
+	assert.Equal(t, "m-a", land.Base)
+	assert.Equal(t, "m-ab", land.Commit)
+	for _, l := range a.Say {
+		assert.NotContains(t, l, "moved outside the queue")
+	}
+}
+
+// The landing says, as the car's check did, that a check was flaky.
+func TestTheLandingLineKeepsTheCarsFlakyNote(t *testing.T) {
+	s := trainHarness(t, 2)
+	s.landed()
+	car := s.started(s.approve("a", "old"))
+	land := s.started(s.finish(car.Run, Outcome{Result: Passed, Commit: "m-a", Tip: "t-a", Base: "T2", Flaky: []string{"make test"}}))
+	a := s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})
+	assert.Equal(t, "queue: a landed on main at m-a; receipt: git notes --ref foreman show m-a (flaky: make test failed, then passed on the same tree)", a.Say[0])
+}
+
+// A landing's receipt is recorded before the landing starts, and says
+// what was approved, by whom, and which run passed on the tree it lands.
+func TestTheReceiptIsRecordedBeforeTheLanding(t *testing.T) {
+	s := trainHarness(t, 2)
+	s.checked("a", "T")
+	s.foreman("REVIEW a @ba b/a")
+	s.hear("@aud", "AUDIT a PASS")
+	a := s.foreman("STATUS a review owner=@ba pr=b/a audits=1/3 approved=yes approved_by=@aud")
+	var land Job
+	for _, j := range a.Start {
+		if j.Kind == Land {
+			land = j
+		}
+	}
+	require.Equal(t, Land, land.Kind)
+	var rec *Record
+	for i, r := range a.Records {
+		switch r.Op {
+		case OpApproved:
+			assert.Equal(t, Approval{Component: "a", Owner: "@ba", Ref: "b/a",
+				Approval: receipt.Approval{Tip: "t-a", Auditors: []string{"@aud"}, Round: 2}}, *r.Approval)
+		case OpReceipt:
+			rec = &a.Records[i]
+		}
+	}
+	require.NotNil(t, rec, "the receipt is in the records the landing starts with")
+	assert.JSONEq(t, string(rec.Receipt), string(land.Receipt))
+	key, err := receipt.KeyOf(testKey.PublicPEM())
+	require.NoError(t, err)
+	st, signer, err := receipt.Open(land.Receipt, []receipt.Key{key})
+	require.NoError(t, err)
+	assert.Equal(t, testKey.AgentID(), signer)
+	assert.Equal(t, "m-a", st.Commit())
+	assert.Equal(t, "tr-a", st.Tree())
+	p := st.Predicate
+	assert.Equal(t, "a", p.Component)
+	assert.Equal(t, "@ba", p.Builder)
+	assert.Equal(t, receipt.Approval{Tip: "t-a", Auditors: []string{"@aud"}, Round: 2}, p.Approved)
+	assert.Equal(t, "T", p.LandedOn)
+	assert.Equal(t, "refs/heads/main", p.Target)
+	assert.Equal(t, "tr-a", p.Checks.Tree)
+	assert.Equal(t, "check", p.Checks.Kind, "the check before review: nothing checked again")
+	assert.Equal(t, "@host", p.Host)
+}
+
+// With CI gating on, what was approved is what passed before review; a
+// host with no record of that (a new ledger) refuses to guess from the
+// branch: it steps the component back to be checked and reviewed again.
+func TestNoRecordOfWhatWasApprovedLandsNothing(t *testing.T) {
+	s := trainHarness(t, 2)
+	s.built("a", "@ba")
+	s.foreman("REVIEW a @ba b/a")
+	a := s.foreman("STATUS a review owner=@ba pr=b/a approved=yes")
+	assert.Empty(t, a.Start)
+	assert.Equal(t, []string{"CI a FAIL the host has no record of the commit of b/a that passed its check before review; say READY again to have it checked and reviewed"}, a.Say)
+}
+
+// Without CI gating the approved commit is the branch's when the host
+// takes the approval up: the first car finds it, and it is recorded
+// before anything lands; a restart lands that commit, not the branch's.
+func TestWithoutGatingTheFirstCarFixesTheApprovedCommit(t *testing.T) {
+	s := newHarness(t, func(c *Config) { c.Gating = false; c.Components = []string{"a"} })
+	s.h.Target(s.now, "T")
+	s.built("a", "@ba")
+	s.foreman("REVIEW a @ba b/a")
+	car := s.started(s.foreman("STATUS a review owner=@ba pr=b/a approved=yes approved_by=@aud"))
+	assert.Empty(t, car.Tip, "not known yet")
+	a := s.finish(car.Run, Outcome{Result: Passed, Commit: "m-a", Tip: "t-a", Base: "T"})
+	var approved *Approval
+	for _, r := range a.Records {
+		if r.Op == OpApproved {
+			approved = r.Approval
+		}
+	}
+	require.NotNil(t, approved)
+	assert.Equal(t, "t-a", approved.Tip)
+	assert.Equal(t, Land, s.started(a).Kind)
+
+	// A restart before the landing: the recorded approval, not the branch.
+	var rp Replay
+	for _, r := range a.Records {
+		rp.Apply(r)
+	}
+	h := New(s.h.cfg, rp.State())
+	h.Target(s.now, "T")
+	a = h.Heard(s.now, "@foreman", true, "STATUS a review owner=@ba pr=b/a approved=yes")
+	require.Len(t, queued(a), 1)
+	assert.Equal(t, "t-a", queued(a)[0].Tip)
+}
+
+// A landing's receipt a crash cut off from its note, or from its record,
+// is written at the next start, if its commit is on the target; if not,
+// that landing was never made.
+func TestReceiptsAreSettledAtStart(t *testing.T) {
+	env := json.RawMessage(`{"payloadType":"x"}`)
+	st := State{LastRun: 9, Receipts: []Receipt{
+		{Component: "a", Commit: "m-a", Base: "T", Tip: "t-a", Envelope: env, Landed: true},
+		{Component: "b", Commit: "m-b", Base: "m-a", Tip: "t-b", Envelope: env},
+	}}
+	s := newHarness(t, nil)
+	h := New(s.h.cfg, st)
+	a := h.Pending()
+	assert.Empty(t, a.Start, "jobs start once the host runs")
+	a = h.Tick(s.now)
+	require.Len(t, a.Start, 2)
+	for _, j := range a.Start {
+		assert.Equal(t, Note, j.Kind)
+		assert.Equal(t, []byte(env), j.Receipt)
+	}
+	a = h.Finished(s.now, Outcome{Run: a.Start[0].Run, Result: Landed, Commit: "m-a", Noted: true})
+	assert.Contains(t, a.Records, Record{Op: OpNoted, Commit: "m-a"})
+	a = h.Finished(s.now, Outcome{Run: 11, Result: Landed, Commit: "m-b", Noted: true})
+	assert.Contains(t, a.Records, Record{Op: OpLanded, Component: "b", Commit: "m-b", Base: "m-a", Tip: "t-b"}, "landed, and the ledger never heard")
+	assert.Contains(t, a.Records, Record{Op: OpNoted, Commit: "m-b"})
+	var rp Replay
+	for _, r := range Compacted(st) {
+		rp.Apply(r)
+	}
+	assert.Equal(t, st.Receipts, rp.State().Receipts, "compaction keeps what is not settled")
+}
+
+// An approved commit lands once: a car that finds it on the target says
+// MERGED, and a landing under way for it is never doubled by another job.
+func TestAnApprovedCommitLandsOnce(t *testing.T) {
+	s := trainHarness(t, 2)
+	land := s.started(s.approve("a", "T"))
+	// Someone's view re-approves a while it lands: no second car.
+	a := s.foreman("STATUS a review owner=@ba pr=b/a approved=yes")
+	assert.Empty(t, queued(a))
+	a = s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})
+	assert.Equal(t, 1, count(a.Say, "MERGED a"))
+	a = s.foreman("STATUS a review owner=@ba pr=b/a approved=yes")
+	assert.Empty(t, queued(a), "merged: the host's view is newer")
+}
+
+func count(lines []string, want string) int {
+	n := 0
+	for _, l := range lines {
+		if l == want {
+			n++
+		}
+	}
+	return n
+}
