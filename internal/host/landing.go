@@ -323,24 +323,38 @@ func (h *Core) movedByHand(to string) {
 
 // landedNow records that r put c's approved commit on the target at
 // o.Commit (a landing just made, or found made), before MERGED is said;
-// its receipt is written as a note now, if the job did not.
-func (h *Core) landedNow(c *comp, r *run, o Outcome) {
+// its receipt is written as a note now, if the job did not. It says which
+// commit landed it and whether the host holds its receipt.
+func (h *Core) landedNow(c *comp, r *run, o Outcome) (string, bool) {
 	tip := r.Tip
 	if tip == "" {
 		if k := h.carOf(c); k != nil {
 			tip = k.tip
 		}
 	}
-	commit := o.Commit
-	if at, ok := h.landedAt[tip]; ok && o.Already {
-		commit = at
+	commit, base := o.Commit, r.Base
+	known := !o.Already
+	if o.Already {
+		// Found on the target, landed before: by which commit, on which,
+		// is the records' to say (a landing this host made), or nobody's
+		// (pushed by hand, or landed before receipts): then no base.
+		commit, base = o.Commit, ""
+		if at, ok := h.landedAt[tip]; ok {
+			commit, known = at, true // recorded by this host: its receipt came first
+		}
+		for _, x := range h.receipts {
+			if x.Tip == tip && x.Component == c.name {
+				commit, base = x.Commit, x.Base
+			}
+		}
 	}
 	if at, ok := h.landedAt[tip]; !ok || at != commit {
-		h.record(Record{Op: OpLanded, Component: c.name, Commit: commit, Base: r.Base, Tip: tip})
+		h.record(Record{Op: OpLanded, Component: c.name, Commit: commit, Base: base, Tip: tip})
 		h.keepLanded(tip, commit)
 	}
 	x := h.receipts[commit]
 	if x != nil {
+		known = true
 		x.Landed = true
 		if o.Noted {
 			h.noted(commit)
@@ -348,10 +362,11 @@ func (h *Core) landedNow(c *comp, r *run, o Outcome) {
 			h.settle(*x)
 		}
 	}
-	h.lands = append(h.lands, LandedView{Component: c.name, Commit: commit, Tip: tip, Receipt: x != nil, File: o.ReceiptFile, At: h.now})
+	h.lands = append(h.lands, LandedView{Component: c.name, Commit: commit, Tip: tip, Receipt: known, File: o.ReceiptFile, At: h.now})
 	if len(h.lands) > maxLanded {
 		h.lands = h.lands[1:]
 	}
+	return commit, known
 }
 
 func (h *Core) noted(commit string) {

@@ -189,3 +189,27 @@ func count(lines []string, want string) int {
 	}
 	return n
 }
+
+// A host that stops right after a landing (SIGTERM: the landing recorded,
+// MERGED never said) hands over to a leader that knows only its records.
+// The builder pushed after the approval meanwhile. The next leader's car
+// carries the approved commit, finds it on the target and says MERGED: it
+// does not check and land what the branch holds now, which nobody
+// reviewed. (Before the approval was recorded, the pass was all there was,
+// and a landing deletes it: the car went out with no commit and took the
+// branch's.)
+func TestAHandOverAfterALandingLandsNothingUnreviewed(t *testing.T) {
+	s := trainHarness(t, 2)
+	land := s.started(s.approve("a", "T"))
+	a := s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})
+	require.Contains(t, a.Say, "MERGED a") // said to a room the stopping host has left: nobody heard it
+
+	next := s.restarted("m-a")
+	next.h.Joined(next.now)
+	car := next.started(next.foreman("STATUS a review owner=@ba pr=b/a approved=yes"))
+	assert.Equal(t, Car, car.Kind)
+	assert.Equal(t, "t-a", car.Tip, "the approved commit, never the branch as it is now")
+	a = next.finish(car.Run, Outcome{Result: Landed, Already: true, Commit: "m-a", Base: "m-a", Tip: "t-a"})
+	assert.Equal(t, []string{"queue: a was already on main at m-a; receipt: git notes --ref foreman show m-a", "MERGED a"}, a.Say)
+	assert.Empty(t, queued(a), "nothing more to land")
+}

@@ -46,12 +46,10 @@ func (h *Core) fromAgent(from, line string) {
 		}
 	case protocol.Abort:
 		if c := h.comps[cmd.Component]; c != nil && c.owner == from && c.phase != merged {
-			// foreman always takes its owner's ABORT: c is pending again
-			// (TASKS may follow) or held (ESCALATE follows). Whatever runs
-			// for it is stale.
-			h.departed(c, from, "ABORT")
-			h.leave(c, pending)
-			c.owner = ""
+			// A departure once foreman takes it (wip.go, abortHeard): it
+			// refuses one from a builder that no longer owns c, which the
+			// host may not have heard yet.
+			h.abortHeard(c, from)
 		}
 	case protocol.Audit:
 		if cmd.Verdict == protocol.Pass {
@@ -125,6 +123,7 @@ func (h *Core) fromForeman(line string) {
 	case protocol.ReplyTasks:
 		for _, name := range r.Components {
 			if c := h.comps[name]; c != nil {
+				h.abortTaken(c) // c is pending: an ABORT of its owner's was taken
 				h.leave(c, pending)
 				c.owner = ""
 			} else {
@@ -134,7 +133,16 @@ func (h *Core) fromForeman(line string) {
 	case protocol.ReplyAck, protocol.ReplyFix:
 		c := h.get(r.Subject)
 		redo := r.Verb == protocol.ReplyFix && c.dupe != "" && c.owner == r.Agent
-		if c.owner != "" && c.owner != r.Agent {
+		if hand, ok := protocol.ReadHandover(r.Text); ok && r.Verb == protocol.ReplyAck {
+			// foreman names the departure the new builder takes over
+			// from: that one, whatever the host believed since.
+			h.abortTaken(c)
+			ho := c.wip.handoff
+			known := ho != nil && ho.to == "" && ho.from == hand.From // the host has it, not handed over yet
+			if !known && c.owner == hand.From && hand.From != r.Agent {
+				h.departed(c, c.owner, hand.Why) // its line, the host missed
+			}
+		} else if c.owner != "" && c.owner != r.Agent {
 			h.departed(c, c.owner, "ASSIGN") // given to another without a line the host read
 		}
 		h.leave(c, building)
@@ -165,7 +173,14 @@ func (h *Core) fromForeman(line string) {
 	case protocol.ReplyMerged:
 		h.leave(h.get(r.Subject), merged)
 	case protocol.ReplyEscalate:
-		if r.Subject != protocol.BuildSubject && protocol.Escalation(r.Code).Holds() {
+		if r.Subject != protocol.BuildSubject && protocol.Escalation(r.Code) == protocol.HardBlocker {
+			// Only its owner's ABORT holds c as a hard blocker, and the
+			// owner let c go.
+			c := h.get(r.Subject)
+			h.abortTaken(c)
+			h.leave(c, held)
+			c.owner = ""
+		} else if r.Subject != protocol.BuildSubject && protocol.Escalation(r.Code).Holds() {
 			h.leave(h.get(r.Subject), held)
 		}
 	case protocol.ReplyOK:
@@ -175,6 +190,8 @@ func (h *Core) fromForeman(line string) {
 	case protocol.ReplyReject:
 		if r.Agent == h.cfg.Self {
 			h.refused(r.Subject, r.Text)
+		} else if c := h.comps[r.Subject]; c != nil && c.wip.aborting != nil && c.wip.aborting.from == r.Agent {
+			c.wip.aborting = nil // its ABORT was refused: no departure
 		}
 	}
 }

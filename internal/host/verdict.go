@@ -60,7 +60,7 @@ func (h *Core) report(c *comp, r *run, o Outcome) {
 	case Landed:
 		c.phase = merged
 		delete(h.passes, c.name)
-		h.landedNow(c, r, o)
+		commit, hasReceipt := h.landedNow(c, r, o)
 		if c.saidMerged {
 			return // one MERGED per component, whichever job found it landed
 		}
@@ -70,8 +70,8 @@ func (h *Core) report(c *comp, r *run, o Outcome) {
 			how = "was already"
 		}
 		said := fmt.Sprintf("queue: %s %s on %s at %s", c.name, how, h.cfg.Target, o.Commit)
-		if _, ok := h.receipts[o.Commit]; ok || o.Noted {
-			said += "; receipt: git notes --ref foreman show " + short(o.Commit)
+		if hasReceipt {
+			said += "; receipt: git notes --ref foreman show " + short(commit)
 		}
 		if o.Pruned {
 			said += "; branch " + r.Ref + " deleted (host.prune)"

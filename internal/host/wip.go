@@ -32,6 +32,10 @@ type wip struct {
 	scanning *run
 
 	handoff *handoff // the last departure's pin, until it is said
+	// aborting is an ABORT of the owner's that foreman has not shown it
+	// took: its pin is made at once (the branch as the builder left it),
+	// its handoff armed once foreman takes it, dropped if foreman refuses.
+	aborting *handoff
 }
 
 // handoff is a departed builder's work being pinned, then handed over.
@@ -76,14 +80,49 @@ func (h *Core) touched(c *comp) {
 // RELEASE, ASSIGN to another): the work from pushed to the ref it named is
 // pinned.
 func (h *Core) departed(c *comp, from, why string) {
+	if ho := h.pin(c, from); ho != nil {
+		c.wip.handoff = ho
+		c.wip.by = "" // once: the next builder names it again if it goes on there
+	}
+}
+
+// pin starts pinning what from pushed to the ref it named for c, if it
+// named one.
+func (h *Core) pin(c *comp, from string) *handoff {
 	if from == "" || c.phase == merged || c.wip.branch == "" || c.wip.by != from {
-		return
+		return nil
 	}
 	h.lastRun++
 	r := &run{Job: Job{Run: h.lastRun, Kind: Pin, Component: c.name, Ref: c.wip.branch, Owner: from}, queued: h.now}
-	c.wip.handoff = &handoff{from: from, branch: c.wip.branch, pin: r}
-	c.wip.by = "" // once: the next builder names it again if it goes on there
 	h.pins = append(h.pins, r)
+	return &handoff{from: from, branch: c.wip.branch, pin: r}
+}
+
+// abortHeard is c's owner saying ABORT. foreman takes it, unless the
+// builder no longer owns c (its ACK may have been decided before an
+// earlier departure the host heard after it): a departure only once
+// foreman's TASKS, hard-blocker ESCALATE or an ACK naming it says so
+// (abortTaken). The pin is made now, what the branch holds as it leaves.
+func (h *Core) abortHeard(c *comp, from string) {
+	ho := h.pin(c, from)
+	if ho == nil {
+		ho = &handoff{from: from}
+	}
+	c.wip.aborting = ho
+}
+
+// abortTaken: foreman took c's pending ABORT: its departure, with the pin
+// made when it was heard.
+func (h *Core) abortTaken(c *comp) {
+	ho := c.wip.aborting
+	if ho == nil {
+		return
+	}
+	c.wip.aborting = nil
+	if ho.pin != nil {
+		c.wip.handoff = ho
+		c.wip.by = ""
+	}
 }
 
 // acked reads foreman's ACK c @b: a pending handoff goes to b, once pinned.
@@ -117,10 +156,16 @@ func (h *Core) pinFinished(r *run, o Outcome) {
 	h.pins = slices.DeleteFunc(h.pins, func(p *run) bool { return p == r })
 	h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String(), Commit: o.Commit})
 	c := h.comps[r.Component]
-	if c == nil || c.wip.handoff == nil || c.wip.handoff.pin != r {
+	if c == nil {
 		return
 	}
 	ho := c.wip.handoff
+	if ab := c.wip.aborting; ab != nil && ab.pin == r {
+		ho = ab
+	}
+	if ho == nil || ho.pin != r {
+		return
+	}
 	if o.Result == Retry {
 		// The repository could not do it now (locked): the same wait as a
 		// check's or a landing's, then again; the work stays unpinned,

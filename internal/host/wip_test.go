@@ -175,3 +175,59 @@ func TestALockedPinIsTriedAgain(t *testing.T) {
 	require.Len(t, a.Say, 1)
 	assert.Contains(t, a.Say[0], "@b2 api: refs/foreman/handoff/api/1 ("+commit+") keeps the work @b1 pushed to b1/api")
 }
+
+// A builder's ABORT is a departure once foreman takes it (its TASKS, its
+// hard-blocker ESCALATE, or the next ACK naming it): what runs for the
+// component stops then, and the handoff is the one foreman's ACK names. A
+// refused ABORT (the builder no longer owned it, though the host heard the
+// ACK that gave it back late: decided before the earlier departure) is no
+// departure: the earlier one stays the one handed over (seed 900374 of the
+// simulator found it).
+func TestAnAbortIsADepartureOnceForemanTakesIt(t *testing.T) {
+	s := wipHarness(t)
+	s.built("api", "@b1")
+	s.hear("@b1", "PROGRESS api 40 branch=b1/api")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	a := s.hear("@b1", "ABORT api phase_incomplete")
+	assert.Empty(t, a.Cancel, "not taken yet")
+	pin := s.one(a)
+	assert.Equal(t, Pin, pin.Kind, "pinned as it leaves")
+	a = s.foreman("TASKS api")
+	assert.Equal(t, []int{j.Run}, a.Cancel, "taken: its check is stale")
+	first := "0123456789abcdef0123456789abcdef01234567"
+	s.finish(pin.Run, Outcome{Result: Pinned, Commit: first, N: 1})
+
+	// The ACK that gave api back to @b1 before it left reaches the host
+	// late; @b1 says ABORT again, and foreman refuses it.
+	s.foreman("ACK api @b1")
+	s.now = s.now.Add(time.Minute)
+	s.hear("@b1", "PROGRESS api 50 branch=b1/api") // refused too; the host cannot know yet
+	var second Job
+	for _, j := range s.hear("@b1", "ABORT api phase_incomplete").Start {
+		if j.Kind == Pin {
+			second = j
+		}
+	}
+	require.Equal(t, Pin, second.Kind)
+	s.foreman("REJECT api @b1 nobody owns it; CLAIM it first")
+	s.finish(second.Run, Outcome{Result: Pinned, Commit: "fedcba9876543210fedcba9876543210fedcba98", N: 2})
+	a = s.foreman("ACK api @b2 branch=b1/api after ABORT by @b1 (phase_incomplete): progress 40%")
+	require.Len(t, a.Say, 1)
+	assert.Contains(t, a.Say[0], "@b2 api: refs/foreman/handoff/api/1 ("+first+") keeps the work @b1 pushed to b1/api",
+		"the departure foreman took, not the one it refused")
+}
+
+// A hard blocker: foreman holds the component, and its owner let it go.
+func TestAHardBlockerAbortIsTakenByItsEscalation(t *testing.T) {
+	s := wipHarness(t)
+	s.built("api", "@b1")
+	s.hear("@b1", "PROGRESS api 40 branch=b1/api")
+	pin := s.one(s.hear("@b1", "ABORT api missing_dependency: libfoo"))
+	s.foreman("ESCALATE api hard-blocker missing_dependency: libfoo (from @b1, who let api go); decide, then RESOLVE api")
+	assert.Empty(t, s.h.comps["api"].owner)
+	commit := "0123456789abcdef0123456789abcdef01234567"
+	s.finish(pin.Run, Outcome{Result: Pinned, Commit: commit, N: 1})
+	a := s.foreman("ACK api @b2 branch=b1/api after ABORT by @b1 (missing_dependency: libfoo): progress 40%")
+	require.Len(t, a.Say, 1)
+	assert.Contains(t, a.Say[0], "refs/foreman/handoff/api/1 ("+commit+")")
+}

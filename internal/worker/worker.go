@@ -36,6 +36,7 @@ import (
 	"github.com/agentforeman/foreman/internal/host/checks"
 	"github.com/agentforeman/foreman/internal/host/gitjob"
 	"github.com/agentforeman/foreman/internal/host/sandbox"
+	"github.com/agentforeman/foreman/internal/lockfile"
 	"github.com/agentforeman/foreman/internal/workq"
 )
 
@@ -79,6 +80,8 @@ type Worker struct {
 	boxes   map[string]*sandbox.Sandbox
 	counts  counts
 	stopped bool
+
+	lock *os.File // worker.work is this worker's alone (Close lets it go)
 }
 
 type counts struct {
@@ -115,8 +118,20 @@ func New(o Options) (*Worker, error) {
 	if err := os.MkdirAll(o.Work, 0o755); err != nil {
 		return nil, fmt.Errorf("worker.work: %w", err)
 	}
+	// Two workers in one directory would check out one job's commit over
+	// another's in the same slots, and share a mirror: a check would run
+	// on files that are not its job's. The second is refused.
+	path := filepath.Join(o.Work, lockName)
+	lock, err := lockfile.Take(path)
+	if errors.Is(err, lockfile.ErrHeld) {
+		return nil, fmt.Errorf("worker.work: %s is in use by another foreman worker (%s holds %s); stop it, or give this one its own worker.work",
+			o.Work, lockfile.Holder(path), path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worker.work: %w", err)
+	}
 	w := &Worker{o: o, log: o.Logger, start: time.Now(), inHand: map[string]*inHand{}, builds: map[string]*mirror{},
-		boxes: map[string]*sandbox.Sandbox{}}
+		boxes: map[string]*sandbox.Sandbox{}, lock: lock}
 	w.labels = slices.Clone(o.Labels)
 	if !o.Unconfined {
 		w.labels = append(w.labels, workq.Sandboxed)
@@ -124,6 +139,16 @@ func New(o Options) (*Worker, error) {
 	slices.Sort(w.labels)
 	return w, nil
 }
+
+// lockName is the worker's lock in worker.work.
+const lockName = "foreman-worker.lock"
+
+// Connect gives the worker its JetStream, when New was not given one
+// (worker.work is taken before anything connects).
+func (w *Worker) Connect(js jetstream.JetStream) { w.o.JS = js }
+
+// Close lets worker.work go, for another worker once this one has stopped.
+func (w *Worker) Close() error { return w.lock.Close() }
 
 // Labels are what the worker offers, Sandboxed included when it confines
 // its checks.

@@ -77,6 +77,9 @@ func hostProcess(path string) int {
 		if mark := os.Getenv("FOREMAN_HOST_TEST_STALL_LANDING"); mark != "" {
 			s.Options.Jobs = stallOnce{inner: s.Options.Jobs, mark: mark}
 		}
+		if mark := os.Getenv("FOREMAN_HOST_TEST_HOLD_LANDING"); mark != "" {
+			s.Options.Jobs = stallOnce{inner: s.Options.Jobs, mark: mark, report: true}
+		}
 		err = s.Serve(ctx, c, log, os.Stderr)
 	}
 	if err != nil {
@@ -88,10 +91,13 @@ func hostProcess(path string) int {
 
 // stallOnce lands for real, then, the first time of all (the file mark
 // made says it happened), never reports it: the host is to be killed
-// between the compare-and-swap and MERGED.
+// between the compare-and-swap and MERGED. With report, it holds the
+// landing until the host stops, then reports it: the host is stopping,
+// and records it without saying MERGED.
 type stallOnce struct {
-	inner Jobs
-	mark  string
+	inner  Jobs
+	mark   string
+	report bool
 }
 
 func (s stallOnce) Run(ctx context.Context, j host.Job) host.Outcome {
@@ -101,6 +107,9 @@ func (s stallOnce) Run(ctx context.Context, j host.Job) host.Outcome {
 			fmt.Fprintln(f, o.Commit)
 			f.Close()
 			<-ctx.Done()
+			if s.report {
+				return o
+			}
 			return host.Outcome{Run: j.Run, Result: host.Cancelled}
 		}
 	}
@@ -183,6 +192,7 @@ type world struct {
 	news   chan struct{}
 
 	stopHost func()
+	byHand   []string           // commits the test pushed straight to main
 	nats     *natstest.Server   // with workers: the cluster's NATS
 	op       *natstest.Operator // with standbys: the cluster's NATS, in operator mode
 }
@@ -228,6 +238,14 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		w.peers[name] = w.room.Join(t, name)
 	}
 	go w.collect()
+	// Every host test ends with foreman verify on its repository, once
+	// the host and everything else the test started have stopped
+	// (cleanups run last registered first).
+	t.Cleanup(func() {
+		if !t.Failed() {
+			w.verified()
+		}
+	})
 	fid, err := agentchat.NewIdentity("foreman")
 	require.NoError(t, err)
 	require.NoError(t, fid.Save(filepath.Join(dir, "foreman.json")))
@@ -472,6 +490,11 @@ func (w *world) commit(branch, parent string, files map[string]string) string {
 	if branch != "" {
 		old, _ := w.repo.RevParse(bg, "refs/heads/"+branch)
 		require.NoError(w.t, w.repo.UpdateRef(bg, "refs/heads/"+branch, oid, old, "push"))
+	}
+	if branch == "main" {
+		w.mu.Lock()
+		w.byHand = append(w.byHand, oid) // not landed by foreman: verify must say so
+		w.mu.Unlock()
 	}
 	return oid
 }

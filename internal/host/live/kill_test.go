@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -106,29 +107,43 @@ func (s stallAfterLanding) Run(ctx context.Context, j host.Job) host.Outcome {
 
 // Item 7: the host dies after main moved and before MERGED was said (its
 // ledger never heard of the landing). On restart it finds db on main
-// already and says MERGED, landing nothing again.
+// already and says MERGED, landing nothing again. With host.prune on, the
+// landing deleted the builder's branch too: "already landed" is decided
+// first, from main's history, so the gone branch is not blamed on the
+// builder (hole 3 of "Only approved, tested trees land").
 func TestDiedAfterLandingBeforeMerged(t *testing.T) {
-	w := newWorld(t, worldOptions{})
-	landed := make(chan struct{})
-	w.startHostWith(func(j Jobs) Jobs { return stallAfterLanding{inner: j, landed: landed} })
-	w.claim("b1", "db")
-	w.commit("b1/db", "main", map[string]string{"db": "db"})
-	w.say("b1", "READY db b1/db")
-	w.expect(w.host, "CI db PASS ")
-	w.say("aud", "AUDIT db PASS")
-	select {
-	case <-landed:
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("db never landed; the room said:\n%s", w.dump())
-	}
-	main := w.tip("main")
-	w.stopHost()
-	assert.Empty(t, w.said(w.host, "MERGED"))
+	for _, prune := range []bool{false, true} {
+		t.Run(fmt.Sprintf("prune=%v", prune), func(t *testing.T) {
+			w := newWorld(t, worldOptions{})
+			landed := make(chan struct{})
+			pruning := func(o *Options) { o.Core.Prune = prune }
+			w.startHostWith(func(j Jobs) Jobs { return stallAfterLanding{inner: j, landed: landed} }, pruning)
+			w.claim("b1", "db")
+			w.commit("b1/db", "main", map[string]string{"db": "db"})
+			w.say("b1", "READY db b1/db")
+			w.expect(w.host, "CI db PASS ")
+			w.say("aud", "AUDIT db PASS")
+			select {
+			case <-landed:
+			case <-time.After(3 * time.Minute):
+				t.Fatalf("db never landed; the room said:\n%s", w.dump())
+			}
+			main := w.tip("main")
+			w.stopHost()
+			assert.Empty(t, w.said(w.host, "MERGED"))
+			if prune {
+				gone, err := w.repo.RevParse(bg, "refs/heads/b1/db")
+				require.NoError(t, err)
+				require.Empty(t, gone, "pruned with the landing")
+			}
 
-	w.startHost()
-	l := w.expect(w.host, "queue: db ")
-	assert.Equal(t, "queue: db was already on main at "+main+"; receipt: git notes --ref foreman show "+main[:12], l)
-	w.expect(w.host, "MERGED db")
-	w.expect(w.foreman, "OK MERGED db")
-	assert.Equal(t, main, w.tip("main"), "nothing landed twice")
+			w.startHostWith(nil, pruning)
+			l := w.expect(w.host, "queue: db ")
+			assert.Equal(t, "queue: db was already on main at "+main+"; receipt: git notes --ref foreman show "+main[:12], l)
+			w.expect(w.host, "MERGED db")
+			w.expect(w.foreman, "OK MERGED db")
+			assert.Equal(t, main, w.tip("main"), "nothing landed twice")
+			assert.Empty(t, w.said(w.host, "CI db FAIL"), "nothing blamed on the builder")
+		})
+	}
 }

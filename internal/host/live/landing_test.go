@@ -3,6 +3,7 @@ package live
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/host"
+	"github.com/agentforeman/foreman/internal/host/ledger"
+	"github.com/agentforeman/foreman/internal/verify"
 )
 
 // checkedTrees are the trees of every commit a passing check recorded.
@@ -132,4 +136,81 @@ func TestNoLandingWithoutTheMergerRole(t *testing.T) {
 	require.NoError(t, os.WriteFile(w.cfgPath, []byte(cfg), 0o644))
 	w.expect(w.host, "MERGED db")
 	assert.Equal(t, "db.txt\n", w.git("ls-tree", "--name-only", "main"))
+}
+
+// verified ends every host test (newWorld makes it the last cleanup):
+// foreman verify on the world's repository from the host's first landing
+// (its ledger's word; in a cluster, where verify does not read the
+// ledger's stream, the first landing's parent as main's reflog has it):
+// every commit on main was landed by foreman with a receipt that holds
+// (approved, its tree passed, once), but those the test pushed straight to
+// main, which verify must name as not landed by foreman.
+func (w *world) verified() verify.Report {
+	w.t.Helper()
+	c, err := config.Load(w.cfgPath, nil, nil)
+	require.NoError(w.t, err)
+	ups, err := w.repo.Reflog(bg, "refs/heads/main")
+	require.NoError(w.t, err)
+	first := ""
+	for _, u := range ups {
+		if strings.HasPrefix(u.Reason, "foreman host: land ") {
+			first = strings.TrimSpace(w.git("rev-parse", u.Commit+"^1"))
+		}
+	}
+	if first == "" {
+		if !c.Cluster.Enabled() {
+			st, err := ledger.Read(c.Host.Ledger)
+			if err == nil {
+				assert.Empty(w.t, st.First, "the ledger records a landing main's reflog does not have")
+			}
+		}
+		return verify.Report{}
+	}
+	since := ""
+	if c.Cluster.Enabled() {
+		since = first
+	}
+	o, err := verify.Configure(bg, c, nil, since)
+	require.NoError(w.t, err)
+	assert.Equal(w.t, first, o.Since, "the ledger's first landing was made on what main's reflog says")
+	rep, err := verify.Run(bg, o)
+	require.NoError(w.t, err)
+	w.mu.Lock()
+	byHand := slices.Clone(w.byHand)
+	w.mu.Unlock()
+	for _, row := range rep.Rows {
+		want := verify.Landed
+		if slices.Contains(byHand, row.Commit) {
+			want = verify.ByHand
+		}
+		assert.Equal(w.t, want, row.Verdict, "%s %q: %s\n%s", row.Commit[:12], row.Subject, row.Why, rep.Table())
+	}
+	assert.Positive(w.t, rep.Landed)
+	return rep
+}
+
+// Hole 5 of "Only approved, tested trees land": main is moved by hand (a
+// fix to what the checks run) after the host last knew it. db's branch
+// was made on the old main; its check before review, on main as it is,
+// passed. After AUDIT PASS its car must not be formed on the main the host
+// last knew (where db's branch alone is the old, failing tree, and db's
+// builder would be charged for the target's old fault): the car finds main
+// moved before it checks anything, the room is told, and the train is made
+// again on main as it is, where db lands.
+func TestATargetMovedByHandIsNoticedBeforeACarIsChecked(t *testing.T) {
+	w := newWorld(t, worldOptions{})
+	w.commit("main", "main", map[string]string{"check.txt": "BUG: the check itself is broken\n"})
+	w.startHost()
+	w.expect(w.host, "STATUS") // in the room: it read where main was first
+	w.claim("b1", "db")
+	w.commit("b1/db", "main", map[string]string{"db": "db\n"}) // on main as it was
+	fixed := w.commit("main", "main", map[string]string{"check.txt": "the check, fixed\n"})
+	w.say("b1", "READY db b1/db")
+	w.expect(w.host, "CI db PASS ")
+	w.expect(w.foreman, "REVIEW db")
+	w.say("aud", "AUDIT db PASS")
+	w.expect(w.host, "MERGED db")
+	assert.Contains(t, w.said(w.host, "queue: main moved outside the queue"), "queue: main moved outside the queue (to "+fixed[:12]+"); the train is checked again on it")
+	assert.Empty(t, w.said(w.host, "CI db FAIL"), "db's builder is not charged for main's own fault")
+	assert.Equal(t, fixed, strings.TrimSpace(w.git("rev-parse", "main^1")), "landed on main as it is")
 }

@@ -536,3 +536,45 @@ func TestHostRidesOutANATSRestart(t *testing.T) {
 		t.Logf("down at %s; the host said:\n%s\nh1:\n%s\nh2:\n%s", down.Format("15:04:05.000"), strings.Join(w.hostLines(), "\n"), h1.log(), h2.log())
 	}
 }
+
+// Hole 2 of "Only approved, tested trees land": SIGTERM reaches the
+// leading host while it lands db; the landing is recorded (the pass of db
+// with it) and MERGED is never said, for the host is stopping. The builder
+// pushes to its branch after the approval. The standby leads, learns from
+// foreman that db is approved, and must not check and land what the
+// branch holds now, which nobody reviewed: its records hold the approved
+// commit, which it finds on main, and it says MERGED.
+func TestAHandOverAfterALandingLandsNothingUnreviewed(t *testing.T) {
+	w := newClusterWorld(t, worldOptions{components: []string{"db"}}, 30*time.Second)
+	held := filepath.Join(w.dir, "held")
+	h1, h2 := w.clusterHost("h1", "FOREMAN_HOST_TEST_HOLD_LANDING="+held), w.clusterHost("h2")
+	h1.start()
+	require.Equal(t, "h1", w.leader("", time.Time{}))
+	h2.start()
+	h2.standingBy()
+	w.claim("b1", "db")
+	w.commit("b1/db", "main", map[string]string{"db": "db\n"})
+	w.say("b1", "READY db b1/db")
+	w.expect(w.host, "CI db PASS ")
+	w.expect(w.foreman, "REVIEW db")
+	w.say("aud", "AUDIT db PASS")
+	require.Eventually(t, func() bool { _, err := os.Stat(held); return err == nil }, 2*time.Minute, 5*time.Millisecond,
+		"db never landed; the room said:\n%s", w.dump())
+	landed := w.tip("main")
+	unreviewed := w.commit("b1/db", "b1/db", map[string]string{"db": "db, and what nobody reviewed\n"})
+
+	h1.signal(syscall.SIGTERM)
+	stopped := time.Now()
+	code, ok := h1.exited()
+	require.True(t, ok, "h1 did not stop on SIGTERM:\n%s", h1.log())
+	assert.Zero(t, code, h1.log())
+	assert.Empty(t, w.said(w.host, "MERGED db"), "a stopping host says nothing")
+	require.Equal(t, "h2", w.leader("h1", stopped))
+	w.expect(w.host, "MERGED db")
+	w.expect(w.foreman, "OK MERGED db")
+	assert.Equal(t, landed, w.tip("main"), "nothing landed again")
+	assert.Equal(t, "db\n", w.git("show", "main:db"), "what was approved, not what was pushed after")
+	_, err := w.repo.Git(bg, "merge-base", "--is-ancestor", unreviewed, "main")
+	assert.Error(t, err, "the commit pushed after the approval is not on main")
+	w.verdictsOnce()
+}

@@ -133,25 +133,29 @@ func workerMain(ctx context.Context, c *config.Config, log zerolog.Logger, out i
 			return fmt.Errorf("host.sandbox: %w", err)
 		}
 	}
-	nc, js, err := connect(c, cluster.RoleWorker, log)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
 	id := c.Cluster.ID
 	if id == "" {
 		id = cluster.DefaultID()
 	}
-	o := worker.Options{JS: js, ID: id, Labels: c.Worker.Labels, Parallel: c.Worker.Parallel, Work: c.Worker.Work,
+	o := worker.Options{ID: id, Labels: c.Worker.Labels, Parallel: c.Worker.Parallel, Work: c.Worker.Work,
 		Sandbox: WorkerSandbox(c), Unconfined: c.Host.Unconfined, Lease: c.Cluster.Lease,
 		Logger: log.With().Str("part", "worker").Logger()}
 	for _, f := range change {
 		f(&o)
 	}
+	// worker.work is taken first: a second worker on it is refused before
+	// it connects anywhere.
 	w, err := worker.New(o)
 	if err != nil {
 		return err
 	}
+	defer w.Close()
+	nc, js, err := connect(c, cluster.RoleWorker, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	w.Connect(js)
 	confined := "checks sandboxed (host.sandbox_*)"
 	if c.Host.Unconfined {
 		confined = "CHECKS RUN UNCONFINED (host.sandbox: off): only jobs of hosts that run theirs unconfined come here"

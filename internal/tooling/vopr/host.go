@@ -130,12 +130,17 @@ type host struct {
 	said   map[string]bool // OVERLAP c d files, once per pair and files
 	count  map[string]int  // departures heard, per component
 	left   map[string]*departure
+	// aborting is a builder's ABORT foreman has not shown it took yet: a
+	// departure once foreman's TASKS or hard-blocker ESCALATE of the
+	// component (or an ACK naming it) says so, nothing once foreman
+	// refuses the builder's line.
+	aborting map[string]*departure
 }
 
 func newHost() *host {
 	return &host{owner: map[string]string{}, flying: map[string]bool{}, merged: map[string]bool{},
 		branch: map[string]string{}, namer: map[string]string{}, tip: map[string]string{}, said: map[string]bool{}, pins: map[string][]pinned{},
-		count: map[string]int{}, left: map[string]*departure{}}
+		count: map[string]int{}, left: map[string]*departure{}, aborting: map[string]*departure{}}
 }
 
 func (h *host) start(a *agent) {}
@@ -168,9 +173,25 @@ func (h *host) line(a *agent, from, line string) {
 			h.named(a, cmd.Component, from, cmd.PR)
 		}
 	case protocol.Abort:
-		h.leave(a, cmd.Component, from, "ABORT", false)
-		h.flying[cmd.Component] = false
+		// Foreman may refuse it (it no longer owns c, though the host has
+		// not heard that yet): a departure only once foreman took it.
+		h.aborting[cmd.Component] = &departure{from: from, why: "ABORT", at: a.heardAt}
 	}
+}
+
+// aborted: foreman took c's pending ABORT (its TASKS or ESCALATE of c
+// says so, or an ACK naming it): the departure, at the time of the line.
+func (h *host) aborted(a *agent, c string) {
+	d := h.aborting[c]
+	if d == nil {
+		return
+	}
+	delete(h.aborting, c)
+	if h.owner[c] != d.from {
+		return
+	}
+	h.depart(a, c, d.from, "ABORT", d.at, false)
+	h.flying[c] = false
 }
 
 // named is a branch named for c by its builder: when it moved, look for
@@ -214,6 +235,12 @@ func (h *host) named(a *agent, c, by, branch string) {
 // the message carries. One heard only as a line said again after a
 // restart cannot be timed: it is counted, never pinned.
 func (h *host) leave(a *agent, c, from, why string, again bool) {
+	h.depart(a, c, from, why, a.heardAt, again)
+}
+
+// depart is a departure of from from c at the room's time at.
+func (h *host) depart(a *agent, c, from, why string, at time.Time, again bool) {
+	delete(h.aborting, c)
 	if from == "" {
 		return
 	}
@@ -223,7 +250,7 @@ func (h *host) leave(a *agent, c, from, why string, again bool) {
 		delete(h.left, c)
 		return
 	}
-	d := &departure{n: h.count[c], from: from, why: why, at: a.heardAt}
+	d := &departure{n: h.count[c], from: from, why: why, at: at}
 	if h.namer[c] == from {
 		d.named = h.branch[c]
 	}
@@ -233,7 +260,9 @@ func (h *host) leave(a *agent, c, from, why string, again bool) {
 func (h *host) reply(a *agent, r reply) {
 	switch r.verb {
 	case protocol.ReplyReject:
-		if d := h.left[r.c]; d != nil && d.from == r.agent && d.unanswered > 0 {
+		if d := h.aborting[r.c]; d != nil && d.from == r.agent {
+			delete(h.aborting, r.c) // refused: not a departure
+		} else if d := h.left[r.c]; d != nil && d.from == r.agent && d.unanswered > 0 {
 			d.unanswered--
 		}
 	case protocol.ReplyAck:
@@ -248,6 +277,9 @@ func (h *host) reply(a *agent, r reply) {
 	case protocol.ReplyMerged:
 		h.done(r.c)
 	case protocol.ReplyEscalate:
+		if r.c != protocol.BuildSubject && protocol.Escalation(r.code) == protocol.HardBlocker {
+			h.aborted(a, r.c) // only an ABORT holds c as a hard blocker
+		}
 		if r.c != protocol.BuildSubject && protocol.Escalation(r.code).Holds() {
 			h.flying[r.c] = false
 		}
@@ -267,6 +299,7 @@ func (h *host) reply(a *agent, r reply) {
 		}
 	case protocol.ReplyTasks:
 		for _, c := range r.list {
+			h.aborted(a, c)
 			h.flying[c], h.owner[c] = false, ""
 		}
 	}
@@ -282,6 +315,11 @@ func (h *host) done(c string) {
 // is pinned and the new builder told.
 func (h *host) acked(a *agent, r reply) {
 	c := r.c
+	if d := h.aborting[c]; d != nil {
+		if hand, ok := protocol.ReadHandover(r.rest); ok && hand.Why == "ABORT" && hand.From == d.from {
+			h.aborted(a, c) // the ACK names it: foreman took it, and the TASKS was missed
+		}
+	}
 	if prev := h.owner[c]; prev != "" && prev != r.agent {
 		h.leave(a, c, prev, "ASSIGN", a.heardAgain) // an ASSIGN whose OK it missed
 	}

@@ -129,6 +129,7 @@ var regressions = []struct {
 	{11926, invTwice, "a reload out of the room waits for the join (TestReloadOutOfTheRoomWaitsForTheJoin)"},
 	{24944, invLiveTimeout, "the alive mark is the room's latest timestamp, not an estimate of its clock (TestAliveMarkIsTheRoomsLatestWord)"},
 	{27756, invTwice, "may repeat unless the history reaches back to the echo the log held when the reply was produced (TestResentUnlessTheHistoryReachesBackToTheEchoBeforeTheReply)"},
+	{900374, invHandoff, "a builder's ABORT is a departure once foreman takes it (TASKS, a hard-blocker ESCALATE, an ACK naming it), none once it refuses it: an ACK decided before the departure and heard after it had made the host take a refused ABORT for the departure (TestAnAbortIsADepartureOnceForemanTakesIt)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
