@@ -38,11 +38,17 @@ bench:
 	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' $(call benchtime) -benchmem -cpu 1 ./coordinator
 
 # foreman host on a repository of 10,000 files and 1,000 commits: its work
-# per READY, the queue's throughput, a fresh worktree (a few minutes); then
-# the sandbox's cost per check command (a no-op, unconfined and confined).
+# per READY, the queue's throughput, a fresh worktree (a few minutes); what
+# a landing's receipt costs; foreman verify over VERIFY_LANDINGS landed
+# commits; then the sandbox's cost per check command (a no-op, unconfined
+# and confined).
+VERIFY_LANDINGS ?= 1000
+export VERIFY_LANDINGS
 .PHONY: bench-host
 bench-host:
 	$(GO) test -run '^$$' -bench 'ReadyToVerdict|QueueThroughput' $(call benchtime,-benchtime 20x) ./internal/host/gitjob
+	$(GO) test -run '^$$' -bench 'LandingReceipt' $(call benchtime,-benchtime 100x) -count 3 ./internal/host/gitjob
+	$(GO) test -run '^$$' -bench 'Verify' $(call benchtime,-benchtime 5x) ./internal/verify
 	$(GO) test -run '^$$' -bench 'FreshWorktree' $(call benchtime,-benchtime 3x) ./internal/host/gitjob
 	$(GO) test -run '^$$' -bench 'OverlapScan' $(call benchtime,-benchtime 10x) ./internal/host/gitjob
 	$(GO) test -run '^$$' -bench 'SandboxNoop' $(call benchtime,-benchtime 200x) ./internal/host/sandbox
@@ -164,7 +170,7 @@ ci-small:
 	$(MAKE) demo-git
 	$(MAKE) demo-real
 	$(MAKE) bench BENCHTIME=1x
-	$(MAKE) bench-host BENCHTIME=1x
+	$(MAKE) bench-host BENCHTIME=1x VERIFY_LANDINGS=50
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2
 	$(MAKE) bench-workers WORKER_RUNS=4:300ms:2:2:kill
 	$(MAKE) fuzz FUZZTIME=5s

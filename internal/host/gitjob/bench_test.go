@@ -15,8 +15,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host"
+	"github.com/agentforeman/foreman/internal/host/receipt"
 )
 
 // benchDir holds what the benchmarks share (TestMain removes it): a
@@ -270,6 +272,48 @@ func BenchmarkOverlapScan(b *testing.B) {
 				overlaps = len(o.Overlaps)
 			}
 			b.ReportMetric(float64(overlaps), "overlaps")
+		})
+	}
+}
+
+// BenchmarkLandingReceipt is what a landing's receipt costs (docs/
+// PERFORMANCE.md: at most 5 ms): a landing on the repository of 10,000
+// files, without a receipt and with one (signed, kept as the landed
+// commit's note in refs/notes/foreman and beside the logs), each made on
+// main as it is.
+func BenchmarkLandingReceipt(b *testing.B) {
+	repo := sharedRepo(b)
+	key := agentchat.IdentityFromSeed("host", [32]byte{5})
+	for _, with := range []bool{false, true} {
+		b.Run(fmt.Sprintf("receipt=%v", with), func(b *testing.B) {
+			r := benchRunner(b, repo, 1)
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				name := fmt.Sprintf("land%d", branches.Add(1))
+				base, err := repo.RevParse(ctx, "refs/heads/main")
+				require.NoError(b, err)
+				tip := branchOff(b, repo, name, 0)
+				tree, err := repo.TreeOf(ctx, tip)
+				require.NoError(b, err)
+				commit, err := repo.CommitMerge(ctx, tree, "Merge "+name+"\n", base, tip)
+				require.NoError(b, err)
+				j := host.Job{Run: int(branches.Load()), Kind: host.Land, Component: name, Ref: name, Owner: "@b",
+					Base: base, Tip: tip, Commit: commit, Tree: tree}
+				b.StartTimer()
+				if with {
+					st := receipt.New(receipt.Landing{Host: key.AgentID(), Target: "refs/heads/main", Component: name, Builder: "@b", Ref: name,
+						Approved: receipt.Approval{Tip: tip, Auditors: []string{"@aud"}, Round: 1}, LandedOn: base, Commit: commit, Tree: tree,
+						Checks: receipt.Checks{Run: j.Run, Kind: "check", Commit: commit, Tree: tree,
+							Commands: []receipt.Command{{Command: "true", Result: "passed"}}, RanOn: []string{"host"}, Sandbox: "off"}})
+					j.Receipt, err = receipt.Sign(st, key)
+					require.NoError(b, err)
+				}
+				o := r.Run(ctx, j)
+				if o.Result != host.Landed || o.Noted != with {
+					b.Fatalf("%+v", o)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/landing")
 		})
 	}
 }

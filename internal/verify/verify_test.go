@@ -1,0 +1,258 @@
+package verify
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/host/receipt"
+)
+
+var ctx = context.Background()
+
+// target is a repository whose main a host lands on, with receipts, as
+// foreman host makes them: each landing a merge of an approved commit onto
+// main, whose tree passed, noted with its signed receipt.
+type target struct {
+	t     testing.TB
+	repo  *gitrepo.Repo
+	key   *agentchat.Identity
+	start string // main before the first landing
+	n     int
+}
+
+func newTarget(t testing.TB) *target {
+	t.Helper()
+	repo, err := gitrepo.Init(ctx, filepath.Join(t.TempDir(), "repo.git"), "main", true)
+	require.NoError(t, err)
+	start, err := repo.RevParse(ctx, "refs/heads/main")
+	require.NoError(t, err)
+	return &target{t: t, repo: repo, key: agentchat.IdentityFromSeed("host", [32]byte{1}), start: start}
+}
+
+func (g *target) main() string {
+	g.t.Helper()
+	oid, err := g.repo.RevParse(ctx, "refs/heads/main")
+	require.NoError(g.t, err)
+	return oid
+}
+
+// approved is a builder's commit on main, as approved.
+func (g *target) approved(c string) string {
+	g.t.Helper()
+	g.n++
+	tip, err := g.repo.CommitFiles(ctx, g.main(), map[string]string{c + ".txt": strconv.Itoa(g.n)}, c+": the work",
+		gitrepo.Author{Name: "b1", Email: "b1@example.com"})
+	require.NoError(g.t, err)
+	return tip
+}
+
+// land lands c's approved commit tip on main, signed by key, with a
+// receipt that edit may change before it is signed.
+func (g *target) land(c, tip string, key *agentchat.Identity, edit func(*receipt.Landing)) string {
+	g.t.Helper()
+	base := g.main()
+	tree, err := g.repo.TreeOf(ctx, tip)
+	require.NoError(g.t, err)
+	merge, err := g.repo.CommitMerge(ctx, tree, "Merge b1/"+c+" ("+c+") into main\n", base, tip)
+	require.NoError(g.t, err)
+	l := receipt.Landing{Host: key.AgentID(), Target: "refs/heads/main", Component: c, Builder: "@b1", Ref: "b1/" + c,
+		Approved: receipt.Approval{Tip: tip, Auditors: []string{"@aud"}, Round: 1}, LandedOn: base, Commit: merge, Tree: tree,
+		Checks: receipt.Checks{Run: g.n, Kind: "check", Commit: merge, Tree: tree, Commands: []receipt.Command{{Command: "make test", Result: "passed"}},
+			Tries: []receipt.Log{{Name: c + ".log", Digest: receipt.Digest([]byte("ok"))}}, RanOn: []string{"host"}, Sandbox: "off"},
+		At: time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)}
+	if edit != nil {
+		edit(&l)
+	}
+	note, err := receipt.Sign(receipt.New(l), key)
+	require.NoError(g.t, err)
+	require.NoError(g.t, g.repo.AddNote(ctx, receipt.NotesRef, merge, note))
+	require.NoError(g.t, g.repo.UpdateRef(ctx, "refs/heads/main", merge, base, "foreman host: land "+c))
+	return merge
+}
+
+// byHand pushes a commit straight to main.
+func (g *target) byHand(msg string) string {
+	g.t.Helper()
+	base := g.main()
+	oid, err := g.repo.CommitFiles(ctx, base, map[string]string{"hand.txt": msg}, msg, gitrepo.Author{Name: "olga", Email: "olga@example.com"})
+	require.NoError(g.t, err)
+	require.NoError(g.t, g.repo.UpdateRef(ctx, "refs/heads/main", oid, base, "push"))
+	return oid
+}
+
+func (g *target) verify(trusted ...*agentchat.Identity) Report {
+	g.t.Helper()
+	var keys []receipt.Key
+	for _, id := range trusted {
+		k, err := receipt.KeyOf(id.PublicPEM())
+		require.NoError(g.t, err)
+		keys = append(keys, k)
+	}
+	rep, err := Run(ctx, Options{Repo: g.repo, Target: "main", Trusted: keys, Since: g.start})
+	require.NoError(g.t, err)
+	return rep
+}
+
+func verdicts(r Report) map[string]string {
+	m := map[string]string{}
+	for _, row := range r.Rows {
+		m[row.Commit] = row.Verdict + ": " + row.Why
+	}
+	return m
+}
+
+func TestEveryLandingWithAReceiptThatHolds(t *testing.T) {
+	g := newTarget(t)
+	a := g.land("a", g.approved("a"), g.key, nil)
+	b := g.land("b", g.approved("b"), g.key, nil)
+	rep := g.verify(g.key)
+	assert.True(t, rep.OK(), rep.Table())
+	assert.Equal(t, []string{b, a}, []string{rep.Rows[0].Commit, rep.Rows[1].Commit}, "newest first")
+	assert.Equal(t, 2, rep.Landed)
+	assert.Equal(t, "a", rep.Rows[1].Component)
+	assert.Equal(t, "@aud", rep.Rows[1].Auditors)
+	assert.Contains(t, rep.Table(), "main at "+b[:12]+" since "+g.start[:12]+": 2 commits, 2 landed by foreman, 0 not landed by foreman, 0 receipts refused")
+}
+
+// What verify must catch, each named with its commit and why.
+func TestWhatIsNotAccountedFor(t *testing.T) {
+	g := newTarget(t)
+	stranger := agentchat.IdentityFromSeed("stranger", [32]byte{9})
+	good := g.land("a", g.approved("a"), g.key, nil)
+	hand := g.byHand("a fix straight to main")
+	untrusted := g.land("b", g.approved("b"), stranger, nil)
+	wrongTree := g.land("c", g.approved("c"), g.key, func(l *receipt.Landing) { l.Checks.Tree = strings.Repeat("e", 40) })
+	failed := g.land("d", g.approved("d"), g.key, func(l *receipt.Landing) { l.Checks.Commands[0].Result = "failed" })
+	notApproved := g.land("e", g.approved("e"), g.key, func(l *receipt.Landing) { l.Approved.Tip = strings.Repeat("a", 40) })
+	elsewhere := g.land("f", g.approved("f"), g.key, func(l *receipt.Landing) { l.LandedOn = hand })
+	twice := g.approved("g")
+	first := g.land("g", twice, g.key, nil)
+	again := g.land("g", twice, g.key, nil)
+
+	rep := g.verify(g.key)
+	assert.False(t, rep.OK())
+	v := verdicts(rep)
+	assert.Equal(t, "landed: ", v[good])
+	assert.Equal(t, "by-hand: no receipt: not landed by foreman (pushed by olga <olga@example.com>)", v[hand])
+	assert.Contains(t, v[untrusted], "refused: its receipt: signed by "+stranger.AgentID()+", which is not a trusted key")
+	assert.Contains(t, v[wrongTree], "refused: the checks its receipt names passed on tree eeeeeeeeeeee")
+	assert.Equal(t, "refused: not every check its receipt names passed", v[failed])
+	assert.Contains(t, v[notApproved], "refused: it does not merge aaaaaaaaaaaa, the commit its receipt says was approved")
+	assert.Contains(t, v[elsewhere], "refused: its receipt says it landed on "+hand[:12])
+	assert.Equal(t, "landed: ", v[first])
+	assert.Contains(t, v[again], "refused: it lands "+twice[:12]+" (g), which "+first[:12]+" landed before: an approval lands once")
+	assert.Equal(t, 1, rep.ByHand)
+	assert.Equal(t, 6, rep.Bad)
+}
+
+// A receipt edited by hand, one deleted, one copied onto another commit.
+func TestNotesChangedByHand(t *testing.T) {
+	g := newTarget(t)
+	a := g.land("a", g.approved("a"), g.key, nil)
+	b := g.land("b", g.approved("b"), g.key, nil)
+	c := g.land("c", g.approved("c"), g.key, nil)
+
+	// a: its payload changed (the auditor's name), its signature kept.
+	note, err := g.repo.Note(ctx, receipt.NotesRef, a)
+	require.NoError(t, err)
+	var env receipt.Envelope
+	require.NoError(t, json.Unmarshal(note, &env))
+	body, err := base64.StdEncoding.DecodeString(env.Payload)
+	require.NoError(t, err)
+	env.Payload = base64.StdEncoding.EncodeToString([]byte(strings.Replace(string(body), `"@aud"`, `"@someone-else"`, 1)))
+	edited, err := json.Marshal(env)
+	require.NoError(t, err)
+	require.NoError(t, g.repo.AddNote(ctx, receipt.NotesRef, a, edited))
+	// b: deleted.
+	_, err = g.repo.Git(ctx, "notes", "--ref", receipt.NotesRef, "remove", b)
+	require.NoError(t, err)
+	// c: b's... a's receipt put on c.
+	require.NoError(t, g.repo.AddNote(ctx, receipt.NotesRef, c, edited))
+
+	v := verdicts(g.verify(g.key))
+	assert.Contains(t, v[a], "refused: its receipt: its signature by "+g.key.AgentID()+" does not verify: the receipt was changed after it was signed")
+	assert.Equal(t, "by-hand: no receipt, though its message reads as foreman host's landing: its note was deleted, or never written", v[b])
+	assert.Contains(t, v[c], "refused: its receipt: its signature")
+	require.NoError(t, g.repo.AddNote(ctx, receipt.NotesRef, c, note))
+	assert.Contains(t, verdicts(g.verify(g.key))[c], "refused: its receipt is about "+a[:12]+", not this commit")
+}
+
+// The host's key rotated: receipts the old key signed are refused unless
+// the old public key is given (--trust), and then they verify.
+func TestARotatedKey(t *testing.T) {
+	g := newTarget(t)
+	old := g.key
+	g.land("a", g.approved("a"), old, nil)
+	g.key = agentchat.IdentityFromSeed("host", [32]byte{2})
+	g.land("b", g.approved("b"), g.key, nil)
+	rep := g.verify(g.key)
+	assert.Equal(t, 1, rep.Bad, rep.Table())
+	rep = g.verify(g.key, old)
+	assert.True(t, rep.OK(), rep.Table())
+}
+
+// --since defaults to the ledger's first landing: deleting the receipts of
+// early landings does not move where verify starts, and names them.
+func TestSinceIsTheLedgersNotTheNotes(t *testing.T) {
+	g := newTarget(t)
+	a := g.land("a", g.approved("a"), g.key, nil)
+	g.land("b", g.approved("b"), g.key, nil)
+	_, err := g.repo.Git(ctx, "notes", "--ref", receipt.NotesRef, "remove", a)
+	require.NoError(t, err)
+	rep := g.verify(g.key)
+	assert.Equal(t, 2, len(rep.Rows), "from where the first landing was made")
+	assert.Equal(t, 1, rep.ByHand)
+}
+
+// verify reads a trusted key from a PEM public key or an identity file,
+// and nothing else.
+func TestLoadKey(t *testing.T) {
+	dir := t.TempDir()
+	id := agentchat.IdentityFromSeed("host", [32]byte{3})
+	require.NoError(t, id.Save(filepath.Join(dir, "host.json")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "host.pub"), []byte(id.PublicPEM()), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "junk"), []byte("hello"), 0o644))
+	for _, name := range []string{"host.json", "host.pub"} {
+		k, err := receipt.LoadKey(filepath.Join(dir, name))
+		require.NoError(t, err, name)
+		assert.Equal(t, id.AgentID(), k.ID)
+	}
+	_, err := receipt.LoadKey(filepath.Join(dir, "junk"))
+	assert.ErrorContains(t, err, "neither a PEM public key nor an identity file")
+}
+
+// BenchmarkVerify is foreman verify over VERIFY_LANDINGS landed commits
+// [1,000] (docs/PERFORMANCE.md: at most 2 s).
+func BenchmarkVerify(b *testing.B) {
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("VERIFY_LANDINGS")); err == nil && v > 0 {
+		n = v
+	}
+	g := newTarget(b)
+	for i := range n {
+		c := fmt.Sprintf("c%04d", i)
+		g.land(c, g.approved(c), g.key, nil)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		rep := g.verify(g.key)
+		if !rep.OK() || rep.Landed != n {
+			b.Fatalf("%d landed of %d:\n%s", rep.Landed, n, rep.Table())
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/verify")
+	b.ReportMetric(float64(n), "commits")
+}
