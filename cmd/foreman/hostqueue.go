@@ -13,7 +13,8 @@ import (
 
 // writeHostQueue prints foreman host's queue under the board, when a host
 // with this configuration has written one (host.logs/queue.json): what
-// runs, what waits, the train, flaky checks, the last verdicts.
+// runs, what waits, the train, flaky checks, the last verdicts, and each
+// component it landed with where its receipt is.
 func writeHostQueue(w io.Writer, logs string, now time.Time) {
 	path := live.QueueFile(logs)
 	q, err := live.ReadQueue(path)
@@ -55,6 +56,15 @@ func writeHostQueue(w io.Writer, logs string, now time.Time) {
 		line := "  flaky checks (failed, then passed on the same tree):"
 		for _, c := range cmds {
 			line += fmt.Sprintf(" %s %d", c, q.Flaky[c])
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, l := range q.Landed {
+		line := fmt.Sprintf("  merged   %-16s at %s", l.Component, l.Commit[:min(12, len(l.Commit))])
+		if l.Receipt {
+			line += "  receipt: git notes --ref foreman show " + l.Commit[:min(12, len(l.Commit))]
+		} else {
+			line += "  no receipt of this host's (found on the target already)"
 		}
 		fmt.Fprintln(w, line)
 	}

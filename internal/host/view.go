@@ -19,7 +19,13 @@ type QueueView struct {
 	// Flaky counts, per check command, the checks that failed and then
 	// passed when run again on the same tree.
 	Flaky map[string]int `json:"flaky,omitempty"`
+	// Landed is what this host landed (or found landed) in its life, the
+	// last maxShownLanded, each with where its receipt is.
+	Landed []LandedView `json:"landed,omitempty"`
 }
+
+// maxShownLanded bounds the landings the queue view lists.
+const maxShownLanded = 200
 
 // TrainCar is one approved component in the train, in landing order.
 type TrainCar struct {
@@ -64,6 +70,9 @@ func (h *Core) Queue() QueueView {
 	v.Train = make([]TrainCar, 0, len(h.train))
 	for i := range h.train {
 		v.Train = append(v.Train, h.trainCar(i))
+	}
+	if n := len(h.lands); n > 0 {
+		v.Landed = append([]LandedView{}, h.lands[max(0, n-maxShownLanded):]...)
 	}
 	if len(h.flaky) > 0 {
 		v.Flaky = make(map[string]int, len(h.flaky))

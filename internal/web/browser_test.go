@@ -158,6 +158,17 @@ func (p *page) eval(js string) string {
 	return s
 }
 
+// evalAsync is eval of an expression whose value is a promise: its
+// settled value.
+func (p *page) evalAsync(js string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
+	require.NoError(p.t, err, js)
+	return s
+}
+
 // node is a JavaScript expression for a component's card.
 func node(name string) string {
 	return fmt.Sprintf("document.querySelector('#nodes li[data-name=%q]')", name)
@@ -329,6 +340,13 @@ func TestBrowserShowsTheBuild(t *testing.T) {
 	p.waitFor("the attention panel gone", `document.getElementById('attention').hidden`)
 	assert.Equal(t, "6 of 6", p.text("#merged"))
 	p.waitFor("COMPLETE in the room log", `[...document.querySelectorAll('#log li.said .text')].some(e => e.textContent === 'COMPLETE shop')`)
+	// A host that landed db: its MERGED line links to db's receipt.
+	receipt := "db-0123456789ab.receipt.json"
+	require.NoError(t, os.WriteFile(filepath.Join(lb.logs, receipt), []byte(`{"payloadType":"application/vnd.in-toto+json"}`+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(lb.logs, "queue.json"), []byte(`{"at":"2026-03-01T09:00:00Z","target":"main","max_parallel":1,
+		"landed":[{"c":"db","commit":"0123456789abcdef0123456789abcdef01234567","receipt":true,"file":"`+receipt+`","at":"2026-03-01T09:00:00Z"}]}`), 0o644))
+	p.waitFor("db's MERGED line linked to its receipt", `document.querySelector('#log li[data-merged="db"] a.receipt')?.getAttribute('href') === 'ci/logs/`+receipt+`'`)
+	assert.Equal(t, "200 application/json", p.evalAsync(`fetch('ci/logs/`+receipt+`').then(r => r.status + ' ' + r.headers.get('Content-Type'))`))
 	assert.Equal(t, "0", p.eval(`String(document.getElementById('log').scrollTop)`), "the log stayed where the reader left it")
 	p.waitFor("the way to the newest lines", `!document.getElementById('log-newest').hidden`)
 	p.screenshot("board-complete-scrolled-up.png")

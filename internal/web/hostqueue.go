@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // foreman host (docs/HOST.md) writes its queue and the logs of its checks
@@ -14,8 +15,10 @@ import (
 // URL the host's verdicts give.
 
 // logNameRE is a log file's name as the host makes it: the component's
-// name made a file name, a dash, the run, .log. Nothing else is served.
-var logNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.log$`)
+// name made a file name, a dash, the run, .log; or a landing's receipt,
+// the component's name, a dash, the landed commit, .receipt.json. Nothing
+// else is served.
+var logNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.(log|receipt\.json)$`)
 
 // serveCIQueue serves the host's queue.json; with none, a JSON object that
 // says why ({"absent": ...}), not an error: most boards have no host, and
@@ -53,6 +56,9 @@ func (s *Server) serveCILog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if strings.HasSuffix(name, ".receipt.json") {
+		w.Header().Set("Content-Type", "application/json")
+	}
 	w.Header().Set("Cache-Control", "no-cache")
 	http.ServeContent(w, r, name, fi.ModTime(), f)
 }

@@ -25,6 +25,7 @@ type liveBuild struct {
 	t      *testing.T
 	URL    string // the board
 	board  *Server
+	logs   string // host.logs as the board reads it: a test writes a host's queue there
 	agents map[string]*agent
 
 	mu   sync.Mutex
@@ -100,7 +101,8 @@ func startLiveBuild(t *testing.T, comps []coordinator.Component, names ...string
 	}
 	botID, err := agentchat.NewIdentity("foreman")
 	require.NoError(t, err)
-	lb.board = New(Options{Logger: zerolog.Nop()})
+	lb.logs = t.TempDir()
+	lb.board = New(Options{Logger: zerolog.Nop(), HostLogs: lb.logs})
 	b, err := bot.New(bot.Options{
 		Config: cfg, Identity: botID, Logger: zerolog.Nop(), ShutdownGrace: time.Second,
 		Observe: func(ev *coordinator.Event, said []coordinator.Reply) {

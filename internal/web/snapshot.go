@@ -292,7 +292,7 @@ func sameComponent(a, b *coordinator.ComponentView) bool {
 		a.Audits == b.Audits && a.CI == b.CI && a.Conflicts == b.Conflicts &&
 		slices.Equal(a.Waits, b.Waits) && a.Pushback == b.Pushback &&
 		slices.Equal(a.Barred, b.Barred) && slices.Equal(a.TimedOut, b.TimedOut) &&
-		a.Escalation == b.Escalation && a.Approved == b.Approved &&
+		a.Escalation == b.Escalation && a.Approved == b.Approved && a.ApprovedBy == b.ApprovedBy &&
 		a.BuiltBy == b.BuiltBy && a.Claimable == b.Claimable &&
 		a.Branch == b.Branch && slices.Equal(a.Overlaps, b.Overlaps)
 }

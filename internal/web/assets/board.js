@@ -541,6 +541,11 @@
     from.classList.add('who');
     li.append(t, from, el('span', 'text'));
     li.lastChild.append(...withIds(e.text));
+    const merged = /^MERGED (\S+)$/.exec(e.text);
+    if (merged) {
+      li.dataset.merged = merged[1]; // hostqueue.js links it to its receipt
+      if (window.foremanReceiptLink) window.foremanReceiptLink(li, merged[1]);
+    }
     return li;
   }
 

@@ -34,6 +34,26 @@
     return 'ci/logs/' + encodeURIComponent(name);
   }
 
+  // Each landing's receipt, by component: the room log's MERGED lines
+  // link to it (board.js marks them with data-merged).
+  const receipts = new Map();
+
+  function receiptLink(li, c) {
+    const file = receipts.get(c);
+    if (!file || li.querySelector('a.receipt')) return;
+    const a = document.createElement('a');
+    a.className = 'receipt';
+    a.href = 'ci/logs/' + encodeURIComponent(file);
+    a.textContent = ' receipt';
+    a.title = 'the landing receipt (its note in refs/notes/foreman); foreman verify checks it';
+    li.appendChild(a);
+  }
+  window.foremanReceiptLink = receiptLink;
+
+  function linkMerged() {
+    document.querySelectorAll('li[data-merged]').forEach(function (li) { receiptLink(li, li.dataset.merged); });
+  }
+
   function draw(q) {
     list.replaceChildren();
     (q.running || []).forEach(function (j) {
@@ -56,11 +76,18 @@
       list.appendChild(item('flaky (failed, then passed on the same tree): ' +
         flaky.map(function (k) { return k + ' ' + q.flaky[k]; }).join(', '), 'flaky'));
     }
+    (q.landed || []).forEach(function (l) { if (l.file) receipts.set(l.c, l.file); });
+    linkMerged();
     (q.recent || []).slice(-5).reverse().forEach(function (v) {
       let t = v.result + ': ' + v.kind + ' ' + v.c;
       if (v.commit) t += ' ' + v.commit.slice(0, 12);
       if (v.line) t += ' ' + v.line;
-      list.appendChild(item(t, v.result, logHref(v)));
+      const li = item(t, v.result, logHref(v));
+      if (v.receipt) {
+        li.dataset.merged = v.c;
+        receiptLink(li, v.c);
+      }
+      list.appendChild(li);
     });
     if (!list.children.length) list.appendChild(item('empty; max_parallel ' + q.max_parallel));
     box.hidden = false;
