@@ -154,6 +154,14 @@ func TestTheReadmesOneCommandPath(t *testing.T) {
 		p.stop(t)
 		assert.Equal(t, 0, p.cmd.ProcessState.ExitCode(), "%s\n%s", p.name, p.stderr)
 	}
+	// "foreman verify checks main commit by commit against the receipts":
+	// beside the config foreman up ran, with no flag.
+	verify := exec.Command(words(chatLine[1])[0], "verify")
+	verify.Dir, verify.Env = dir, u.env
+	table, err := verify.CombinedOutput()
+	require.NoError(t, err, "foreman verify:\n%s", table)
+	t.Logf("foreman verify:\n%s", table)
+	assert.Regexp(t, `(?m)^main at [0-9a-f]{12} since [0-9a-f]{12}: 7 commits, 7 landed by foreman, 0 not landed by foreman, 0 receipts refused$`, string(table))
 	logs := up.stderr.String()
 	host := strings.Index(logs, "the host has stopped")
 	bot := strings.Index(logs, "foreman has stopped: its journal is flushed")

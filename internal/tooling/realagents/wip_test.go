@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -48,6 +49,24 @@ func startHostBuild(t *testing.T, rules, check string, comps []string, builders 
 	pb := &build{t: t, dir: b.dir}
 	b.host = identity(t, "--identity", filepath.Join(b.dir, "host.json"), "--name", "host")
 	config := filepath.Join(b.dir, "foreman.yaml")
+	// The last thing the test does, once every process has stopped: the
+	// real foreman verify on the repository, beside the config, with no
+	// flag. Every commit on main since the host's first landing was landed
+	// by it with a receipt that holds.
+	t.Cleanup(func() {
+		if t.Failed() {
+			return
+		}
+		cmd := exec.Command(bin, "verify", config)
+		cmd.Dir, cmd.Env = b.dir, roomtest.CleanEnv()
+		out, err := cmd.CombinedOutput()
+		if strings.Contains(string(out), "records no landing yet") {
+			return
+		}
+		t.Logf("foreman verify:\n%s", out)
+		assert.NoError(t, err, "foreman verify:\n%s", out)
+		assert.Contains(t, string(out), "0 not landed by foreman, 0 receipts refused", "foreman verify:\n%s", out)
+	})
 	write := func(url string, auditor string, rate time.Duration) {
 		var c strings.Builder
 		fmt.Fprintf(&c, "server:\n  url: %s\n  rate_limit: %s\n", url, rate)

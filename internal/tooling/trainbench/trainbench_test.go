@@ -90,6 +90,8 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	ctx := context.Background()
 	repo, err := gitrepo.Init(ctx, filepath.Join(dir, "shop.git"), "main", true)
 	require.NoError(t, err)
+	before, err := repo.RevParse(ctx, "refs/heads/main")
+	require.NoError(t, err)
 
 	var comps []string
 	for i := 1; i <= sz.components; i++ {
@@ -207,6 +209,15 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	for v, n := range verdicts {
 		require.Equal(t, 1, n, "a verdict said %d times: %s", n, v)
 	}
+	// foreman verify, the real binary: every commit on main since the
+	// start was landed by the host with a receipt that holds (with
+	// workers its ledger is in JetStream, which verify does not read: the
+	// start is given).
+	verify := exec.Command(bin, "verify", "--since", before, hostConfig)
+	verify.Dir = dir
+	table, err := verify.CombinedOutput()
+	require.NoError(t, err, "foreman verify:\n%s", table)
+	require.Contains(t, string(table), fmt.Sprintf(": %d commits, %d landed by foreman, 0 not landed by foreman, 0 receipts refused", sz.components, sz.components))
 	if kills != nil {
 		select {
 		case killed = <-kills:
