@@ -135,9 +135,14 @@ SIMFROM  ?= 1
 # Then seeds whose stalls are a cluster's takeovers (a standby leads behind
 # a fence while foreman is stopped).
 SIMTAKEOVERS ?= 1000
+# Then foreman host's simulator (internal/tooling/hostsim): its core and
+# ledger on a simulated repository, killed and stopped at any moment, its
+# landing invariant checked after every step.
+SIMHOSTS ?= 3000
 sim:
 	$(GO) run ./cmd/foreman sim --seeds $(SIMSEEDS) --from $(SIMFROM)
 	$(GO) run ./cmd/foreman sim --takeovers --seeds $(SIMTAKEOVERS) --from $(SIMFROM)
+	$(GO) run ./cmd/foreman sim --host --seeds $(SIMHOSTS) --from $(SIMFROM)
 
 # The live load goals, measured on this machine: 1,000 agents claiming over
 # 10s with no rate limit, then 200 simultaneous claims under the stock one

@@ -3,12 +3,15 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentforeman/foreman/internal/tooling/hostsim"
 	"github.com/agentforeman/foreman/internal/tooling/vopr"
 )
 
@@ -16,7 +19,7 @@ func (a *app) simCommand() *cobra.Command {
 	var seeds, workers int
 	var from uint64
 	var out string
-	var verbose, takeovers bool
+	var verbose, takeovers, hosts bool
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Run the deterministic fault simulator over many seeds",
@@ -31,11 +34,23 @@ checks foreman's promises. A seed tells the same story every time.
 A failing seed prints the invariant it broke, where, and the command that
 runs it again, and writes what foreman's journal held as a transcript that
 foreman replay reads (and the room, as everyone saw it) to --out. It exits 1
-if any seed failed.`,
+if any seed failed.
+
+With --host it simulates foreman host instead (internal/tooling/hostsim):
+the host's real core and ledger, foreman's engine, builders and an auditor,
+on a simulated git repository, with the host killed at any moment (a
+landing under way may have moved main, with or without its receipt) or
+stopped, the repository locked, commits pushed straight to main and to
+branches after their review; after every step it checks that every commit
+on main was landed by the host, merges an approved commit, on a tree a run
+of the checks passed, each approval once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if seeds < 1 {
 				return fmt.Errorf("--seeds: %d is not a number of seeds", seeds)
+			}
+			if hosts {
+				return a.simHosts(from, seeds, verbose)
 			}
 			if verbose && seeds == 1 {
 				return a.simOne(vopr.Options{Seed: from, Takeovers: takeovers}, out)
@@ -65,6 +80,7 @@ if any seed failed.`,
 	cmd.Flags().IntVar(&workers, "workers", 0, "seeds run at once (0: one per CPU)")
 	cmd.Flags().StringVar(&out, "out", "sim-failures", "where a failing seed's transcripts go")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "a line per seed; with --seeds 1, every step")
+	cmd.Flags().BoolVar(&hosts, "host", false, "simulate foreman host, its landings and their promise, instead of foreman")
 	cmd.Flags().BoolVar(&takeovers, "takeovers", false, "every stall is a cluster's takeover: a standby leads behind a fence while foreman is stopped, which wakes deposed")
 	return cmd
 }
@@ -152,4 +168,44 @@ func printFaults(w io.Writer, title string, f vopr.Faults, injected bool) {
 			fmt.Fprintf(w, "  %-36s %d\n", name, n)
 		}
 	})
+}
+
+// simHosts runs foreman host's simulator over seeds (with -v and one seed,
+// every step).
+func (a *app) simHosts(from uint64, seeds int, verbose bool) error {
+	if verbose && seeds == 1 {
+		r := hostsim.Run(hostsim.Options{Seed: from, Trace: func(at time.Duration, what string) {
+			fmt.Fprintf(a.stdout, "%14s  %s\n", at.Round(time.Millisecond), what)
+		}})
+		if r.Violation != nil {
+			fmt.Fprintln(a.stdout, r.Violation)
+			return &exitError{code: 1, silent: true, err: r.Violation}
+		}
+		fmt.Fprintf(a.stdout, "seed %d: %d steps, %s virtual, %d landings, complete %v\n", r.Seed, r.Steps, r.Virtual.Round(time.Second), r.Landed, r.Complete)
+		return nil
+	}
+	began := time.Now()
+	sum := hostsim.RunMany(from, seeds, func(r hostsim.Result) {
+		if verbose {
+			fmt.Fprintf(a.stdout, "seed %d: %d steps, %s virtual, %d landings, complete %v\n", r.Seed, r.Steps, r.Virtual.Round(time.Second), r.Landed, r.Complete)
+		}
+	})
+	fmt.Fprintf(a.stdout, "foreman host, seeds %d to %d: %d runs, %d steps, in %s\n", from, from+uint64(sum.Seeds)-1, sum.Seeds, sum.Steps, time.Since(began).Round(time.Second))
+	fmt.Fprintf(a.stdout, "builds: %d COMPLETE; %d commits landed\n", sum.Complete, sum.Landed)
+	fmt.Fprintln(a.stdout, "faults injected:")
+	for _, f := range slices.Sorted(maps.Keys(sum.Faults)) {
+		fmt.Fprintf(a.stdout, "  %-34s %d\n", f, sum.Faults[f])
+	}
+	fmt.Fprintf(a.stdout, "invariant violations: %d\n", len(sum.Violations))
+	for i, v := range sum.Violations {
+		if i == 10 {
+			fmt.Fprintf(a.stdout, "... and %d more\n", len(sum.Violations)-i)
+			break
+		}
+		fmt.Fprintf(a.stdout, "\nFAIL %s\n  run it again: %s\n", v, v.Replay())
+	}
+	if len(sum.Violations) > 0 {
+		return &exitError{code: 1, silent: true, err: fmt.Errorf("%d of %d seeds broke the landing invariant", len(sum.Violations), seeds)}
+	}
+	return nil
 }

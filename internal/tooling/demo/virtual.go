@@ -63,10 +63,9 @@ func Simulate(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	fm := &virtualBot{id: botID, node: n, stage: stage}
-	stage.Listen(botID, botName, fm.hear)
+	fm := sim.NewBot(stage, botID, botName, n)
 	n.Step(coordinator.Event{Kind: coordinator.KindStart, At: stage.Now(), Instance: "simulated"})
-	fm.flush()
+	fm.Flush()
 
 	limit := virtualStart.Add(o.Limit)
 	for s.ended.IsZero() {
@@ -84,43 +83,6 @@ func Simulate(o Options) (*Result, error) {
 		return res, errors.New("the simulated build stopped: nobody had anything left to do")
 	}
 	return res, fmt.Errorf("the build did not complete within %s of virtual time", o.Limit)
-}
-
-// virtualBot is foreman on a stage: what the bot does with its node, without
-// the journal and the room connection. Every message heard goes to the node
-// (which fires the timers due by then first), every reply goes to the room,
-// and the node is woken at its next deadline.
-type virtualBot struct {
-	id    string
-	node  *node.Node
-	stage *sim.Stage
-	armed time.Time // the deadline a wake-up is scheduled for
-}
-
-func (b *virtualBot) hear(m agentchat.Message) {
-	b.node.Hear(coordinator.Message{ID: m.ID, From: m.From, Verified: m.Verified, At: m.TS, Content: m.Content})
-	b.flush()
-}
-
-// flush says what the node said, and schedules a wake-up at its next
-// deadline (an earlier wake-up that finds nothing due does nothing).
-func (b *virtualBot) flush() {
-	rd := b.node.Ready()
-	lines := make([]string, len(rd.Messages))
-	seqs := make([]uint64, len(rd.Messages))
-	for i, l := range rd.Messages {
-		lines[i], seqs[i] = l.Text, l.Seq
-	}
-	// The stage loses nothing: what is said is as good as delivered.
-	b.stage.Say(b.id, lines...)
-	b.node.Confirm(seqs, "", b.stage.Now())
-	if d, ok := b.node.Engine().NextDeadline(); ok && !d.Equal(b.armed) {
-		b.armed = d
-		b.stage.At(d, func() {
-			b.node.Wake(b.stage.Now())
-			b.flush()
-		})
-	}
 }
 
 // seededIdentity is name's key in the simulation with seed.
