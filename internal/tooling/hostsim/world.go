@@ -79,7 +79,9 @@ func (v *Violation) Error() string {
 }
 
 // Replay is the command that runs this seed again, step by step.
-func (v *Violation) Replay() string { return fmt.Sprintf("foreman sim --host --seeds 1 --from %d -v", v.Seed) }
+func (v *Violation) Replay() string {
+	return fmt.Sprintf("foreman sim --host --seeds 1 --from %d -v", v.Seed)
+}
 
 // world is one seed's run.
 type world struct {
