@@ -55,8 +55,13 @@ type tally struct {
 }
 
 func (t *tally) said(r protocol.Reply) {
+	// Each map on its own: a saved board with replies and no escalations
+	// (omitted when empty) loads one and not the other.
 	if t.replies == nil {
-		t.replies, t.escalations = map[string]int64{}, map[string]int64{}
+		t.replies = map[string]int64{}
+	}
+	if t.escalations == nil {
+		t.escalations = map[string]int64{}
 	}
 	t.replies[r.Verb.String()]++
 	if r.Verb == protocol.ReplyEscalate {
@@ -114,9 +119,6 @@ func (s *Server) loadCarried() error {
 	s.metrics.heard.Add(float64(n.Heard))
 	s.metrics.events.Add(float64(n.Events))
 	s.tally = tally{replies: n.Replies, escalations: n.Escalations, heard: n.Heard, events: n.Events}
-	if s.tally.replies == nil {
-		s.tally.replies, s.tally.escalations = map[string]int64{}, map[string]int64{}
-	}
 	return nil
 }
 

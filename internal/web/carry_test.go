@@ -83,3 +83,26 @@ func TestBoardStartsEmptyFromADamagedFile(t *testing.T) {
 	getJSON(t, newTestServer(t, s).URL+"/api/view", &b)
 	assert.Empty(t, b.Log)
 }
+
+// A board saved before any escalation holds replies and no escalations
+// (the empty map is left out of the file): after a restart, the first
+// ESCALATE is counted, not a panic that took foreman up down with it.
+func TestTheFirstEscalationAfterARestart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "journal", "board.json")
+	s, _, stop, err := Start("127.0.0.1:0", Options{StateFile: file})
+	require.NoError(t, err)
+	s.Attach(&fakeSource{view: shopView(), health: bot.Health{Connected: true, Joined: true}})
+	s.Observe(&coordinator.Event{Kind: coordinator.KindStart, At: t0}, said(t0, protocol.Tasks([]string{"db"})))
+	stop()
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NotContains(t, string(data), `"escalations"`)
+
+	s2 := New(Options{StateFile: file})
+	s2.Attach(&fakeSource{view: shopView(), health: bot.Health{Connected: true, Joined: true}})
+	assert.NotPanics(t, func() {
+		s2.Observe(tick(t0), said(t0, protocol.Escalate("web", protocol.HardBlocker, "missing_dependency: no schema", "RESOLVE web")))
+	})
+	out := scrape(t, newTestServer(t, s2).URL)
+	assert.Contains(t, out, `foreman_escalations_total{code="hard-blocker"} 1`+"\n")
+}
