@@ -1,6 +1,7 @@
 package host
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -108,11 +109,9 @@ type Core struct {
 	// What the records hold (landing.go): the trees that passed and how,
 	// each component's approval, the approved commits landed, and the
 	// receipts whose notes are not known written.
-	trees     map[string]receipt.Checks
-	treeOrder []string
+	trees     *recent[receipt.Checks] // by tree
 	approvals map[string]Approval
-	landedAt  map[string]string // approved commit -> the commit that landed it
-	landOrder []string
+	landedAt  *recent[string]     // approved commit -> the commit that landed it
 	receipts  map[string]*Receipt // by landed commit
 	notes     []*run              // receipts being written as notes
 	lands     []LandedView        // what this host landed, for the board and foreman status
@@ -133,25 +132,23 @@ func New(cfg Config, st State) *Core {
 		lastRun:   st.LastRun,
 		flaky:     map[string]int{},
 		overlaps:  map[string]bool{},
-		trees:     map[string]receipt.Checks{},
-		approvals: map[string]Approval{},
-		landedAt:  map[string]string{},
+		trees:     newRecent[receipt.Checks](maxTrees),
+		approvals: maps.Clone(st.Approvals),
+		landedAt:  newRecent[string](maxLanded),
 		receipts:  map[string]*Receipt{},
 	}
 	for _, c := range cfg.Components {
 		h.declared[c] = true
 	}
-	for k, p := range st.Passes {
-		h.passes[k] = p
-	}
-	for k, a := range st.Approvals {
-		h.approvals[k] = a
+	maps.Copy(h.passes, st.Passes)
+	if h.approvals == nil {
+		h.approvals = map[string]Approval{}
 	}
 	for _, t := range st.Trees {
-		h.keepTree(t)
+		h.trees.put(t.Tree, t)
 	}
-	for tip, commit := range st.Landed {
-		h.keepLanded(tip, commit)
+	for _, tip := range slices.Sorted(maps.Keys(st.Landed)) {
+		h.landedAt.put(tip, st.Landed[tip])
 	}
 	// Jobs a crash cut short are over: their worktrees are gone (the shell
 	// prunes them) and whether they are still wanted is the room's to say,

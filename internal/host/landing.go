@@ -150,35 +150,13 @@ func (h *Core) passedTree(r *run, o Outcome) {
 	if ev.RanOn == nil {
 		ev.RanOn = []string{}
 	}
-	h.keepTree(ev)
+	h.trees.put(ev.Tree, ev)
 	h.record(Record{Op: OpTree, Component: r.Component, Checks: &ev})
 }
 
-func (h *Core) keepTree(ev receipt.Checks) {
-	if _, ok := h.trees[ev.Tree]; !ok {
-		h.treeOrder = append(h.treeOrder, ev.Tree)
-	}
-	h.trees[ev.Tree] = ev
-	if len(h.treeOrder) > maxTrees {
-		delete(h.trees, h.treeOrder[0])
-		h.treeOrder = h.treeOrder[1:]
-	}
-}
-
-// passedTrees are the trees a car's chain is not checked again for.
-func (h *Core) passedTrees() []string { return slices.Clone(h.treeOrder) }
-
 func (h *Core) keepLanded(tip, commit string) {
-	if tip == "" {
-		return
-	}
-	if _, ok := h.landedAt[tip]; !ok {
-		h.landOrder = append(h.landOrder, tip)
-	}
-	h.landedAt[tip] = commit
-	if len(h.landOrder) > maxLanded {
-		delete(h.landedAt, h.landOrder[0])
-		h.landOrder = h.landOrder[1:]
+	if tip != "" {
+		h.landedAt.put(tip, commit)
 	}
 }
 
@@ -238,11 +216,11 @@ func (h *Core) mayLand(k *car) (Approval, receipt.Checks, string) {
 	case a.Tip == "" || a.Tip != k.tip:
 		return a, receipt.Checks{}, fmt.Sprintf("its car holds %s, and %s was approved", short(k.tip), short(a.Tip))
 	}
-	if at, ok := h.landedAt[a.Tip]; ok {
+	if at, ok := h.landedAt.get(a.Tip); ok {
 		return a, receipt.Checks{}, fmt.Sprintf("%s landed before, at %s, and %s no longer holds it: it does not land twice (MERGED %s or RELEASE %s decides)",
 			short(a.Tip), short(at), h.cfg.Target, c.name, c.name)
 	}
-	ev, ok := h.trees[k.done.Tree]
+	ev, ok := h.trees.get(k.done.Tree)
 	if !ok || !ev.Passed() {
 		return a, ev, "no run of the checks that passed on its tree " + short(k.done.Tree) + " is on record"
 	}
@@ -339,7 +317,7 @@ func (h *Core) landedNow(c *comp, r *run, o Outcome) (string, bool) {
 		// is the records' to say (a landing this host made), or nobody's
 		// (pushed by hand, or landed before receipts): then no base.
 		commit, base = o.Commit, ""
-		if at, ok := h.landedAt[tip]; ok {
+		if at, ok := h.landedAt.get(tip); ok {
 			commit, known = at, true // recorded by this host: its receipt came first
 		}
 		for _, x := range h.receipts {
@@ -348,7 +326,7 @@ func (h *Core) landedNow(c *comp, r *run, o Outcome) (string, bool) {
 			}
 		}
 	}
-	if at, ok := h.landedAt[tip]; !ok || at != commit {
+	if at, ok := h.landedAt.get(tip); !ok || at != commit {
 		h.record(Record{Op: OpLanded, Component: c.name, Commit: commit, Base: base, Tip: tip})
 		h.keepLanded(tip, commit)
 	}

@@ -2,7 +2,7 @@ package host
 
 import (
 	"encoding/json"
-	"slices"
+	"maps"
 	"sort"
 
 	"github.com/agentforeman/foreman/internal/host/receipt"
@@ -91,9 +91,8 @@ type Replay struct {
 	lastRun   int
 	passes    map[string]Pass
 	approvals map[string]Approval
-	trees     []receipt.Checks
-	landed    map[string]string
-	landOrder []string
+	trees     *recent[receipt.Checks]
+	landed    *recent[string]
 	receipts  map[string]*Receipt
 	recOrder  []string
 	started   map[int]Record
@@ -104,8 +103,8 @@ type Replay struct {
 // Apply takes the next record.
 func (r *Replay) Apply(rec Record) {
 	if r.passes == nil {
-		r.passes, r.approvals, r.landed = map[string]Pass{}, map[string]Approval{}, map[string]string{}
-		r.receipts, r.started = map[string]*Receipt{}, map[int]Record{}
+		r.passes, r.approvals, r.landed = map[string]Pass{}, map[string]Approval{}, newRecent[string](maxLanded)
+		r.trees, r.receipts, r.started = newRecent[receipt.Checks](maxTrees), map[string]*Receipt{}, map[int]Record{}
 	}
 	r.n++
 	r.lastRun = max(r.lastRun, rec.Run)
@@ -116,7 +115,7 @@ func (r *Replay) Apply(rec Record) {
 		delete(r.started, rec.Run)
 	case OpTree:
 		if rec.Checks != nil {
-			r.trees = keepTree(r.trees, *rec.Checks)
+			r.trees.put(rec.Checks.Tree, *rec.Checks)
 		}
 	case OpPass:
 		if rec.Pass != nil {
@@ -142,14 +141,7 @@ func (r *Replay) Apply(rec Record) {
 			r.first = rec.Base
 		}
 		if rec.Tip != "" {
-			if _, ok := r.landed[rec.Tip]; !ok {
-				r.landOrder = append(r.landOrder, rec.Tip)
-			}
-			r.landed[rec.Tip] = rec.Commit
-			if len(r.landOrder) > maxLanded {
-				delete(r.landed, r.landOrder[0])
-				r.landOrder = r.landOrder[1:]
-			}
+			r.landed.put(rec.Tip, rec.Commit)
 		}
 		if x := r.receipts[rec.Commit]; x != nil {
 			x.Landed = true
@@ -161,31 +153,21 @@ func (r *Replay) Apply(rec Record) {
 	}
 }
 
-// keepTree adds what passed on a tree, newest last, within maxTrees.
-func keepTree(trees []receipt.Checks, c receipt.Checks) []receipt.Checks {
-	trees = slices.DeleteFunc(trees, func(x receipt.Checks) bool { return x.Tree == c.Tree })
-	trees = append(trees, c)
-	if len(trees) > maxTrees {
-		trees = slices.Delete(trees, 0, len(trees)-maxTrees)
-	}
-	return trees
-}
-
 // Records is how many records were applied.
 func (r *Replay) Records() int { return r.n }
 
 // State is what the records applied so far leave.
 func (r *Replay) State() State {
-	st := State{Passes: map[string]Pass{}, Approvals: map[string]Approval{}, Landed: map[string]string{},
-		Trees: slices.Clone(r.trees), First: r.first, LastRun: r.lastRun}
-	for k, p := range r.passes {
-		st.Passes[k] = p
+	st := State{Passes: maps.Clone(r.passes), Approvals: maps.Clone(r.approvals), Landed: map[string]string{},
+		First: r.first, LastRun: r.lastRun}
+	if st.Passes == nil {
+		st.Passes, st.Approvals = map[string]Pass{}, map[string]Approval{}
 	}
-	for k, a := range r.approvals {
-		st.Approvals[k] = a
-	}
-	for k, c := range r.landed {
-		st.Landed[k] = c
+	if r.trees != nil {
+		st.Trees = r.trees.values()
+		for _, tip := range r.landed.keys() {
+			st.Landed[tip], _ = r.landed.get(tip)
+		}
 	}
 	for _, commit := range r.recOrder {
 		if x := r.receipts[commit]; x != nil {

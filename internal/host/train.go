@@ -219,7 +219,7 @@ func (h *Core) nextCar() *run {
 		}
 		h.lastRun++
 		r := &run{Job: Job{Run: h.lastRun, Kind: Car, Component: k.c.name, Ref: k.c.ref, Owner: k.c.owner,
-			Base: h.base, Ahead: links, Tip: k.tip, Target: h.target, Passed: h.passedTrees()}, queued: h.now}
+			Base: h.base, Ahead: links, Tip: k.tip, Target: h.target, Passed: h.trees.keys()}, queued: h.now}
 		if h.landing != nil {
 			r.Landing = h.landing.Commit
 		}
@@ -290,7 +290,7 @@ func (h *Core) carFinished(k *car, r *run, o Outcome) {
 	}
 	if o.Result == Passed {
 		if o.Reused {
-			if _, ok := h.trees[o.Tree]; !ok {
+			if _, ok := h.trees.get(o.Tree); !ok {
 				// Forgotten meanwhile (the oldest trees are): check it.
 				k.based, k.chain = "", nil
 				h.reconcile()
