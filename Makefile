@@ -87,6 +87,7 @@ fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzReadReply$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzHandoff$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./agentchat/server -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/web -run '^$$' -fuzz '^FuzzBoardState$$' -fuzztime $(FUZZTIME)
 
 # A whole build on this machine: chat server, foreman and simulated agents
 # (ARGS="--minute 50ms --ci" to change it; see `foreman demo --help`).

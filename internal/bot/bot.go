@@ -80,16 +80,17 @@ type Options struct {
 
 // Bot is foreman in a room.
 type Bot struct {
-	opts   Options
-	cfg    *config.Config
-	log    zerolog.Logger
-	id     *agentchat.Identity
-	st     node.Storage
-	j      *journal.Journal  // nil without a journal
-	sess   *recovery.Session // joins, restarts and catch-up
-	node   *node.Node        // the session's
-	rec    *recorder
-	client *agentchat.Client
+	opts      Options
+	cfg       *config.Config
+	log       zerolog.Logger
+	recording *observer // the recording's boundary (observe.go)
+	id        *agentchat.Identity
+	st        node.Storage
+	j         *journal.Journal  // nil without a journal
+	sess      *recovery.Session // joins, restarts and catch-up
+	node      *node.Node        // the session's
+	rec       *recorder
+	client    *agentchat.Client
 
 	tag       string
 	room      roomClock
@@ -130,6 +131,7 @@ func New(opts Options) (*Bot, error) {
 	b := &Bot{opts: opts, cfg: cfg, log: opts.Logger, id: opts.Identity, views: make(chan chan coordinator.View),
 		stopped: make(chan struct{}), operators: cfg.Roles.Operators}
 	b.health.Store(&Health{})
+	b.guardObservers()
 	if b.id == nil {
 		id, created, err := agentchat.LoadOrCreateIdentity(cfg.Server.Identity, cfg.Server.Name)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -128,12 +129,14 @@ func (s *Server) saveCarried() error {
 	src := s.source()
 	room := s.roomStats(src)
 	s.mu.Lock()
+	// Copies: the file is marshalled again below, out of the lock, while
+	// the bot's goroutine goes on counting into the maps.
 	c := carried{
 		Log:         s.log.since(0),
-		Escalations: s.esc,
+		Escalations: maps.Clone(s.esc),
 		Names:       map[string]string{},
 		Counts: counts{Room: room, Commits: s.base.commits, Entries: s.base.entries,
-			Replies: s.tally.replies, Escalations: s.tally.escalations, Heard: s.tally.heard, Events: s.tally.events},
+			Replies: maps.Clone(s.tally.replies), Escalations: maps.Clone(s.tally.escalations), Heard: s.tally.heard, Events: s.tally.events},
 	}
 	for id, l := range s.names.byID {
 		c.Names[id] = l.name
