@@ -88,7 +88,7 @@ defaults to the one the file holds.`,
 	fl.StringVar(&f.role, "role", "builder", "builder, auditor, ci, operator or chat")
 	fl.StringVar(&f.name, "name", "", "display name (default: the identity file's, else the role)")
 	fl.StringVar(&f.identity, "identity", "", "identity file to load or create (default: a fresh key, a new id each run)")
-	fl.StringVar(&f.coordinator, "coordinator", "", "foreman's agent id (default: whoever says the first TASKS)")
+	fl.StringVar(&f.coordinator, "coordinator", "", "foreman's agent id (default: the key in server.identity, beside the config; else whoever stamps its messages as foreman or says the first TASKS)")
 	fl.DurationVar(&f.minute, "minute", time.Minute, "real length of a contract minute, for the scripted pacing")
 	fl.DurationVar(&f.rateLimit, "rate-limit", time.Second, "the room's rate limit: one message per this interval (default: server.rate_limit)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the reaction jitter")
@@ -185,7 +185,7 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 		}, show, joined), c)
 	}
 	cfg := sim.Config{
-		URL: f.url, Channel: f.channel, Name: f.name, Identity: id, Coordinator: f.coordinator,
+		URL: f.url, Channel: f.channel, Name: f.name, Identity: id, Coordinator: configCoordinator(c, f.coordinator),
 		Minute: f.minute, RateLimit: f.rateLimit, Seed: f.seed, Logger: log.With().Str("part", "room").Logger(),
 		Show: show.lineAt,
 	}

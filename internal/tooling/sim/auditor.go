@@ -20,6 +20,11 @@ type Auditor struct {
 type auditor struct {
 	s    Auditor
 	done map[string]int // reviews of each component failed so far
+	// asked: since it asked foreman for the board, the reviews its STATUS
+	// lines show waiting are owed too; pending are those it will answer.
+	asked   bool
+	pending map[string]bool
+	late    bool // it joined a room where people had spoken: a build may be running
 	// owed are the reviews foreman asked for before the auditor joined
 	// that nobody has answered yet, in the order asked: an auditor
 	// started late, or again after a crash, takes them up, or they would
@@ -31,15 +36,21 @@ func newAuditor(s Auditor) *auditor {
 	if s.Delay <= 0 {
 		s.Delay = 2 * time.Minute
 	}
-	return &auditor{s: s, done: map[string]int{}}
+	return &auditor{s: s, done: map[string]int{}, pending: map[string]bool{}}
 }
 
-// start answers the reviews nobody answered before the auditor came.
+// start answers the reviews nobody answered before the auditor came and,
+// when it came late, asks foreman for the board: a review asked for longer
+// ago than the room's short history reaches is owed all the same.
 func (a *auditor) start(w world) {
 	for _, c := range a.owed {
 		a.coordinator(w, reply{Verb: protocol.ReplyReview, C: c})
 	}
 	a.owed = nil
+	if a.late {
+		a.asked = true
+		w.say("STATUS")
+	}
 }
 
 func (a *auditor) agent(world, string, string) {}
@@ -50,6 +61,7 @@ func (a *auditor) agent(world, string, string) {}
 // The history holds everything said after its oldest line, so a REVIEW
 // still owed there is owed in the room.
 func (a *auditor) catchUp(r reply) {
+	a.late = true
 	switch r.Verb {
 	case protocol.ReplyReview:
 		a.settle(r.C)
@@ -73,6 +85,7 @@ func (a *auditor) catchUp(r reply) {
 
 // catchUpAgent settles a review someone else answered.
 func (a *auditor) catchUpAgent(_, line string) {
+	a.late = true
 	if cmd, err := protocol.Read(strings.TrimSpace(line)); err == nil && cmd.Verb == protocol.Audit {
 		a.settle(cmd.Component)
 	}
@@ -83,11 +96,25 @@ func (a *auditor) settle(c string) {
 }
 
 func (a *auditor) coordinator(w world, r reply) {
-	if r.Verb != protocol.ReplyReview {
+	switch {
+	case r.Verb == protocol.ReplyStatus && a.asked:
+		// STATUS c review ...: waiting for an audit, unless approved.
+		state, rest := word(r.Rest)
+		if state != "review" || strings.Contains(" "+rest+" ", " approved=yes ") {
+			return
+		}
+	case r.Verb != protocol.ReplyReview:
 		return
 	}
+	if a.pending[r.C] {
+		return // answered already, or about to be
+	}
+	a.pending[r.C] = true
 	verdict := a.verdict(r.C)
-	w.after(spread(w, a.s.Delay), func() { w.say(line("AUDIT", r.C, verdict)) })
+	w.after(spread(w, a.s.Delay), func() {
+		delete(a.pending, r.C)
+		w.say(line("AUDIT", r.C, verdict))
+	})
 }
 
 // verdict is decided when the review is asked for, so two reviews of one

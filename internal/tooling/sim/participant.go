@@ -193,6 +193,7 @@ func (p *Participant) catchUp(history []agentchat.Message) {
 		if m.Notice || m.Self {
 			continue
 		}
+		p.learnCoordinator(m)
 		for l := range protocol.Lines(m.Body()) {
 			l = strings.TrimSpace(l)
 			if p.cfg.Show != nil {
@@ -215,6 +216,7 @@ func (p *Participant) message(m agentchat.Message) {
 	if m.Notice || !p.isIn {
 		return
 	}
+	p.learnCoordinator(m)
 	for l := range protocol.Lines(m.Body()) {
 		l = strings.TrimSpace(l)
 		if p.cfg.Show != nil {
@@ -230,6 +232,20 @@ func (p *Participant) message(m agentchat.Message) {
 		if r, ok := parseReply(l); ok {
 			p.b.coordinator(p, r)
 		}
+	}
+}
+
+// learnCoordinator takes the sender of a message stamped as foreman stamps
+// its own ([foreman <build>/<run> #n]) for the coordinator, when the
+// configuration did not say who it is: a participant that joins long after
+// the last TASKS, which the room's short history no longer holds, still
+// knows foreman's lines from the others'.
+func (p *Participant) learnCoordinator(m agentchat.Message) {
+	if p.coord != "" || m.Self {
+		return
+	}
+	if st, _, ok := agentchat.ParseStamp(m.Content); ok && len(st.Seqs) > 0 {
+		p.coord = m.From
 	}
 }
 
