@@ -25,6 +25,7 @@ import (
 // initFlags are foreman init's settings.
 type initFlags struct {
 	name, identity, url, channel, spec, build string
+	components                                string
 	repo                                      string
 	force, verbose, noRepo                    bool
 }
@@ -42,11 +43,14 @@ in .foreman/ beside the config, mode 0600, kept out of git by a .gitignore.
 An identity file that exists already is used as it is: a new key would be a
 new agent id.
 
-The build is the bookshop of foreman's README unless --spec names an owl spec
-directory; init then prints the components it read, as foreman validate does:
+The build is yours with --components: its names, in the order they are
+built, each with what it waits for after a colon ("lexer parser:lexer
+evaluator:parser cli:evaluator,parser"). --spec names an owl spec directory
+instead; init then prints the components it read, as foreman validate does:
 one line each with its dependencies and the words of the spec that named them
-(-v lists every "depends on:" bullet and what it was read as). init refuses to
-replace a config that exists unless --force.
+(-v lists every "depends on:" bullet and what it was read as). With neither,
+it is the bookshop of foreman's README. init refuses to replace a config that
+exists unless --force.
 
 In a git repository (or with --repo), init offers it as host.repo: the
 repository builders push their branches to, and where foreman host (run by
@@ -54,6 +58,7 @@ foreman up) lands approved work, on the branch checked out there
 (host.target). It turns CI gating on and merge mode external for that, and
 leaves host.checks for you to fill in. --no-repo leaves the host out.`,
 		Example: `  foreman init
+  foreman init --components "lexer parser:lexer evaluator:parser cli:evaluator"
   foreman init --name olga --spec ./owl
   foreman init --repo ../shop.git
   foreman init shop/foreman.yaml --url ws://chat.example:6667 --identity ~/.agentchat/identity.json`,
@@ -71,8 +76,9 @@ leaves host.checks for you to fill in. --no-repo leaves the host out.`,
 	fl.StringVar(&f.identity, "identity", "", "your identity file, created if missing (default: .foreman/NAME.json beside the config)")
 	fl.StringVar(&f.url, "url", "ws://127.0.0.1:6667", "the AgentChat server (server.url)")
 	fl.StringVar(&f.channel, "channel", "#build", "the room (server.channel)")
+	fl.StringVar(&f.components, "components", "", `the build's components, space-separated, each "name" or "name:dep,dep" (what it waits for)`)
 	fl.StringVar(&f.spec, "spec", "", "read the components from this owl spec directory (build.spec)")
-	fl.StringVar(&f.build, "build", "", "the build's name (default: the spec's product.md title, or bookshop)")
+	fl.StringVar(&f.build, "build", "", "the build's name (default: the spec's product.md title; with --components, the directory's name; else bookshop)")
 	fl.BoolVar(&f.force, "force", false, "replace an existing config (identity files are kept)")
 	fl.StringVar(&f.repo, "repo", "", "the git repository for host.repo (default: the one the config is in, if any)")
 	fl.BoolVar(&f.noRepo, "no-repo", false, "no host.repo, even in a git repository: foreman up then runs no host")
@@ -86,6 +92,7 @@ type initPlan struct {
 	URL, Channel       string
 	Build              string
 	Spec               string // build.spec as written in the config, or ""
+	Named              bool   // the components are --components's
 	Components         []coordinator.Component
 	Owl                *config.OwlSpec // how the spec was read, to show
 	Operator           string          // the operator's display name
@@ -114,7 +121,7 @@ func (a *app) initConfig(file string, f initFlags) error {
 	if !nameRE.MatchString(p.Operator) || p.Operator == "foreman" {
 		return fmt.Errorf("--name %q: your display name in the room, 1 to 32 letters, digits, _ or -, and not foreman's", p.Operator)
 	}
-	if err := p.readBuild(f.spec); err != nil {
+	if err := p.readBuild(f); err != nil {
 		return err
 	}
 	p.OperatorKey = f.identity
@@ -180,7 +187,11 @@ func (p *initPlan) check() error {
 	if _, err := config.Load(tmp.Name(), nil, nil); err != nil {
 		var ce *config.Error
 		if errors.As(err, &ce) {
-			return fmt.Errorf("the config init would write is not valid: %s (check --url, --channel and --build)", ce)
+			check := "--url, --channel and --build"
+			if p.Named {
+				check = "--components, --url, --channel and --build"
+			}
+			return fmt.Errorf("the config init would write is not valid: %s (check %s)", ce, check)
 		}
 		return err
 	}
@@ -199,8 +210,30 @@ func displayName(user string) string {
 	return n
 }
 
-// readBuild takes the components from the spec, or the starter build.
-func (p *initPlan) readBuild(spec string) error {
+// readBuild takes the components named, or the spec's, or the starter
+// build.
+func (p *initPlan) readBuild(f initFlags) error {
+	spec := f.spec
+	if f.components != "" {
+		if spec != "" {
+			return errors.New("--components and --spec: give one; the spec names the components itself")
+		}
+		comps, err := parseComponents(f.components)
+		if err != nil {
+			return fmt.Errorf("--components: %w", err)
+		}
+		if g := config.Graph(comps); g.Len() == len(comps) {
+			if _, cycle := g.Order(); cycle != nil {
+				return fmt.Errorf("--components: a dependency cycle: %s; one of them must not wait for the other", g.Format(cycle))
+			}
+		}
+		p.Components, p.Named = comps, true
+		if p.Build == "" {
+			dir, _ := filepath.Abs(p.Dir)
+			p.Build = buildName(filepath.Base(dir))
+		}
+		return nil
+	}
 	if spec == "" {
 		if p.Build == "" {
 			p.Build = "bookshop"
@@ -321,8 +354,13 @@ build:
   # The components and their dependencies, from an owl spec.
   spec: {{.Spec}}
 {{- else}}
+{{- if .Named}}
+  # The components, in the order they are built, and what each waits for.
+{{- else}}
   # The starter build of foreman's README: replace it with your own
-  # components, or set spec to an owl spec directory instead.
+  # components (foreman init --components "a b:a" writes them), or set spec
+  # to an owl spec directory instead.
+{{- end}}
   components:
 {{- range .Components}}
     - name: {{.Name}}
@@ -431,4 +469,45 @@ foreman prompt prints the guide that teaches an LLM agent the protocol.
 func pathExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// parseComponents reads --components: names separated by spaces (or
+// commas between entries), each "name" or "name:dep,dep". The names and the
+// graph are checked by the configuration itself afterwards (unknown
+// dependencies, cycles, names like verbs), with the same words as a config
+// file's errors; here only the form.
+func parseComponents(s string) ([]coordinator.Component, error) {
+	var out []coordinator.Component
+	for _, word := range strings.Fields(s) {
+		name, deps, _ := strings.Cut(word, ":")
+		if name == "" {
+			return nil, fmt.Errorf("%q names no component before its colon", word)
+		}
+		c := coordinator.Component{Name: name}
+		for d := range strings.SplitSeq(deps, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				c.Deps = append(c.Deps, d)
+			}
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, errors.New(`names no component; say them like "lexer parser:lexer cli:parser"`)
+	}
+	return out, nil
+}
+
+// buildName makes a directory's name a build's: letters, digits, - and _,
+// else "build".
+func buildName(dir string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(dir) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		return "build"
+	}
+	return b.String()
 }

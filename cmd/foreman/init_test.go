@@ -221,3 +221,36 @@ func TestInitOffersTheRepositoryItIsIn(t *testing.T) {
 	assert.Contains(t, errOut, "foreman: --repo: ")
 	assert.Contains(t, errOut, "not a git repository")
 }
+
+// Your own components, with what each waits for, in one flag: no YAML to
+// edit (issue 38, item 5). The bookshop only when nothing is named.
+func TestInitWithYourComponents(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "calc")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	t.Chdir(dir)
+	code, out, errOut := foreman(t, "init", "--name", "olga", "--no-repo", "--components", "lexer parser:lexer evaluator:parser cli:evaluator,parser")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "wrote foreman.yaml: build calc (4 components)")
+	c, err := config.Load("foreman.yaml", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []coordinator.Component{{Name: "lexer"}, {Name: "parser", Deps: []string{"lexer"}},
+		{Name: "evaluator", Deps: []string{"parser"}}, {Name: "cli", Deps: []string{"evaluator", "parser"}}}, c.Build.Components)
+	data, err := os.ReadFile("foreman.yaml")
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "starter build", "they are yours")
+
+	for _, bad := range []struct{ components, why string }{
+		{"a:b b:a", "--components: a dependency cycle: a -> b -> a"},
+		{"lexer parser:lexr", `"lexr" is not a component (did you mean lexer?)`},
+		{":x", `--components: ":x" names no component before its colon`},
+		{" ", "--components: names no component"},
+	} {
+		code, _, errOut := foreman(t, "init", "--force", "--no-repo", "--components", bad.components)
+		assert.Equal(t, 1, code, bad.components)
+		assert.Contains(t, errOut, bad.why, bad.components)
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %s", errOut)
+	}
+	code, _, errOut = foreman(t, "init", "--force", "--no-repo", "--components", "a", "--spec", "owl")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--components and --spec: give one")
+}
