@@ -26,6 +26,7 @@ type mcpFlags struct {
 	identity, name, coordinator string
 	answerWait, waitMax         time.Duration
 	printConfig                 bool
+	agents                      []string
 }
 
 // mcpFlagKeys are the flags that name configuration keys.
@@ -86,6 +87,7 @@ Logs go to stderr; stdout is the protocol.`,
 	fl.DurationVar(&f.answerWait, "answer-wait", mcpagent.DefaultAnswerWait, "how long a tool waits for foreman's answer before it returns without one")
 	fl.DurationVar(&f.waitMax, "wait-max", mcpagent.DefaultWaitMax, "the longest wait() blocks")
 	fl.BoolVar(&f.printConfig, "print-config", false, "print an MCP client's configuration that starts this command, with absolute paths (--identity default: .foreman/agent.json beside the config), and exit")
+	fl.StringSliceVar(&f.agents, "agents", nil, "with --print-config: one entry per agent named (foreman-NAME), each with its own key file .foreman/NAME.json beside the config, made on its first start")
 	return cmd
 }
 
@@ -98,37 +100,60 @@ func (a *app) printMCPConfig(cmd *cobra.Command, c *config.Config, f *mcpFlags) 
 		return noConfigFile("mcp --print-config")
 	}
 	file := absPath(c.File)
-	key := f.identity
-	if key == "" {
-		key = filepath.Join(filepath.Dir(file), ".foreman", "agent.json")
-	}
 	url := ""
 	if cmd.Flags().Changed("url") || os.Getenv("FOREMAN_SERVER_URL") != "" {
 		url = c.Server.URL // not the file's: the client must be told
 	}
-	_, err := io.WriteString(a.stdout, mcpConfig(selfPath(), file, absPath(key), f.name, url))
+	if len(f.agents) > 0 {
+		if f.identity != "" {
+			return errors.New("--agents and --identity: give one; each agent named gets its own key, .foreman/NAME.json")
+		}
+		var agents []mcpEntry
+		for _, name := range f.agents {
+			if !nameRE.MatchString(name) || name == "foreman" {
+				return fmt.Errorf("--agents: %q is not an agent's name: 1 to 32 letters, digits, _ or -, and not foreman", name)
+			}
+			agents = append(agents, mcpEntry{server: "foreman-" + name, name: name,
+				key: filepath.Join(filepath.Dir(file), ".foreman", name+".json")})
+		}
+		_, err := io.WriteString(a.stdout, mcpConfig(selfPath(), file, url, agents...))
+		return err
+	}
+	key := f.identity
+	if key == "" {
+		key = filepath.Join(filepath.Dir(file), ".foreman", "agent.json")
+	}
+	_, err := io.WriteString(a.stdout, mcpConfig(selfPath(), file, url, mcpEntry{server: "foreman", name: f.name, key: absPath(key)}))
 	return err
 }
 
+// mcpEntry is one agent's foreman mcp in an MCP client's configuration:
+// the server's name there, the agent's display name ("": its key's), its
+// key file.
+type mcpEntry struct{ server, name, key string }
+
 // mcpConfig is an MCP client's configuration (Claude Code's .mcp.json,
 // Claude Desktop's claude_desktop_config.json) that starts foreman mcp
-// with a key file and a config; url, if set, is the room's when it is not
-// the config's.
-func mcpConfig(bin, config, key, name, url string) string {
-	args := []string{"mcp", "--identity", key}
-	if name != "" {
-		args = append(args, "--name", name)
-	}
-	if url != "" {
-		args = append(args, "--url", url)
-	}
+// for each agent, with its key file and the config; url, if set, is the
+// room's when it is not the config's.
+func mcpConfig(bin, config, url string, agents ...mcpEntry) string {
 	type server struct {
 		Command string   `json:"command"`
 		Args    []string `json:"args"`
 	}
 	doc := struct {
 		Servers map[string]server `json:"mcpServers"`
-	}{map[string]server{"foreman": {Command: bin, Args: append(args, config)}}}
+	}{map[string]server{}}
+	for _, e := range agents {
+		args := []string{"mcp", "--identity", e.key}
+		if e.name != "" {
+			args = append(args, "--name", e.name)
+		}
+		if url != "" {
+			args = append(args, "--url", url)
+		}
+		doc.Servers[e.server] = server{Command: bin, Args: append(args, config)}
+	}
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -160,11 +185,24 @@ func (a *app) runMCP(cmd *cobra.Command, file string, f *mcpFlags) error {
 		return err
 	}
 	warnOpenIdentity(a.stderr, f.identity)
+	room := agentchat.Config{URL: c.Server.URL, Channel: c.Server.Channel, Name: id.Name, Identity: id,
+		RateLimit: c.Server.RateLimit, MaxMessage: c.Server.MaxMessage, FloodLimit: c.Server.FloodLimit,
+		Logger: log.With().Str("part", "room").Logger()}
+	// Two agents on one key would be one agent to foreman, each taking the
+	// other's place in the room: the second is refused, as a second
+	// foreman run with the same key is. (A room it cannot look into says
+	// nothing: it joins.)
+	look := cmd.Context()
+	if look == nil {
+		look = context.Background()
+	}
+	if in, err := agentchat.Present(look, room, id.AgentID(), 10*time.Second); err == nil && in {
+		return fmt.Errorf("--identity %s: %s is in %s already: another program (an agent, or a second foreman mcp) joined with this key; give each agent its own (foreman mcp --print-config --agents NAME,NAME prints an entry, and a key, for each)",
+			f.identity, id.AgentID(), c.Server.Channel)
+	}
 	coord := configCoordinator(c, f.coordinator)
 	sess, err := mcpagent.New(mcpagent.Config{
-		Room: agentchat.Config{URL: c.Server.URL, Channel: c.Server.Channel, Name: id.Name, Identity: id,
-			RateLimit: c.Server.RateLimit, MaxMessage: c.Server.MaxMessage, FloodLimit: c.Server.FloodLimit,
-			Logger: log.With().Str("part", "room").Logger()},
+		Room:            room,
 		Coordinator:     coord,
 		CheckinInterval: c.Rules.CheckinInterval,
 		Keepalive:       c.MCP.Keepalive,

@@ -53,6 +53,24 @@ func TestMCPPrintsItsClientConfig(t *testing.T) {
 	assert.Contains(t, out, `"--identity",`+"\n        \""+filepath.Join(dir, ".foreman", "agent.json")+`",`, "a key beside the config by default")
 	assert.Contains(t, out, `"--url",`+"\n        \"ws://127.0.0.1:7000\",")
 	assert.NoFileExists(t, filepath.Join(dir, ".foreman", "agent.json"), "printing makes no key")
+
+	// An entry, and a key, per agent named: one printed config for a team,
+	// two agents never on one key.
+	code, out, errOut = foreman(t, "mcp", "--print-config", "--agents", "b1,b2,aud")
+	require.Equal(t, 0, code, errOut)
+	doc.Servers = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	require.Len(t, doc.Servers, 3)
+	for _, name := range []string{"b1", "b2", "aud"} {
+		s := doc.Servers["foreman-"+name]
+		assert.Equal(t, []string{"mcp", "--identity", filepath.Join(dir, ".foreman", name+".json"), "--name", name, filepath.Join(dir, "foreman.yaml")}, s.Args)
+	}
+	code, _, errOut = foreman(t, "mcp", "--print-config", "--agents", "b1,foreman")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `--agents: "foreman" is not an agent's name`)
+	code, _, errOut = foreman(t, "mcp", "--print-config", "--agents", "b1", "--identity", "x.json")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--agents and --identity: give one")
 }
 
 // The program named is this one, absolute: a client's PATH often lacks

@@ -238,7 +238,9 @@ func TestUpRunsARealBuild(t *testing.T) {
 	assert.Regexp(t, `(?m)^  board    http://127\.0\.0\.1:\d+/$`, out)
 	assert.Contains(t, out, "Others find the room with: export FOREMAN_SERVER_URL="+url[1]+"\n")
 	assert.Contains(t, out, "You, the operator (olga), in the room:\n  foreman agent --role chat --identity "+filepath.Join(w.dir, ".foreman", "olga.json")+" --url "+url[1]+" "+config+"\n")
-	assert.Contains(t, out, `"args": [`+"\n        \"mcp\",\n        \"--identity\",\n        \""+filepath.Join(w.dir, ".foreman", "agent.json")+"\",\n        \"--url\",\n        \""+url[1]+"\",\n        \""+config+"\"\n      ]")
+	assert.Contains(t, out, `"foreman-agent1": {`, "an entry, and a key, per agent")
+	assert.Contains(t, out, `"args": [`+"\n        \"mcp\",\n        \"--identity\",\n        \""+filepath.Join(w.dir, ".foreman", "agent1.json")+"\",\n        \"--name\",\n        \"agent1\",\n        \"--url\",\n        \""+url[1]+"\",\n        \""+config+"\"\n      ]")
+	assert.Contains(t, out, "foreman mcp --print-config --agents NAME,NAME,...")
 
 	repo := filepath.Join(w.dir, "shop.git")
 	_, bstderr, bdone, bstop := startAgent(t, strings.NewReader(""), "agent", config, "--url", url[1], "--role", "builder", "--name", "b1",

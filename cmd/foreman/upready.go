@@ -67,8 +67,9 @@ func (u *upStack) printReady(ctx context.Context, w io.Writer) {
 			strings.Join(c.Roles.Operators, ", "), shellLine(chatCommand(bin, "KEY.json", url, u.file)))
 	}
 	fmt.Fprintf(w, "\nAn LLM agent's MCP client (.mcp.json for Claude Code, claude_desktop_config.json for Claude Desktop)\n"+
-		"starts foreman mcp so (foreman mcp --print-config prints it again; give each agent a key file of its own):\n")
-	fmt.Fprint(w, mcpConfig(bin, u.file, filepath.Join(filepath.Dir(u.file), ".foreman", "agent.json"), "", url))
+		"starts foreman mcp so, one entry and one key per agent (foreman mcp --print-config --agents NAME,NAME,... prints\n"+
+		"it for the agents you name; two agents on one key would be one agent to foreman):\n")
+	fmt.Fprint(w, mcpConfig(bin, u.file, url, mcpEntry{server: "foreman-agent1", name: "agent1", key: filepath.Join(filepath.Dir(u.file), ".foreman", "agent1.json")}))
 	fmt.Fprintf(w, "and foreman prompt %s as its instructions.\n\nCtrl-C stops it all.\n", u.file)
 	u.log.Info().Str("room", c.Server.URL).Str("board", u.boardURL).Msg("everything is up")
 }

@@ -1,14 +1,19 @@
 package realagents
 
 import (
+	"context"
+	"encoding/json"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/mcpagent"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
 
 // waitFor calls wait() until an event with a reply of verb comes, and
@@ -155,4 +160,55 @@ func TestMCPKeepaliveIsHonestAndBounded(t *testing.T) {
 	}
 	assert.Contains(t, note, "automatic check-ins on db stopped: no tool call for")
 	assert.Contains(t, bo.stderr.String(), "agent id "+bo.id)
+}
+
+// Issue 38, item 6: one printed configuration for a team (foreman mcp
+// --print-config --agents) starts each agent on a key of its own (made on
+// its first start): two agents, two ids. A second foreman mcp on a key
+// already in the room is refused, with one line saying why and what to do.
+func TestOnePrintedConfigEachAgentItsOwnKey(t *testing.T) {
+	b, watcher := startBuild(t, "  checkin_interval: 30m\n", "30m", "db", "api")
+	cmd := exec.Command(bin, "mcp", "--print-config", "--agents", "b1,b2", b.config)
+	cmd.Dir, cmd.Env = b.dir, roomtest.CleanEnv()
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	var doc struct {
+		Servers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+	require.Len(t, doc.Servers, 2)
+	ids := map[string]string{}
+	for _, name := range []string{"b1", "b2"} {
+		s := doc.Servers["foreman-"+name]
+		c := exec.Command(bin, s.Args...) // as the client starts it: the printed command and arguments
+		stderr := &roomtest.SyncBuffer{}
+		c.Dir, c.Env, c.Stderr = t.TempDir(), roomtest.CleanEnv(), stderr
+		client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: c}, nil)
+		cancel()
+		require.NoError(t, err, "%s", stderr)
+		t.Cleanup(func() { _ = cs.Close() })
+		a := &agent{t: t, cs: cs, stderr: stderr}
+		var claim mcpagent.Answer
+		a.call("claim", map[string]any{"component": map[string]string{"b1": "db", "b2": "api"}[name]}, &claim)
+		require.True(t, claim.Accepted, claim.Note)
+		ids[name] = claim.Replies[0].Reply.Agent
+	}
+	assert.NotEqual(t, ids["b1"], ids["b2"], "two agents, two ids")
+	watcher.Await(b.foreman, "ACK db "+ids["b1"])
+	watcher.Await(b.foreman, "ACK api "+ids["b2"])
+
+	// b1's key again, from another program.
+	again := exec.Command(bin, doc.Servers["foreman-b1"].Args...)
+	again.Dir, again.Env, again.Stdin = t.TempDir(), roomtest.CleanEnv(), strings.NewReader("")
+	stderr, err := again.CombinedOutput()
+	require.Error(t, err, "%s", stderr)
+	assert.Contains(t, string(stderr), ids["b1"]+" is in #build already: another program (an agent, or a second foreman mcp) joined with this key; give each agent its own")
+	watcher.Say("STATUS db")
+	status, _ := watcher.Await(b.foreman, "STATUS db")
+	assert.Contains(t, status, "owner="+ids["b1"], "the agent in the room keeps its place")
 }
