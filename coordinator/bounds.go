@@ -18,6 +18,11 @@ const (
 	// when it is longer than MaxCommands lines; other asks in between are
 	// pointed at the listing already in the room.
 	BoardEvery = 10 * time.Second
+	// maxClaimAgain is how many of those whose CLAIM came before the bot
+	// joined the engine keeps for its first TASKS (which names a few of
+	// them and counts the rest): a history is a bounded replay, but the
+	// engine does not rely on that.
+	maxClaimAgain = 1000
 )
 
 // lineErrors gathers what was wrong with one message's lines, so that the

@@ -188,7 +188,8 @@ func (e *Engine) flushTasks() {
 		}
 	}
 	if len(names) > 0 {
-		e.say(protocol.Tasks(names))
+		e.say(protocol.Tasks(names, e.claimAgain...))
+		e.claimAgain = nil
 	}
 }
 

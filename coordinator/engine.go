@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentforeman/foreman/coordinator/graph"
@@ -45,7 +46,10 @@ type Engine struct {
 	frozenAt time.Time // when the current freeze began (freeze.go)
 	halted   []int     // the cycle that halts the build; nil when running
 	tasksDue bool      // something became claimable in the step being handled
-	pending  bitset    // components in state pending, by index: TASKS reads only these
+	// claimAgain are those whose CLAIM came before the bot joined: the
+	// build's first TASKS names them (contract section 1), then it is nil.
+	claimAgain []string // at most maxClaimAgain; the TASKS names a few and counts the rest
+	pending    bitset   // components in state pending, by index: TASKS reads only these
 
 	merged       int
 	complete     bool
@@ -127,11 +131,12 @@ func (e *Engine) setState(c *component, s State) {
 // start starts the build at the given time: TASKS, or the cycle that halts
 // it. The ids in seen are messages said before the build began: they are
 // never commands, even when the room replays them later.
-func (e *Engine) start(at time.Time, seen []string, instance string) {
+func (e *Engine) start(at time.Time, seen []string, instance string, claimAgain []string) {
 	if e.started {
 		return
 	}
 	e.instance = instance
+	e.claimAgain = slices.Clip(claimAgain[:min(len(claimAgain), maxClaimAgain)])
 	e.now = at
 	e.started, e.startAt = true, at
 	for _, id := range seen {

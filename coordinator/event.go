@@ -47,6 +47,7 @@ type Event struct {
 	Roles      *Roles      // KindReload: the roles as now configured, nil leaves them; KindStart: the roles it starts with
 	Seen       []string    // KindStart: ids of messages said before the build began, which are never commands
 	Instance   string      // KindStart: names this run of the build apart from others of the same name
+	ClaimAgain []string    // KindStart: senders whose CLAIM came before the bot joined; the first TASKS tells them to claim again
 	Since      time.Time   // KindGap: the last line the coordinator is sure to have heard
 	Until      time.Time   // KindGap: the oldest line the room still has
 	Members    []Member    // KindMembers: at most MaxMembers; At moves no clock (membership says nothing about time)
@@ -84,7 +85,7 @@ func (e *Engine) Step(ev Event) []Reply {
 	e.out = nil
 	switch ev.Kind {
 	case KindStart:
-		e.start(ev.At, ev.Seen, ev.Instance)
+		e.start(ev.At, ev.Seen, ev.Instance, ev.ClaimAgain)
 	case KindMessage:
 		e.receive(ev.Msg)
 	case KindTick:

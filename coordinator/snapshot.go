@@ -26,7 +26,8 @@ type Snapshot struct {
 	StartAt      time.Time           `json:"start_at"`
 	Now          time.Time           `json:"now"`
 	Paused       bool                `json:"paused,omitempty"`
-	Withheld     bool                `json:"withheld,omitempty"` // a TASKS due while paused, for RESUME
+	Withheld     bool                `json:"withheld,omitempty"`    // a TASKS due while paused, for RESUME
+	ClaimAgain   []string            `json:"claim_again,omitempty"` // for the first TASKS, not yet said
 	Offline      bool                `json:"offline,omitempty"`
 	FrozenAt     time.Time           `json:"frozen_at,omitzero"`
 	Halted       []string            `json:"halted,omitempty"`
@@ -104,7 +105,7 @@ func (e *Engine) Snapshot() *Snapshot {
 	roles := e.cfg.Roles // a reload replaces the struct, and its lists with new ones
 	s := &Snapshot{
 		Version: SnapshotVersion, Build: e.cfg.Build, Started: e.started, Instance: e.instance, StartAt: e.startAt,
-		Now: e.now, Paused: e.paused, Withheld: e.withheld, Offline: e.offline, FrozenAt: e.frozenAt, Complete: e.complete,
+		Now: e.now, Paused: e.paused, Withheld: e.withheld, ClaimAgain: e.claimAgain, Offline: e.offline, FrozenAt: e.frozenAt, Complete: e.complete,
 		OvertimeSaid: e.overtimeSaid, BoardAt: e.boardAt, Roles: &roles, Senders: maps.Clone(e.senders), Seen: e.seen.ids(), Declared: e.cfg.Components,
 	}
 	for _, n := range e.halted {
@@ -177,6 +178,7 @@ func Restore(cfg Config, s *Snapshot) (*Engine, error) {
 	}
 	e.started, e.instance, e.startAt, e.now = s.Started, s.Instance, s.StartAt, s.Now
 	e.paused, e.withheld, e.offline, e.frozenAt = s.Paused, s.Withheld, s.Offline, s.FrozenAt
+	e.claimAgain = s.ClaimAgain
 	e.complete, e.overtimeSaid, e.boardAt = s.Complete, s.OvertimeSaid, s.BoardAt
 	if s.Roles != nil {
 		e.cfg.Roles, e.roles = *s.Roles, newRoles(*s.Roles)

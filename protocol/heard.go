@@ -26,7 +26,8 @@ type Heard struct {
 	PR         string // REVIEW
 	State      string // STATUS
 	Fields     []Field
-	// Text is the free text at the end: ACK's context, REJECT's reason,
+	// Text is the free text at the end: TASKS's note (after TasksNote: who
+	// must claim again), ACK's context, REJECT's reason,
 	// FIX's findings, ESCALATE's what-and-suggestion, ERROR's text, OK's
 	// command as read.
 	Text string
@@ -64,7 +65,7 @@ func ReadReply(line string) (Heard, error) {
 	}
 	var err error
 	if h.Verb == ReplyTasks {
-		h.Components = strings.Fields(s.tail())
+		h.Components, h.Text = TaskList(s.tail())
 		return h, nil
 	}
 	if h.Verb == ReplyOK {

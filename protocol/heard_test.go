@@ -15,7 +15,9 @@ func TestReadReplyRoundTrip(t *testing.T) {
 		want Heard
 	}{
 		{Tasks([]string{"db", "auth"}), Heard{Verb: ReplyTasks, Components: []string{"db", "auth"}}},
-		{Tasks(nil), Heard{Verb: ReplyTasks, Components: []string{}}},
+		{Tasks(nil), Heard{Verb: ReplyTasks}},
+		{Tasks([]string{"db", "auth"}, "@b1", "@b2"), Heard{Verb: ReplyTasks, Components: []string{"db", "auth"},
+			Text: "claim again: @b1 @b2 (your CLAIM came before foreman joined the room)"}},
 		{Ack("api", "@b1", ""), Heard{Verb: ReplyAck, Subject: "api", Agent: "@b1"}},
 		{Ack("api", "@b2", "after TIMEOUT of @b1: progress 60%"), Heard{Verb: ReplyAck, Subject: "api", Agent: "@b2", Text: "after TIMEOUT of @b1: progress 60%"}},
 		{Reject("api", "@b2", "owned by @b1"), Heard{Verb: ReplyReject, Subject: "api", Agent: "@b2", Text: "owned by @b1"}},
@@ -45,7 +47,9 @@ func TestReadReplyRoundTrip(t *testing.T) {
 			assert.Equal(t, tc.said.Subject, got.Subject, tc.said.Text)
 		}
 	}
-	h, _ := ReadReply("STATUS api review owner=@b1 pr=x")
+	h, _ := ReadReply(Tasks([]string{"db"}, "@b1", "@b2").Text)
+	assert.Equal(t, []string{"@b1", "@b2"}, ClaimAgain(h.Text))
+	h, _ = ReadReply("STATUS api review owner=@b1 pr=x")
 	assert.Equal(t, "@b1", h.Field("owner"))
 	assert.Equal(t, "", h.Field("progress"))
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -171,7 +172,12 @@ func (l *line) reply() Reply {
 // Tasks lists the claimable components, in declaration order. The list can
 // be long (a build of thousands), so the line is sized once, and names that
 // are valid component names, as the engine's always are, are not cleaned.
-func Tasks(components []string) Reply {
+//
+// claimAgain, on the build's first TASKS only, names those whose CLAIM came
+// before the bot joined the room (contract section 1): after the list, a
+// TasksNote mark (no component is named so), then who must claim again.
+// Readers stop the list at the mark (ReadReply, TaskList).
+func Tasks(components []string, claimAgain ...string) Reply {
 	size := len("TASKS")
 	for _, c := range components {
 		size += 1 + len(c)
@@ -187,7 +193,58 @@ func Tasks(components []string) Reply {
 			b.WriteString(CleanWord(c, MaxName))
 		}
 	}
+	if len(claimAgain) > 0 {
+		b.WriteString(" " + TasksNote + " claim again:")
+		shown := claimAgain[:min(len(claimAgain), MaxClaimAgain)]
+		for _, a := range shown {
+			b.WriteString(" " + CleanWord(a, MaxName))
+		}
+		if more := len(claimAgain) - len(shown); more > 0 {
+			fmt.Fprintf(&b, " and %d more", more)
+		}
+		b.WriteString(" (your CLAIM came before foreman joined the room)")
+	}
 	return Reply{Verb: ReplyTasks, Text: b.String()}
+}
+
+// TasksNote ends the list of a TASKS line where a note follows it: no
+// component name starts with a dash.
+const TasksNote = "--"
+
+// MaxClaimAgain is how many senders a TASKS names as having to claim again;
+// the rest are counted.
+const MaxClaimAgain = 10
+
+// TaskList reads what follows TASKS: the claimable components, up to the
+// first word that cannot be one (TasksNote), and the note after them.
+func TaskList(rest string) (components []string, note string) {
+	rest = strings.TrimSpace(rest)
+	for rest != "" {
+		w, tail, _ := strings.Cut(rest, " ")
+		if !ValidComponent(w) {
+			return components, strings.TrimSpace(strings.TrimPrefix(rest, TasksNote))
+		}
+		components = append(components, w)
+		rest = strings.TrimLeft(tail, " ")
+	}
+	return components, ""
+}
+
+// ClaimAgain reads a TASKS note: the senders it names as having to claim
+// again (those it counts are left out).
+func ClaimAgain(note string) []string {
+	list, ok := strings.CutPrefix(note, "claim again:")
+	if !ok {
+		return nil
+	}
+	list, _, _ = strings.Cut(list, "(")
+	var out []string
+	for _, w := range strings.Fields(list) {
+		if ValidAgent(w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Ack assigns c to agent; context says what an earlier builder left.

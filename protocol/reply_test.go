@@ -13,6 +13,9 @@ func TestReplies(t *testing.T) {
 		want string
 	}{
 		{Tasks([]string{"db", "auth"}), "TASKS db auth"},
+		{Tasks([]string{"db"}, "@b1", "@b\n2"), "TASKS db -- claim again: @b1 @b_2 (your CLAIM came before foreman joined the room)"},
+		{Tasks([]string{"db"}, "@1", "@2", "@3", "@4", "@5", "@6", "@7", "@8", "@9", "@10", "@11", "@12"),
+			"TASKS db -- claim again: @1 @2 @3 @4 @5 @6 @7 @8 @9 @10 and 2 more (your CLAIM came before foreman joined the room)"},
 		{Ack("api", "@b1", ""), "ACK api @b1"},
 		{Ack("api", "@b2", "after TIMEOUT of @b1: progress 60%"), "ACK api @b2 after TIMEOUT of @b1: progress 60%"},
 		{Reject("api", "@b2", "owned by @b1"), "REJECT api @b2 owned by @b1"},

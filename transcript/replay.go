@@ -75,7 +75,7 @@ func ReplayWith(t *Transcript, swap Swap) (*Result, error) {
 				Since: Epoch.Add(d.Since), Until: Epoch.Add(d.Until), Members: d.Members})
 		}
 	}
-	n.Step(coordinator.Event{Kind: coordinator.KindStart, At: Epoch})
+	n.Step(coordinator.Event{Kind: coordinator.KindStart, At: Epoch, ClaimAgain: t.ClaimAgain})
 	end := t.End
 	for _, d := range t.Timed {
 		end = max(end, d.At)

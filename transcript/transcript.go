@@ -38,6 +38,7 @@ type Transcript struct {
 	Lines       []Line          // timed lines in file order
 	Raw         []string        // the file's lines, for rewriting
 	Timed       []Timed         // foreman's own recordings: what happened besides lines, in file order
+	ClaimAgain  []string        // !claim-again: those whose CLAIM came before the coordinator joined
 }
 
 // Timed is one of the directives foreman's recorder writes for what
@@ -275,6 +276,16 @@ func (t *Transcript) directive(s string) (component bool, err error) {
 			}
 		}
 		t.Timed = append(t.Timed, Timed{Kind: coordinator.KindGap, At: v[0], From: v[0], Since: v[1], Until: v[2]})
+	case "!claim-again":
+		if err := need(1, "!claim-again @id..."); err != nil {
+			return false, err
+		}
+		for _, id := range args {
+			if !protocol.ValidAgent(id) {
+				return false, fmt.Errorf("!claim-again: %q is not a sender id (@ and a word)", id)
+			}
+		}
+		t.ClaimAgain = append(t.ClaimAgain, args...)
 	case "!members":
 		if err := need(2, "!members HH:MM:SS @id[=name]..."); err != nil {
 			return false, err
@@ -293,7 +304,7 @@ func (t *Transcript) directive(s string) (component bool, err error) {
 		}
 		t.Timed = append(t.Timed, m)
 	default:
-		return false, fmt.Errorf("unknown directive %s (known: !build !coordinator !component !role !set !ignore !end, and foreman's own !downtime !reload !offline !online !gap !members)", name)
+		return false, fmt.Errorf("unknown directive %s (known: !build !coordinator !component !role !set !ignore !end, and foreman's own !downtime !reload !offline !online !gap !members !claim-again)", name)
 	}
 	return false, nil
 }

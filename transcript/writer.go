@@ -124,6 +124,20 @@ func (tw *Writer) member(id, name string) (string, bool) {
 	return id + "=" + name, true
 }
 
+// ClaimAgain records those whose CLAIM came before the coordinator joined,
+// whom its first TASKS tells to claim again; nothing if none.
+func (tw *Writer) ClaimAgain(ids []string) {
+	var clean []string
+	for _, id := range ids {
+		if id = protocol.CleanWord(id, protocol.MaxName); protocol.ValidAgent(id) {
+			clean = append(clean, id)
+		}
+	}
+	if len(clean) > 0 {
+		tw.printf("!claim-again %s\n", strings.Join(clean, " "))
+	}
+}
+
 // Said records lines the coordinator said.
 func (tw *Writer) Said(at time.Duration, lines []string) {
 	for _, l := range lines {

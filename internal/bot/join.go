@@ -34,6 +34,9 @@ func (b *Bot) joinedRoom(ev agentchat.Joined) error {
 		if j.Before > 0 {
 			b.log.Info().Int("messages", j.Before).Msg("what the room said before the build started is never a command")
 		}
+		if j.ClaimAgain > 0 {
+			b.log.Info().Int("senders", j.ClaimAgain).Msg("some claimed before foreman joined the room: the first TASKS tells them to claim again")
+		}
 		b.log.Info().Str("build", b.cfg.Build.Name).Str("stamp", b.sess.Tag()).Int("components", len(b.cfg.Build.Components)).
 			Msg("started the build")
 		return nil

@@ -221,3 +221,27 @@ func TestReloadLogsTheLiveBuildsSize(t *testing.T) {
 	require.NoError(t, stop())
 	assert.Contains(t, logs.String(), `"components":4,"config_components":2,"operators":1,"message":"reloaded the components and the roles"`)
 }
+
+// A builder that claimed before foreman was in the room is not left
+// waiting for an answer that will never come: the first TASKS tells it to
+// claim again (contract section 1), and its second CLAIM is answered.
+func TestAClaimBeforeForemanJoinedIsToldToClaimAgain(t *testing.T) {
+	r := roomtest.Start(t)
+	early, other := r.Join(t, "early"), r.Join(t, "other")
+	early.Say("CLAIM db")
+	other.Say("> CLAIM db\nis what I would say, once foreman is here") // chat: quoted
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	cfg := fastConfig(t, r.URL(), t.TempDir(), coordinator.Component{Name: "db"}, coordinator.Component{Name: "api"})
+	cfg.Rules.CheckinInterval = time.Minute
+	bot := id.AgentID()
+	_, stop := runBot(t, cfg, id)
+
+	tasks, _ := early.Await(bot, "TASKS db api -- claim again:")
+	assert.Contains(t, tasks, early.ID)
+	assert.NotContains(t, tasks, other.ID, "a quoted CLAIM is chat")
+	early.Say("CLAIM db")
+	early.Await(bot, "ACK db "+early.ID)
+	require.NoError(t, stop())
+	replayRecording(t, cfg.Record)
+}

@@ -49,6 +49,8 @@ func (r *recorder) event(ev *coordinator.Event, said []coordinator.Reply, now ti
 	before := r.last
 	r.last = now
 	switch ev.Kind {
+	case coordinator.KindStart:
+		r.w.ClaimAgain(ev.ClaimAgain)
 	case coordinator.KindMessage:
 		r.w.Named(r.since(now), ev.Msg.From, ev.Msg.Name)
 		for line := range protocol.Lines(ev.Msg.Content) {

@@ -30,10 +30,10 @@ type Reply struct {
 	PR         string            `json:"pr,omitempty" jsonschema:"REVIEW: the PR or branch to audit"`
 	State      string            `json:"state,omitempty" jsonschema:"STATUS: pending building blocked ci review held or merged"`
 	Fields     map[string]string `json:"fields,omitempty" jsonschema:"STATUS: the key=value fields (owner progress next in audits ...)"`
-	// Text is the free text at the end: ACK's context, REJECT's reason,
-	// FIX's findings, ESCALATE's what-and-suggestion, ERROR's text, OK's
-	// command.
-	Text string `json:"text,omitempty" jsonschema:"the free text at the end: ACK's context, REJECT's reason, FIX's findings, ESCALATE's text, ERROR's text, OK's command"`
+	// Text is the free text at the end: TASKS's note (who must claim
+	// again), ACK's context, REJECT's reason, FIX's findings, ESCALATE's
+	// what-and-suggestion, ERROR's text, OK's command.
+	Text string `json:"text,omitempty" jsonschema:"the free text at the end: TASKS's note (claim again: the ids whose CLAIM came before foreman joined), ACK's context, REJECT's reason, FIX's findings, ESCALATE's text, ERROR's text, OK's command"`
 }
 
 // replyOf turns a reply as read into its JSON form.

@@ -9,6 +9,7 @@ import (
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/node"
+	"github.com/agentforeman/foreman/protocol"
 )
 
 // RefusedError is foreman refusing to coordinate: the room shows something
@@ -40,6 +41,9 @@ type Joined struct {
 	// room already, and are never commands.
 	Started bool
 	Before  int
+	// ClaimAgain is how many senders had claimed before foreman joined: the
+	// first TASKS tells them to claim again.
+	ClaimAgain int
 	// CaughtUp: this join was the first after a restart (or a takeover).
 	// Found replies were in the room's history; Resend must go to the
 	// room before anything else, marked Resent where the history could
@@ -143,10 +147,40 @@ func (s *Session) startBuild(at time.Time, history []agentchat.Message) (Joined,
 	// replays the log with these, whatever the configuration says by then.
 	eng := s.cfg.Node.Engine
 	roles := eng.Roles
+	again := claimedBefore(eng, history)
 	s.node.Step(coordinator.Event{Kind: coordinator.KindStart, At: at, Seen: seen, Instance: s.cfg.Instance(),
-		Components: eng.Components, Roles: &roles})
+		Components: eng.Components, Roles: &roles, ClaimAgain: again})
 	s.setTag()
-	return Joined{Started: true, Before: len(history)}, nil
+	return Joined{Started: true, Before: len(history), ClaimAgain: len(again)}, nil
+}
+
+// claimedBefore returns, in the order they first spoke, the senders of the
+// CLAIMs in the room before the bot joined: never commands, but each is told
+// by the first TASKS to claim again, rather than wait for an answer that
+// will not come (contract section 1).
+func claimedBefore(eng coordinator.Config, history []agentchat.Message) []string {
+	r := protocol.Reader{Mentions: eng.Mentions}
+	var out []string
+	for _, m := range history {
+		if m.Self || m.Notice || m.From == eng.Self || eng.Rules.RequireVerified && !m.Verified || slices.Contains(out, m.From) {
+			continue
+		}
+		read := 0
+		for line := range protocol.Lines(m.Content) {
+			cmd, err := r.Read(line)
+			if err != nil || cmd.Verb == protocol.NoVerb {
+				continue
+			}
+			if cmd.Verb == protocol.Claim {
+				out = append(out, m.From)
+				break
+			}
+			if read++; read == coordinator.MaxCommands {
+				break
+			}
+		}
+	}
+	return out
 }
 
 func (s *Session) journalName() string {

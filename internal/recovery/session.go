@@ -178,7 +178,16 @@ func (s *Session) Hear(m agentchat.Message) error {
 	if m.Notice || !s.joined {
 		return nil
 	}
-	s.node.Hear(Message(m))
+	cm := Message(m)
+	// A live message came after the join, so after the build started,
+	// whatever its timestamp: on a room that sends no time with JOINED the
+	// start is foreman's clock when it read the replay, and a CLAIM the
+	// room stamped a moment earlier, while foreman read, is still an
+	// answerable CLAIM (contract section 1), not one from before the build.
+	if start, ok := s.node.Engine().StartedAt(); ok && cm.At.Before(start) {
+		cm.At = start
+	}
+	s.node.Hear(cm)
 	return nil
 }
 

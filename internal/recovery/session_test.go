@@ -319,3 +319,26 @@ func TestAliveMarkIsTheRoomsLatestWord(t *testing.T) {
 	s.Disconnected()
 	assert.True(t, s.AliveMark().IsZero())
 }
+
+// A CLAIM in the room before foreman joined is history, never a command:
+// the first TASKS tells its sender to claim again. One the room stamped a
+// moment before foreman's start time, but sent live after the join (the
+// room sends no time with JOINED, so the start is foreman's clock when it
+// had read the replay), is answered (contract section 1).
+func TestClaimsAroundTheJoin(t *testing.T) {
+	s := open(t, node.NewMemoryStorage(), engine("db", "api"))
+	j, err := s.Join(Join{At: t0.Add(2 * time.Second), Replayed: 3, History: []agentchat.Message{
+		msg("m1", "@early", "hello\nCLAIM db", 0),
+		msg("m2", "@early", "CLAIM api", 0),
+		msg("m3", "@chatty", "> CLAIM api\nwho builds db?", 1),
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, j.ClaimAgain)
+	require.NoError(t, s.Hear(msg("m4", "@late", "CLAIM api", 1)))
+	require.NoError(t, s.Hear(msg("m5", "@early", "CLAIM db", 3)))
+	assert.Equal(t, []string{
+		"TASKS db api -- claim again: @early (your CLAIM came before foreman joined the room)",
+		"ACK api @late",
+		"ACK db @early",
+	}, lineTexts(commit(t, s).Messages))
+}

@@ -181,6 +181,9 @@ func (b *builder) coordinator(w world, r reply) {
 	mine := r.Agent == w.self()
 	switch r.Verb {
 	case protocol.ReplyTasks:
+		if b.st == claiming && slices.Contains(protocol.ClaimAgain(r.Rest), w.self()) {
+			b.st = idle // its CLAIM came before foreman joined: claim again
+		}
 		b.consider(w)
 	case protocol.ReplyAck:
 		if !mine {

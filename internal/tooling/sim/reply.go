@@ -34,7 +34,7 @@ func parseReply(line string) (reply, bool) {
 	verb := protocol.LookupReplyVerb(word0)
 	r := reply{Verb: verb}
 	if verb == protocol.ReplyTasks {
-		r.List = strings.Fields(rest)
+		r.List, r.Rest = protocol.TaskList(rest)
 		return r, true
 	}
 	r.C, rest = word(rest)

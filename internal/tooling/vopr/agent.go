@@ -259,7 +259,7 @@ func parseReply(line string) (reply, bool) {
 	}
 	r := reply{verb: protocol.LookupReplyVerb(w0)}
 	if r.verb == protocol.ReplyTasks {
-		r.list = strings.Fields(rest)
+		r.list, r.rest = protocol.TaskList(rest)
 		return r, true
 	}
 	r.c, rest = cut(rest)
