@@ -80,6 +80,12 @@ type Config struct {
 	// State carries what outlives a restart from one server to the next
 	// (see State). nil: a fresh one.
 	State *State
+	// StateFile, if set, carries the State over a restart of the process:
+	// Close writes it, and Start reads it (unless State is set) and
+	// removes it, so that only a server that stopped in order hands its
+	// history on. A room that lost nothing says so by replaying it: the
+	// clients' history reaches back to what they last read.
+	StateFile string
 
 	Logger zerolog.Logger
 }
@@ -198,6 +204,7 @@ type Server struct {
 
 // Start listens and serves until ctx is done or Close is called.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
+	fresh := cfg.State == nil
 	cfg.defaults()
 	var channels []string
 	for _, name := range cfg.Channels {
@@ -215,6 +222,18 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 			return nil, err
 		}
+	}
+	// The state file is read once the server can serve: reading removes it.
+	restored := false
+	if cfg.StateFile != "" && fresh {
+		st, ok, err := loadStateFile(cfg.StateFile, cfg.BufferSize)
+		if err != nil {
+			if cfg.Listener == nil {
+				ln.Close() // the caller's listener stays the caller's when Start fails
+			}
+			return nil, err
+		}
+		cfg.State, restored = st, ok
 	}
 	s := &Server{
 		cfg:        cfg,
@@ -261,6 +280,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.log.Info().Msgf("chat server listening on %s; channels %s; %s; the last %d messages of each channel are replayed on JOIN; %s",
 		s.URL(), strings.Join(cfg.Channels, " "), rateText(cfg.RateLimit), cfg.BufferSize, lurk)
+	if restored {
+		s.log.Info().Msgf("the channels and their history are as the room left them when it last stopped (%s)", cfg.StateFile)
+	}
 	return s, nil
 }
 
@@ -293,7 +315,9 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Close stops the server the way a killed process stops: every connection
 // is cut without a closing handshake. It returns when all is stopped, so a
-// new server may listen on the same address at once.
+// new server may listen on the same address at once. With a StateFile it
+// writes the channels and their history there first, frames taken after
+// it had stopped taking any.
 func (s *Server) Close() error {
 	s.once.Do(func() {
 		s.mu.Lock()
@@ -311,6 +335,14 @@ func (s *Server) Close() error {
 			c.ws.Close()
 		}
 		s.wg.Wait()
+		if s.cfg.StateFile != "" {
+			s.mu.Lock()
+			err := s.st.save(s.cfg.StateFile, time.Now())
+			s.mu.Unlock()
+			if err != nil {
+				s.log.Error().Err(err).Msgf("could not save the room's history to %s: the next room starts empty", s.cfg.StateFile)
+			}
+		}
 		s.log.Info().Msgf("chat server on %s stopped", s.Addr())
 		close(s.done)
 	})

@@ -84,6 +84,7 @@ channels, unless --open-create).`,
 	f.StringSliceVar(&channels, "channel", nil, "channel to create besides the stock ones, repeatable (default: server.channel)")
 	f.Duration("rate-limit", time.Second, "one message per this interval per connection, 0 for no limit (default: server.rate_limit)")
 	f.IntVar(&cfg.BufferSize, "buffer-size", 20, "messages of history kept per channel and replayed on JOIN")
+	f.StringVar(&cfg.StateFile, "state-file", "", "keep the channels and their history in this file over a restart: written when the server stops in order, read (and removed) when it starts")
 	f.BoolVar(&cfg.Lurk, "lurk", false, "make new identities wait --lurk-period before they may send, and agents without a key never send, like a stock server")
 	f.DurationVar(&cfg.LurkPeriod, "lurk-period", time.Hour, "how long new identities wait with --lurk")
 	f.StringSliceVar(&cfg.Verified, "verified", nil, "agent id to treat as vetted by the admin (repeatable)")

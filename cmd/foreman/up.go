@@ -285,6 +285,7 @@ func (u *upStack) startRoom(ctx context.Context, listen string, moved bool) erro
 	cfg := server.DefaultConfig()
 	cfg.Listen, cfg.Listener = listen, u.roomLn
 	stockRoom(&cfg, u.c, u.log.With().Str("part", "server").Logger(), []string{u.c.Server.Channel})
+	cfg.StateFile = roomStateFile(u.c)
 	// The room outlives ctx: it closes last, once foreman's queued
 	// replies are out.
 	srv, err := server.Start(context.WithoutCancel(ctx), cfg)
@@ -298,6 +299,19 @@ func (u *upStack) startRoom(ctx context.Context, listen string, moved bool) erro
 	}
 	u.room, u.roomLn = srv, nil // the room's own now
 	return nil
+}
+
+// roomStateFile is where up's room keeps its history over a restart, next
+// to the journal: a room and a foreman that stopped together start again
+// together, and foreman's catch-up finds every line said before the stop
+// in the room's replay (a room that died instead starts empty, and foreman
+// says what it may have missed). "" without a journal: foreman then starts
+// a new build each time, and needs no history.
+func roomStateFile(c *config.Config) string {
+	if c.Journal == "" {
+		return ""
+	}
+	return filepath.Clean(c.Journal) + "-room.json"
 }
 
 // listenBoard binds the board's port; a free one becomes http.listen, so

@@ -275,8 +275,30 @@ func TestUpRunsARealBuild(t *testing.T) {
 	assert.Contains(t, stdout.String(), "foreman up: build shop (2 components)")
 	assert.NotContains(t, stdout.String(), "was created now", "the host's key is kept")
 	assert.Contains(t, stderr.String(), "resuming the build from the journal")
+	// The room stopped in order with foreman, and starts again with its
+	// history: nothing can have been said that foreman did not hear, and
+	// it does not say it may have missed lines.
+	url = regexp.MustCompile(`(?m)^foreman up: build shop \(2 components\) in #build at (ws://127\.0\.0\.1:\d+) \(served here\)$`).FindStringSubmatch(stdout.String())
+	require.NotNil(t, url, stdout.String())
+	late := roomPeer(t, url[1], "late")
+	late.say("PROGRESS") // its ERROR marks where everything foreman said before it ends
+	var said []string
+	for l := late.await(""); !strings.HasPrefix(l, "ERROR "+late.id); l = late.await("") {
+		said = append(said, l)
+	}
+	assert.Contains(t, said, "COMPLETE shop", "the room kept its history over the restart")
+	for _, l := range said {
+		assert.NotContains(t, l, "may have missed lines", "a false alarm: the room and foreman stopped together")
+	}
 	stop()
 	require.Equal(t, 0, <-done, stderr.String())
+
+	// A build in the journal, and the room's port taken: one line, and no
+	// word of resuming a build that will not run; the room's history is
+	// left for the start that can serve it.
+	code, _, errOut := foreman(t, "up", config, "--listen", held(t))
+	oneLine(t, code, errOut, "cannot serve the room")
+	assert.FileExists(t, filepath.Join(w.dir, "journal-room.json"))
 }
 
 // --listen serves the room elsewhere than server.url says, and every part

@@ -168,10 +168,7 @@ func New(opts Options) (*Bot, error) {
 	b.sess, b.node = sess, sess.Node()
 	n := b.node
 	if sess.Restarted() {
-		at, _ := n.Engine().StartedAt()
 		b.setTag()
-		b.log.Info().Str("journal", b.journalName()).Time("build_started", at).Int("unconfirmed_replies", len(n.Unconfirmed())).
-			Msg("resuming the build from the journal")
 	}
 	if cfg.Record != "" {
 		rec, err := openRecorder(cfg.Record, engCfg, func() time.Time { at, _ := n.Engine().StartedAt(); return at })
@@ -242,6 +239,13 @@ func (b *Bot) Run(ctx context.Context) error {
 	defer b.close()
 	for _, w := range b.cfg.Build.Warnings {
 		b.log.Warn().Msg(w)
+	}
+	if b.sess.Restarted() {
+		// Said when it runs, not when it opens: a foreman up that then
+		// cannot serve its room resumes nothing.
+		at, _ := b.node.Engine().StartedAt()
+		b.log.Info().Str("journal", b.journalName()).Time("build_started", at).Int("unconfirmed_replies", len(b.node.Unconfirmed())).
+			Msg("resuming the build from the journal")
 	}
 	clientCtx, stopClient := context.WithCancel(context.Background())
 	defer stopClient()
