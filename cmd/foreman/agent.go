@@ -164,6 +164,7 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	show.self, show.role = id.AgentID(), f.role
 	show.names[id.AgentID()] = f.name
 	show.setRoles(c.Roles, rolesSource(c))
+	show.hostRoles(c)
 	if f.identity != "" {
 		warnOpenIdentity(a.stderr, f.identity)
 	}
@@ -200,7 +201,20 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 		case <-ctx.Done():
 		}
 	}()
-	return roomError(p.Run(ctx), c)
+	// A scripted role has nothing left to do once the build is complete:
+	// it leaves, rather than wait in (or keep reconnecting to) a room that
+	// its foreman up may close next.
+	runCtx, leave := context.WithCancel(ctx)
+	defer leave()
+	go func() {
+		select {
+		case <-p.Complete():
+			fmt.Fprintf(a.stderr, "%s: the build is complete; leaving\n", f.name)
+			leave()
+		case <-runCtx.Done():
+		}
+	}()
+	return roomError(p.Run(runCtx), c)
 }
 
 // participant makes the sim the flags describe.

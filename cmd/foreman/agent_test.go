@@ -169,8 +169,17 @@ func TestAgentBuilderFollowsTheProtocol(t *testing.T) {
 	r.say("UNBLOCKED api " + b1)
 	r.expect("READY api b1/api")
 	assert.Contains(t, stdout.String(), "b1       builder     READY api b1/api", "its own lines are shown too")
-	stop()
-	assert.Equal(t, 0, <-done, stderr.String())
+
+	// Once the build is complete it leaves, on its own.
+	r.say("MERGED api\nCOMPLETE shop")
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, stderr.String())
+	case <-time.After(agentWait):
+		stop()
+		t.Fatalf("the builder stayed after COMPLETE:\n%s", stderr.String())
+	}
+	assert.Contains(t, stderr.String(), "b1: the build is complete; leaving")
 }
 
 func TestAgentRefusesBadScripts(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/agentchat/server"
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/config"
 )
 
 func TestChatHandlesSlashCommandsLocally(t *testing.T) {
@@ -133,6 +135,38 @@ func TestChatWhoListsTheRoom(t *testing.T) {
 	assert.Regexp(t, `(?m)^  - +@absent +operator \(roles.operators\)$`, text)
 	assert.Regexp(t, `(?m)^  - +@gone +- +owns web$`, text, "STATUS names owners")
 	assert.NotContains(t, text, "@old1", "gone, and neither in the roles nor owning anything")
+}
+
+// Under foreman up the host is in roles.ci and roles.merger for the run,
+// though the config file does not list it: /who says so, rather than "ci
+// (by its lines)"; and its MERGED (merge mode external) ends the builder's
+// ownership, as foreman's own MERGED would.
+func TestChatWhoKnowsTheHostUpRuns(t *testing.T) {
+	dir := t.TempDir()
+	hostKey := filepath.Join(dir, "host.json")
+	hid, err := agentchat.NewIdentity("host")
+	require.NoError(t, err)
+	require.NoError(t, hid.Save(hostKey))
+	c := &config.Config{}
+	c.Host.Repo, c.Host.Identity = filepath.Join(dir, "shop.git"), hostKey
+	c.Rules.CIGating, c.Rules.Merge = true, coordinator.MergeExternal
+
+	var out, who bytes.Buffer
+	show := chatRoom(&out)
+	show.hostRoles(c)
+	show.arrived(agentchat.Agent{ID: hid.AgentID(), Name: "host"})
+	at := time.Date(2020, 1, 2, 3, 4, 5, 0, time.Local)
+	show.lineAt(at, hid.AgentID(), "host", "CI db PASS")
+	show.lineAt(at, "@dd01", "b2", "MERGED db") // not a merger: changes nothing
+	show.who(&who, "#build")
+	assert.Regexp(t, `(?m)^  b1 +@cb88 +builder \(by its lines\) +owns db$`, who.String())
+	show.lineAt(at, hid.AgentID(), "host", "MERGED db")
+	who.Reset()
+	show.who(&who, "#build")
+	text := who.String()
+	t.Log("\n" + text)
+	assert.Regexp(t, `(?m)^  host +`+hid.AgentID()+` +ci \(the host's, as foreman up adds it\), merger \(the host's, as foreman up adds it\)$`, text)
+	assert.Regexp(t, `(?m)^  b1 +@cb88 +builder \(by its lines\)$`, text, "merged: nobody's")
 }
 
 // The operator's own lines are labelled with the role the config gives it,

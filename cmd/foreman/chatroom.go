@@ -40,6 +40,9 @@ type roomShow struct {
 	owner map[string]string // component -> its owner's id, by foreman's replies
 
 	rolesFrom string // where roles came from, for /who
+	// upRoles are the roles foreman up gives the host's id for its run
+	// (addHostRoles) where the config does not list it, by sender id.
+	upRoles map[string][]string
 }
 
 func newRoomShow(w io.Writer, color bool, coord string) *roomShow {
@@ -150,6 +153,10 @@ func (s *roomShow) track(from, text string) {
 			s.said[from] = "auditor"
 		case "CI":
 			s.said[from] = "ci"
+		case "MERGED": // the merger's (foreman host's) word, in merge mode external
+			if c := word(text, 1); c != "" && s.mayMerge(from) {
+				delete(s.owner, c)
+			}
 		}
 		return
 	}
@@ -165,6 +172,8 @@ func (s *roomShow) track(from, text string) {
 		s.owner[c] = h.Agent
 	case protocol.ReplyTimeout, protocol.ReplyRetry, protocol.ReplyMerged:
 		delete(s.owner, c)
+	case protocol.ReplyComplete:
+		clear(s.owner)
 	case protocol.ReplyTasks:
 		for _, t := range h.Components {
 			delete(s.owner, t) // claimable, so nobody's
@@ -216,6 +225,34 @@ func (s *roomShow) idsNamed(name string, hereOnly bool) []string {
 	return exact
 }
 
+// mayMerge reports whether id's MERGED lines count: an operator's or the
+// merger's (contract section 2).
+func (s *roomShow) mayMerge(id string) bool {
+	for _, r := range append(slices.Clone(s.roles[id]), s.upRoles[id]...) {
+		if r == "operator" || r == "merger" {
+			return true
+		}
+	}
+	return false
+}
+
+// hostRoles notes the roles foreman up gives the host of c (its key at
+// host.identity, when it exists) for its run, where c does not list it.
+func (s *roomShow) hostRoles(c *config.Config) {
+	if c.Host.Repo == "" || c.Host.Identity == "" {
+		return
+	}
+	id, err := agentchat.LoadIdentity(c.Host.Identity)
+	if err != nil {
+		return // not made yet: foreman up makes it on its first start
+	}
+	probe := *c
+	s.upRoles = map[string][]string{}
+	for _, key := range addHostRoles(&probe, id.AgentID()) {
+		s.upRoles[id.AgentID()] = append(s.upRoles[id.AgentID()], strings.TrimPrefix(key, "roles."))
+	}
+}
+
 // rolesOf says what id does, and where that is known from.
 func (s *roomShow) rolesOf(id string) []string {
 	var out []string
@@ -225,7 +262,10 @@ func (s *roomShow) rolesOf(id string) []string {
 	for _, r := range s.roles[id] {
 		out = append(out, r+" (roles."+plural(r)+")")
 	}
-	if r := s.said[id]; r != "" && !slices.Contains(s.roles[id], r) {
+	for _, r := range s.upRoles[id] {
+		out = append(out, r+" (the host's, as foreman up adds it)")
+	}
+	if r := s.said[id]; r != "" && !slices.Contains(s.roles[id], r) && !slices.Contains(s.upRoles[id], r) {
 		out = append(out, r+" (by its lines)")
 	}
 	if id == s.self {
@@ -257,7 +297,7 @@ func (s *roomShow) owns(id string) []string {
 // who writes /who: everyone in the channel, then those the roles name or
 // foreman has given a component who are not here.
 func (s *roomShow) who(w io.Writer, channel string) {
-	fmt.Fprintf(w, "In %s (%d): names and ids from the room; roles from %s and from what each said; owners from foreman's ACK, TASKS, TIMEOUT, RETRY, MERGED and STATUS lines (say STATUS for foreman's own account):\n",
+	fmt.Fprintf(w, "In %s (%d): names and ids from the room; roles from %s and from what each said; owners from foreman's ACK, TASKS, TIMEOUT, RETRY, MERGED, COMPLETE and STATUS lines and a merger's MERGED (say STATUS for foreman's own account):\n",
 		channel, len(s.here), s.rolesFrom)
 	var here, away []string
 	for id := range s.here {

@@ -29,7 +29,7 @@ func (a *app) statusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [CONFIG]",
 		Short: "Show the build as a running foreman sees it",
-		Long: `status asks a running foreman (foreman run, with http.listen set) for the build
+		Long: `status asks a running foreman (foreman up, or foreman run with http.listen set) for the build
 and prints it as a table: each component's state, owner, progress, branch
 (where its work in progress is), next deadline, and what it waits on, what
 it overlaps or why it is held, under a header with the
@@ -92,7 +92,7 @@ func boardURL(listen string) (string, error) {
 		return "", fmt.Errorf("http.listen %q is not host:port: %w", listen, err)
 	}
 	if port == "0" {
-		return "", fmt.Errorf("http.listen %s picks a free port at each start: give --board with the one foreman run logged", listen)
+		return "", fmt.Errorf("http.listen %s picks a free port at each start: give --board with the one foreman up printed (or foreman run logged)", listen)
 	}
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
@@ -113,7 +113,7 @@ func fetchBoard(ctx context.Context, base string) (*web.Board, error) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach foreman at %s (is foreman run serving http.listen there?): %w", base, err)
+		return nil, fmt.Errorf("cannot reach foreman at %s (is foreman up, or foreman run, serving http.listen there?): %w", base, err)
 	}
 	defer resp.Body.Close()
 	var b web.Board

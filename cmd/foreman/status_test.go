@@ -155,7 +155,7 @@ func TestStatusWhenForemanIsNotThere(t *testing.T) {
 	ts.Close()
 	code, _, errOut := foreman(t, "status", "--board", url)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "cannot reach foreman at "+url)
+	assert.Contains(t, errOut, "cannot reach foreman at "+url+" (is foreman up, or foreman run, serving http.listen there?)")
 
 	starting := httptest.NewServer(web.New(web.Options{}).Handler())
 	defer starting.Close()

@@ -61,12 +61,13 @@ type Participant struct {
 	rnd    *rand.Rand
 	stage  *Stage // nil: a live room, through client
 
-	coord   string
-	seq     uint64
-	actions chan func()
-	joined  chan struct{}
-	done    chan struct{}
-	isIn    bool
+	coord    string
+	seq      uint64
+	actions  chan func()
+	joined   chan struct{}
+	done     chan struct{}
+	complete chan struct{} // closed when the coordinator says COMPLETE
+	isIn     bool
 }
 
 // NewBuilder makes a builder.
@@ -104,11 +105,12 @@ func newParticipant(cfg Config, role string, b behaviour) (*Participant, error) 
 	h.Write([]byte(cfg.Name))
 	p := &Participant{
 		cfg: cfg, role: role, id: id, b: b,
-		rnd:     rand.New(rand.NewPCG(cfg.Seed, h.Sum64())),
-		coord:   cfg.Coordinator,
-		actions: make(chan func(), 16),
-		joined:  make(chan struct{}),
-		done:    make(chan struct{}),
+		rnd:      rand.New(rand.NewPCG(cfg.Seed, h.Sum64())),
+		coord:    cfg.Coordinator,
+		actions:  make(chan func(), 16),
+		joined:   make(chan struct{}),
+		done:     make(chan struct{}),
+		complete: make(chan struct{}),
 	}
 	p.client = agentchat.New(agentchat.Config{
 		URL: cfg.URL, Channel: cfg.Channel, Name: cfg.Name, Identity: id,
@@ -231,9 +233,27 @@ func (p *Participant) message(m agentchat.Message) {
 		}
 		if r, ok := parseReply(l); ok {
 			p.b.coordinator(p, r)
+			if r.Verb == protocol.ReplyComplete {
+				p.completed()
+			}
 		}
 	}
 }
+
+// completed notes that the coordinator said COMPLETE: nothing is left to
+// do in this build.
+func (p *Participant) completed() {
+	select {
+	case <-p.complete:
+	default:
+		close(p.complete)
+	}
+}
+
+// Complete is closed when the coordinator says, while the participant is
+// in the room, that the build is complete (a COMPLETE in the history it
+// found on joining is not enough: the room may hold a new build since).
+func (p *Participant) Complete() <-chan struct{} { return p.complete }
 
 // learnCoordinator takes the sender of a message stamped as foreman stamps
 // its own ([foreman <build>/<run> #n]) for the coordinator, when the
