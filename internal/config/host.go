@@ -44,6 +44,10 @@ type Host struct {
 	// progress is merged with the others' (contract section 10).
 	OverlapInterval time.Duration
 	Prune           bool // delete a builder's branch once it landed
+	// LandAs is how an approved component lands (host.land_as): LandMerge,
+	// a merge commit, or LandSquash, one commit; either is one entry on
+	// the target's first-parent line.
+	LandAs string
 	// With workers (cluster.nats): where the host serves its repository
 	// to them, read-only (git's smart HTTP), and the URL they fetch from
 	// ("": http:// and the address it listens on).
@@ -58,6 +62,12 @@ type Host struct {
 	SandboxRW     []string       // host.sandbox_paths.rw
 	SandboxLimits sandbox.Limits // host.sandbox_limits.*
 }
+
+// host.land_as's values.
+const (
+	LandMerge  = "merge"
+	LandSquash = "squash"
+)
 
 // MaxParallel bounds host.max_parallel: each job is a worktree and
 // processes on the host's machine.
@@ -81,6 +91,7 @@ func hostDefaults(d map[string]any) {
 	d["host.retries"] = 1
 	d["host.overlap_interval"] = "30s"
 	d["host.prune"] = false
+	d["host.land_as"] = LandMerge
 	d["host.serve"] = "127.0.0.1:0"
 	d["host.serve_url"] = ""
 	d["host.sandbox"] = "on"
@@ -135,6 +146,11 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 	}
 	if h.Prune, err = boolean(v, "host.prune"); err != nil {
 		return err
+	}
+	switch h.LandAs = strings.ToLower(strings.TrimSpace(v.GetString("host.land_as"))); h.LandAs {
+	case LandMerge, LandSquash:
+	default:
+		return errorf("host.land_as", "%q is not merge (a merge commit of the approved commit, its first parent the target) or squash (one commit of the same tree on the target)", h.LandAs)
 	}
 	if h.OverlapInterval, err = duration(v, "host.overlap_interval", true); err != nil {
 		return err

@@ -21,6 +21,7 @@ func TestHostDefaultsAndPaths(t *testing.T) {
 	assert.Equal(t, "main", h.Target)
 	assert.Equal(t, [][]string{{"make", "test"}, {"sh", "-c", "go vet ./... && echo ok"}}, h.Checks)
 	assert.True(t, h.AutoRebase)
+	assert.Equal(t, LandMerge, h.LandAs)
 	assert.Equal(t, 1, h.MaxParallel)
 	assert.Equal(t, filepath.Join(dir, ".foreman/host/logs"), h.Logs)
 	assert.Equal(t, filepath.Join(dir, ".foreman/host/ledger.jsonl"), h.Ledger)
@@ -59,6 +60,7 @@ func TestHostErrorsNameTheKey(t *testing.T) {
 		"no shell pipe": {"host:\n  checks: [\"make test\", \"go test ./... | tee out\"]\n", "host.checks[1]: \"go test ./... | tee out\" has | outside quotes"},
 		"sandbox":       {"host:\n  sandbox: maybe\n", `host.sandbox: "maybe" is not on or off`},
 		"sandbox net":   {"host:\n  sandbox_net: loopback-deny\n", `host.sandbox_net: "loopback-deny" is not none`},
+		"land as":       {"host:\n  land_as: rebase\n", `host.land_as: "rebase" is not merge (a merge commit`},
 		"sandbox paths": {"host:\n  sandbox_paths: [/x]\n", "host.sandbox_paths: unknown key"},
 		"tilde user":    {"host:\n  sandbox_paths:\n    ro: [\"~bob/x\"]\n", "host.sandbox_paths.ro[0]: ~bob/x: only ~ (the host user's HOME) is expanded"},
 		"memory":        {"host:\n  sandbox_limits:\n    memory: lots\n", `host.sandbox_limits.memory: "lots" is not a size like 4GiB`},

@@ -57,7 +57,20 @@ func (r *Repo) MergeTree(ctx context.Context, ours, theirs string) (Merge, error
 // whichever process makes it and when. A merge queue that checks a chain
 // of merges in several jobs at once lands the very commits it checked.
 func (r *Repo) CommitMerge(ctx context.Context, tree, message string, parents ...string) (string, error) {
-	out, err := r.git(ctx, append([]string{"show", "--no-patch", "--format=%ct", "--end-of-options"}, parents...)...)
+	return r.commitTree(ctx, tree, message, parents, parents)
+}
+
+// CommitSquash makes a commit of tree on parent alone, with message: what
+// from (the commit squashed) brought, as one commit. Like CommitMerge it
+// is deterministic, dated as the newer of parent and from.
+func (r *Repo) CommitSquash(ctx context.Context, tree, message, parent, from string) (string, error) {
+	return r.commitTree(ctx, tree, message, []string{parent}, []string{parent, from})
+}
+
+// commitTree makes a commit of tree with parents, dated as the newest of
+// datedAs, so that the same inputs always make the same commit.
+func (r *Repo) commitTree(ctx context.Context, tree, message string, parents, datedAs []string) (string, error) {
+	out, err := r.git(ctx, append([]string{"show", "--no-patch", "--format=%ct", "--end-of-options"}, datedAs...)...)
 	if err != nil {
 		return "", err
 	}

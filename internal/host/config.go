@@ -19,6 +19,7 @@ type Config struct {
 	MaxParallel int      // jobs at once (default 1); landings are one at a time among them
 	Target      string   // the target branch, short name, for what the host says
 	Prune       bool     // host.prune: a landed component's branch is deleted
+	Squash      bool     // host.land_as squash: each component lands as one commit on the target (Job.Squash)
 	// Backoff is the first wait before a job that failed for the
 	// repository's sake (locked, dirty checkout) is tried again (default
 	// 30s); it doubles up to 10 times that.

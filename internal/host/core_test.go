@@ -92,17 +92,34 @@ func (s *harness) started(a Actions) Job {
 }
 
 // queued is the jobs of the queue a step started: no scan, no pin, no
-// note; each without the receipt and the trees that passed, which
-// landing_test.go looks at.
+// note; each without the receipt, the trees that passed and the auditors
+// named in its commit's message, which landing_test.go looks at.
 func queued(a Actions) []Job {
 	var q []Job
 	for _, j := range a.Start {
 		if j.Kind != Scan && j.Kind != Pin && j.Kind != Note {
-			j.Receipt, j.Passed = nil, nil
+			j.Receipt, j.Passed, j.Auditors = nil, nil, nil
+			for i := range j.Ahead {
+				j.Ahead[i].Auditors = nil
+			}
 			q = append(q, j)
 		}
 	}
 	return q
+}
+
+// landing finishes the car job a step started for the front car, whose
+// tree passed its check before review on the target as it is: no check
+// runs again (Reused), the job only makes the commit that lands (its
+// message names who approved it), here the one the check made. It returns
+// the landing that starts then.
+func (s *harness) landing(a Actions) Job {
+	s.t.Helper()
+	car := s.started(a)
+	require.Equal(s.t, Car, car.Kind, "%+v", car)
+	require.NotNil(s.t, car.Pass, "%+v", car)
+	p := car.Pass
+	return s.started(s.finish(car.Run, Outcome{Result: Passed, Reused: true, Commit: p.Commit, Tip: p.Tip, Base: p.Base, Tree: p.Tree}))
 }
 
 // built puts c in building by @b.
@@ -251,9 +268,9 @@ func TestLandingIsConfirmedThenOneAtATime(t *testing.T) {
 	assert.Empty(t, a.Start)
 	assert.Empty(t, s.hear("@aud", "AUDIT api PASS").Say, "asked once")
 	a = s.foreman("STATUS api review owner=@b1 since=3m pr=b1/api approved=yes")
-	land := s.started(a)
+	land := s.landing(a)
 	assert.Equal(t, Job{Run: land.Run, Kind: Land, Component: "api", Ref: "b1/api", Owner: "@b1", Base: "base", Tip: "t1", Commit: "m1", Tree: "tr"},
-		land, "the check before review was made on the target as it is: that commit lands, nothing is checked again")
+		land, "the check before review was made on the target as it is: its tree lands, nothing is checked again")
 
 	// Another approval is checked on top of it, beside the landing.
 	s.built("db", "@b2")
@@ -356,13 +373,20 @@ func TestRestartLearnsFromStatus(t *testing.T) {
 		started = append(started, h.Heard(now, "@foreman", true, l).Start...)
 	}
 	require.Len(t, started, 3)
-	started[0].Receipt = nil
-	assert.Equal(t, Job{Run: 8, Kind: Land, Component: "db", Ref: "b1/db", Owner: "@b1", Base: "b", Tip: "t", Commit: "m", Tree: "tr"}, started[0],
-		"what passed lands, if the target is still where it was checked")
+	assert.Equal(t, Job{Run: 8, Kind: Car, Component: "db", Ref: "b1/db", Owner: "@b1", Base: "b", Tip: "t", Target: "b", Pass: &pass,
+		Passed: []string{"tr"}, Auditors: []string{}}, started[0],
+		"what passed lands, if the target is still where it was checked: its tree passed, so nothing is checked again")
 	assert.Equal(t, Job{Run: 9, Kind: Check, Component: "api", Ref: "b2/api", Owner: "@b2"}, started[1])
 	assert.Equal(t, Job{Run: 10, Kind: Check, Component: "cart", Ref: "b3/cart", Owner: "@b3"}, started[2], "the READY after the view")
 	_, ok := h.NextWake()
 	assert.False(t, ok, "answered: nothing to ask again")
+
+	a = h.Finished(now, Outcome{Run: 8, Result: Passed, Reused: true, Commit: "m2", Tip: "t", Base: "b", Tree: "tr"})
+	require.Len(t, a.Start, 1)
+	land := a.Start[0]
+	land.Receipt = nil
+	assert.Equal(t, Job{Run: 11, Kind: Land, Component: "db", Ref: "b1/db", Owner: "@b1", Base: "b", Tip: "t", Commit: "m2", Tree: "tr"}, land,
+		"the commit the car made, whose message names the auditors")
 }
 
 func TestStatusIsAskedAgainWhenUnanswered(t *testing.T) {

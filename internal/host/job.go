@@ -67,6 +67,15 @@ type Job struct {
 	Tip    string
 	Commit string
 	Prune  bool // Land: delete Ref (a branch) once landed, if it still holds Tip
+	// Car, Check: who approved the component (Link.Auditors), for its
+	// commit's message; none before review.
+	Auditors []string
+	// Car, Check, Land: host.land_as squash: each link of a chain is one
+	// commit on the one before it, its tree the merge's, and the builder's
+	// commits are kept off the target (Land keeps Tip under
+	// SquashedRef). Otherwise each link is a merge commit whose first
+	// parent is the one before it.
+	Squash bool
 
 	// Car: where the host believes the target is (its base, and what it
 	// landed since): a target found elsewhere was moved by hand, and the
@@ -96,10 +105,19 @@ type Link struct {
 	Tip       string
 	Ref       string
 	Owner     string
+	Auditors  []string // who approved it, for the message of its commit
 }
 
 // Link is j's component as merged in a chain.
-func (j Job) Link() Link { return Link{Component: j.Component, Tip: j.Tip, Ref: j.Ref, Owner: j.Owner} }
+func (j Job) Link() Link {
+	return Link{Component: j.Component, Tip: j.Tip, Ref: j.Ref, Owner: j.Owner, Auditors: j.Auditors}
+}
+
+// SquashedRef is where a landing made with host.land_as squash keeps the
+// approved commit it squashed, so that the builder's commits stay in the
+// repository (and foreman verify can make the landing again) though no
+// branch holds them: refs/foreman/squashed/<the landed commit>.
+func SquashedRef(landed string) string { return "refs/foreman/squashed/" + landed }
 
 // Pass is what passed the checks for a component: a record kept durable
 // before CI c PASS is said, so that a landing after a restart lands what

@@ -185,7 +185,8 @@ func (h *Core) land() {
 	}
 	h.lastRun++
 	l := receipt.Landing{Host: h.cfg.Self, Target: "refs/heads/" + h.cfg.Target, Component: c.name, Builder: c.owner,
-		Ref: c.ref, Approved: a.Approval, LandedOn: h.target, Commit: k.done.Commit, Tree: k.done.Tree, Checks: ev, At: h.now}
+		Ref: c.ref, Approved: a.Approval, LandedOn: h.target, Commit: k.done.Commit, Tree: k.done.Tree, Checks: ev, At: h.now,
+		LandedAs: h.landAs()}
 	env, err := h.sign(receipt.New(l))
 	if err != nil {
 		wait := h.backoff(k.tries + 1)
@@ -200,7 +201,7 @@ func (h *Core) land() {
 	h.record(Record{Op: OpReceipt, Run: h.lastRun, Component: c.name, Commit: l.Commit, Base: l.LandedOn, Tip: k.tip, Receipt: env})
 	h.receipts[l.Commit] = &Receipt{Component: c.name, Commit: l.Commit, Base: l.LandedOn, Tip: k.tip, Envelope: env}
 	r := &run{Job: Job{Run: h.lastRun, Kind: Land, Component: c.name, Ref: c.ref, Owner: c.owner,
-		Base: h.target, Tip: k.tip, Commit: l.Commit, Tree: l.Tree, Receipt: env, Prune: h.cfg.Prune}, queued: h.now}
+		Base: h.target, Tip: k.tip, Commit: l.Commit, Tree: l.Tree, Receipt: env, Prune: h.cfg.Prune, Squash: h.cfg.Squash}, queued: h.now}
 	h.landing = r
 	c.run = r
 }
@@ -252,7 +253,7 @@ func (h *Core) landFinished(r *run, o Outcome) {
 		h.target = o.Commit
 		if k != nil {
 			h.train = h.train[1:]
-			h.landed = append(h.landed, landing{id: k.id, link: Link{Component: c.name, Tip: k.tip, Ref: r.Ref, Owner: r.Owner}})
+			h.landed = append(h.landed, landing{id: k.id, link: h.linkOf(k)})
 			if k.done != nil {
 				o.Flaky = k.done.Flaky
 			}
@@ -413,3 +414,11 @@ type LandedView struct {
 }
 
 func invalidOutcome(why string) Outcome { return Outcome{Result: Invalid, Line: why} }
+
+// landAs is how a component lands (host.land_as), as its receipt says.
+func (h *Core) landAs() string {
+	if h.cfg.Squash {
+		return receipt.LandedAsSquash
+	}
+	return receipt.LandedAsMerge
+}

@@ -17,7 +17,7 @@ import (
 func TestAnOldPassBecomesACarOnTheNewChain(t *testing.T) {
 	s := trainHarness(t, 2)
 	s.checked("b", "T") // b's check before review, on T
-	land := s.started(s.approve("a", "T"))
+	land := s.landing(s.approve("a", "T"))
 	a := s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})
 	require.Contains(t, a.Say, "MERGED a")
 	car := s.started(s.approved("b"))
@@ -53,6 +53,16 @@ func TestTheReceiptIsRecordedBeforeTheLanding(t *testing.T) {
 	s.foreman("REVIEW a @ba b/a")
 	s.hear("@aud", "AUDIT a PASS")
 	a := s.foreman("STATUS a review owner=@ba pr=b/a audits=1/3 approved=yes approved_by=@aud")
+	for _, r := range a.Records {
+		if r.Op == OpApproved {
+			assert.Equal(t, Approval{Component: "a", Owner: "@ba", Ref: "b/a",
+				Approval: receipt.Approval{Tip: "t-a", Auditors: []string{"@aud"}, Round: 2}}, *r.Approval)
+		}
+	}
+	require.Len(t, a.Start, 1)
+	car := a.Start[0]
+	assert.Equal(t, []string{"@aud"}, car.Auditors, "its commit's message names them")
+	a = s.finish(car.Run, Outcome{Result: Passed, Reused: true, Commit: "m-a", Tip: "t-a", Base: "T", Tree: "tr-a"})
 	var land Job
 	for _, j := range a.Start {
 		if j.Kind == Land {
@@ -62,11 +72,7 @@ func TestTheReceiptIsRecordedBeforeTheLanding(t *testing.T) {
 	require.Equal(t, Land, land.Kind)
 	var rec *Record
 	for i, r := range a.Records {
-		switch r.Op {
-		case OpApproved:
-			assert.Equal(t, Approval{Component: "a", Owner: "@ba", Ref: "b/a",
-				Approval: receipt.Approval{Tip: "t-a", Auditors: []string{"@aud"}, Round: 2}}, *r.Approval)
-		case OpReceipt:
+		if r.Op == OpReceipt {
 			rec = &a.Records[i]
 		}
 	}
@@ -88,6 +94,7 @@ func TestTheReceiptIsRecordedBeforeTheLanding(t *testing.T) {
 	assert.Equal(t, "tr-a", p.Checks.Tree)
 	assert.Equal(t, "check", p.Checks.Kind, "the check before review: nothing checked again")
 	assert.Equal(t, "@host", p.Host)
+	assert.Equal(t, receipt.LandedAsMerge, p.LandedAs)
 }
 
 // With CI gating on, what was approved is what passed before review; a
@@ -170,7 +177,7 @@ func TestReceiptsAreSettledAtStart(t *testing.T) {
 // MERGED, and a landing under way for it is never doubled by another job.
 func TestAnApprovedCommitLandsOnce(t *testing.T) {
 	s := trainHarness(t, 2)
-	land := s.started(s.approve("a", "T"))
+	land := s.landing(s.approve("a", "T"))
 	// Someone's view re-approves a while it lands: no second car.
 	a := s.foreman("STATUS a review owner=@ba pr=b/a approved=yes")
 	assert.Empty(t, queued(a))
@@ -200,7 +207,7 @@ func count(lines []string, want string) int {
 // branch's.)
 func TestAHandOverAfterALandingLandsNothingUnreviewed(t *testing.T) {
 	s := trainHarness(t, 2)
-	land := s.started(s.approve("a", "T"))
+	land := s.landing(s.approve("a", "T"))
 	a := s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})
 	require.Contains(t, a.Say, "MERGED a") // said to a room the stopping host has left: nobody heard it
 

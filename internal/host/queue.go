@@ -8,7 +8,7 @@ import (
 // enqueue queues a check for c, which has no job.
 func (h *Core) enqueue(c *comp) {
 	h.lastRun++
-	r := &run{Job: Job{Run: h.lastRun, Kind: Check, Component: c.name, Ref: c.ref, Owner: c.owner}, queued: h.now}
+	r := &run{Job: Job{Run: h.lastRun, Kind: Check, Component: c.name, Ref: c.ref, Owner: c.owner, Squash: h.cfg.Squash}, queued: h.now}
 	c.run = r
 	h.order = append(h.order, r)
 }

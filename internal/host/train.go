@@ -103,9 +103,15 @@ func (h *Core) chainOf(i int) ([]int, []Link) {
 	}
 	for _, k := range h.train[:i] {
 		ids = append(ids, k.id)
-		links = append(links, Link{Component: k.c.name, Tip: k.tip, Ref: k.c.ref, Owner: k.c.owner})
+		links = append(links, h.linkOf(k))
 	}
 	return ids, links
+}
+
+// linkOf is car k as merged in a chain: with who approved it, whose names
+// its commit's message carries.
+func (h *Core) linkOf(k *car) Link {
+	return Link{Component: k.c.name, Tip: k.tip, Ref: k.c.ref, Owner: k.c.owner, Auditors: h.approvals[k.c.name].Auditors}
 }
 
 // current reports whether what car i has (a result, or a run) is for the
@@ -136,7 +142,6 @@ func (h *Core) reconcile() {
 			break
 		}
 	}
-	h.adopt()
 	h.land()
 }
 
@@ -169,28 +174,6 @@ func (h *Core) blameOne() bool {
 	return false
 }
 
-// adopt gives the front car, when it has no result, the check it had
-// before review if that was made on the train's base: it is the same
-// chain, so nothing is checked again. With no base known yet (a new or
-// restarted host that was not told the Target), a job finds the target
-// first: a landing made on a guess would be refused, and said as a move
-// of the target.
-func (h *Core) adopt() {
-	if len(h.train) == 0 || len(h.landed) > 0 || h.base == "" {
-		return
-	}
-	k := h.train[0]
-	if k.done != nil || k.run != nil {
-		return
-	}
-	p, ok := h.passOf(k.c)
-	if !ok || p.Commit == "" || p.Base != h.base {
-		return
-	}
-	k.based, k.chain = h.base, nil
-	k.done = &Outcome{Result: Passed, Commit: p.Commit, Tip: p.Tip, Base: p.Base, Tree: p.Tree}
-}
-
 // passOf is what passed the check of c's current READY, if the host knows.
 func (h *Core) passOf(c *comp) (Pass, bool) {
 	p, ok := h.passes[c.name]
@@ -219,7 +202,8 @@ func (h *Core) nextCar() *run {
 		}
 		h.lastRun++
 		r := &run{Job: Job{Run: h.lastRun, Kind: Car, Component: k.c.name, Ref: k.c.ref, Owner: k.c.owner,
-			Base: h.base, Ahead: links, Tip: k.tip, Target: h.target, Passed: h.trees.keys()}, queued: h.now}
+			Base: h.base, Ahead: links, Tip: k.tip, Target: h.target, Passed: h.trees.keys(),
+			Auditors: h.approvals[k.c.name].Auditors, Squash: h.cfg.Squash}, queued: h.now}
 		if h.landing != nil {
 			r.Landing = h.landing.Commit
 		}

@@ -21,7 +21,7 @@ func trainHarness(t *testing.T, parallel int) *harness {
 // an older target, are checked again in the train.
 func (s *harness) landed() {
 	s.t.Helper()
-	land := s.started(s.approve("z", "T"))
+	land := s.landing(s.approve("z", "T"))
 	s.finish(land.Run, Outcome{Result: Landed, Commit: "T2"})
 }
 
@@ -90,7 +90,7 @@ func jobsBy(a Actions) map[string]Job {
 // without it, while the cars ahead are untouched.
 func TestTrainOfSixWithOneSalvaged(t *testing.T) {
 	s := trainHarness(t, 6)
-	land := s.started(s.approve("a", "T"))
+	land := s.landing(s.approve("a", "T"))
 	assert.Equal(t, Job{Run: land.Run, Kind: Land, Component: "a", Ref: "b/a", Owner: "@ba", Base: "T", Tip: "t-a", Commit: "m-a", Tree: "tr-a"}, land)
 	cars := map[string]Job{}
 	for i, c := range []string{"b", "c", "d", "e", "f"} {
@@ -144,7 +144,7 @@ func TestTrainOfSixWithOneSalvaged(t *testing.T) {
 // back, the earlier lands.
 func TestSemanticConflictStepsBackTheLaterOne(t *testing.T) {
 	s := trainHarness(t, 4)
-	land := s.started(s.approve("a", "T"))
+	land := s.landing(s.approve("a", "T"))
 	car := s.started(s.approve("b", "T"))
 	a := s.finish(car.Run, Outcome{Result: Failed, Commit: "m-ab", Line: "go test: --- FAIL: TestTogether"})
 	assert.Equal(t, []string{"CI b FAIL m-ab go test: --- FAIL: TestTogether"}, a.Say,
@@ -194,7 +194,7 @@ func TestAConflictAheadIsNotThisCarsFault(t *testing.T) {
 // The target moved by hand: every chain is made again on it.
 func TestTargetMovedByHandRebuildsTheTrain(t *testing.T) {
 	s := trainHarness(t, 4)
-	land := s.started(s.approve("a", "T"))
+	land := s.landing(s.approve("a", "T"))
 	car := s.started(s.approve("b", "T"))
 	a := s.finish(land.Run, Outcome{Result: Moved, Target: "X0123456789abcdef"})
 	assert.Equal(t, []string{"queue: main moved outside the queue (to X0123456789a); the train is checked again on it"}, a.Say)
@@ -222,7 +222,7 @@ func TestLeavingTheTrain(t *testing.T) {
 // and what it did is said.
 func TestALandingUnderWayIsNeverCancelled(t *testing.T) {
 	s := trainHarness(t, 4)
-	land := s.started(s.approve("a", "T"))
+	land := s.landing(s.approve("a", "T"))
 	a := s.foreman("OK RELEASE a")
 	assert.Empty(t, a.Cancel)
 	a = s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})
@@ -297,7 +297,7 @@ func TestACarAlreadyLanded(t *testing.T) {
 	a := s.finish(car.Run, Outcome{Result: Landed, Already: true, Commit: "T", Base: "T"})
 	assert.Equal(t, []string{"queue: a was already on main at T", "MERGED a"}, a.Say)
 	assert.Empty(t, s.h.Queue().Train)
-	land := s.started(s.approve("b", "T"))
+	land := s.landing(s.approve("b", "T"))
 	assert.Equal(t, "T", land.Base, "the target the job found")
 }
 
@@ -305,13 +305,17 @@ func TestACarAlreadyLanded(t *testing.T) {
 // and the cars behind it are checked again without it.
 func TestABranchMovedAfterApprovalIsNotLanded(t *testing.T) {
 	s := trainHarness(t, 4)
-	land := s.started(s.approve("a", "T"))
+	land := s.landing(s.approve("a", "T"))
 	car := s.started(s.approve("b", "T"))
 	s.started(s.approve("c", "T"))
 	a := s.finish(land.Run, Outcome{Result: Invalid, Line: "branch b/a moved to 0123 after t-a was approved; say READY again"})
 	assert.Equal(t, []string{"CI a FAIL branch b/a moved to 0123 after t-a was approved; say READY again"}, a.Say)
 	assert.Contains(t, a.Cancel, car.Run)
-	assert.Equal(t, Job{Run: jobsBy(a)["b"].Run, Kind: Land, Component: "b", Ref: "b/b", Owner: "@bb", Base: "T", Tip: "t-b", Commit: "m-b", Tree: "tr-b"},
-		jobsBy(a)["b"], "b, now first, lands what its check before review passed on the target as it is")
+	b := jobsBy(a)["b"]
+	assert.Equal(t, Job{Run: b.Run, Kind: Car, Component: "b", Ref: "b/b", Owner: "@bb", Base: "T", Tip: "t-b", Target: "T",
+		Pass: &Pass{Component: "b", Owner: "@bb", Ref: "b/b", Tip: "t-b", Commit: "m-b", Base: "T", Tree: "tr-b"}}, b,
+		"b, now first, is made again on the target as it is: the tree its check before review passed")
 	assert.Equal(t, links("b"), jobsBy(a)["c"].Ahead)
+	land = s.started(s.finish(b.Run, Outcome{Result: Passed, Reused: true, Commit: "m-b", Tip: "t-b", Base: "T", Tree: "tr-b"}))
+	assert.Equal(t, Job{Run: land.Run, Kind: Land, Component: "b", Ref: "b/b", Owner: "@bb", Base: "T", Tip: "t-b", Commit: "m-b", Tree: "tr-b"}, land)
 }

@@ -2,8 +2,9 @@
 // receipts (package receipt): for each commit of its first-parent history
 // since a given commit, whether foreman landed it (a receipt signed by a
 // trusted key names it, its tree passed the checks, it merges the commit
-// the auditors approved, on the commit before it), or it was pushed by
-// hand, or its receipt does not hold. It is `foreman verify`.
+// the auditors approved, on the commit before it, or squashes it there:
+// its tree is that merge's, made again here), or it was pushed by hand,
+// or its receipt does not hold. It is `foreman verify`.
 //
 // Nothing here trusts the repository: the keys come from the caller (the
 // host's own key, or keys given), never from a receipt; the walk starts
@@ -53,7 +54,8 @@ type Row struct {
 	Author    string `json:"author"`        // its author
 	RanOn     string `json:"ran_on,omitempty"`
 	Sandbox   string `json:"sandbox,omitempty"`
-	Approved  string `json:"approved,omitempty"` // the approved commit it merges
+	Approved  string `json:"approved,omitempty"`  // the approved commit it merges (or squashes)
+	LandedAs  string `json:"landed_as,omitempty"` // merge or squash (host.land_as)
 	LandedOn  string `json:"landed_on,omitempty"`
 	Tree      string `json:"tree,omitempty"`
 	PassedOn  string `json:"passed_on,omitempty"` // the tree whose checks passed
@@ -119,6 +121,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	for i := len(commits) - 1; i >= 0; i-- {
 		c := commits[i]
 		row := judge(o, c, data[notes[c.ID]], notes[c.ID] != "")
+		if row.Verdict == Landed && row.LandedAs == receipt.LandedAsSquash {
+			if err := squashedAgain(ctx, o.Repo, &row); err != nil {
+				return Report{}, err
+			}
+		}
 		if row.Verdict == Landed {
 			if at, ok := landedBy[row.Approved]; ok {
 				row.Verdict, row.Why = Refused, fmt.Sprintf("it lands %s (%s), which %s landed before: an approval lands once", short(row.Approved), row.Component, short(at))
@@ -140,13 +147,31 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	return rep, nil
 }
 
+// squashedAgain makes a squash landing's merge again, of the commit it
+// landed on and the approved commit (host.SquashedRef keeps it in the
+// host's repository), and refuses the row unless its tree is the commit's.
+func squashedAgain(ctx context.Context, repo *gitrepo.Repo, row *Row) error {
+	if id, err := repo.RevParse(ctx, row.Approved+"^{commit}"); err != nil || id == "" {
+		row.Verdict, row.Why = Refused, fmt.Sprintf("it squashes %s, which is not in this repository, so the squash cannot be made again to compare (fetch refs/foreman/squashed/* from the host's repository)", short(row.Approved))
+		return nil
+	}
+	m, err := repo.MergeTree(ctx, row.LandedOn, row.Approved)
+	if err != nil {
+		return err
+	}
+	if !m.Clean() || m.Tree != row.Tree {
+		row.Verdict, row.Why = Refused, fmt.Sprintf("it is not the squash of %s on %s: that merge gives tree %s, and it holds %s", short(row.Approved), short(row.LandedOn), short(m.Tree), short(row.Tree))
+	}
+	return nil
+}
+
 // judge says what one commit is.
 func judge(o Options, c gitrepo.Commit, note []byte, hasNote bool) Row {
 	row := Row{Commit: c.ID, Subject: c.Subject, Author: c.Author, Tree: c.Tree}
 	if !hasNote {
 		row.Verdict = ByHand
 		row.Why = "no receipt: not landed by foreman (pushed by " + c.Author + ")"
-		if strings.Contains(c.Subject, ") into "+o.Target) && strings.HasPrefix(c.Subject, "Merge ") {
+		if strings.Contains(c.Subject, ") into "+o.Target) && (strings.HasPrefix(c.Subject, "Merge ") || strings.HasPrefix(c.Subject, "Squash ")) {
 			row.Why = "no receipt, though its message reads as foreman host's landing: its note was deleted, or never written"
 		}
 		return row
@@ -162,6 +187,10 @@ func judge(o Options, c gitrepo.Commit, note []byte, hasNote bool) Row {
 	row.Auditors = strings.Join(p.Approved.Auditors, ",")
 	row.RanOn, row.Sandbox = strings.Join(p.Checks.RanOn, ","), p.Checks.Sandbox
 	row.Approved, row.LandedOn, row.PassedOn, row.CheckedAs = p.Approved.Tip, p.LandedOn, p.Checks.Tree, p.Checks.Commit
+	row.LandedAs = p.LandedAs
+	if row.LandedAs == "" {
+		row.LandedAs = receipt.LandedAsMerge // receipts from before there was a choice
+	}
 	firstParent := ""
 	if len(c.Parents) > 0 {
 		firstParent = c.Parents[0]
@@ -179,8 +208,14 @@ func judge(o Options, c gitrepo.Commit, note []byte, hasNote bool) Row {
 		return refuse("its receipt lands it on %s, not on %s", p.Target, o.Target)
 	case p.LandedOn != firstParent:
 		return refuse("its receipt says it landed on %s, and its first parent is %s", short(p.LandedOn), short(firstParent))
-	case p.Approved.Tip == "" || !slices.Contains(c.Parents[1:], p.Approved.Tip):
+	case p.Approved.Tip == "":
+		return refuse("its receipt names no approved commit")
+	case row.LandedAs == receipt.LandedAsMerge && !slices.Contains(c.Parents[1:], p.Approved.Tip):
 		return refuse("it does not merge %s, the commit its receipt says was approved", short(p.Approved.Tip))
+	case row.LandedAs == receipt.LandedAsSquash && len(c.Parents) != 1:
+		return refuse("its receipt says it squashes %s, and it has %d parents", short(p.Approved.Tip), len(c.Parents))
+	case row.LandedAs != receipt.LandedAsMerge && row.LandedAs != receipt.LandedAsSquash:
+		return refuse("its receipt says it landed as %q, neither merge nor squash", p.LandedAs)
 	case p.Checks.Tree != c.Tree:
 		return refuse("the checks its receipt names passed on tree %s, not on its own %s", short(p.Checks.Tree), short(c.Tree))
 	case !p.Checks.Passed():
@@ -211,8 +246,12 @@ func (r Report) Table() string {
 			if by == "" {
 				by = "(auditors not known to the host)"
 			}
-			detail = fmt.Sprintf("approved %s by %s; run %d passed on %s (%s, sandbox %s); signed %s",
-				short(row.Approved), by, row.Run, short(row.PassedOn), row.RanOn, shortDigest(row.Sandbox), row.Signer)
+			how := ""
+			if row.LandedAs == receipt.LandedAsSquash {
+				how = ", squashed"
+			}
+			detail = fmt.Sprintf("approved %s by %s%s; run %d passed on %s (%s, sandbox %s); signed %s",
+				short(row.Approved), by, how, row.Run, short(row.PassedOn), row.RanOn, shortDigest(row.Sandbox), row.Signer)
 		}
 		comp := row.Component
 		if comp == "" {

@@ -256,3 +256,57 @@ func BenchmarkVerify(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/verify")
 	b.ReportMetric(float64(n), "commits")
 }
+
+// landSquash lands c's approved commit tip on main as host.land_as squash
+// does: one commit on main whose tree is the merge of main and tip.
+func (g *target) landSquash(c, tip string, edit func(*receipt.Landing)) string {
+	g.t.Helper()
+	base := g.main()
+	m, err := g.repo.MergeTree(ctx, base, tip)
+	require.NoError(g.t, err)
+	require.True(g.t, m.Clean())
+	commit, err := g.repo.CommitSquash(ctx, m.Tree, "Squash b1/"+c+" ("+c+") into main\n", base, tip)
+	require.NoError(g.t, err)
+	l := receipt.Landing{Host: g.key.AgentID(), Target: "refs/heads/main", Component: c, Builder: "@b1", Ref: "b1/" + c,
+		Approved: receipt.Approval{Tip: tip, Auditors: []string{"@aud"}, Round: 1}, LandedOn: base, LandedAs: receipt.LandedAsSquash,
+		Commit: commit, Tree: m.Tree,
+		Checks: receipt.Checks{Run: g.n, Kind: "car", Commit: commit, Tree: m.Tree, Commands: []receipt.Command{{Command: "make test", Result: "passed"}},
+			Tries: []receipt.Log{{Name: c + ".log", Digest: receipt.Digest([]byte("ok"))}}, RanOn: []string{"host"}, Sandbox: "off"},
+		At: time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)}
+	if edit != nil {
+		edit(&l)
+	}
+	note, err := receipt.Sign(receipt.New(l), g.key)
+	require.NoError(g.t, err)
+	require.NoError(g.t, g.repo.AddNote(ctx, receipt.NotesRef, commit, note))
+	require.NoError(g.t, g.repo.UpdateRef(ctx, "refs/heads/main", commit, base, "foreman host: land "+c))
+	return commit
+}
+
+// host.land_as squash: one commit per component, whose tree verify makes
+// again from the commit it landed on and the approved commit; a squash
+// that is not that merge, a "squash" with two parents, an approved commit
+// the repository lacks, and a way of landing nobody knows are refused.
+func TestSquashLandings(t *testing.T) {
+	g := newTarget(t)
+	early := g.approved("a") // made on main as it was: main moves on before it lands
+	g.land("z", g.approved("z"), g.key, nil)
+	good := g.landSquash("a", early, nil)
+	rep := g.verify(g.key)
+	require.True(t, rep.OK(), rep.Table())
+	assert.Equal(t, receipt.LandedAsSquash, rep.Rows[0].LandedAs)
+	assert.Contains(t, rep.Table(), "approved "+early[:12]+" by @aud, squashed;")
+
+	other := g.approved("b")
+	wrong := g.landSquash("c", g.approved("c"), func(l *receipt.Landing) { l.Approved.Tip = other })
+	asMerge := g.land("d", g.approved("d"), g.key, func(l *receipt.Landing) { l.LandedAs = receipt.LandedAsSquash })
+	missing := g.landSquash("e", g.approved("e"), func(l *receipt.Landing) { l.Approved.Tip = strings.Repeat("b", 40) })
+	unknown := g.land("f", g.approved("f"), g.key, func(l *receipt.Landing) { l.LandedAs = "rebase" })
+	v := verdicts(g.verify(g.key))
+	assert.Equal(t, "landed: ", v[good])
+	assert.Contains(t, v[wrong], "refused: it is not the squash of "+other[:12])
+	assert.Contains(t, v[asMerge], "refused: its receipt says it squashes")
+	assert.Contains(t, v[asMerge], "and it has 2 parents")
+	assert.Contains(t, v[missing], "refused: it squashes bbbbbbbbbbbb, which is not in this repository")
+	assert.Contains(t, v[unknown], `refused: its receipt says it landed as "rebase", neither merge nor squash`)
+}

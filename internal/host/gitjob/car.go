@@ -70,7 +70,7 @@ func (r *Runner) car(ctx context.Context, j host.Job) host.Outcome {
 	o := host.Outcome{Base: base, Tip: tip}
 	head := base
 	for _, l := range j.Ahead {
-		commit, _, conflicts, err := r.mergeResult(ctx, l, head, l.Tip)
+		commit, _, conflicts, err := r.mergeResult(ctx, l, head, l.Tip, j.Squash)
 		if err != nil {
 			return retry(err)
 		}
@@ -80,7 +80,7 @@ func (r *Runner) car(ctx context.Context, j host.Job) host.Outcome {
 		}
 		head = commit
 	}
-	commit, tree, conflicts, err := r.mergeResult(ctx, j.Link(), head, tip)
+	commit, tree, conflicts, err := r.mergeResult(ctx, j.Link(), head, tip, j.Squash)
 	if err != nil {
 		return retry(err)
 	}

@@ -22,7 +22,7 @@ func (r *Runner) check(ctx context.Context, j host.Job) host.Outcome {
 		return *bad
 	}
 	var o host.Outcome
-	commit, tree, conflicts, err := r.mergeResult(ctx, j.Link(), base, tip)
+	commit, tree, conflicts, err := r.mergeResult(ctx, j.Link(), base, tip, j.Squash)
 	if err != nil {
 		return retry(err)
 	}
@@ -47,7 +47,7 @@ func (r *Runner) check(ctx context.Context, j host.Job) host.Outcome {
 		}
 		o.Rebased = &host.Rebase{Branch: t.String(), From: tip, To: to}
 		tip = to
-		if commit, tree, conflicts, err = r.mergeResult(ctx, j.Link(), base, tip); err != nil {
+		if commit, tree, conflicts, err = r.mergeResult(ctx, j.Link(), base, tip, j.Squash); err != nil {
 			return retry(err)
 		} else if len(conflicts) > 0 {
 			return host.Outcome{Result: host.Conflicted, Files: conflicts, Rebased: o.Rebased}

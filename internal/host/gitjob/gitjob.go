@@ -231,7 +231,7 @@ func (r *Runner) base(ctx context.Context) (string, *host.Outcome) {
 // the target's first-parent line holds one commit per landing, the one
 // that was checked and has a receipt, never a builder's unchecked work in
 // progress. Conflicts, if any, are returned instead.
-func (r *Runner) mergeResult(ctx context.Context, j host.Link, base, tip string) (commit, tree string, conflicts []string, err error) {
+func (r *Runner) mergeResult(ctx context.Context, j host.Link, base, tip string, squash bool) (commit, tree string, conflicts []string, err error) {
 	m, err := r.o.Repo.MergeTree(ctx, base, tip)
 	if err != nil {
 		return "", "", nil, err
@@ -239,9 +239,30 @@ func (r *Runner) mergeResult(ctx context.Context, j host.Link, base, tip string)
 	if !m.Clean() {
 		return "", "", m.Conflicts, nil
 	}
-	msg := fmt.Sprintf("Merge %s (%s) into %s\n\nChecked and landed by foreman host; built by %s.\n", j.Ref, j.Component, r.o.Target, j.Owner)
-	commit, err = r.o.Repo.CommitMerge(ctx, m.Tree, msg, base, tip)
+	if squash {
+		commit, err = r.o.Repo.CommitSquash(ctx, m.Tree, LandingMessage(j, r.o.Target, tip, true), base, tip)
+	} else {
+		commit, err = r.o.Repo.CommitMerge(ctx, m.Tree, LandingMessage(j, r.o.Target, tip, false), base, tip)
+	}
 	return commit, m.Tree, nil, err
+}
+
+// LandingMessage is the message of the commit that lands j's component on
+// target: one entry per component on the target's first-parent line,
+// naming it, its builder and who approved it ("not reviewed yet" for a
+// check before review, whose commit does not land). Deterministic: every
+// job that makes a chain makes the same commits.
+func LandingMessage(j host.Link, target, tip string, squash bool) string {
+	by := "not reviewed yet"
+	if len(j.Auditors) > 0 {
+		by = strings.Join(j.Auditors, ", ")
+	}
+	if squash {
+		return fmt.Sprintf("Squash %s (%s) into %s\n\nComponent %s, built by %s, approved by %s: its approved commit %s,\nsquashed into one commit, checked and landed by foreman host.\n",
+			j.Ref, j.Component, target, j.Component, j.Owner, by, tip)
+	}
+	return fmt.Sprintf("Merge %s (%s) into %s\n\nComponent %s, built by %s, approved by %s;\nchecked and landed by foreman host.\n",
+		j.Ref, j.Component, target, j.Component, j.Owner, by)
 }
 
 // LogName is the run's log file: the component (made a safe file name),

@@ -33,6 +33,9 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 	}
 	if landed {
 		o := host.Outcome{Result: host.Landed, Commit: j.Commit, Already: true}
+		if err := r.keepSquashed(ctx, j); err != nil {
+			return retry(err)
+		}
 		r.keepReceipt(ctx, j, &o)
 		return o
 	}
@@ -67,6 +70,9 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 			return host.Outcome{Result: host.Retry, Line: err.Error()}
 		}
 	}
+	if err := r.keepSquashed(ctx, j); err != nil {
+		return retry(err)
+	}
 	// From here on the job runs to its end whatever ctx says: what the
 	// compare-and-swap did must be reported, and its note written.
 	ctx = context.WithoutCancel(ctx)
@@ -91,6 +97,18 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 		o.Pruned = r.prune(ctx, j)
 	}
 	return o
+}
+
+// keepSquashed keeps the approved commit a squash landing squashes
+// reachable (host.SquashedRef), before the target moves: no branch may
+// hold it once the builder's is pruned, and foreman verify makes the
+// landing again from it. A landing that then does not happen leaves a ref
+// to an approved commit, which is harmless.
+func (r *Runner) keepSquashed(ctx context.Context, j host.Job) error {
+	if !j.Squash || j.Tip == "" {
+		return nil
+	}
+	return r.o.Repo.SetRef(ctx, host.SquashedRef(j.Commit), j.Tip, "foreman host: "+j.Component+" squashed")
 }
 
 // stillApproved refuses to land a component whose branch no longer holds

@@ -46,7 +46,10 @@ func TestReadyToMerged(t *testing.T) {
 	w.expect(w.host, "STATUS db")
 	w.expect(w.host, "MERGED db")
 	w.expect(w.foreman, "OK MERGED db")
-	assert.Equal(t, commit, w.tip("main"), "what passed landed, as it was checked")
+	assert.Equal(t, w.git("rev-parse", commit+"^{tree}"), w.git("rev-parse", "main^{tree}"), "what passed landed, as it was checked")
+	assert.Equal(t, w.git("log", "-1", "--format=%P", commit), w.git("log", "-1", "--format=%P", "main"), "merged the same way")
+	assert.Contains(t, w.git("log", "-1", "--format=%B", "main"), "Component db, built by "+w.id("b1")+", approved by "+w.id("aud")+";",
+		"one entry on main's first-parent line, naming the component, its builder and who approved it")
 	assert.Len(t, w.said(w.host, "MERGED"), 1)
 	assert.Len(t, w.said(w.host, "CI db "), 6, "five refusals and a pass; nothing for the malformed line")
 }

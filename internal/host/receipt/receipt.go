@@ -60,18 +60,29 @@ type Subject struct {
 
 // Landing is foreman's predicate: one landing of one component.
 type Landing struct {
-	Host      string    `json:"host"`      // the host's sender id: who landed it, and signed this
-	Target    string    `json:"target"`    // the branch, as refs/heads/<name>
-	Component string    `json:"component"` // what landed
-	Builder   string    `json:"builder"`   // who built it
-	Ref       string    `json:"ref"`       // the ref its READY named
-	Approved  Approval  `json:"approved"`
-	LandedOn  string    `json:"landedOn"` // the target's commit before: the landed commit's first parent
-	Commit    string    `json:"commit"`   // the landed commit (the subject)
-	Tree      string    `json:"tree"`     // its tree (the subject)
-	Checks    Checks    `json:"checks"`   // the run whose checks passed on Tree
-	At        time.Time `json:"at"`       // when the host decided to land it, by its clock
+	Host      string   `json:"host"`      // the host's sender id: who landed it, and signed this
+	Target    string   `json:"target"`    // the branch, as refs/heads/<name>
+	Component string   `json:"component"` // what landed
+	Builder   string   `json:"builder"`   // who built it
+	Ref       string   `json:"ref"`       // the ref its READY named
+	Approved  Approval `json:"approved"`
+	LandedOn  string   `json:"landedOn"` // the target's commit before: the landed commit's first parent
+	// LandedAs is how (host.land_as): LandedAsMerge, a merge commit whose
+	// other parent is Approved.Tip; LandedAsSquash, one commit whose only
+	// parent is LandedOn, its tree the merge of LandedOn and Approved.Tip.
+	// Receipts from before it was written are merges.
+	LandedAs string    `json:"landedAs,omitempty"`
+	Commit   string    `json:"commit"` // the landed commit (the subject)
+	Tree     string    `json:"tree"`   // its tree (the subject)
+	Checks   Checks    `json:"checks"` // the run whose checks passed on Tree
+	At       time.Time `json:"at"`     // when the host decided to land it, by its clock
 }
+
+// How a component lands (Landing.LandedAs).
+const (
+	LandedAsMerge  = "merge"
+	LandedAsSquash = "squash"
+)
 
 // Approval is what the auditors approved.
 type Approval struct {
