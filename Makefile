@@ -47,7 +47,7 @@ export VERIFY_LANDINGS
 .PHONY: bench-host
 bench-host:
 	$(GO) test -run '^$$' -bench 'ReadyToVerdict|QueueThroughput' $(call benchtime,-benchtime 20x) ./internal/host/gitjob
-	$(GO) test -run '^$$' -bench 'LandingReceipt' $(call benchtime,-benchtime 100x) -count 3 ./internal/host/gitjob
+	$(GO) test -run '^$$' -bench 'LandingReceipt|ApprovedCar' $(call benchtime,-benchtime 100x) -count 3 ./internal/host/gitjob
 	$(GO) test -run '^$$' -bench 'Verify' $(call benchtime,-benchtime 5x) ./internal/verify
 	$(GO) test -run '^$$' -bench 'FreshWorktree' $(call benchtime,-benchtime 3x) ./internal/host/gitjob
 	$(GO) test -run '^$$' -bench 'OverlapScan' $(call benchtime,-benchtime 10x) ./internal/host/gitjob

@@ -317,3 +317,34 @@ func BenchmarkLandingReceipt(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkApprovedCar is what an approval costs before its landing, on
+// the repository of 10,000 files, now that the landed commit names its
+// auditors: the check before review passed on the target as it is, so a
+// car job makes the landing commit again with their names (merge or
+// squash) and finds its tree among those that passed: nothing is checked
+// again.
+func BenchmarkApprovedCar(b *testing.B) {
+	repo := sharedRepo(b)
+	for _, squash := range []bool{false, true} {
+		b.Run(fmt.Sprintf("squash=%v", squash), func(b *testing.B) {
+			r := benchRunner(b, repo, 1)
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				name := fmt.Sprintf("car%d", branches.Add(1))
+				base, err := repo.RevParse(ctx, "refs/heads/main")
+				require.NoError(b, err)
+				tip := branchOff(b, repo, name, 2)
+				m, err := repo.MergeTree(ctx, base, tip)
+				require.NoError(b, err)
+				j := host.Job{Run: int(branches.Load()), Kind: host.Car, Component: name, Ref: name, Owner: "@b", Base: base, Tip: tip,
+					Target: base, Passed: []string{m.Tree}, Auditors: []string{"@aud"}, Squash: squash}
+				b.StartTimer()
+				if o := r.Run(ctx, j); o.Result != host.Passed || !o.Reused || o.Tree != m.Tree {
+					b.Fatalf("%+v", o)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/car")
+		})
+	}
+}
