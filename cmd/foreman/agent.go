@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/tooling/sim"
 	"github.com/agentforeman/foreman/protocol"
 )
@@ -180,7 +181,7 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	}
 	if f.role == "chat" {
 		fmt.Fprint(a.stderr, chatIntro)
-		return roomError(chat(ctx, cmd.InOrStdin(), a.stderr, agentchat.Config{
+		return config.RoomError(chat(ctx, cmd.InOrStdin(), a.stderr, agentchat.Config{
 			URL: f.url, Channel: f.channel, Name: f.name, Identity: id, RateLimit: f.rateLimit,
 			Logger: log.With().Str("part", "room").Logger(),
 		}, show, joined), c)
@@ -214,7 +215,7 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 		case <-runCtx.Done():
 		}
 	}()
-	return roomError(p.Run(runCtx), c)
+	return config.RoomError(p.Run(runCtx), c)
 }
 
 // participant makes the sim the flags describe.

@@ -13,6 +13,7 @@ import (
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/tooling/demo"
+	"github.com/agentforeman/foreman/internal/up"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -248,7 +249,7 @@ func (s *roomShow) hostRoles(c *config.Config) {
 	}
 	probe := *c
 	s.upRoles = map[string][]string{}
-	for _, key := range addHostRoles(&probe, id.AgentID()) {
+	for _, key := range up.HostRoles(&probe, id.AgentID()) {
 		s.upRoles[id.AgentID()] = append(s.upRoles[id.AgentID()], strings.TrimPrefix(key, "roles."))
 	}
 }

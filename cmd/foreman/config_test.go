@@ -75,16 +75,6 @@ func TestAgentReadsTheRoomFromTheConfig(t *testing.T) {
 	stop()
 }
 
-func TestServeListensWhereTheConfigPoints(t *testing.T) {
-	for url, want := range map[string]string{"ws://127.0.0.1:7001": "127.0.0.1:7001", "ws://localhost": "localhost:80"} {
-		got, err := listenAddress(url)
-		require.NoError(t, err)
-		assert.Equal(t, want, got)
-	}
-	_, err := listenAddress("wss://chat.example:443")
-	assert.ErrorContains(t, err, "give --listen")
-}
-
 func TestIdentityTakesTheConfigAndItsPaths(t *testing.T) {
 	dir := t.TempDir()
 	config := writeFile(t, dir, "foreman.yaml", "server:\n  identity: keys/foreman.json\n")

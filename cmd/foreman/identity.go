@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,23 +79,12 @@ type joining struct {
 
 func joinName(c *config.Config, path string) joining {
 	switch {
-	case samePath(path, c.Server.Identity):
+	case config.SamePath(path, c.Server.Identity):
 		return joining{c.Server.Name, "server.name"}
-	case samePath(path, c.Host.Identity):
+	case config.SamePath(path, c.Host.Identity):
 		return joining{c.Host.Name, "host.name"}
 	}
 	return joining{}
-}
-
-// samePath reports whether two paths name the same file, as written
-// (relative ones from the working directory).
-func samePath(a, b string) bool {
-	if a == "" || b == "" {
-		return false
-	}
-	aa, errA := filepath.Abs(a)
-	ab, errB := filepath.Abs(b)
-	return errA == nil && errB == nil && aa == ab
 }
 
 // showIdentity says what the identity file holds and what the room will

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/mcpagent"
+	"github.com/agentforeman/foreman/internal/paste"
 )
 
 // mcpFlags are foreman mcp's settings besides the config's.
@@ -99,7 +99,7 @@ func (a *app) printMCPConfig(cmd *cobra.Command, c *config.Config, f *mcpFlags) 
 	if c.File == "" {
 		return noConfigFile("mcp --print-config")
 	}
-	file := absPath(c.File)
+	file := paste.Abs(c.File)
 	url := ""
 	if cmd.Flags().Changed("url") || os.Getenv("FOREMAN_SERVER_URL") != "" {
 		url = c.Server.URL // not the file's: the client must be told
@@ -108,58 +108,23 @@ func (a *app) printMCPConfig(cmd *cobra.Command, c *config.Config, f *mcpFlags) 
 		if f.identity != "" {
 			return errors.New("--agents and --identity: give one; each agent named gets its own key, .foreman/NAME.json")
 		}
-		var agents []mcpEntry
+		var agents []paste.MCPEntry
 		for _, name := range f.agents {
 			if !nameRE.MatchString(name) || name == "foreman" {
 				return fmt.Errorf("--agents: %q is not an agent's name: 1 to 32 letters, digits, _ or -, and not foreman", name)
 			}
-			agents = append(agents, mcpEntry{server: "foreman-" + name, name: name,
-				key: filepath.Join(filepath.Dir(file), ".foreman", name+".json")})
+			agents = append(agents, paste.MCPEntry{Server: "foreman-" + name, Name: name,
+				Key: filepath.Join(filepath.Dir(file), ".foreman", name+".json")})
 		}
-		_, err := io.WriteString(a.stdout, mcpConfig(selfPath(), file, url, agents...))
+		_, err := io.WriteString(a.stdout, paste.MCPConfig(paste.Program(), file, url, agents...))
 		return err
 	}
 	key := f.identity
 	if key == "" {
 		key = filepath.Join(filepath.Dir(file), ".foreman", "agent.json")
 	}
-	_, err := io.WriteString(a.stdout, mcpConfig(selfPath(), file, url, mcpEntry{server: "foreman", name: f.name, key: absPath(key)}))
+	_, err := io.WriteString(a.stdout, paste.MCPConfig(paste.Program(), file, url, paste.MCPEntry{Server: "foreman", Name: f.name, Key: paste.Abs(key)}))
 	return err
-}
-
-// mcpEntry is one agent's foreman mcp in an MCP client's configuration:
-// the server's name there, the agent's display name ("": its key's), its
-// key file.
-type mcpEntry struct{ server, name, key string }
-
-// mcpConfig is an MCP client's configuration (Claude Code's .mcp.json,
-// Claude Desktop's claude_desktop_config.json) that starts foreman mcp
-// for each agent, with its key file and the config; url, if set, is the
-// room's when it is not the config's.
-func mcpConfig(bin, config, url string, agents ...mcpEntry) string {
-	type server struct {
-		Command string   `json:"command"`
-		Args    []string `json:"args"`
-	}
-	doc := struct {
-		Servers map[string]server `json:"mcpServers"`
-	}{map[string]server{}}
-	for _, e := range agents {
-		args := []string{"mcp", "--identity", e.key}
-		if e.name != "" {
-			args = append(args, "--name", e.name)
-		}
-		if url != "" {
-			args = append(args, "--url", url)
-		}
-		doc.Servers[e.server] = server{Command: bin, Args: append(args, config)}
-	}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(doc)
-	return b.String()
 }
 
 func (a *app) runMCP(cmd *cobra.Command, file string, f *mcpFlags) error {

@@ -72,10 +72,3 @@ func TestMCPPrintsItsClientConfig(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "--agents and --identity: give one")
 }
-
-// The program named is this one, absolute: a client's PATH often lacks
-// ~/go/bin.
-func TestSelfPathIsAbsolute(t *testing.T) {
-	assert.Equal(t, "foreman", selfPath(), "under go test, a temporary build")
-	assert.Equal(t, `/a/foreman agent --identity '/b c/k.json' 'it'\''s'`, shellLine([]string{"/a/foreman", "agent", "--identity", "/b c/k.json", "it's"}))
-}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/guide"
+	"github.com/agentforeman/foreman/internal/paste"
 )
 
 func (a *app) promptCommand() *cobra.Command {
@@ -94,7 +95,7 @@ func writeThisBuild(w io.Writer, c *config.Config, comps []coordinator.Component
 			checks = "`" + strings.Join(h.CheckLines, "`, `") + "`"
 		}
 		fmt.Fprintf(w, "- The work is real: foreman host checks each READY in the git repository `%s`. Push your branch there (`git push %s HEAD:refs/heads/<you>/<c>`), then say `READY <c> <you>/<c>`. It checks what would land on `%s` (checks: %s) and answers `CI <c> PASS`, `FAIL` (with the first failing line and the log) or `CONFLICT` (with the files); approved work lands on `%s`, then `MERGED <c>`.\n",
-			absPath(h.Repo), absPath(h.Repo), h.Target, checks, h.Target)
+			paste.Abs(h.Repo), paste.Abs(h.Repo), h.Target, checks, h.Target)
 	}
 	writeOverlapRule(w, c)
 	fmt.Fprintf(w, "- The build `%s`, its components in TASKS order, %s:\n", c.Build.Name, from)

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/internal/bot"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/web"
@@ -111,7 +107,7 @@ release the leases, so that a standby takes over at once.`,
 			if c.HTTP != "" {
 				var url string
 				var stopBoard func()
-				board, url, stopBoard, err = web.Start(c.HTTP, boardOptions(c, log))
+				board, url, stopBoard, err = web.Start(c.HTTP, web.ConfigOptions(c, log))
 				if err != nil {
 					return fmt.Errorf("http.listen: %w", err)
 				}
@@ -126,7 +122,7 @@ release the leases, so that a standby takes over at once.`,
 			if board != nil {
 				board.Attach(b)
 			}
-			return roomError(b.Run(ctx), c)
+			return config.RoomError(b.Run(ctx), c)
 		},
 	}
 	f := cmd.Flags()
@@ -140,18 +136,6 @@ release the leases, so that a standby takes over at once.`,
 	f.Bool("new-build", false, "start a new build even though the room shows this identity's earlier one (its journal is gone)")
 	f.Bool("halted", false, "start even when the dependencies form a cycle: the build waits, halted, until an operator mends it")
 	return cmd
-}
-
-// boardOptions are the board's settings from the configuration, as run
-// and up serve it.
-func boardOptions(c *config.Config, log zerolog.Logger) web.Options {
-	wo := web.Options{Logger: log.With().Str("part", "http").Logger(), HostLogs: c.Host.Logs}
-	if c.Journal != "" {
-		// Beside the journal's segments: the board's log and counters go
-		// on where they were after a restart.
-		wo.StateFile = filepath.Join(c.Journal, "board.json")
-	}
-	return wo
 }
 
 // reloadOnHUP turns SIGHUP into reloads for the bot (one waiting at most),
@@ -207,15 +191,4 @@ func refuseCycle(c *config.Config) error {
 		return fmt.Errorf("build %s: dependency cycle: %s (fix the config, or start it halted with --halted and mend it in the room with UNDEPEND)", c.Build.Name, g.Format(cycle))
 	}
 	return nil
-}
-
-// roomError names, in the error of a room that cannot be reached, where
-// its URL came from: a flag, FOREMAN_SERVER_URL, or the config file.
-func roomError(err error, c *config.Config) error {
-	var ue *agentchat.UnreachableError
-	if !errors.As(err, &ue) {
-		return err
-	}
-	return fmt.Errorf("cannot reach the chat server at %s (%d attempts; last: %v); the URL is %s: check it, and that the server runs",
-		ue.URL, ue.Attempts, ue.Err, c.Origin("server.url"))
 }

@@ -2,19 +2,16 @@ package main
 
 import (
 	"fmt"
-	"net"
-	neturl "net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat/server"
-	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/up"
 )
 
 func (a *app) serveCommand() *cobra.Command {
@@ -60,14 +57,14 @@ channels, unless --open-create).`,
 				return err
 			}
 			if !cmd.Flags().Changed("listen") {
-				if cfg.Listen, err = listenAddress(c.Server.URL); err != nil {
+				if cfg.Listen, err = up.ListenAddress(c.Server.URL); err != nil {
 					return err
 				}
 			}
 			if !cmd.Flags().Changed("channel") {
 				channels = []string{c.Server.Channel}
 			}
-			stockRoom(&cfg, c, log, channels)
+			up.StockRoom(&cfg, c, log, channels, programVersion())
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			srv, err := server.Start(ctx, cfg)
@@ -95,27 +92,8 @@ channels, unless --open-create).`,
 	return cmd
 }
 
-// stockRoom sets what the embedded room takes from the configuration, for
-// serve and up alike: the stock channels and channels, the room's pace,
-// the log, and the version GET /health reports.
-func stockRoom(cfg *server.Config, c *config.Config, log zerolog.Logger, channels []string) {
-	cfg.RateLimit = c.Server.RateLimit
-	cfg.Channels = append(server.DefaultChannels(), channels...)
-	cfg.Logger = log
+// programVersion is the version GET /health reports, for serve and up.
+func programVersion() string {
 	info, _ := debug.ReadBuildInfo()
-	cfg.Version = moduleVersion(version, info)
-}
-
-// listenAddress is where serve listens for a room at url: its host and
-// port. Only a plain ws:// room can be served here; wss:// needs a TLS
-// proxy in front, which is the user's to set up.
-func listenAddress(url string) (string, error) {
-	u, err := neturl.Parse(url)
-	if err != nil || u.Scheme != "ws" || u.Host == "" {
-		return "", fmt.Errorf("server.url %s is not a ws:// address to listen on: give --listen", url)
-	}
-	if u.Port() == "" {
-		return net.JoinHostPort(u.Hostname(), "80"), nil
-	}
-	return u.Host, nil
+	return moduleVersion(version, info)
 }

@@ -1,4 +1,4 @@
-package main
+package up
 
 import (
 	"context"
@@ -8,19 +8,17 @@ import (
 	"strings"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/config"
 )
 
-// close lets go of everything prepareUp opened, for an up that does not
+// Close lets go of everything Prepare opened, for an up that does not
 // run.
-func (u *upStack) close() {
+func (u *Stack) Close() {
 	if u.host != nil {
 		_ = u.host.Close()
 	}
 	if u.bot != nil {
 		u.bot.Close()
-	}
-	if u.stopHUP != nil {
-		u.stopHUP()
 	}
 	if u.boardLn != nil {
 		u.boardLn.Close()
@@ -33,11 +31,10 @@ func (u *upStack) close() {
 	}
 }
 
-// run starts every part, says how to join once all are in the room, and
-// stops them in order when ctx ends or one of them fails: the host, then
-// foreman, then the board, then the room.
-func (u *upStack) run(ctx context.Context, out io.Writer) error {
-	defer u.stopHUP()
+// Run starts every part, says on out how to join once all are in the
+// room, and stops them in order when ctx ends or one of them fails: the
+// host, then foreman, then the board, then the room.
+func (u *Stack) Run(ctx context.Context, out io.Writer) error {
 	boardCtx, stopBoard := context.WithCancel(context.Background())
 	defer stopBoard()
 	boardDone := make(chan struct{})
@@ -55,7 +52,7 @@ func (u *upStack) run(ctx context.Context, out io.Writer) error {
 	botCtx, stopBot := context.WithCancel(context.Background())
 	defer stopBot()
 	botDone := make(chan error, 1)
-	go func() { botDone <- roomError(u.bot.Run(botCtx), u.c) }()
+	go func() { botDone <- config.RoomError(u.bot.Run(botCtx), u.c) }()
 	hostCtx, stopHost := context.WithCancel(context.Background())
 	defer stopHost()
 	var hostDone chan error

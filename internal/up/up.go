@@ -1,0 +1,295 @@
+// Package up is foreman up's supervisor: the room, foreman, the host and
+// the board of one build, from one config, in one process. Each part is
+// the same code as its own command, and talks to the room over a
+// WebSocket as a participant of its own. Everything is opened (ports
+// bound, locks taken) before anything starts, and a problem stops it with
+// one line naming what to change; Run stops the parts in order. The CLI
+// (cmd/foreman) is its flag layer.
+package up
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	neturl "net/url"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/agentchat/server"
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/bot"
+	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/host/live"
+	"github.com/agentforeman/foreman/internal/paste"
+	"github.com/agentforeman/foreman/internal/web"
+)
+
+// Options are what foreman up is given besides the configuration.
+type Options struct {
+	Config *config.Config // loaded, with a build; the host's roles are added for the run
+	Logger zerolog.Logger
+	Stderr io.Writer // where the host's checks say what they cannot log
+	// Listen serves the room here instead of at server.url's address
+	// ("127.0.0.1:0" takes a free port); Join joins the room at server.url
+	// instead of serving one.
+	Listen string
+	Join   bool
+	// NewBuild starts a new build even though the room shows this
+	// identity's earlier one.
+	NewBuild bool
+	// Reload is SIGHUP: a signal on it reloads the components and roles
+	// from ReloadConfig.
+	Reload       <-chan struct{}
+	ReloadConfig func() (*config.Config, error)
+	// Program names foreman in the commands Run prints (paste.Program).
+	Program string
+	// Version is what the room's GET /health reports.
+	Version string
+}
+
+// Stack is foreman up's parts, each opened (a port bound, a lock taken)
+// before any of them starts.
+type Stack struct {
+	opts    Options
+	c       *config.Config
+	log     zerolog.Logger
+	stderr  io.Writer
+	file    string // the config, absolute
+	origURL string // server.url before up served the room elsewhere
+
+	served bool           // up serves the room
+	roomLn net.Listener   // its free port, bound before anything starts
+	room   *server.Server // nil until started, or when joining one elsewhere
+
+	board    *web.Server // nil with http.listen off
+	boardLn  net.Listener
+	boardURL string
+
+	bot       *bot.Bot
+	host      *live.Setup // nil without host.repo
+	hostID    string
+	hostKey   bool     // the host's key was created now
+	hostRoles []string // the roles its id was added to for this run
+	here      *presence
+}
+
+// Prepare checks the configuration and opens every part: nothing talks to
+// the room yet. On any error what was opened is closed again, and the
+// error is one line naming what to change.
+func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
+	c := o.Config
+	if c.Cluster.Enabled() {
+		return nil, errors.New("cluster.nats: set, but foreman up runs one build in one process; start a cluster's foremen with foreman run (README, \"Running several foremen\")")
+	}
+	if len(c.Roles.Operators) == 0 {
+		return nil, errors.New("roles.operators: empty, so nobody could settle what foreman escalates; foreman init writes a config with you as the operator, or list your agent id there (foreman identity --identity .foreman/NAME.json --name NAME prints it)")
+	}
+	served, listen, err := roomPlan(c, o.Listen, o.Join)
+	if err != nil {
+		return nil, err
+	}
+	if c.Host.Repo != "" {
+		if err := c.RequireHost(); err != nil {
+			return nil, err
+		}
+	}
+	if o.Program == "" {
+		o.Program = paste.Program()
+	}
+	log := o.Logger
+	u := &Stack{opts: o, c: c, log: log, stderr: o.Stderr, origURL: c.Server.URL, served: served}
+	if u.file, err = filepath.Abs(c.File); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			u.Close()
+		}
+	}()
+	if c.Host.Repo != "" {
+		id, created, err := agentchat.LoadOrCreateIdentity(c.Host.Identity, c.Host.Name)
+		if err != nil {
+			return nil, fmt.Errorf("host.identity: %s: %w", c.Host.Identity, err)
+		}
+		u.hostID, u.hostKey = id.AgentID(), created
+		u.hostRoles = HostRoles(c, u.hostID)
+	}
+	u.here = &presence{host: u.hostID, ready: make(chan struct{})}
+
+	// A free port is taken first, so that every part knows the address; a
+	// fixed one last, so that a second up of the same config hears of the
+	// journal it shares, not of a port. The room serves once all is open.
+	if served && freePort(listen) {
+		if u.roomLn, err = net.Listen("tcp", listen); err != nil {
+			return nil, fmt.Errorf("--listen %s: cannot serve the room: %s", listen, listenProblem(err))
+		}
+		c.Server.URL = "ws://" + u.roomLn.Addr().String()
+	} else if served && o.Listen != "" {
+		c.Server.URL = "ws://" + dialable(listen)
+	}
+	if c.HTTP != "" && freePort(c.HTTP) {
+		if err := u.listenBoard(); err != nil {
+			return nil, err
+		}
+	}
+	var b *web.Server
+	if c.HTTP != "" {
+		b = web.New(web.ConfigOptions(c, log))
+		u.board = b
+	}
+	opts := bot.Options{
+		Config: c, Logger: log, Reload: o.Reload, NewBuild: o.NewBuild,
+		Members: func(ev agentchat.Event) {
+			if b != nil {
+				b.Members(ev)
+			}
+			u.here.see(ev)
+		},
+	}
+	if o.ReloadConfig != nil {
+		opts.ReloadConfig = func() (*config.Config, error) {
+			next, err := o.ReloadConfig()
+			if err == nil && u.hostID != "" {
+				HostRoles(next, u.hostID)
+			}
+			return next, err
+		}
+	}
+	if b != nil {
+		opts.Observe, opts.Handled, opts.Named = b.Observe, b.Handled, b.Named
+	}
+	if u.bot, err = bot.New(opts); err != nil {
+		return nil, err
+	}
+	if c.Host.Repo != "" {
+		if u.host, err = live.Prepare(ctx, c, log); err != nil {
+			return nil, err
+		}
+	}
+	if c.HTTP != "" && u.boardLn == nil {
+		if err := u.listenBoard(); err != nil {
+			return nil, err
+		}
+	}
+	if served { // last: once it serves, it says so
+		if err := u.startRoom(ctx, listen, o.Listen != ""); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
+}
+
+// roomPlan says whether up serves the room, and on what address: it does
+// when server.url is a ws:// address on this machine, unless told to join
+// the room there.
+func roomPlan(c *config.Config, listenFlag string, join bool) (serve bool, listen string, err error) {
+	switch {
+	case join && listenFlag != "":
+		return false, "", errors.New("--listen and --join: --listen is where up serves the room, --join joins the one at server.url; give one")
+	case join:
+		return false, "", nil
+	case listenFlag != "":
+		return true, listenFlag, nil
+	}
+	u, err := neturl.Parse(c.Server.URL)
+	if err != nil || u.Scheme != "ws" || !loopback(u.Hostname()) {
+		return false, "", nil // a room elsewhere: join it
+	}
+	listen, err = ListenAddress(c.Server.URL)
+	return true, listen, err
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// dialable is where to reach a listen address: on this machine when it
+// names every interface.
+func dialable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// freePort reports whether addr asks for any free port (port 0).
+func freePort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port == "0"
+}
+
+// startRoom serves the room on listen; where it really listens becomes
+// server.url for every part when the address was not the config's.
+func (u *Stack) startRoom(ctx context.Context, listen string, moved bool) error {
+	cfg := server.DefaultConfig()
+	cfg.Listen, cfg.Listener = listen, u.roomLn
+	StockRoom(&cfg, u.c, u.log.With().Str("part", "server").Logger(), []string{u.c.Server.Channel}, u.opts.Version)
+	cfg.StateFile = RoomStateFile(u.c)
+	// The room outlives ctx: it closes last, once foreman's queued
+	// replies are out.
+	srv, err := server.Start(context.WithoutCancel(ctx), cfg)
+	if err != nil {
+		where := u.c.Origin("server.url")
+		if moved {
+			where = "--listen"
+		}
+		return fmt.Errorf("%s %s: cannot serve the room on %s: %s; %s", where, u.c.Server.URL, listen, listenProblem(err),
+			"stop what uses it, join a room already there with --join, or take a free port with --listen 127.0.0.1:0")
+	}
+	u.room, u.roomLn = srv, nil // the room's own now
+	return nil
+}
+
+// listenBoard binds the board's port; a free one becomes http.listen, so
+// that the host's log links point at it.
+func (u *Stack) listenBoard() error {
+	ln, err := net.Listen("tcp", u.c.HTTP)
+	if err != nil {
+		return fmt.Errorf("%s %s: cannot serve the board: %s; change it, or take a free port with --http 127.0.0.1:0",
+			u.c.Origin("http.listen"), u.c.HTTP, listenProblem(err))
+	}
+	u.boardLn, u.boardURL = ln, web.URL(ln.Addr())
+	if freePort(u.c.HTTP) {
+		u.c.HTTP = ln.Addr().String()
+	}
+	return nil
+}
+
+// listenProblem says why a port could not be bound, without the syscall's
+// words when they are the usual ones.
+func listenProblem(err error) string {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return "the port is in use (another foreman up, or another server?)"
+	}
+	return err.Error()
+}
+
+// HostRoles lists the host's id in the roles foreman must take its lines
+// from (roles.ci with CI gating, roles.merger when merge is external), in
+// memory, for this run; it returns the keys it was added to.
+func HostRoles(c *config.Config, id string) []string {
+	var added []string
+	if c.Rules.CIGating && !slices.Contains(c.Roles.CI, id) {
+		c.Roles.CI = append(slices.Clone(c.Roles.CI), id)
+		added = append(added, "roles.ci")
+	}
+	if c.Rules.Merge == coordinator.MergeExternal && !slices.Contains(c.Roles.Merger, id) {
+		c.Roles.Merger = append(slices.Clone(c.Roles.Merger), id)
+		added = append(added, "roles.merger")
+	}
+	return added
+}
