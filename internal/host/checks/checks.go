@@ -197,8 +197,8 @@ func describeStage(err error) error {
 		return err
 	}
 	msg := se.Msg
-	if strings.HasPrefix(msg, "exec ") && strings.HasSuffix(msg, "permission denied") {
-		msg += " (the sandbox lets checks run programs from the system directories only: add its directory to host.sandbox_paths.ro)"
+	if strings.HasPrefix(msg, "exec ") && (strings.HasSuffix(msg, "permission denied") || strings.HasSuffix(msg, "no such file or directory")) {
+		msg += " (a check's filesystem holds the system directories, its worktree and the paths host.sandbox_paths names, nothing else: add the program's directory to host.sandbox_paths.ro)"
 	}
 	return errors.New("sandbox: " + msg)
 }

@@ -43,7 +43,7 @@ func TestAProgramTheSandboxKeepsOutSaysWhatToDo(t *testing.T) {
 	res, err := Run(context.Background(), s)
 	require.NoError(t, err)
 	assert.False(t, res.Passed)
-	assert.Equal(t, "did not run: sandbox: exec "+os.Args[0]+": permission denied (the sandbox lets checks run programs from the system directories only: add its directory to host.sandbox_paths.ro)", res.Line)
+	assert.Equal(t, "did not run: sandbox: exec "+os.Args[0]+": no such file or directory (a check's filesystem holds the system directories, its worktree and the paths host.sandbox_paths names, nothing else: add the program's directory to host.sandbox_paths.ro)", res.Line)
 }
 
 func TestASandboxedCheckRuns(t *testing.T) {

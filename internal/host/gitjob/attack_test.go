@@ -36,7 +36,10 @@ type arena struct {
 	secret   string // a line only the configuration holds
 	outside  string // where a check must not write
 	ln       net.Listener
-	mark     string // in the command lines of processes an attack leaves
+	sock     net.Listener // a unix socket the host user can reach (a tmux, a gpg-agent)
+	reached  chan struct{} // one value per connection to sock
+	fd       int          // the host's key, open on a descriptor the host inherited
+	mark     string       // in the command lines of processes an attack leaves
 	// expect is whether the attack is expected to work (its defence off):
 	// then what it leaves may take a moment to show, and is waited for.
 	expect bool
@@ -61,6 +64,28 @@ func newArena(t *testing.T) *arena {
 	a.ln, err = net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { a.ln.Close() })
+	a.sock, err = net.Listen("unix", filepath.Join(a.dir, "agent.sock"))
+	require.NoError(t, err)
+	t.Cleanup(func() { a.sock.Close() })
+	a.reached = make(chan struct{}, 100)
+	go func() {
+		for {
+			c, err := a.sock.Accept()
+			if err != nil {
+				return
+			}
+			c.Close() // at once: the client is not kept waiting for an answer
+			select {
+			case a.reached <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	// As a supervisor, socket activation or a wrapper leaves one: open
+	// across exec (no O_CLOEXEC), so that every child inherits it.
+	a.fd, err = syscall.Open(a.identity, syscall.O_RDONLY, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { syscall.Close(a.fd) })
 	a.mark = fmt.Sprintf("%d.%d", 700000+os.Getpid()%100000, time.Now().UnixNano()%1000000)
 	t.Cleanup(func() { a.killLeftovers() })
 	return a
@@ -69,7 +94,8 @@ func newArena(t *testing.T) *arena {
 // env is what the checks are told (host.env): where everything is.
 func (a *arena) env() []string {
 	return []string{"IDENTITY=" + a.identity, "CONFIG=" + a.config, "OUTSIDE=" + a.outside,
-		"PORT=" + strconv.Itoa(a.ln.Addr().(*net.TCPAddr).Port), "MARK=" + a.mark, "HOSTPID=" + strconv.Itoa(os.Getpid())}
+		"PORT=" + strconv.Itoa(a.ln.Addr().(*net.TCPAddr).Port), "MARK=" + a.mark, "HOSTPID=" + strconv.Itoa(os.Getpid()),
+		"SOCK=" + a.sock.Addr().String(), "FD=" + strconv.Itoa(a.fd)}
 }
 
 // deny are the host's files, as foreman host hands them to the sandbox.
@@ -131,13 +157,30 @@ func (a *arena) connected() bool {
 	return true
 }
 
+// reachedSocket reports whether a check connected to the unix socket.
+func (a *arena) reachedSocket() bool {
+	wait := time.Second
+	if a.expect {
+		wait = time.Minute
+	}
+	select {
+	case <-a.reached:
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}
+
 // attack is a check an attacker wrote: check.sh in the branch it pushed,
 // run by the host as sh check.sh.
 type attack struct {
 	name   string
 	script string
-	// defence is what stops it: "sandbox" (host.sandbox), or "slot check"
-	// (the host's check of a slot's .git before its own git runs there).
+	// defence is what stops it: "sandbox" (host.sandbox: without it, the
+	// check runs unconfined), "slot check" (the host's check of a slot's
+	// .git before its own git runs there), or one defence of the sandbox
+	// that a test may turn off alone (sandbox.Without): "allowlist" (the
+	// check's own root), "descriptors" (the inherited ones closed).
 	defence string
 	timeout time.Duration // rules.ci_timeout (default 10s)
 	// worked says whether the attack did what it wanted.
@@ -188,6 +231,16 @@ func attacks() []attack {
 			worked: func(a *arena, _ *fixture, _ host.Outcome, log string) bool {
 				return strings.Contains(log, a.keyLine) || exists(a.outside)
 			}},
+		// Issue 37: what got through the Landlock-filtered filesystem.
+		{name: "connect to a unix socket the host user can reach", defence: "allowlist",
+			script: `git credential-cache --socket "$SOCK" exit; echo done`,
+			worked: func(a *arena, _ *fixture, _ host.Outcome, _ string) bool { return a.reachedSocket() }},
+		{name: "read host.repo's git config (a token in a remote's URL)", defence: "allowlist",
+			script: `cat "$(git rev-parse --git-common-dir)/config"`,
+			worked: func(a *arena, _ *fixture, _ host.Outcome, log string) bool { return strings.Contains(log, a.secret) }},
+		{name: "read a descriptor the host inherited", defence: "descriptors",
+			script: `eval "cat <&$FD"`,
+			worked: func(a *arena, _ *fixture, _ host.Outcome, log string) bool { return strings.Contains(log, a.keyLine) }},
 		{name: "point the worktree's .git at host.repo", defence: "slot check",
 			script: `printf 'gitdir: %s\n' "$(git rev-parse --git-common-dir)" > .git`,
 			worked: func(_ *arena, f *fixture, _ host.Outcome, _ string) bool {
@@ -252,16 +305,32 @@ func runAttack(t *testing.T, at attack, defended bool) (worked bool, o host.Outc
 		o.Checks = [][]string{{"sh", "check.sh"}}
 		o.Env = a.env()
 		o.Timeout = 10 * time.Second
+		if !defended {
+			// The leg that proves the attack works must not race the
+			// machine's load: forking a thousand processes or filling
+			// 200 MB takes what it takes on a busy machine of two cores.
+			o.Timeout = 3 * time.Minute
+		}
 		if at.timeout > 0 {
 			o.Timeout = at.timeout
 		}
 		o.Sandbox = nil
-		if defended || at.defence == "slot check" {
-			o.Sandbox = f.sandbox(sandbox.Config{Deny: a.deny(), Limits: sandbox.Limits{Memory: 64 << 20, Tasks: 100, FileSize: 1 << 20}})
-			require.NotNil(t, o.Sandbox)
+		c := sandbox.Config{Deny: a.deny(), Limits: sandbox.Limits{Memory: 64 << 20, Tasks: 100, FileSize: 1 << 20}}
+		switch {
+		case defended || at.defence == "slot check":
+		case at.defence == "allowlist":
+			c.Without.Allowlist = true // today's: the host's filesystem, filtered by Landlock
+		case at.defence == "descriptors":
+			c.Without.CloseFDs = true
+		default:
+			return // unconfined
 		}
+		o.Sandbox = f.sandbox(c)
+		require.NotNil(t, o.Sandbox)
 		o.trustSlots = at.defence == "slot check" && !defended
 	})
+	_, err := f.repo.Git(ctx, "config", "remote.origin.url", "https://builder:"+a.secret+"@git.example.com/shop.git")
+	require.NoError(t, err)
 	f.commit("b1/attack", "main", map[string]string{"check.sh": at.script + "\n"}, "a check that attacks")
 	o = f.check("attack", "b1/attack")
 	require.Contains(t, []host.Result{host.Passed, host.Failed}, o.Result, "%+v", o)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -90,7 +91,95 @@ func (s *Sandbox) spec(cmd *exec.Cmd, r Run) stage.Spec {
 		sp.Tmp = r.Private
 	}
 	sp.HideRun = s.c.Net == NetNone && !under("/run", needed...)
+	sp.KeepFDs = s.c.Without.CloseFDs
+	if !s.c.Without.Allowlist {
+		s.allowlist(&sp, r)
+	}
 	return sp
+}
+
+// allowlist fills in the check's own filesystem (stage.Spec.Root): the
+// system read-only, /etc read-only (Landlock lets it read only what every
+// user may), its worktree and private directory read-write, the
+// configured paths, and of host.repo's git directory what git needs to
+// read the objects and refs, with a config of the host's making: never the
+// repository's own (a token in a remote's URL), its hooks, or other
+// worktrees' directories.
+func (s *Sandbox) allowlist(sp *stage.Spec, r Run) {
+	sp.Root = filepath.Join(r.Private, rootDir)
+	sp.Shm = s.c.Limits.Memory
+	sp.Mounts = append(sp.Mounts, s.rootMounts...)
+	sp.Mounts = append(sp.Mounts, stage.Mount{Source: r.Worktree, Write: true}, stage.Mount{Source: r.Private, Write: true})
+	for _, p := range s.ro.dirs {
+		sp.Mounts = append(sp.Mounts, stage.Mount{Source: p})
+	}
+	for _, p := range s.ro.files {
+		sp.Mounts = append(sp.Mounts, stage.Mount{Source: p, File: true})
+	}
+	for _, p := range s.rw.dirs {
+		sp.Mounts = append(sp.Mounts, stage.Mount{Source: p, Write: true})
+	}
+	for _, p := range s.rw.files {
+		sp.Mounts = append(sp.Mounts, stage.Mount{Source: p, File: true, Write: true})
+	}
+	shm := uint64(s.ll.HandledAccessFS & (ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSWriteFile | ll.AccessFSRemoveFile |
+		ll.AccessFSRemoveDir | ll.AccessFSMakeReg | ll.AccessFSMakeDir | ll.AccessFSTruncate))
+	sp.Grants = append(sp.Grants, stage.Grant{Path: "/dev/shm", Access: shm})
+	if s.c.GitDir != "" {
+		s.gitMounts(sp, r)
+	}
+}
+
+// rootDir is where, in a run's private directory, the stage builds the
+// check's root (an empty directory, seen empty by the check).
+const rootDir = ".sandbox-root"
+
+// gitMounts gives the check what git reads of host.repo's git directory:
+// its objects (and their alternates), refs, packed-refs, HEAD, info and
+// shallow, and the admin directory of the check's own worktree, read-only,
+// with a config of the host's making (the repository's format, nothing
+// else) in place of the repository's.
+func (s *Sandbox) gitMounts(sp *stage.Spec, r Run) {
+	gd := filepath.Clean(s.c.GitDir)
+	for _, name := range []string{"objects", "refs", "info"} {
+		if fi, err := os.Stat(filepath.Join(gd, name)); err == nil && fi.IsDir() {
+			sp.Mounts = append(sp.Mounts, stage.Mount{Source: filepath.Join(gd, name)})
+		}
+	}
+	for _, alt := range alternates(filepath.Join(gd, "objects"), 0) {
+		if fi, err := os.Stat(alt); err == nil && fi.IsDir() {
+			sp.Mounts = append(sp.Mounts, stage.Mount{Source: alt})
+		}
+	}
+	for _, name := range []string{"packed-refs", "HEAD", "shallow"} {
+		if fi, err := os.Stat(filepath.Join(gd, name)); err == nil && fi.Mode().IsRegular() {
+			sp.Mounts = append(sp.Mounts, stage.Mount{Source: filepath.Join(gd, name), File: true})
+		}
+	}
+	if admin := worktreeAdmin(r.Worktree, gd); admin != "" {
+		sp.Mounts = append(sp.Mounts, stage.Mount{Source: admin})
+	}
+	sp.Files = append(sp.Files, stage.File{Path: filepath.Join(gd, "config"), Content: s.gitConfig})
+	sp.Grants = append(sp.Grants, stage.Grant{Path: gd, Access: uint64(s.ll.HandledAccessFS & (ll.AccessFSReadFile | ll.AccessFSReadDir))})
+}
+
+// worktreeAdmin is the admin directory, in gitDir's worktrees/, of the
+// worktree at dir, as its .git file names it; "" when it names none there
+// (a check that rewrote it is caught by the host's slot check).
+func worktreeAdmin(dir, gitDir string) string {
+	data, err := os.ReadFile(filepath.Join(dir, ".git"))
+	if err != nil {
+		return ""
+	}
+	line, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+	if !ok {
+		return ""
+	}
+	admin := filepath.Clean(strings.TrimSpace(line))
+	if filepath.Dir(admin) != filepath.Join(gitDir, "worktrees") {
+		return ""
+	}
+	return admin
 }
 
 // Process is one confined check command, from its start to its end.
@@ -110,7 +199,13 @@ type Process struct {
 // confined, in run r: cmd then starts the stage, which confines itself and
 // execs the program. After cmd.Start, call Started; after cmd.Wait, Done.
 func (s *Sandbox) Command(cmd *exec.Cmd, r Run) (*Process, error) {
-	spec, err := json.Marshal(s.spec(cmd, r))
+	sp := s.spec(cmd, r)
+	if sp.Root != "" {
+		if err := os.Mkdir(sp.Root, 0o700); err != nil && !os.IsExist(err) {
+			return nil, fmt.Errorf("sandbox: the check's root: %w", err)
+		}
+	}
+	spec, err := json.Marshal(sp)
 	if err != nil {
 		return nil, err
 	}

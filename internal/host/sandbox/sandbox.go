@@ -56,6 +56,16 @@ type Config struct {
 	// of it; the caches in RO and RW under it are linked from each
 	// check's private HOME at the same place.
 	Home string
+	// Without turns defences off, for the tests that prove each one: an
+	// attack must work without its defence, or its test proves nothing.
+	// The configuration never sets it.
+	Without Without
+}
+
+// Without names defences a test turns off.
+type Without struct {
+	Allowlist bool // the check's own root: the host's filesystem, filtered by Landlock alone
+	CloseFDs  bool // descriptors the host inherited reach the check
 }
 
 // Denied is a path of the host's, named by the key that sets it.

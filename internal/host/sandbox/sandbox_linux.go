@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,12 +15,14 @@ import (
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/agentforeman/foreman/internal/host/sandbox/stage"
 )
 
 // What every check may read (and run): the system. /etc apart: of it, only
 // what every user of the machine may read (a host running as root would
 // otherwise hand its checks /etc/shadow).
-var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/sys"}
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"}
 
 // The devices a check may read and write.
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
@@ -36,6 +39,11 @@ type Sandbox struct {
 	userns bool            // not root: each check gets a user namespace too
 	probe  time.Duration   // how long the probe at New took
 	watch  *watcher
+	// rootMounts are the system's paths in every check's own root (its
+	// worktree, private directory and the configured paths are added per
+	// run); gitConfig is the config git finds there for host.repo.
+	rootMounts []stage.Mount
+	gitConfig  string
 }
 
 // New checks c against this machine and makes the sandbox. It refuses,
@@ -98,6 +106,22 @@ func New(c Config) (*Sandbox, error) {
 		around(dir, d, &s.system)
 	}
 	everyone("/etc", d, &s.etc)
+	var etc grants
+	around("/etc", d, &etc)
+	for _, g := range []grants{s.system, etc} {
+		for _, p := range g.dirs {
+			s.rootMounts = append(s.rootMounts, stage.Mount{Source: p})
+		}
+		for _, p := range g.files {
+			s.rootMounts = append(s.rootMounts, stage.Mount{Source: p, File: true})
+		}
+	}
+	if c.GitDir != "" {
+		var err error
+		if s.gitConfig, err = gitConfig(c.GitDir); err != nil {
+			return nil, fmt.Errorf("host.repo: %w", err)
+		}
+	}
 	s.userns = !hasCap(unix.CAP_SYS_ADMIN)
 	start := time.Now()
 	if err := s.selfTest(); err != nil {
@@ -217,6 +241,42 @@ func (s *Sandbox) Describe() []string {
 	out = append(out, "writes: "+strings.Join(append(rw, devices...), " "))
 	out = append(out, fmt.Sprintf("probe: a confined no-op ran and found itself confined (%d ms)", s.probe.Milliseconds()))
 	return out
+}
+
+// gitConfig is the config of the host's making that git finds in a
+// check's root for host.repo: the repository's format and extensions,
+// nothing else (no remote, no credential, no hook path, no alias).
+func gitConfig(gitDir string) (string, error) {
+	cmd := exec.Command("git", "config", "--file", filepath.Join(gitDir, "config"), "--null", "--get-regexp",
+		`^(core\.repositoryformatversion|core\.bare|extensions\..*)$`)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent"}
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) { // 1: none of them set
+		return "", fmt.Errorf("reading %s/config: %w", gitDir, err)
+	}
+	sections := map[string][]string{}
+	var order []string
+	for _, kv := range strings.Split(string(out), "\x00") {
+		key, value, ok := strings.Cut(kv, "\n")
+		if !ok {
+			continue
+		}
+		section, name, _ := strings.Cut(key, ".")
+		if strings.ContainsAny(value, "\n\"\\;#") || strings.ContainsAny(name, " \n=[]") {
+			continue // never in a format key; nothing to quote
+		}
+		if _, seen := sections[section]; !seen {
+			order = append(order, section)
+		}
+		sections[section] = append(sections[section], "\t"+name+" = "+value+"\n")
+	}
+	var b strings.Builder
+	b.WriteString("# made by foreman host for its checks: host.repo's format, nothing else\n")
+	for _, sec := range order {
+		b.WriteString("[" + sec + "]\n" + strings.Join(sections[sec], ""))
+	}
+	return b.String(), nil
 }
 
 // alternates lists the object directories git's alternates name, from

@@ -64,4 +64,61 @@ type Spec struct {
 	// Probe makes the stage check what it enforces and exit instead of
 	// running a program: it writes "ok" or what is missing to ReportFD.
 	Probe bool
+
+	// Root, if set, is an empty directory of the host's where the stage
+	// builds the check's whole filesystem: a tmpfs holding only Mounts and
+	// Files, a fresh /proc, a minimal /dev (with a private /dev/shm of Shm
+	// bytes) and /tmp, made the root (pivot_root). What is not mounted
+	// does not exist for the check: no socket, key or file outside can be
+	// named. "" keeps the host's filesystem, filtered by Landlock alone
+	// (only the tests that prove the new root's defences ask for that).
+	Root   string
+	Mounts []Mount
+	Files  []File
+	Shm    int64
+	// Grants are Landlock rights on paths of the new root that the host
+	// cannot name in its ruleset (the stage's own tmpfs: /dev/shm, git's
+	// directory of the host's making), added before Landlock is enforced.
+	Grants []Grant
+	// KeepFDs leaves the descriptors the stage inherited (but 0, 1 and 2)
+	// open across the program's exec: only the test that proves closing
+	// them asks for it.
+	KeepFDs bool
+}
+
+// Mount is one path of the check's filesystem: Source of the host's, shown
+// at Target (the same path when ""), read-only unless Write. A Link is a
+// symbolic link instead (a system directory that is one on the host, as
+// /bin -> usr/bin). With Upper set, Target shows Source with the writes in
+// Upper over it (an overlay, Work its work directory): the check writes
+// there, never to Source.
+type Mount struct {
+	Source string `json:",omitempty"`
+	Target string `json:",omitempty"`
+	Write  bool   `json:",omitempty"`
+	File   bool   `json:",omitempty"`
+	Link   string `json:",omitempty"`
+	Upper  string `json:",omitempty"`
+	Work   string `json:",omitempty"`
+}
+
+// Path is where the mount is in the check's filesystem.
+func (m Mount) Path() string {
+	if m.Target != "" {
+		return m.Target
+	}
+	return m.Source
+}
+
+// File is a small file of the host's making, read-only, at Path.
+type File struct {
+	Path    string
+	Content string
+}
+
+// Grant gives Landlock rights (Access, a mask of LANDLOCK_ACCESS_FS_*)
+// beneath Path, a path of the new root.
+type Grant struct {
+	Path   string
+	Access uint64
 }

@@ -40,10 +40,16 @@ func run() int {
 		name string
 		do   func(*Spec) error
 	}{
-		{"mounting a private /proc", mounts},
+		{"building the check's filesystem", func(s *Spec) error {
+			if s.Root == "" {
+				return mounts(s) // the host's, filtered by Landlock alone
+			}
+			return buildRoot(s)
+		}},
 		{"bringing up the private loopback", loopback},
 		{"setting limits", limits},
 		{"granting the private /proc", grantProc},
+		{"granting the check's own paths", grantPaths},
 		{"dropping capabilities", dropCaps},
 		{"setting no_new_privs", func(*Spec) error { return unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }},
 		{"enforcing Landlock", restrict},
@@ -67,6 +73,13 @@ func run() int {
 // signal, as a shell says it). The program is forked from this thread,
 // which holds the confinement, and inherits it.
 func runCheck(s *Spec) int {
+	if !s.KeepFDs {
+		// Whatever the host inherited (a supervisor's socket, a wrapper's
+		// key file) goes no further: the program gets 0, 1 and 2 only.
+		if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+			return fail("closing inherited descriptors", err)
+		}
+	}
 	pid, err := syscall.ForkExec(s.Path, s.Args, &syscall.ProcAttr{Dir: s.Dir, Env: s.Env, Files: []uintptr{0, 1, 2}})
 	if err != nil {
 		return fail("exec "+s.Path, err)
@@ -190,12 +203,27 @@ func grantProc(s *Spec) error {
 	if s.ProcAccess == 0 {
 		return nil
 	}
-	fd, err := unix.Open("/proc", unix.O_PATH|unix.O_CLOEXEC, 0)
+	return grant("/proc", s.ProcAccess)
+}
+
+// grantPaths adds the paths of the new root the host could not name.
+func grantPaths(s *Spec) error {
+	for _, g := range s.Grants {
+		if err := grant(g.Path, g.Access); err != nil {
+			return fmt.Errorf("%s: %w", g.Path, err)
+		}
+	}
+	return nil
+}
+
+// grant adds access beneath path to the host's ruleset.
+func grant(path string, access uint64) error {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	attr := unix.LandlockPathBeneathAttr{Allowed_access: s.ProcAccess, Parent_fd: int32(fd)}
+	attr := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(fd)}
 	_, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, RulesetFD, unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
 	if e != 0 {
 		return e
