@@ -36,10 +36,10 @@ type arena struct {
 	secret   string // a line only the configuration holds
 	outside  string // where a check must not write
 	ln       net.Listener
-	sock     net.Listener // a unix socket the host user can reach (a tmux, a gpg-agent)
+	sock     net.Listener  // a unix socket the host user can reach (a tmux, a gpg-agent)
 	reached  chan struct{} // one value per connection to sock
-	fd       int          // the host's key, open on a descriptor the host inherited
-	mark     string       // in the command lines of processes an attack leaves
+	fd       int           // the host's key, open on a descriptor the host inherited
+	mark     string        // in the command lines of processes an attack leaves
 	// expect is whether the attack is expected to work (its defence off):
 	// then what it leaves may take a moment to show, and is waited for.
 	expect bool
