@@ -81,6 +81,9 @@ func TestHostCheckSandbox(t *testing.T) {
 	assert.Contains(t, out, "namespaces: pid, mount, ipc, network")
 	assert.Contains(t, out, "limits: memory 4GiB (host.sandbox_limits.memory)")
 	assert.Contains(t, out, filepath.Join(dir, "cache"))
+	assert.Contains(t, out, "filesystem: the check's own root (pivot_root into a tmpfs), holding only: /usr ")
+	assert.Contains(t, out, "descriptors: all but 0, 1 and 2 closed")
+	assert.Regexp(t, `(?m)^  digest: sha256:[0-9a-f]{64} \(each landing's receipt records it\)$`, out)
 
 	// A cache that would hand checks the configuration is refused.
 	require.NoError(t, os.WriteFile(path, []byte("host:\n  sandbox_paths:\n    ro: [.]\n"), 0o644))

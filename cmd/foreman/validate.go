@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/host/live"
 )
 
 func (a *app) validateCommand() *cobra.Command {
@@ -43,6 +44,11 @@ order).`,
 			}
 			if err := c.RequireBuild(); err != nil {
 				return err
+			}
+			if c.Host.Repo != "" && !c.Host.Unconfined {
+				if err := live.SandboxConfig(c, "").CheckPaths(); err != nil {
+					return err
+				}
 			}
 			for _, w := range buildWarnings(c) {
 				fmt.Fprintln(a.stdout, "warning:", w)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,4 +85,36 @@ func TestInitSpecShowsTheReading(t *testing.T) {
 	code, out, errOut = foreman(t, "init", "--name", "olga", "--spec", "owl", "--force", "-v")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "\n  components.md:260: cli: \"@tidepool/client (all calls go through it)\" -> client\n")
+}
+
+// A path the checks may write that holds host.repo, host.logs or the
+// journal, or lies in host.repo, is refused by validate, in one line
+// naming the key, before anything runs (issue 37).
+func TestValidateRefusesSandboxPathsOverTheHostsFiles(t *testing.T) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "shop.git")
+	require.NoError(t, os.MkdirAll(repo, 0o755))
+	for rw, want := range map[string]string{
+		repo:                              "host.sandbox_paths.rw[0]: " + repo + " holds or lies inside host.repo",
+		filepath.Join(repo, "cache"):      "host.sandbox_paths.rw[0]: " + filepath.Join(repo, "cache") + " holds or lies inside host.repo",
+		filepath.Join(dir, "logs"):        "holds host.logs",
+		filepath.Join(dir, "journal"):     "holds journal.path",
+		filepath.Join(dir, "journal/seg"): "is inside journal.path",
+	} {
+		config := writeFile(t, dir, "foreman.yaml", fmt.Sprintf(`build:
+  name: shop
+  components: [{name: db}]
+journal:
+  path: %s
+rules:
+  ci_gating: on
+host:
+  repo: %s
+  logs: %s
+  sandbox_paths:
+    rw: [%q]
+`, filepath.Join(dir, "journal"), repo, filepath.Join(dir, "logs"), rw))
+		code, _, errOut := foreman(t, "validate", config)
+		oneLine(t, code, errOut, want)
+	}
 }

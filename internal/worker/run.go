@@ -95,7 +95,7 @@ func (w *Worker) run(ctx context.Context, job workq.Job, seq uint64, local int) 
 	spec := gitjob.CheckSpec{
 		// The run's number names the slot's private directories: the
 		// worker's own, since two groups of one run may run here at once.
-		Job:    host.Job{Run: local, Component: job.Component, Ref: job.Ref},
+		Job:    host.Job{Run: local, Component: job.Component, Ref: job.Ref, Owner: job.Owner},
 		Commit: job.Commit, Base: job.Base, Target: job.Target, Checks: job.Checks, Env: job.Env,
 		Timeout: job.Timeout(), LogLimit: job.LogLimit, Retries: job.Retries, Sandbox: box, Secrets: secrets(job),
 		LogName: func(_ host.Job, try int) string { return workq.TryLog(job.ID+".log", try) },
@@ -165,6 +165,7 @@ func (w *Worker) sandbox(job workq.Job, m *mirror) (*sandbox.Sandbox, error) {
 	c.Limits = c.Limits.WithDefaults()
 	gitDir := m.repo.GitDir()
 	c.GitDir = gitDir
+	c.Layers = filepath.Join(w.o.Work, "cache-layers") // each builder's copies of the RW paths
 	c.Deny = append(slices.Clone(c.Deny), sandbox.Denied{Key: "worker.work's logs", Path: m.logs})
 	key := fmt.Sprintf("%s|%d|%d|%d|%s", c.Net, c.Limits.Memory, c.Limits.Tasks, c.Limits.FileSize, gitDir)
 	w.mu.Lock()

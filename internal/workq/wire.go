@@ -24,7 +24,8 @@ type Job struct {
 
 	Component string `json:"c"`
 	Ref       string `json:"ref"`
-	Commit    string `json:"commit"` // exactly what to check
+	Owner     string `json:"owner,omitempty"` // the builder: whose copies of the sandbox's RW paths its checks see
+	Commit    string `json:"commit"`          // exactly what to check
 	Base      string `json:"base"`
 	Target    string `json:"target"`
 

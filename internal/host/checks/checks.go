@@ -35,6 +35,9 @@ type Spec struct {
 	// Private is the run's own directory (its TMPDIR and HOME): with Dir,
 	// what a confined command may write.
 	Private string
+	// Layer is whose copies of host.sandbox_paths.rw the commands see: the
+	// builder whose work is checked (sandbox.Run.Layer).
+	Layer string
 	// Secrets never reach the log or the failure line.
 	Secrets []Secret
 }
@@ -147,7 +150,7 @@ func runOne(limit context.Context, s Spec, argv []string, out *redactor) (code i
 	cmd.WaitDelay = 2 * time.Second
 	var box *sandbox.Process
 	if s.Sandbox != nil {
-		if box, err = s.Sandbox.Command(cmd, sandbox.Run{Worktree: s.Dir, Private: s.Private}); err != nil {
+		if box, err = s.Sandbox.Command(cmd, sandbox.Run{Worktree: s.Dir, Private: s.Private, Layer: s.Layer}); err != nil {
 			return -1, "", fmt.Errorf("sandbox: %w", err)
 		}
 	}

@@ -280,3 +280,20 @@ func TestSplit(t *testing.T) {
 	assert.Error(t, CheckEnvEntry("1X=2"))
 	assert.Error(t, CheckEnvEntry("A B"))
 }
+
+// A secret of exactly MinSecret bytes is a secret: it never reaches the
+// log or the verdict's line, where a shorter value is left alone.
+func TestASecretOfTheShortestLengthIsRedacted(t *testing.T) {
+	const secret = "s3cr3t!!" // MinSecret bytes
+	require.Len(t, secret, MinSecret)
+	s := spec(t)
+	s.Commands = [][]string{{"sh", "-c", `echo "FAIL: the token is $TOKEN"; exit 1`}}
+	s.Env = Env(s.Dir, []string{"TOKEN=" + secret}, nil)
+	s.Secrets = []Secret{{Name: "host.env TOKEN", Value: secret}}
+	res, err := Run(context.Background(), s)
+	require.NoError(t, err)
+	assert.False(t, res.Passed)
+	assert.Equal(t, "FAIL: the token is [redacted: host.env TOKEN]", res.Line)
+	assert.NotContains(t, readLog(t, s), secret)
+	assert.Contains(t, readLog(t, s), "[redacted: host.env TOKEN]")
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/internal/host"
@@ -38,6 +39,7 @@ type arena struct {
 	ln       net.Listener
 	sock     net.Listener  // a unix socket the host user can reach (a tmux, a gpg-agent)
 	reached  chan struct{} // one value per connection to sock
+	rootOnly string        // a file of root's that only root may read, where checks may look
 	fd       int           // the host's key, open on a descriptor the host inherited
 	mark     string        // in the command lines of processes an attack leaves
 	// expect is whether the attack is expected to work (its defence off):
@@ -67,6 +69,11 @@ func newArena(t *testing.T) *arena {
 	a.sock, err = net.Listen("unix", filepath.Join(a.dir, "agent.sock"))
 	require.NoError(t, err)
 	t.Cleanup(func() { a.sock.Close() })
+	// As a file of root's under /sys was: in a path checks may read, its
+	// mode keeping out every user but its owner.
+	a.rootOnly = filepath.Join(a.dir, "readable", "root-only")
+	require.NoError(t, os.MkdirAll(filepath.Dir(a.rootOnly), 0o755))
+	require.NoError(t, os.WriteFile(a.rootOnly, []byte(a.secret+"\n"), 0o400))
 	a.reached = make(chan struct{}, 100)
 	go func() {
 		for {
@@ -95,7 +102,7 @@ func newArena(t *testing.T) *arena {
 func (a *arena) env() []string {
 	return []string{"IDENTITY=" + a.identity, "CONFIG=" + a.config, "OUTSIDE=" + a.outside,
 		"PORT=" + strconv.Itoa(a.ln.Addr().(*net.TCPAddr).Port), "MARK=" + a.mark, "HOSTPID=" + strconv.Itoa(os.Getpid()),
-		"SOCK=" + a.sock.Addr().String(), "FD=" + strconv.Itoa(a.fd)}
+		"SOCK=" + a.sock.Addr().String(), "FD=" + strconv.Itoa(a.fd), "TESTBIN=" + os.Args[0], "ROOTONLY=" + a.rootOnly}
 }
 
 // deny are the host's files, as foreman host hands them to the sandbox.
@@ -241,6 +248,21 @@ func attacks() []attack {
 		{name: "read a descriptor the host inherited", defence: "descriptors",
 			script: `eval "cat <&$FD"`,
 			worked: func(a *arena, _ *fixture, _ host.Outcome, log string) bool { return strings.Contains(log, a.keyLine) }},
+		{name: "touch 512 MB of MAP_SHARED memory", defence: "shared memory",
+			script:  `HOG=mapshared SIZE=512000000 "$TESTBIN"`,
+			stopped: "stopped: used more than 64MiB of memory (host.sandbox_limits.memory)",
+			worked: func(_ *arena, _ *fixture, o host.Outcome, log string) bool {
+				return o.Result == host.Passed && strings.Contains(log, "held 512000000")
+			}},
+		{name: "fill a memfd by write(), never mapped", defence: "shared memory",
+			script:  `HOG=memfd SIZE=400000000 "$TESTBIN"`,
+			stopped: "stopped: used more than 64MiB of memory (host.sandbox_limits.memory)",
+			worked: func(_ *arena, _ *fixture, o host.Outcome, log string) bool {
+				return o.Result == host.Passed && strings.Contains(log, "held 400000000")
+			}},
+		{name: "read a file only root may read", defence: "nobody",
+			script: `cat "$ROOTONLY"`,
+			worked: func(a *arena, _ *fixture, _ host.Outcome, log string) bool { return strings.Contains(log, a.secret) }},
 		{name: "point the worktree's .git at host.repo", defence: "slot check",
 			script: `printf 'gitdir: %s\n' "$(git rev-parse --git-common-dir)" > .git`,
 			worked: func(_ *arena, f *fixture, _ host.Outcome, _ string) bool {
@@ -250,6 +272,43 @@ func attacks() []attack {
 				return err != nil
 			}},
 	}
+}
+
+// hog is a check's program that makes memory no process's anonymous
+// pages hold (HOG=mapshared: MAP_SHARED anonymous memory, every page
+// touched; HOG=memfd: a memfd filled by write(), never mapped), SIZE
+// bytes of it, then holds it a few seconds and says so.
+func hog(mode string) int {
+	size, _ := strconv.Atoi(os.Getenv("SIZE"))
+	switch mode {
+	case "mapshared":
+		mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+		if err != nil {
+			fmt.Println("mmap:", err)
+			return 1
+		}
+		for i := 0; i < len(mem); i += 4096 {
+			mem[i] = 1
+		}
+	case "memfd":
+		// Many of them, each under host.sandbox_limits.file_size, which
+		// bounds one file's size, a memfd's too.
+		chunk := make([]byte, 512<<10)
+		for n := 0; n < size; n += len(chunk) {
+			fd, err := unix.MemfdCreate("hog", 0)
+			if err != nil {
+				fmt.Println("memfd_create:", err)
+				return 1
+			}
+			if _, err := unix.Write(fd, chunk); err != nil {
+				fmt.Println("write:", err)
+				return 1
+			}
+		}
+	}
+	fmt.Println("held", size)
+	time.Sleep(3 * time.Second)
+	return 0
 }
 
 func exists(path string) bool {
@@ -266,6 +325,9 @@ func TestAttacks(t *testing.T) {
 	var table []string
 	for _, at := range attacks() {
 		t.Run(at.name, func(t *testing.T) {
+			if at.defence == "nobody" && os.Getuid() != 0 {
+				t.Skip("only a host running as root runs its checks as another user")
+			}
 			if strings.Contains(at.script, "bash") {
 				if _, err := exec.LookPath("bash"); err != nil {
 					t.Skip("bash (for /dev/tcp) is not installed")
@@ -315,13 +377,18 @@ func runAttack(t *testing.T, at attack, defended bool) (worked bool, o host.Outc
 			o.Timeout = at.timeout
 		}
 		o.Sandbox = nil
-		c := sandbox.Config{Deny: a.deny(), Limits: sandbox.Limits{Memory: 64 << 20, Tasks: 100, FileSize: 1 << 20}}
+		c := sandbox.Config{Deny: a.deny(), Limits: sandbox.Limits{Memory: 64 << 20, Tasks: 100, FileSize: 1 << 20},
+			RO: []string{filepath.Dir(os.Args[0]), filepath.Dir(a.rootOnly)}}
 		switch {
 		case defended || at.defence == "slot check":
 		case at.defence == "allowlist":
 			c.Without.Allowlist = true // today's: the host's filesystem, filtered by Landlock
 		case at.defence == "descriptors":
 			c.Without.CloseFDs = true
+		case at.defence == "shared memory":
+			c.Without.SharedMemory = true
+		case at.defence == "nobody":
+			c.Without.Nobody = true
 		default:
 			return // unconfined
 		}

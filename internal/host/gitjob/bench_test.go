@@ -19,6 +19,7 @@ import (
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/host/receipt"
+	"github.com/agentforeman/foreman/internal/host/sandbox"
 )
 
 // benchDir holds what the benchmarks share (TestMain removes it): a
@@ -133,6 +134,33 @@ func benchRunner(b *testing.B, repo *gitrepo.Repo, slots int) *Runner {
 func BenchmarkReadyToVerdict(b *testing.B) {
 	repo := sharedRepo(b)
 	r := benchRunner(b, repo, 1)
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		name := fmt.Sprintf("b/c%d", branches.Add(1))
+		branchOff(b, repo, name, 3)
+		b.StartTimer()
+		o := r.Run(ctx, host.Job{Run: int(branches.Load()), Kind: host.Check, Component: "c", Ref: name, Owner: "@b"})
+		if o.Result != host.Passed {
+			b.Fatalf("%+v", o)
+		}
+	}
+}
+
+// BenchmarkReadyToVerdictConfined is BenchmarkReadyToVerdict with the
+// check confined as foreman host confines it (its own root, and, for a
+// host running as root, its worktree of 10,000 files given to nobody
+// while it runs): what the sandbox adds per check on a real repository.
+func BenchmarkReadyToVerdictConfined(b *testing.B) {
+	repo := sharedRepo(b)
+	dir := filepath.Join(benchDir, "runner-confined")
+	box, err := sandbox.New(sandbox.Config{GitDir: repo.GitDir(), Home: b.TempDir()})
+	if err != nil {
+		b.Skipf("no sandbox here: %v", err)
+	}
+	r, err := New(Options{Repo: repo, Target: "main", AutoRebase: true, Timeout: time.Minute, Sandbox: box,
+		Checks: [][]string{{"true"}}, Logs: filepath.Join(dir, "logs"), Work: filepath.Join(dir, "work")})
+	require.NoError(b, err)
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()

@@ -333,7 +333,7 @@ func (r *Runner) runChecks(ctx context.Context, s CheckSpec, out *Checked, try i
 	env := checks.Env(tmp, s.Env, set)
 	started := func(pgid int) { _ = os.WriteFile(pgids, []byte(pgidRecord(pgid)), 0o644) }
 	return checks.Run(ctx, checks.Spec{Dir: sl.dir, Commands: s.Checks, Env: env, Timeout: s.Timeout,
-		Log: log, LogLimit: s.LogLimit, Started: started, Sandbox: s.Sandbox, Private: tmp, Secrets: s.Secrets})
+		Log: log, LogLimit: s.LogLimit, Started: started, Sandbox: s.Sandbox, Private: tmp, Layer: s.Job.Owner, Secrets: s.Secrets})
 }
 
 // failed is the outcome of checks that did not pass: the check, named

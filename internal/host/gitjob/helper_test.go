@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv("HELPER"); mode != "" {
 		os.Exit(helper(mode))
 	}
+	if mode := os.Getenv("HOG"); mode != "" {
+		os.Exit(hog(mode))
+	}
 	code := m.Run()
 	if benchDir != "" {
 		os.RemoveAll(benchDir)
@@ -110,6 +113,7 @@ func newFixtureWith(t *testing.T, bare bool, mutate func(*fixture, *Options)) *f
 	// the one directory of the test's it may write: it runs sandboxed.
 	signals := filepath.Join(dir, "signals")
 	require.NoError(t, os.Mkdir(signals, 0o755))
+	require.NoError(t, os.Chmod(signals, 0o777)) // a check of a host running as root runs as nobody
 	f := &fixture{t: t, repo: repo, dir: dir, gate: filepath.Join(signals, "gate"), record: filepath.Join(signals, "checked")}
 	o := Options{
 		Repo: repo, Target: "main", AutoRebase: true, Timeout: time.Minute,
@@ -117,7 +121,10 @@ func newFixtureWith(t *testing.T, bare bool, mutate func(*fixture, *Options)) *f
 		Env:    []string{"HELPER=content", "GATE=" + f.gate, "RECORD=" + f.record},
 		Logs:   filepath.Join(dir, "logs"), Work: filepath.Join(dir, "work"), LogURL: "http://127.0.0.1:9090/ci/logs",
 	}
-	o.Sandbox = f.sandbox(sandbox.Config{RO: []string{filepath.Dir(os.Args[0])}, RW: []string{signals}})
+	// The signals directory is shared by every check on purpose (it is
+	// how they talk to the test), not a cache: each builder's copy of it
+	// would hide them.
+	o.Sandbox = f.sandbox(sandbox.Config{RO: []string{filepath.Dir(os.Args[0])}, RW: []string{signals}, Without: sandbox.Without{CacheLayers: true}})
 	if mutate != nil {
 		mutate(f, &o)
 	}

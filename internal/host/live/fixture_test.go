@@ -234,6 +234,10 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	// The check (this binary) tells the test through files in signals/,
 	// the one directory of the test's it may write: it runs sandboxed.
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "signals"), 0o755))
+	require.NoError(t, os.Chmod(filepath.Join(dir, "signals"), 0o777)) // a check of a host running as root runs as nobody
+	// signals/ is how the checks talk to the test, shared on purpose: not
+	// each builder's own copy, as the RW paths are for a real host.
+	t.Setenv(sandbox.SharedRWEnv, "1")
 	for _, name := range []string{"watch", "b1", "b2", "b3", "aud", "op"} {
 		w.peers[name] = w.room.Join(t, name)
 	}

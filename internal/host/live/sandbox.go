@@ -43,7 +43,7 @@ func SandboxConfig(c *config.Config, gitDir string) sandbox.Config {
 	}
 	return sandbox.Config{
 		Net: c.Host.SandboxNet, RO: c.Host.SandboxRO, RW: c.Host.SandboxRW, Limits: c.Host.SandboxLimits,
-		GitDir: gitDir, Deny: deny, Home: home,
+		GitDir: gitDir, Deny: deny, Home: home, Layers: filepath.Join(c.Host.Work, "cache-layers"), Repo: c.Host.Repo,
 	}
 }
 
@@ -158,5 +158,6 @@ func CheckSandbox(ctx context.Context, c *config.Config, out io.Writer) error {
 	for _, l := range s.Describe() {
 		fmt.Fprintln(out, "  "+l)
 	}
+	fmt.Fprintln(out, "  digest: "+s.Digest()+" (each landing's receipt records it)")
 	return nil
 }

@@ -332,7 +332,7 @@ func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int, git *
 	r.mu.Unlock()
 	job := workq.Job{V: workq.Version, ID: fmt.Sprintf("%d-%d-%s", j.Run, g, hex.EncodeToString(nonce)),
 		Build: r.o.Build, Host: r.o.Host, Run: j.Run, Group: g,
-		Component: j.Component, Ref: j.Ref, Commit: req.Commit, Base: req.Base, Target: r.o.Target,
+		Component: j.Component, Ref: j.Ref, Owner: j.Owner, Commit: req.Commit, Base: req.Base, Target: r.o.Target,
 		Checks: grp.checks, Labels: grp.labels, Env: r.o.Env, TimeoutMS: r.o.Timeout.Milliseconds(),
 		LogLimit: r.o.LogLimit, Retries: r.o.Retries, Sandbox: r.o.Sandbox,
 		Fetch: workq.Fetch{URL: git.URL(), Ref: pinRef(j.Run), Token: git.Token()},

@@ -30,7 +30,9 @@ func TestGoTestFitsTheDefaults(t *testing.T) {
 	}
 	home, err := os.UserHomeDir()
 	require.NoError(t, err)
-	s := newSandbox(t, Config{Home: home, RW: []string{filepath.Join(home, ".cache", "go-build"), filepath.Join(home, "go", "pkg", "mod")}})
+	// The module cache is shared, read-only (the host user fills it); the
+	// build cache is the builder's own (here the run's: a cold one).
+	s := newSandbox(t, Config{Home: home, RO: []string{filepath.Join(home, "go", "pkg", "mod")}, RW: []string{filepath.Join(home, ".cache", "go-build")}})
 	// The repository as a check would get it: its files, in a worktree of
 	// the check's own.
 	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
@@ -44,7 +46,7 @@ func TestGoTestFitsTheDefaults(t *testing.T) {
 
 	cmd := exec.Command(goBin, append([]string{"test", "-count=1"}, strings.Fields(pkgs)...)...)
 	cmd.Dir = r.Worktree
-	cmd.Env = []string{"PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin", "HOME=" + priv, "TMPDIR=" + r.Private, "LANG=C.UTF-8", "CI=true"}
+	cmd.Env = []string{"PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin", "HOME=" + priv, "TMPDIR=" + r.Private, "LANG=C.UTF-8", "CI=true", "GOPROXY=off"}
 	log := &lockedBuf{}
 	cmd.Stdout, cmd.Stderr = log, log
 	p, err := s.Command(cmd, r)

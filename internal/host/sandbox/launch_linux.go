@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -92,6 +93,12 @@ func (s *Sandbox) spec(cmd *exec.Cmd, r Run) stage.Spec {
 	}
 	sp.HideRun = s.c.Net == NetNone && !under("/run", needed...)
 	sp.KeepFDs = s.c.Without.CloseFDs
+	if s.nobody {
+		// Its writable paths are mapped for it (stage.Mount.Idmap): the
+		// files stay root's on disk, ctimes and all, and the host's git
+		// finds its worktree as it left it.
+		sp.Uid, sp.Gid, sp.Userns = Nobody, Nobody, true
+	}
 	if !s.c.Without.Allowlist {
 		s.allowlist(&sp, r)
 	}
@@ -109,25 +116,62 @@ func (s *Sandbox) allowlist(sp *stage.Spec, r Run) {
 	sp.Root = filepath.Join(r.Private, rootDir)
 	sp.Shm = s.c.Limits.Memory
 	sp.Mounts = append(sp.Mounts, s.rootMounts...)
-	sp.Mounts = append(sp.Mounts, stage.Mount{Source: r.Worktree, Write: true}, stage.Mount{Source: r.Private, Write: true})
+	sp.Mounts = append(sp.Mounts, stage.Mount{Source: r.Worktree, Write: true, Idmap: s.nobody}, stage.Mount{Source: r.Private, Write: true, Idmap: s.nobody})
 	for _, p := range s.ro.dirs {
 		sp.Mounts = append(sp.Mounts, stage.Mount{Source: p})
 	}
 	for _, p := range s.ro.files {
 		sp.Mounts = append(sp.Mounts, stage.Mount{Source: p, File: true})
 	}
-	for _, p := range s.rw.dirs {
-		sp.Mounts = append(sp.Mounts, stage.Mount{Source: p, Write: true})
+	write := uint64(s.ll.HandledAccessFS & (ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSWriteFile | ll.AccessFSRemoveFile |
+		ll.AccessFSRemoveDir | ll.AccessFSMakeReg | ll.AccessFSMakeDir | ll.AccessFSMakeSym | ll.AccessFSTruncate | ll.AccessFSRefer))
+	for i, p := range s.rw.dirs {
+		if s.c.Without.CacheLayers {
+			sp.Mounts = append(sp.Mounts, stage.Mount{Source: p, Write: true})
+			continue
+		}
+		// No check writes what another builder's checks will run: each
+		// builder has its own of this directory, kept between its checks.
+		sp.Mounts = append(sp.Mounts, stage.Mount{Source: s.layer(r, i), Target: p, Write: true, Idmap: s.nobody})
+		sp.Grants = append(sp.Grants, stage.Grant{Path: p, Access: write})
 	}
 	for _, p := range s.rw.files {
-		sp.Mounts = append(sp.Mounts, stage.Mount{Source: p, File: true, Write: true})
+		sp.Mounts = append(sp.Mounts, stage.Mount{Source: p, File: true, Write: s.c.Without.CacheLayers})
 	}
-	shm := uint64(s.ll.HandledAccessFS & (ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSWriteFile | ll.AccessFSRemoveFile |
-		ll.AccessFSRemoveDir | ll.AccessFSMakeReg | ll.AccessFSMakeDir | ll.AccessFSTruncate))
-	sp.Grants = append(sp.Grants, stage.Grant{Path: "/dev/shm", Access: shm})
+	sp.Grants = append(sp.Grants, stage.Grant{Path: "/dev/shm", Access: write})
 	if s.c.GitDir != "" {
 		s.gitMounts(sp, r)
 	}
+}
+
+// layer is what run r sees at the i-th RW directory: its builder's own
+// copy under Config.Layers (empty at first, kept from one of its checks to
+// the next, never seen by another builder's), or, for a run of nobody's,
+// one in its private directory, gone with it. Made on first use, owned by
+// the user checks run as.
+func (s *Sandbox) layer(r Run, i int) string {
+	dir := filepath.Join(r.Private, ".layers", strconv.Itoa(i))
+	if s.c.Layers != "" && r.Layer != "" {
+		dir = filepath.Join(s.c.Layers, layerName(r.Layer), strconv.Itoa(i))
+	}
+	_ = os.MkdirAll(dir, 0o700)
+	return dir
+}
+
+// layerName is a builder's id made a safe directory name.
+func layerName(id string) string {
+	var b strings.Builder
+	for _, c := range id {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "_"
+	}
+	return b.String()
 }
 
 // rootDir is where, in a run's private directory, the stage builds the
@@ -159,9 +203,17 @@ func (s *Sandbox) gitMounts(sp *stage.Spec, r Run) {
 	if admin := worktreeAdmin(r.Worktree, gd); admin != "" {
 		sp.Mounts = append(sp.Mounts, stage.Mount{Source: admin})
 	}
-	sp.Files = append(sp.Files, stage.File{Path: filepath.Join(gd, "config"), Content: s.gitConfig})
-	sp.Grants = append(sp.Grants, stage.Grant{Path: gd, Access: uint64(s.ll.HandledAccessFS & (ll.AccessFSReadFile | ll.AccessFSReadDir))})
+	read := uint64(s.ll.HandledAccessFS & (ll.AccessFSReadFile | ll.AccessFSReadDir))
+	sp.Files = append(sp.Files, stage.File{Path: filepath.Join(gd, "config"), Content: s.gitConfig},
+		// git refuses a repository its user does not own ("dubious
+		// ownership"): a check running as nobody reads root's.
+		stage.File{Path: gitGlobal, Content: "# made by foreman host for its checks\n[safe]\n\tdirectory = *\n"})
+	sp.Env = append(sp.Env, "GIT_CONFIG_GLOBAL="+gitGlobal)
+	sp.Grants = append(sp.Grants, stage.Grant{Path: gd, Access: read}, stage.Grant{Path: filepath.Dir(gitGlobal), Access: read})
 }
+
+// gitGlobal is git's global config in a check's root.
+const gitGlobal = "/.foreman/gitconfig"
 
 // worktreeAdmin is the admin directory, in gitDir's worktrees/, of the
 // worktree at dir, as its .git file names it; "" when it names none there
@@ -205,6 +257,7 @@ func (s *Sandbox) Command(cmd *exec.Cmd, r Run) (*Process, error) {
 			return nil, fmt.Errorf("sandbox: the check's root: %w", err)
 		}
 	}
+
 	spec, err := json.Marshal(sp)
 	if err != nil {
 		return nil, err
@@ -230,6 +283,9 @@ func (s *Sandbox) Command(cmd *exec.Cmd, r Run) (*Process, error) {
 	cmd.Args = []string{stage.Marker}
 	cmd.Env = []string{}
 	cmd.ExtraFiles = p.child // at stage.SpecFD, ReportFD, RulesetFD
+	if s.nobody {
+		cmd.ExtraFiles = append(append([]*os.File{}, p.child...), s.idmap) // at stage.UsernsFD, shared by every run
+	}
 	attr := &syscall.SysProcAttr{}
 	if cmd.SysProcAttr != nil {
 		*attr = *cmd.SysProcAttr

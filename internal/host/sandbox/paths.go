@@ -25,6 +25,43 @@ func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+"/")
 }
 
+// CheckPaths refuses, with the key to change, a path of
+// host.sandbox_paths that is not absolute, holds or lies inside a file of
+// the host's (Deny), holds HOME, or holds or lies inside host.repo (Repo:
+// its config and hooks are the host's; checks get what git needs of it
+// without asking). It looks at the configuration only: foreman validate
+// says it before anything runs.
+func (c Config) CheckPaths() error {
+	d := newDenied(c)
+	repo := ""
+	if c.Repo != "" {
+		repo = real(c.Repo)
+	}
+	for _, list := range []struct {
+		key   string
+		paths []string
+	}{{"host.sandbox_paths.ro", c.RO}, {"host.sandbox_paths.rw", c.RW}} {
+		for i, p := range list.paths {
+			key := fmt.Sprintf("%s[%d]", list.key, i)
+			if !filepath.IsAbs(p) {
+				return fmt.Errorf("%s: %s is not an absolute path", key, p)
+			}
+			if err := d.check(real(p)); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			if repo != "" && (within(repo, real(p)) || within(real(p), repo)) {
+				return fmt.Errorf("%s: %s holds or lies inside host.repo (%s), whose config and hooks are the host's; checks read what git needs of it without it", key, p, c.Repo)
+			}
+		}
+	}
+	if c.GitDir != "" {
+		if err := d.check(real(c.GitDir)); err != nil {
+			return fmt.Errorf("host.repo: its git directory %w", err)
+		}
+	}
+	return nil
+}
+
 // denied is the Deny list resolved, with HOME: a rule may lie inside HOME
 // (the caches), never hold it.
 type denied struct {

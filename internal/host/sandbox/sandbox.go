@@ -48,6 +48,8 @@ type Config struct {
 	// GitDir is host.repo's git directory: a check reads it (git log,
 	// describe, rev-parse in its worktree), never writes it.
 	GitDir string
+	// Repo is host.repo: no path of RO or RW may hold it or lie in it.
+	Repo string
 	// Deny are the host's own files: no rule may reach them. A path in RO
 	// or RW that holds one, or lies inside one, is refused; the system
 	// directories are granted around them.
@@ -56,6 +58,10 @@ type Config struct {
 	// of it; the caches in RO and RW under it are linked from each
 	// check's private HOME at the same place.
 	Home string
+	// Layers is a directory of the host's where each builder's writes to
+	// the RW paths are kept (one layer per builder, over the shared path,
+	// which checks never write): "" keeps them for one run only.
+	Layers string
 	// Without turns defences off, for the tests that prove each one: an
 	// attack must work without its defence, or its test proves nothing.
 	// The configuration never sets it.
@@ -64,9 +70,24 @@ type Config struct {
 
 // Without names defences a test turns off.
 type Without struct {
-	Allowlist bool // the check's own root: the host's filesystem, filtered by Landlock alone
-	CloseFDs  bool // descriptors the host inherited reach the check
+	Allowlist   bool // the check's own root: the host's filesystem, filtered by Landlock alone
+	CloseFDs    bool // descriptors the host inherited reach the check
+	Nobody      bool // a host running as root runs its checks as root, with no capability
+	CacheLayers bool // RW paths are shared as they are: one check's writes are every later check's
+	// SharedMemory counts a check's anonymous memory only (resident less
+	// shared): what it makes shared (MAP_SHARED, memfds, /dev/shm) is free.
+	SharedMemory bool
 }
+
+// Nobody is the user a host running as root runs its checks as.
+const Nobody = 65534
+
+// SharedRWEnv, set in the environment of the process that makes the
+// sandbox, shares the RW paths between every check as they are
+// (Without.CacheLayers): for the tests whose checks talk to the test
+// through such a directory, never for a real host. The sandbox says so
+// where it describes itself.
+const SharedRWEnv = "FOREMANTEST_SANDBOX_SHARED_RW"
 
 // Denied is a path of the host's, named by the key that sets it.
 type Denied struct {
@@ -108,6 +129,9 @@ func (l Limits) WithDefaults() Limits {
 type Run struct {
 	Worktree string // read and write
 	Private  string // read and write: its TMPDIR, and its HOME inside (see Home)
+	// Layer is whose writes to the RW paths this run sees and adds to:
+	// the builder whose work is checked. "" keeps them for this run only.
+	Layer string
 }
 
 // Size writes a byte count as the configuration takes it: 4GiB, 512MiB,

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -37,6 +38,8 @@ type Sandbox struct {
 	etc    grants          // read
 	ro, rw grants          // host.sandbox_paths
 	userns bool            // not root: each check gets a user namespace too
+	nobody bool            // root: each check runs as Nobody
+	idmap  *os.File        // with nobody: a user namespace mapping root to Nobody, for the checks' writable paths
 	probe  time.Duration   // how long the probe at New took
 	watch  *watcher
 	// rootMounts are the system's paths in every check's own root (its
@@ -59,6 +62,9 @@ func New(c Config) (*Sandbox, error) {
 	if c.Home == "" {
 		c.Home = os.Getenv("HOME")
 	}
+	if os.Getenv(SharedRWEnv) != "" {
+		c.Without.CacheLayers = true
+	}
 	c.Limits = c.Limits.WithDefaults()
 	s := &Sandbox{c: c, watch: newWatcher()}
 	s.abi = landlockABI()
@@ -68,29 +74,15 @@ func New(c Config) (*Sandbox, error) {
 	s.ll = landlockConfigs[min(s.abi, len(landlockConfigs))-1]
 	s.ll.HandledAccessNet = 0 // the network is a namespace's business
 	d := newDenied(c)
-	for _, list := range []struct {
-		key   string
-		paths []string
-	}{{"host.sandbox_paths.ro", c.RO}, {"host.sandbox_paths.rw", c.RW}} {
-		key := list.key
-		for i, p := range list.paths {
-			if !filepath.IsAbs(p) {
-				return nil, fmt.Errorf("%s[%d]: %s is not an absolute path", key, i, p)
-			}
-			if key == "host.sandbox_paths.rw" {
-				if err := os.MkdirAll(p, 0o755); err != nil && !isFile(p) {
-					return nil, fmt.Errorf("%s[%d]: %w", key, i, err)
-				}
-			}
-			if err := d.check(real(p)); err != nil {
-				return nil, fmt.Errorf("%s[%d]: %w", key, i, err)
+	for i, p := range c.RW {
+		if filepath.IsAbs(p) {
+			if err := os.MkdirAll(p, 0o755); err != nil && !isFile(p) {
+				return nil, fmt.Errorf("host.sandbox_paths.rw[%d]: %w", i, err)
 			}
 		}
 	}
-	if c.GitDir != "" {
-		if err := d.check(real(c.GitDir)); err != nil {
-			return nil, fmt.Errorf("host.repo: its git directory %w", err)
-		}
+	if err := c.CheckPaths(); err != nil {
+		return nil, err
 	}
 	for _, p := range c.RO {
 		if fi, err := os.Stat(p); err == nil {
@@ -123,6 +115,13 @@ func New(c Config) (*Sandbox, error) {
 		}
 	}
 	s.userns = !hasCap(unix.CAP_SYS_ADMIN)
+	s.nobody = !s.userns && os.Getuid() == 0 && !c.Without.Nobody && !c.Without.Allowlist
+	if s.nobody {
+		var err error
+		if s.idmap, err = rootAsNobody(); err != nil {
+			return nil, fmt.Errorf("a user namespace that maps root to nobody, for the checks' writable paths: %w; %s", err, s.advice())
+		}
+	}
 	start := time.Now()
 	if err := s.selfTest(); err != nil {
 		return nil, err
@@ -212,8 +211,32 @@ func (s *Sandbox) Describe() []string {
 	} else {
 		out = append(out, "landlock scopes: none in this ABI (6 or later has them); the PID and network namespaces stand in")
 	}
-	if s.ll.HandledAccessFS&ll.AccessFSResolveUnix == 0 {
-		out = append(out, "named unix sockets: connect() is not a Landlock right before ABI 9: /run is hidden (with host.sandbox_net none) and /tmp is the check's own (when nothing it needs lies under them), a socket elsewhere that its user may write is reachable")
+	if s.c.Without.Allowlist {
+		if s.ll.HandledAccessFS&ll.AccessFSResolveUnix == 0 {
+			out = append(out, "named unix sockets: connect() is not a Landlock right before ABI 9: /run is hidden (with host.sandbox_net none) and /tmp is the check's own (when nothing it needs lies under them), a socket elsewhere that its user may write is reachable")
+		}
+	} else {
+		var mounts []string
+		for _, m := range s.rootMounts {
+			mounts = append(mounts, m.Source)
+		}
+		out = append(out, "filesystem: the check's own root (pivot_root into a tmpfs), holding only: "+strings.Join(mounts, " ")+
+			" (read-only; /etc readable only where every user may read it), its worktree and private directory (read-write), host.sandbox_paths.ro (read-only), each builder's own copy of host.sandbox_paths.rw (read-write, kept between its checks, never another builder's), of host.repo's git directory its objects, refs, packed-refs, HEAD, info and shallow and the check's worktree's admin directory (read-only) with a config of the host's making, a fresh /proc, a /dev of null zero full random urandom tty, and a private /dev/shm within the memory limit; nothing else (no /run, /var, /home, /root, /sys, /tmp of the host's) can be named, so no unix socket, key or file outside is reachable")
+	}
+	out = append(out, "descriptors: all but 0, 1 and 2 closed at the check's exec")
+	switch {
+	case s.nobody:
+		out = append(out, fmt.Sprintf("user: the host is root; checks run as nobody (uid %d), owning none of root's files; their worktree and private directory are nobody's while they run", Nobody))
+	case !s.userns:
+		out = append(out, "user: checks run as the host's uid, with every capability dropped")
+	}
+	if s.c.Without.SharedMemory {
+		out = append(out, "memory: anonymous pages only (resident less shared)")
+	} else {
+		out = append(out, "memory: anonymous and shared pages of every process (RssAnon + RssShmem), the memfds they hold, and its /dev/shm")
+	}
+	if s.c.Without.CacheLayers {
+		out = append(out, "host.sandbox_paths.rw: SHARED between every check as they are ("+SharedRWEnv+" or a test): one check's writes are every later check's")
 	}
 	ns := "pid, mount, ipc"
 	if s.c.Net == NetNone {
@@ -221,9 +244,12 @@ func (s *Sandbox) Describe() []string {
 	} else {
 		ns += "; network NOT confined (host.sandbox_net all)"
 	}
-	if s.userns {
+	switch {
+	case s.userns:
 		ns += ", user (the host is not root: the check keeps its uid, with no capability)"
-	} else {
+	case s.nobody:
+		ns += " (the host has CAP_SYS_ADMIN: it builds the check's filesystem, then the check runs as nobody with no capability)"
+	default:
 		ns += " (the host has CAP_SYS_ADMIN: checks run as its uid with every capability dropped)"
 	}
 	out = append(out, "namespaces: "+ns)
@@ -241,6 +267,31 @@ func (s *Sandbox) Describe() []string {
 	out = append(out, "writes: "+strings.Join(append(rw, devices...), " "))
 	out = append(out, fmt.Sprintf("probe: a confined no-op ran and found itself confined (%d ms)", s.probe.Milliseconds()))
 	return out
+}
+
+// rootAsNobody makes a user namespace whose root is Nobody outside (uid and
+// gid), and returns it open: mounts made through it (idmapped) show
+// root's files as nobody's. A short-lived process is made in it, held
+// until its namespace is open, then ended: the open file keeps the
+// namespace.
+func rootAsNobody() (*os.File, error) {
+	cmd := exec.Command("/bin/sh", "-c", "read line")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = []string{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: Nobody, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: Nobody, Size: 1}},
+		Pdeathsig:   syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	return os.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid))
 }
 
 // gitConfig is the config of the host's making that git finds in a

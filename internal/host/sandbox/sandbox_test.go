@@ -290,12 +290,15 @@ func TestCachesAndGit(t *testing.T) {
 	git(repo, "add", "README")
 	git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first")
 	git(repo, "tag", "v1.0")
+	require.NoError(t, os.MkdirAll(cache, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cache, "shared"), []byte("the host's\n"), 0o644))
 	r := box(t)
 	require.NoError(t, os.Remove(r.Worktree))
 	git(repo, "worktree", "add", "-q", "--detach", r.Worktree, "main")
-	s := newSandbox(t, Config{Home: home, RW: []string{cache}, GitDir: filepath.Join(repo, ".git")})
+	s := newSandbox(t, Config{Home: home, RW: []string{cache}, GitDir: filepath.Join(repo, ".git"), Layers: t.TempDir()})
 	priv, err := s.MakeHome(r.Private)
 	require.NoError(t, err)
+	r.Layer = "@b1"
 	res := run(t, s, r, `set -e
 echo cached > "$HOME/.cache/tool/entry"
 git describe --always --tags
@@ -306,9 +309,18 @@ git update-ref refs/heads/evil HEAD 2>/dev/null && echo "moved a ref" || echo "c
 `, "HOME="+priv, "GITDIR="+filepath.Join(repo, ".git"))
 	require.NoError(t, res.err, res.out)
 	assert.Equal(t, "v1.0\nfirst\nHEAD\ncannot move a ref\ncannot write config\n", res.out)
-	data, err := os.ReadFile(filepath.Join(cache, "entry"))
-	require.NoError(t, err)
-	assert.Equal(t, "cached\n", string(data), "the cache is the real one")
+	assert.NoFileExists(t, filepath.Join(cache, "entry"), "the shared cache is never written")
+
+	// The builder's own cache is kept for its next check, and seen by no
+	// other builder's.
+	look := `cat "$HOME/.cache/tool/entry" 2>/dev/null || echo "no entry"`
+	res = run(t, s, r, look, "HOME="+priv)
+	require.NoError(t, res.err, res.out)
+	assert.Equal(t, "cached\n", res.out)
+	r.Layer = "@b2"
+	res = run(t, s, r, look, "HOME="+priv)
+	require.NoError(t, res.err, res.out)
+	assert.Equal(t, "no entry\n", res.out)
 }
 
 func TestRefusals(t *testing.T) {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -119,13 +121,25 @@ func (w *watcher) measure(roots map[int]*Process) map[int]usage {
 			continue
 		}
 		var u usage
+		memfds := map[[2]uint64]int64{} // by device and inode: one memfd open in several processes counts once
 		queue := []int{root}
 		for len(queue) > 0 {
 			pid := queue[0]
 			queue = queue[1:]
 			u.tasks += threads[pid]
-			u.memory += w.anon(pid)
+			if roots[root].s.c.Without.SharedMemory {
+				u.memory += w.anon(pid)
+			} else {
+				u.memory += w.resident(pid)
+				w.memfds(pid, memfds)
+			}
 			queue = append(queue, children[pid]...)
+		}
+		if !roots[root].s.c.Without.SharedMemory {
+			for _, n := range memfds {
+				u.memory += n
+			}
+			u.memory += shmUsed(root)
 		}
 		out[root] = u
 	}
@@ -153,6 +167,68 @@ func readStat(pid int) (ppid, threads int, ok bool) {
 	threads, err2 := strconv.Atoi(string(f[17]))
 	return ppid, threads, err1 == nil && err2 == nil
 }
+
+// resident is the memory a process made, from /proc/<pid>/status: its
+// anonymous pages and its shared ones (RssShmem: MAP_SHARED anonymous
+// memory, a mapped memfd or /dev/shm file), not the files and libraries it
+// maps, which the kernel may drop. Shared memory mapped by several of the
+// check's processes counts once for each: the count errs on the high side.
+func (w *watcher) resident(pid int) int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	var total int64
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		name, rest, ok := bytes.Cut(line, []byte(":"))
+		if !ok || !bytes.Equal(name, []byte("RssAnon")) && !bytes.Equal(name, []byte("RssShmem")) {
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		if kb, err := strconv.ParseInt(string(f[0]), 10, 64); err == nil {
+			total += kb << 10
+		}
+	}
+	return total
+}
+
+// memfds adds the memory files a process holds open (memfd_create), by
+// the blocks each holds, written or mapped: memory that no process need
+// map to use.
+func (w *watcher) memfds(pid int, seen map[[2]uint64]int64) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		link, err := os.Readlink(dir + "/" + e.Name())
+		if err != nil || !strings.HasPrefix(link, "/memfd:") {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(dir+"/"+e.Name(), &st) != nil {
+			continue
+		}
+		seen[[2]uint64{uint64(st.Dev), st.Ino}] = st.Blocks * 512
+	}
+}
+
+// shmUsed is what a check holds in its private /dev/shm, a tmpfs of its
+// own: memory, whoever maps it.
+func shmUsed(root int) int64 {
+	var st syscall.Statfs_t
+	if syscall.Statfs("/proc/"+strconv.Itoa(root)+"/root/dev/shm", &st) != nil || st.Type != tmpfsMagic {
+		return 0
+	}
+	return int64(st.Blocks-st.Bfree) * st.Bsize
+}
+
+// tmpfsMagic is statfs's f_type of a tmpfs.
+const tmpfsMagic = 0x01021994
 
 // anon is a process's anonymous resident memory, from /proc/<pid>/statm
 // (resident less shared, in pages): what it allocated, not the files and

@@ -175,24 +175,11 @@ func (b *builder) mount(m Mount) error {
 	if err != nil {
 		return err
 	}
-	if m.Upper != "" {
-		for _, p := range []string{m.Source, m.Upper, m.Work} {
-			if strings.ContainsAny(p, ",:\\") {
-				return fmt.Errorf("%s: a path with , : or \\ cannot be an overlay's", p)
-			}
+	if m.Idmap {
+		if err := idmapped(m.Source, dst); err != nil {
+			return err
 		}
-		opts := "lowerdir=" + m.Source + ",upperdir=" + m.Upper + ",workdir=" + m.Work
-		err := unix.Mount("overlay", dst, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts+",userxattr")
-		if errors.Is(err, unix.EINVAL) {
-			err = unix.Mount("overlay", dst, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts)
-		}
-		if err != nil {
-			return fmt.Errorf("overlay of %s: %w", m.Source, err)
-		}
-		b.mounted = append(b.mounted, target)
-		return nil
-	}
-	if err := unix.Mount(m.Source, dst, "", unix.MS_BIND, ""); err != nil {
+	} else if err := unix.Mount(m.Source, dst, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("binding %s: %w", m.Source, err)
 	}
 	b.mounted = append(b.mounted, target)
@@ -200,6 +187,25 @@ func (b *builder) mount(m Mount) error {
 		return nil
 	}
 	return readOnly(dst)
+}
+
+// idmapped binds src at dst through the user namespace on UsernsFD: a
+// detached copy of the mount (open_tree), given the mapping
+// (mount_setattr), then put in place (move_mount).
+func idmapped(src, dst string) error {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("cloning the mount of %s: %w", src, err)
+	}
+	defer unix.Close(fd)
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: UsernsFD}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		return fmt.Errorf("mapping %s's owners for the check's user (an idmapped mount, which its filesystem may not support): %w", src, err)
+	}
+	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("putting %s in place: %w", src, err)
+	}
+	return nil
 }
 
 // readOnly makes the bind at dst read-only, keeping the flags a user

@@ -32,6 +32,9 @@ const (
 	SpecFD    = 3
 	ReportFD  = 4
 	RulesetFD = 5
+	// UsernsFD, when Spec.Idmap is set, is a user namespace whose
+	// mapping the Idmap mounts show their files through.
+	UsernsFD = 6
 )
 
 // ExitFailed is the stage's exit status when it could not confine or
@@ -84,22 +87,30 @@ type Spec struct {
 	// open across the program's exec: only the test that proves closing
 	// them asks for it.
 	KeepFDs bool
+	// Uid and Gid, when not 0, are who the program runs as: the stage
+	// builds the filesystem as root, then becomes them (a host running as
+	// root runs its checks as nobody, who owns none of root's files).
+	Uid, Gid int
+	// Userns says the host passed a user namespace on UsernsFD, for the
+	// Idmap mounts.
+	Userns bool
 }
 
 // Mount is one path of the check's filesystem: Source of the host's, shown
 // at Target (the same path when ""), read-only unless Write. A Link is a
 // symbolic link instead (a system directory that is one on the host, as
-// /bin -> usr/bin). With Upper set, Target shows Source with the writes in
-// Upper over it (an overlay, Work its work directory): the check writes
-// there, never to Source.
+// /bin -> usr/bin).
 type Mount struct {
 	Source string `json:",omitempty"`
 	Target string `json:",omitempty"`
 	Write  bool   `json:",omitempty"`
 	File   bool   `json:",omitempty"`
 	Link   string `json:",omitempty"`
-	Upper  string `json:",omitempty"`
-	Work   string `json:",omitempty"`
+	// Idmap shows Source's files as owned through the user namespace on
+	// UsernsFD (an idmapped mount): root's as the check's user, so that a
+	// check running as nobody writes its worktree, and what it writes is
+	// root's on disk. Nothing on disk changes hands.
+	Idmap bool `json:",omitempty"`
 }
 
 // Path is where the mount is in the check's filesystem.

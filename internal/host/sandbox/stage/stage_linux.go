@@ -44,12 +44,18 @@ func run() int {
 			if s.Root == "" {
 				return mounts(s) // the host's, filtered by Landlock alone
 			}
-			return buildRoot(s)
+			err := buildRoot(s)
+			if s.Userns {
+				unix.Close(UsernsFD) // nothing more to map
+			}
+			return err
 		}},
 		{"bringing up the private loopback", loopback},
 		{"setting limits", limits},
 		{"granting the private /proc", grantProc},
 		{"granting the check's own paths", grantPaths},
+		{"dropping capabilities", dropBounding},
+		{"becoming the check's user", becomeUser},
 		{"dropping capabilities", dropCaps},
 		{"setting no_new_privs", func(*Spec) error { return unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }},
 		{"enforcing Landlock", restrict},
@@ -231,11 +237,10 @@ func grant(path string, access uint64) error {
 	return nil
 }
 
-// dropCaps leaves the process no capability it could use or pass on: a
-// host running as root runs its checks as root's user id with none of
-// root's powers (a check in a user namespace of its own loses them at
-// exec anyway, its user id not being 0 there).
-func dropCaps(*Spec) error {
+// dropBounding empties the bounding and ambient sets and locks uid 0 out
+// of gaining anything at exec: nothing the process or its children do can
+// get a capability back.
+func dropBounding(*Spec) error {
 	const noRoot = 1<<0 | 1<<1 // SECBIT_NOROOT, SECBIT_NOROOT_LOCKED: uid 0 gains nothing at exec
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, noRoot, 0, 0, 0); err != nil {
 		return fmt.Errorf("securebits: %w", err)
@@ -251,6 +256,43 @@ func dropCaps(*Spec) error {
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("ambient set: %w", err)
 	}
+	return nil
+}
+
+// becomeUser makes every thread of the stage the check's user, when the
+// host asked for one: its filesystem is built, and the program it starts
+// is that user's, owning none of root's files.
+func becomeUser(s *Spec) error {
+	if s.Uid == 0 {
+		return nil
+	}
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("groups: %w", err)
+	}
+	if err := syscall.Setgid(s.Gid); err != nil {
+		return fmt.Errorf("gid %d: %w", s.Gid, err)
+	}
+	if err := syscall.Setuid(s.Uid); err != nil {
+		return fmt.Errorf("uid %d: %w", s.Uid, err)
+	}
+	// A change of user clears the signal the stage gets when the host
+	// dies (SysProcAttr.Pdeathsig): set it again, then look whether the
+	// host died meanwhile (the read end of the report pipe is gone).
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("dying with the host: %w", err)
+	}
+	fds := []unix.PollFd{{Fd: ReportFD, Events: unix.POLLOUT}}
+	if n, err := unix.Poll(fds, 0); err == nil && n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+		os.Exit(ExitFailed) // the host is gone: nobody waits for this check
+	}
+	return nil
+}
+
+// dropCaps leaves the process no capability it could use or pass on (a
+// host running as root whose checks keep its uid runs them with none of
+// root's powers; a check in a user namespace of its own loses them at
+// exec anyway, its user id not being 0 there).
+func dropCaps(*Spec) error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var none [2]unix.CapUserData
 	if err := unix.Capset(&hdr, &none[0]); err != nil {
@@ -275,6 +317,9 @@ func probe(s *Spec) int {
 	var missing []string
 	if os.Getpid() != 1 {
 		missing = append(missing, fmt.Sprintf("not PID 1 of its own PID namespace (PID %d)", os.Getpid()))
+	}
+	if s.Uid != 0 && (os.Getuid() != s.Uid || os.Geteuid() != s.Uid) {
+		missing = append(missing, fmt.Sprintf("not running as uid %d (uid %d)", s.Uid, os.Getuid()))
 	}
 	if fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 		unix.Close(fd)
