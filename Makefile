@@ -52,6 +52,7 @@ bench-host:
 	$(GO) test -run '^$$' -bench 'FreshWorktree' $(call benchtime,-benchtime 3x) ./internal/host/gitjob
 	$(GO) test -run '^$$' -bench 'OverlapScan' $(call benchtime,-benchtime 10x) ./internal/host/gitjob
 	$(GO) test -run '^$$' -bench 'SandboxNoop' $(call benchtime,-benchtime 200x) ./internal/host/sandbox
+	$(GO) test -run '^$$' -bench 'WarmHonestChecks' $(call benchtime,-benchtime 5x) ./internal/host/sandbox
 
 # The merge queue's whole build, as a user runs it (the real binaries over
 # WebSockets, a real repository): 16 components with 4 s checks at

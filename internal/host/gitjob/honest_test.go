@@ -19,21 +19,22 @@ import (
 // Honest checks pass confined, with the cache paths docs/HOST.md gives:
 // an honest `go test` of a small module, `npm test` of a small package,
 // and git asked about the worktree (git describe, git log), as Makefiles
-// do. The caches are the host user's real ones, linked from the check's
-// private HOME.
+// do. The caches are where docs/HOST.md puts them: the host user's module
+// cache, shared read-only; the build cache and ~/.npm each builder's own,
+// linked from the check's private HOME.
 func TestHonestChecksPassConfined(t *testing.T) {
 	sandboxtest.New(t, sandbox.Config{}) // skips where there is no sandbox
 	home, err := os.UserHomeDir()
 	require.NoError(t, err)
 	for _, tc := range []struct {
-		name  string
-		tool  string
-		rw    []string
-		files map[string]string
-		check []string
-		want  string
+		name   string
+		tool   string
+		ro, rw []string
+		files  map[string]string
+		check  []string
+		want   string
 	}{
-		{name: "go test", tool: "go", rw: []string{".cache/go-build", "go/pkg/mod"},
+		{name: "go test", tool: "go", ro: []string{"go/pkg/mod"}, rw: []string{".cache/go-build"},
 			files: map[string]string{
 				"go.mod":       "module example.com/tiny\n\ngo 1.21\n",
 				"tiny.go":      "package tiny\n\n// Add adds.\nfunc Add(a, b int) int { return a + b }\n",
@@ -59,14 +60,17 @@ func TestHonestChecksPassConfined(t *testing.T) {
 				}
 				t.Fatalf("%s is not installed: %v", tc.tool, err)
 			}
-			var rw []string
+			var ro, rw []string
+			for _, p := range tc.ro {
+				ro = append(ro, filepath.Join(home, p))
+			}
 			for _, p := range tc.rw {
 				rw = append(rw, filepath.Join(home, p))
 			}
 			f := newFixtureWith(t, true, func(f *fixture, o *Options) {
 				o.Checks = [][]string{tc.check}
 				o.Env = nil
-				o.Sandbox = f.sandbox(sandbox.Config{RW: rw, Home: home})
+				o.Sandbox = f.sandbox(sandbox.Config{RO: ro, RW: rw, Home: home, Layers: t.TempDir()})
 				require.NotNil(t, o.Sandbox)
 			})
 			f.commit("main", "main", map[string]string{"base": "x\n"}, "base")

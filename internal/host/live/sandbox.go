@@ -62,11 +62,6 @@ func Sandbox(c *config.Config, gitDir string) (*sandbox.Sandbox, []string, error
 	if sc.Net == sandbox.NetAll {
 		warnings = append(warnings, "host.sandbox_net is all: checks reach the host's network, the room and every service on this machine included")
 	}
-	for _, p := range sc.RW {
-		if sc.Home != "" && strings.HasPrefix(p, sc.Home+"/") {
-			warnings = append(warnings, fmt.Sprintf("host.sandbox_paths.rw: checks share %s with everything this user runs: a check can write into it what your own builds will use; give checks caches of their own", p))
-		}
-	}
 	return s, warnings, nil
 }
 
