@@ -35,12 +35,15 @@ const (
 	// on the subjects JobSubject names (JobSubjects, all of them).
 	JobStream   = "FOREMAN_JOBS"
 	JobSubjects = "foreman-jobs.>"
-	// ResultBucket is a KV bucket of the jobs' results, one key per job
-	// (ResultKey): the first result stored wins (a create, not a put).
+	// ResultBucket is a KV bucket of what each worker took and how it
+	// ended, and how the host settled each job (workq's keys): every key
+	// written once, never overwritten or deleted.
 	ResultBucket = "FOREMAN_RESULTS"
-	// CheckLogStore is an object store of the checks' logs, written by
-	// workers, read by the host and the board.
-	CheckLogStore = "FOREMAN_CHECK_LOGS"
+	// CheckLogStream is a stream of the checks' logs in chunks, one
+	// subject per log (CheckLogSubjects), written by workers, read by the
+	// host; nothing in it is deleted or rolled up before it ages out.
+	CheckLogStream   = "FOREMAN_CHECK_LOGS"
+	CheckLogSubjects = "foreman-logs.>"
 	// WorkerBucket is a KV bucket where each worker says it is alive and
 	// what it runs, for foreman cluster status.
 	WorkerBucket = "FOREMAN_WORKERS"
@@ -86,10 +89,6 @@ func JobSubject(build, label string) string {
 	}
 	return "foreman-jobs." + Key(build) + "." + Key(label)
 }
-
-// ResultKey is the key of a job's result in ResultBucket: job is the job's
-// own id (letters, digits, - and _ stay; the rest is escaped as in Key).
-func ResultKey(build, job string) string { return Key(build) + "." + Key(job) }
 
 func logSubject(key string) string    { return "foreman." + key + ".log" }
 func fenceSubject(key string) string  { return "foreman." + key + ".fence" }

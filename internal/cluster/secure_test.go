@@ -103,11 +103,16 @@ func TestExampleAccounts(t *testing.T) {
 	js := h.js
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: JobStream, Subjects: []string{JobSubjects}, Retention: jetstream.WorkQueuePolicy})
 	require.NoError(t, err)
-	_, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ResultBucket})
+	_, err = js.CreateOrUpdateConsumer(ctx, JobStream, jetstream.ConsumerConfig{Durable: "workers-any",
+		FilterSubject: "foreman-jobs.*.any", AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
+	hresults, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ResultBucket})
+	require.NoError(t, err)
+	_, err = hresults.Create(ctx, "x.shop.2", []byte(`{"outcome":"cancelled"}`)) // the host settles a job
 	require.NoError(t, err)
 	_, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: WorkerBucket})
 	require.NoError(t, err)
-	logs, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: CheckLogStore})
+	logs, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: CheckLogStream, Subjects: []string{CheckLogSubjects}, AllowDirect: true})
 	require.NoError(t, err)
 	hworkers, err := js.KeyValue(ctx, WorkerBucket)
 	require.NoError(t, err)
@@ -133,8 +138,7 @@ func TestExampleAccounts(t *testing.T) {
 	wo := secured(t, s, RoleWorker, "w1", &wlog)
 	wc := connectWith(t, wo)
 	wjs := wc.js
-	cons, err := wjs.CreateOrUpdateConsumer(ctx, JobStream, jetstream.ConsumerConfig{Durable: "workers-any",
-		FilterSubject: "foreman-jobs.*.any", AckPolicy: jetstream.AckExplicitPolicy})
+	cons, err := wjs.Consumer(ctx, JobStream, "workers-any")
 	require.NoError(t, err)
 	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
 	require.NoError(t, err)
@@ -146,20 +150,28 @@ func TestExampleAccounts(t *testing.T) {
 	assert.JSONEq(t, `{"job":"1"}`, string(job.Data()))
 	results, err := wjs.KeyValue(ctx, ResultBucket)
 	require.NoError(t, err)
-	_, err = results.Create(ctx, ResultKey("shop", "1"), []byte(`{"result":"passed"}`))
+	_, err = results.Create(ctx, "t.shop.1.w1", []byte(`{"worker":"w1"}`)) // it says it took the job
 	require.NoError(t, err)
-	wlogs, err := wjs.ObjectStore(ctx, CheckLogStore)
+	settled, err := results.Get(ctx, "x.shop.2") // it reads how the host settled one
 	require.NoError(t, err)
-	_, err = wlogs.PutBytes(ctx, "shop/1.log", []byte("ok\n"))
+	assert.Contains(t, string(settled.Value()), "cancelled")
+	_, err = wjs.Stream(ctx, CheckLogStream)
+	require.NoError(t, err)
+	ack, err := wjs.Publish(ctx, "foreman-logs.shop.1.w1.1_2elog", []byte("ok\n"))
+	require.NoError(t, err)
+	_, err = results.Create(ctx, "r.shop.1.w1", []byte(`{"result":"passed"}`))
 	require.NoError(t, err)
 	workers, err := wjs.KeyValue(ctx, WorkerBucket)
 	require.NoError(t, err)
 	_, err = workers.Put(ctx, "w.w1", []byte(`{}`))
 	require.NoError(t, err)
 	require.NoError(t, job.DoubleAck(ctx))
-	data, err := logs.GetBytes(ctx, "shop/1.log")
+	m, err := logs.GetMsg(ctx, ack.Sequence)
 	require.NoError(t, err)
-	assert.Equal(t, "ok\n", string(data), "the host reads the worker's log")
+	assert.Equal(t, "ok\n", string(m.Data), "the host reads the worker's log")
+	r1, err := hresults.Get(ctx, "r.shop.1.w1")
+	require.NoError(t, err)
+	assert.Contains(t, string(r1.Value()), "passed", "and its result")
 
 	for who, l := range map[string]*syncBuffer{"foreman": &flog, "host": &hlog, "reader": &rlog, "worker": &wlog} {
 		assert.NotContains(t, l.String(), "ermissions", "%s was refused something its role needs", who)

@@ -37,7 +37,8 @@ func TestAWorkerNeedsOnlyItsRights(t *testing.T) {
 	hjs, _ := jetstream.New(hc)
 	q, err := workq.Make(context.Background(), hjs, workq.Config{})
 	require.NoError(t, err)
-	require.NoError(t, q.Consumer(context.Background(), workq.Any, time.Second))
+	_, err = q.Consumer(context.Background(), workq.Any, time.Second)
+	require.NoError(t, err)
 
 	var mu sync.Mutex
 	var violations []string
@@ -64,12 +65,12 @@ func TestAWorkerNeedsOnlyItsRights(t *testing.T) {
 	defer gs.Close()
 	j := goodJob()
 	j.Commit = main
-	j.Fetch = workq.Fetch{URL: gs.URL(), Ref: "refs/foreman/jobs/3", Token: gs.Token()}
+	j.Fetch = workq.Fetch{URL: gs.URL(), Ref: "refs/foreman/jobs/3", Token: gs.Grant("refs/foreman/jobs/3")}
 	_, err = q.Publish(context.Background(), j)
 	require.NoError(t, err)
 	var x *workq.Result
 	require.Eventually(t, func() bool {
-		x, err = q.Result(context.Background(), "shop", j.ID)
+		x, err = q.Result(context.Background(), "shop", j.ID, "w1")
 		return err == nil && x != nil
 	}, time.Minute, 20*time.Millisecond)
 	assert.Equal(t, workq.Passed, x.Outcome)

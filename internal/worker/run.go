@@ -85,6 +85,9 @@ func (w *Worker) run(ctx context.Context, job workq.Job, seq uint64, local int) 
 	case got != job.Commit:
 		return infra("fetched %s from %s, which holds %s, not the job's commit %s", job.Fetch.Ref, job.Fetch.URL, short(got), short(job.Commit))
 	}
+	if res.Tree, err = m.repo.TreeOf(ctx, got); err != nil {
+		return infra("cannot read the tree of %s: %v", short(got), err)
+	}
 	box, err := w.sandbox(job, m)
 	if err != nil {
 		return infra("cannot sandbox the checks here: %v", err)
@@ -113,14 +116,14 @@ func (w *Worker) run(ctx context.Context, job workq.Job, seq uint64, local int) 
 		return infra("worker %s cannot run the checks: %v", w.o.ID, err)
 	}
 	for try, l := range checked.Logs {
-		name := workq.LogObject(job.Build, job.ID, workq.TryLog(job.Log, try))
-		if err := w.putLog(ctx, name, l); err != nil {
+		stored, err := w.putLog(ctx, job, workq.TryLog(job.Log, try), l)
+		if err != nil {
 			if ctx.Err() != nil {
 				return workq.Result{Outcome: workq.Cancelled}
 			}
 			return infra("worker %s cannot store the log in NATS: %v", w.o.ID, err)
 		}
-		res.Logs = append(res.Logs, name)
+		res.Logs = append(res.Logs, stored)
 	}
 	res.Outcome = workq.Failed
 	if checked.Passed {
@@ -132,20 +135,22 @@ func (w *Worker) run(ctx context.Context, job workq.Job, seq uint64, local int) 
 	return res
 }
 
-// putLog stores a log, trying again for a while: NATS may be restarting.
-func (w *Worker) putLog(ctx context.Context, name, file string) error {
+// putLog stores a log of job as name, trying again for a while: NATS may
+// be restarting. A try cut short leaves chunks that no result names.
+func (w *Worker) putLog(ctx context.Context, job workq.Job, name, file string) (workq.Log, error) {
 	var err error
 	for try := 0; try < 10; try++ {
-		if err = w.q.PutLog(ctx, name, file); err == nil || ctx.Err() != nil {
-			return err
+		var l workq.Log
+		if l, err = w.q.PutLog(ctx, job.Build, job.ID, w.o.ID, name, file); err == nil || ctx.Err() != nil {
+			return l, err
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return workq.Log{}, ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}
-	return err
+	return workq.Log{}, err
 }
 
 // sandbox is the sandbox a job's checks run in: this machine's, with the

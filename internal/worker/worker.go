@@ -17,6 +17,7 @@ package worker
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 
 	"github.com/agentforeman/foreman/internal/cluster"
@@ -62,6 +64,11 @@ type Options struct {
 	// Started, if set, is told each job as its checks are about to run
 	// (tests).
 	Started func(workq.Job)
+	// Key signs what the worker says it took and how it ended: its NATS
+	// user's nkey (cluster.creds), or a key of its own in worker.work.
+	// The host counts results only from workers whose keys it trusts
+	// (host.workers).
+	Key nkeys.KeyPair
 }
 
 // Worker is one foreman worker process.
@@ -376,8 +383,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 			_ = msg.NakWithDelay(w.o.Lease)
 			return
 		}
-		w.store(ctx, msg, job, workq.Result{Job: job.ID, Worker: w.o.ID, Seq: meta.Sequence.Stream, Commit: job.Commit, Outcome: workq.Infra,
-			Why: "the worker refused the job: " + err.Error()})
+		w.storeInfra(ctx, msg, job, meta.Sequence.Stream, "the worker refused the job: "+err.Error())
 		return
 	}
 	if job.Sandbox.Required && w.o.Unconfined {
@@ -392,13 +398,22 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if meta.NumDelivered > maxDeliveries {
-		w.store(ctx, msg, job, workq.Result{Job: job.ID, Worker: w.o.ID, Seq: meta.Sequence.Stream, Commit: job.Commit, Outcome: workq.Infra,
-			Why: fmt.Sprintf("the job was given to workers %d times, and none finished it (each stopped, or stalled past cluster.lease)", meta.NumDelivered-1)})
+		w.storeInfra(ctx, msg, job, meta.Sequence.Stream,
+			fmt.Sprintf("the job was given to workers %d times, and none finished it (each stopped, or stalled past cluster.lease)", meta.NumDelivered-1))
 		return
 	}
-	if x, err := w.q.Result(ctx, job.Build, job.ID); err == nil && x != nil {
-		// Done already (this is a delivery again after a stall), or withdrawn.
+	if x, err := w.q.Settled(ctx, job.Build, job.ID); err == nil && x != nil {
+		// Done already (this is a delivery again after a stall), or
+		// withdrawn: nothing is fetched or run.
+		log.Info().Str("outcome", x.Outcome).Msg("the job is settled already: acknowledged, not run")
 		_ = msg.Ack()
+		return
+	}
+	// Its word that it took the job, before it runs: the host counts a
+	// result only from a worker that said so.
+	if err := w.sayTaken(ctx, job, meta.Sequence.Stream); err != nil {
+		log.Warn().Err(err).Msg("cannot say the job is taken; given back")
+		_ = msg.NakWithDelay(w.poll())
 		return
 	}
 	w.mu.Lock()
@@ -420,7 +435,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 
 	jobCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	settled := make(chan *workq.Result, 1) // the result stored meanwhile: another worker's, or the host's withdrawal
+	settled := make(chan *workq.Settled, 1) // the job settled meanwhile: another worker's result taken, or withdrawn
 	keepDone := make(chan struct{})
 	go func() { defer close(keepDone); w.keep(jobCtx, msg, job, stop, settled) }()
 	res := w.run(jobCtx, job, meta.Sequence.Stream, local)
@@ -434,7 +449,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 			w.mu.Lock()
 			w.counts.duplicates++
 			w.mu.Unlock()
-			log.Info().Str("by", x.Worker).Msg("another worker stored this job's result first: its run here is dropped")
+			log.Info().Str("by", x.Worker).Msg("the host took another worker's result of this job: its run here is dropped")
 		}
 		_ = msg.Ack()
 		return
@@ -453,9 +468,9 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 }
 
 // keep tells JetStream the job is still in hand, a third of the ack wait
-// apart, and watches for its result: stored by another worker, or the
-// host's withdrawal; then the run here stops.
-func (w *Worker) keep(ctx context.Context, msg jetstream.Msg, job workq.Job, stop context.CancelFunc, settled chan<- *workq.Result) {
+// apart, and watches for the host to settle it otherwise: another
+// worker's result taken, or the job withdrawn; then the run here stops.
+func (w *Worker) keep(ctx context.Context, msg jetstream.Msg, job workq.Job, stop context.CancelFunc, settled chan<- *workq.Settled) {
 	every := time.Second
 	if wait, err := w.q.AckWait(ctx, workq.LabelSet(job.Labels)); err == nil && wait > 0 {
 		every = max(wait/3, 50*time.Millisecond)
@@ -469,7 +484,7 @@ func (w *Worker) keep(ctx context.Context, msg jetstream.Msg, job workq.Job, sto
 		case <-t.C:
 		}
 		_ = msg.InProgress()
-		if x, err := w.q.Result(ctx, job.Build, job.ID); err == nil && x != nil && x.Worker != w.o.ID {
+		if x, err := w.q.Settled(ctx, job.Build, job.ID); err == nil && x != nil && x.Worker != w.o.ID {
 			settled <- x
 			stop()
 			return
@@ -477,11 +492,30 @@ func (w *Worker) keep(ctx context.Context, msg jetstream.Msg, job workq.Job, sto
 	}
 }
 
-// store stores res as the job's result, trying until it is stored or
-// found taken (NATS may be away a while: nothing is lost meanwhile, the
-// job is still in hand), then acknowledges the job.
+// sayTaken stores the worker's signed word that it took job, given as
+// message seq.
+func (w *Worker) sayTaken(ctx context.Context, job workq.Job, seq uint64) error {
+	t := workq.Taken{Job: job.ID, Worker: w.o.ID, Seq: seq, Commit: job.Commit}
+	t.Key, t.Sig = w.sign(t.Signed())
+	return w.q.SayTaken(ctx, job.Build, t)
+}
+
+// storeInfra stores that the worker could not do job, given as message
+// seq, saying first that it took it (else the host would not count it).
+func (w *Worker) storeInfra(ctx context.Context, msg jetstream.Msg, job workq.Job, seq uint64, why string) {
+	if err := w.sayTaken(ctx, job, seq); err != nil {
+		_ = msg.NakWithDelay(w.poll())
+		return
+	}
+	w.store(ctx, msg, job, workq.Result{Job: job.ID, Worker: w.o.ID, Seq: seq, Commit: job.Commit, Outcome: workq.Infra, Why: why})
+}
+
+// store stores res as the job's result, signed, trying until it is
+// stored (NATS may be away a while: nothing is lost meanwhile, the job is
+// still in hand), then acknowledges the job.
 func (w *Worker) store(ctx context.Context, msg jetstream.Msg, job workq.Job, res workq.Result) {
 	log := w.log.With().Str("job", job.ID).Logger()
+	res.Key, res.Sig = w.sign(res.Signed())
 	for {
 		stored, err := w.q.Store(ctx, job.Build, res)
 		switch {
@@ -494,14 +528,12 @@ func (w *Worker) store(ctx context.Context, msg jetstream.Msg, job workq.Job, re
 			w.mu.Unlock()
 			log.Info().Str("outcome", res.Outcome).Str("why", res.Why).Msg("result stored")
 		case err == nil:
-			if x, _ := w.q.Result(ctx, job.Build, job.ID); x != nil && x.Outcome == workq.Cancelled {
-				log.Info().Msg("the host withdrew the job (its run went stale): its result is dropped")
-				break
-			}
+			// This worker ran the job before (given it again after a
+			// stall): its first result stands.
 			w.mu.Lock()
 			w.counts.duplicates++
 			w.mu.Unlock()
-			log.Info().Msg("another result for this job was stored first: this one is dropped")
+			log.Info().Msg("this worker stored a result of this job before: this one is dropped")
 		default:
 			if ctx.Err() != nil {
 				return // not acknowledged: given to another worker
@@ -523,6 +555,23 @@ func (w *Worker) store(ctx context.Context, msg jetstream.Msg, job workq.Job, re
 		// and acknowledges it.
 		log.Warn().Err(err).Msg("cannot acknowledge the job; the next to take it finds it done")
 	}
+}
+
+// sign signs data with the worker's key: its public key and the
+// signature, or nothing without a key.
+func (w *Worker) sign(data []byte) (key, sig string) {
+	if w.o.Key == nil {
+		return "", ""
+	}
+	pub, err := w.o.Key.PublicKey()
+	if err != nil {
+		return "", ""
+	}
+	s, err := w.o.Key.Sign(data)
+	if err != nil {
+		return "", ""
+	}
+	return pub, base64.RawURLEncoding.EncodeToString(s)
 }
 
 // refuse counts a job this worker will not run, and says why.

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,7 +37,8 @@ func newRig(t *testing.T, o Options) *rig {
 	q, err := workq.Make(context.Background(), js, workq.Config{})
 	require.NoError(t, err)
 	for _, set := range []string{workq.Any, workq.Sandboxed} {
-		require.NoError(t, q.Consumer(context.Background(), set, time.Second))
+		_, err := q.Consumer(context.Background(), set, time.Second)
+		require.NoError(t, err)
 	}
 	o.JS, o.Work, o.Lease, o.Logger = js, t.TempDir(), 200*time.Millisecond, zerolog.Nop()
 	if o.ID == "" {
@@ -81,7 +83,7 @@ func TestAnUnconfinedWorkerRefusesAJobThatRequiresTheSandbox(t *testing.T) {
 	done, _, infra, _ := g.w.Counts()
 	assert.Zero(t, done)
 	assert.Zero(t, infra)
-	x, err := g.q.Result(context.Background(), "shop", j.ID)
+	x, err := g.q.Result(context.Background(), "shop", j.ID, "w1")
 	require.NoError(t, err)
 	assert.Nil(t, x, "no result: a confining worker may still take it")
 }
@@ -98,7 +100,7 @@ func TestAMalformedJobIsAnswered(t *testing.T) {
 	var x *workq.Result
 	require.Eventually(t, func() bool {
 		var err error
-		x, err = g.q.Result(context.Background(), "shop", j.ID)
+		x, err = g.q.Result(context.Background(), "shop", j.ID, "w1")
 		return err == nil && x != nil
 	}, time.Minute, 10*time.Millisecond)
 	assert.Equal(t, workq.Infra, x.Outcome)
@@ -108,7 +110,7 @@ func TestAMalformedJobIsAnswered(t *testing.T) {
 	later.V, later.ID = workq.Version+1, "4-0-00112233aabbccdd"
 	g.publish(workq.Any, later)
 	require.Eventually(t, func() bool { _, _, _, refused := g.w.Counts(); return refused >= 2 }, time.Minute, 10*time.Millisecond)
-	x, err := g.q.Result(context.Background(), "shop", later.ID)
+	x, err := g.q.Result(context.Background(), "shop", later.ID, "w1")
 	require.NoError(t, err)
 	assert.Nil(t, x)
 }
@@ -122,10 +124,43 @@ func TestACommitThatCannotBeFetchedIsInfra(t *testing.T) {
 	var x *workq.Result
 	require.Eventually(t, func() bool {
 		var err error
-		x, err = g.q.Result(context.Background(), "shop", j.ID)
+		x, err = g.q.Result(context.Background(), "shop", j.ID, "w1")
 		return err == nil && x != nil
 	}, time.Minute, 10*time.Millisecond)
 	assert.Equal(t, workq.Infra, x.Outcome)
 	assert.Contains(t, x.Why, "cannot fetch 012345678901 from http://127.0.0.1:1/git")
 	assert.Equal(t, "w1", x.Worker)
+}
+
+// A job withdrawn before a worker takes it (settled Cancelled: its run
+// went stale) is acknowledged without being fetched or run: no word that
+// it was taken, no result, nothing started, and it leaves the queue.
+func TestAWithdrawnJobIsAcknowledgedUnrun(t *testing.T) {
+	var started []string
+	var mu sync.Mutex
+	g := newRig(t, Options{Unconfined: true, Started: func(j workq.Job) {
+		mu.Lock()
+		started = append(started, j.ID)
+		mu.Unlock()
+	}})
+	ctx := context.Background()
+	j := goodJob()
+	_, err := g.q.Settle(ctx, "shop", workq.Settled{Job: j.ID, Outcome: workq.Cancelled})
+	require.NoError(t, err)
+	g.publish(workq.Any, j)
+	require.Eventually(t, func() bool {
+		queued, err := g.q.Queued(ctx)
+		return err == nil && queued[workq.Any] == 0
+	}, time.Minute, 10*time.Millisecond, "acknowledged: it left the queue")
+	tk, err := g.q.Taken(ctx, "shop", j.ID, "w1")
+	require.NoError(t, err)
+	assert.Nil(t, tk, "it did not say it took it")
+	x, err := g.q.Result(ctx, "shop", j.ID, "w1")
+	require.NoError(t, err)
+	assert.Nil(t, x, "no result: it did not try to fetch it")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, started)
+	done, _, infra, refused := g.w.Counts()
+	assert.Zero(t, done+infra+refused)
 }

@@ -10,11 +10,12 @@ import (
 // The queue's streams and buckets: cluster's names, which the NATS
 // accounts of docs/nats/foreman.conf are written against.
 const (
-	JobStream     = cluster.JobStream     // the work queue
-	JobSubjects   = cluster.JobSubjects   // every job's subject
-	ResultBucket  = cluster.ResultBucket  // KV: one result per job, the first stored
-	CheckLogStore = cluster.CheckLogStore // objects: the checks' logs
-	WorkerBucket  = cluster.WorkerBucket  // KV: the workers and hosts, for cluster status
+	JobStream        = cluster.JobStream        // the work queue
+	JobSubjects      = cluster.JobSubjects      // every job's subject
+	ResultBucket     = cluster.ResultBucket     // KV: one result per job, the first stored
+	CheckLogStream   = cluster.CheckLogStream   // the checks' logs, in chunks
+	CheckLogSubjects = cluster.CheckLogSubjects // every log's subject
+	WorkerBucket     = cluster.WorkerBucket     // KV: the workers and hosts, for cluster status
 )
 
 // Sandboxed is the label a job of a host that confines its checks asks
@@ -67,13 +68,34 @@ func ConsumerName(set string) string { return "workers-" + cluster.Key(set) }
 // consumerFilter is every build's jobs of set.
 func consumerFilter(set string) string { return "foreman-jobs.*." + cluster.Key(set) }
 
-// ResultKey is where a job's result is stored in ResultBucket.
-func ResultKey(build, job string) string { return cluster.Key(build) + "." + cluster.Key(job) }
+// The keys of ResultBucket. Each worker writes under its own name, which
+// its NATS user's permissions name (docs/nats): what it took (t.) and how
+// it ended (r.). The host alone writes how a job was settled (x.): taken
+// from a worker, or withdrawn; that is all a worker may read there.
+// Every key is written once: the bucket keeps one message per key and
+// refuses a second (Make), so nothing is overwritten or deleted.
 
-// resultPrefix is what every result key of build starts with.
-func resultPrefix(build string) string { return cluster.Key(build) + "." }
+// ResultKey is where worker stores how its run of a job of build ended.
+func ResultKey(build, job, worker string) string {
+	return "r." + cluster.Key(build) + "." + cluster.Key(job) + "." + cluster.Key(worker)
+}
+
+// TakenKey is where worker says it took a job of build, before it runs.
+func TakenKey(build, job, worker string) string {
+	return "t." + cluster.Key(build) + "." + cluster.Key(job) + "." + cluster.Key(worker)
+}
+
+// SettledKey is where the host says how a job of build was settled.
+func SettledKey(build, job string) string { return "x." + cluster.Key(build) + "." + cluster.Key(job) }
+
+// resultsOf is every result key of build (jobKey "*": of any job).
+func resultsOf(build, jobKey string) string { return "r." + cluster.Key(build) + "." + jobKey + ".*" }
+
+// LogSubject is where worker stores a log of a job of build, in chunks.
+func LogSubject(build, job, worker, name string) string {
+	return "foreman-logs." + cluster.Key(build) + "." + cluster.Key(job) + "." + cluster.Key(worker) + "." + cluster.Key(name)
+}
 
 // workerKey and hostKey are where a worker and a host say they are there.
-func workerKey(id string) string        { return "w." + cluster.Key(id) }
-func hostKey(build string) string       { return "h." + cluster.Key(build) }
-func logObject(job, name string) string { return job + "/" + name }
+func workerKey(id string) string  { return "w." + cluster.Key(id) }
+func hostKey(build string) string { return "h." + cluster.Key(build) }

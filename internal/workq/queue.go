@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentforeman/foreman/internal/cluster"
 )
 
 // Queue is one process's handle on the job queue, its results, logs and
@@ -20,7 +21,7 @@ type Queue struct {
 	js      jetstream.JetStream
 	stream  jetstream.Stream
 	results jetstream.KeyValue
-	logs    jetstream.ObjectStore
+	logs    jetstream.Stream
 	status  jetstream.KeyValue
 
 	mu        sync.Mutex
@@ -42,9 +43,86 @@ const (
 // Config says how a host makes the queue.
 type Config struct {
 	Replicas int // copies JetStream keeps (cluster.replicas)
+	// Said, if set, is told what Make put back as it must be (a setting
+	// of a stream someone changed, or a stream made by an older foreman).
+	Said func(what string)
 }
 
-// Make opens the queue, making what is missing (a host does, at start).
+// What the streams workers write to must hold, whoever asks: workers'
+// NATS users may publish to some of their subjects, and a subject
+// permission cannot tell a create from an overwrite, nor see a header.
+//
+//   - No rollups (AllowRollup off): a message with Nats-Rollup: all would
+//     purge the whole stream; the server refuses the header.
+//   - No deletes or purges through the API (DenyDelete, DenyPurge): what
+//     is stored stays until it ages out.
+//   - In ResultBucket, one message per key and a second refused
+//     (MaxMsgsPerSubject 1, Discard new per subject): a put over a key
+//     that exists, or KV's delete marker, which is a second message, is
+//     refused by the server, not by anyone's care.
+func lockDown(c *jetstream.StreamConfig, oncePerKey bool) {
+	c.AllowRollup, c.DenyDelete, c.DenyPurge = false, true, true
+	if oncePerKey {
+		c.MaxMsgsPerSubject, c.Discard, c.DiscardNewPerSubject = 1, jetstream.DiscardNew, true
+	}
+}
+
+// lockedDown reports what of c lockDown would change.
+func lockedDown(c jetstream.StreamConfig, oncePerKey bool) []string {
+	var out []string
+	if c.AllowRollup {
+		out = append(out, "rollups allowed")
+	}
+	if !c.DenyDelete {
+		out = append(out, "deletes allowed")
+	}
+	if !c.DenyPurge {
+		out = append(out, "purges allowed")
+	}
+	if oncePerKey && (c.MaxMsgsPerSubject != 1 || c.Discard != jetstream.DiscardNew || !c.DiscardNewPerSubject) {
+		out = append(out, "a key may be written again")
+	}
+	return out
+}
+
+// kvStream is the stream behind a KV bucket, as nats.go makes one, with
+// lockDown's settings.
+func kvStream(bucket, about string, ttl time.Duration, replicas int, oncePerKey bool) jetstream.StreamConfig {
+	c := jetstream.StreamConfig{Name: "KV_" + bucket, Subjects: []string{"$KV." + bucket + ".>"}, Description: about,
+		MaxMsgsPerSubject: 1, MaxAge: ttl, Storage: jetstream.FileStorage, Replicas: replicas,
+		Duplicates: min(ttl, 2*time.Minute), AllowDirect: true, MaxMsgSize: -1, MaxMsgs: -1, MaxBytes: -1}
+	lockDown(&c, oncePerKey)
+	return c
+}
+
+// ensure opens the stream c names, making it if it is not there, and
+// puts lockDown's settings back on one that lacks them.
+func ensure(ctx context.Context, js jetstream.JetStream, c jetstream.StreamConfig, oncePerKey bool, said func(string)) (jetstream.Stream, error) {
+	s, err := js.Stream(ctx, c.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		s, err = js.CreateStream(ctx, c)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			s, err = js.Stream(ctx, c.Name)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	have := s.CachedInfo().Config
+	if wrong := lockedDown(have, oncePerKey); len(wrong) > 0 {
+		lockDown(&have, oncePerKey)
+		if s, err = js.UpdateStream(ctx, have); err != nil {
+			return nil, fmt.Errorf("%s has %s, and cannot be put back: %w", c.Name, strings.Join(wrong, ", "), err)
+		}
+		if said != nil {
+			said(fmt.Sprintf("%s had %s: put back", c.Name, strings.Join(wrong, ", ")))
+		}
+	}
+	return s, nil
+}
+
+// Make opens the queue, making what is missing (a host does, at start),
+// and putting back what must hold of it (lockDown).
 func Make(ctx context.Context, js jetstream.JetStream, c Config) (*Queue, error) {
 	if c.Replicas <= 0 {
 		c.Replicas = 1
@@ -63,38 +141,22 @@ func Make(ctx context.Context, js jetstream.JetStream, c Config) (*Queue, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", JobStream, err)
 	}
-	if q.results, err = bucket(ctx, js, jetstream.KeyValueConfig{Bucket: ResultBucket, History: 1, TTL: resultTTL,
-		Storage: jetstream.FileStorage, Replicas: c.Replicas}); err != nil {
+	if _, err := ensure(ctx, js, kvStream(ResultBucket, "what foreman workers took and how it ended; how the host settled it",
+		resultTTL, c.Replicas, true), true, c.Said); err != nil {
 		return nil, fmt.Errorf("%s: %w", ResultBucket, err)
 	}
-	if q.status, err = bucket(ctx, js, jetstream.KeyValueConfig{Bucket: WorkerBucket, History: 1, TTL: statusTTL,
-		Storage: jetstream.FileStorage, Replicas: c.Replicas}); err != nil {
+	if _, err := ensure(ctx, js, kvStream(WorkerBucket, "foreman workers and hosts, for cluster status",
+		statusTTL, c.Replicas, false), false, c.Said); err != nil {
 		return nil, fmt.Errorf("%s: %w", WorkerBucket, err)
 	}
-	q.logs, err = js.ObjectStore(ctx, CheckLogStore)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		q.logs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: CheckLogStore, TTL: logTTL,
-			Storage: jetstream.FileStorage, Replicas: c.Replicas})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			q.logs, err = js.ObjectStore(ctx, CheckLogStore)
-		}
+	logs := jetstream.StreamConfig{Name: CheckLogStream, Subjects: []string{CheckLogSubjects}, MaxAge: logTTL,
+		Storage: jetstream.FileStorage, Replicas: c.Replicas, AllowDirect: true,
+		Description: "foreman workers' check logs, in chunks, for the host"}
+	lockDown(&logs, false)
+	if _, err := ensure(ctx, js, logs, false, c.Said); err != nil {
+		return nil, fmt.Errorf("%s: %w", CheckLogStream, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", CheckLogStore, err)
-	}
-	return q, nil
-}
-
-func bucket(ctx context.Context, js jetstream.JetStream, c jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, c.Bucket)
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return kv, err
-	}
-	kv, err = js.CreateKeyValue(ctx, c)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		return js.KeyValue(ctx, c.Bucket)
-	}
-	return kv, err
+	return bind(ctx, js, q)
 }
 
 // Open opens the queue a host made (a worker does): ErrNotReady if there
@@ -105,13 +167,18 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Queue, error) {
 	if q.stream, err = js.Stream(ctx, JobStream); err != nil {
 		return nil, notReady(err)
 	}
+	return bind(ctx, js, q)
+}
+
+func bind(ctx context.Context, js jetstream.JetStream, q *Queue) (*Queue, error) {
+	var err error
 	if q.results, err = js.KeyValue(ctx, ResultBucket); err != nil {
 		return nil, notReady(err)
 	}
 	if q.status, err = js.KeyValue(ctx, WorkerBucket); err != nil {
 		return nil, notReady(err)
 	}
-	if q.logs, err = js.ObjectStore(ctx, CheckLogStore); err != nil {
+	if q.logs, err = js.Stream(ctx, CheckLogStream); err != nil {
 		return nil, notReady(err)
 	}
 	return q, nil
@@ -127,17 +194,119 @@ func notReady(err error) error {
 // labelsMeta is the consumer's metadata that names its label set.
 const labelsMeta = "foreman-labels"
 
-// Consumer makes (or updates) the consumer of set's jobs: a worker that
-// does not acknowledge a job within ackWait (it died, or stopped saying
-// it is still at it) has it delivered to another.
-func (q *Queue) Consumer(ctx context.Context, set string, ackWait time.Duration) error {
-	_, err := q.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+// Consumer makes the consumer of set's jobs, or puts it back as it must
+// be: a worker that does not acknowledge a job within ackWait (it died,
+// or stopped saying it is still at it) has it delivered to another. Only
+// hosts make consumers (a worker's user may not); the host checks them
+// when it starts to lead and when a job waits long. What it put back (a
+// filter changed, a push consumer in the place of the pull one, another
+// consumer on set's subjects that stole its jobs) comes back, said.
+func (q *Queue) Consumer(ctx context.Context, set string, ackWait time.Duration) (putBack []string, err error) {
+	want := jetstream.ConsumerConfig{
 		Durable: ConsumerName(set), FilterSubject: consumerFilter(set),
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxDeliver: -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy, Metadata: map[string]string{labelsMeta: set},
 		Description: "foreman workers with labels " + set,
-	})
-	return err
+	}
+	if c, err := q.stream.Consumer(ctx, want.Durable); err == nil {
+		have := c.CachedInfo().Config
+		wrong := consumerWrong(have, want)
+		if len(wrong) == 0 {
+			return nil, nil
+		}
+		// A push consumer cannot be made a pull one: it goes, and the
+		// right one is made again (the jobs stay in the stream).
+		if err := q.stream.DeleteConsumer(ctx, want.Durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil, err
+		}
+		putBack = append(putBack, fmt.Sprintf("consumer %s had %s: made again as it must be", want.Durable, strings.Join(wrong, ", ")))
+		q.forgetConsumer(set)
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, err
+	}
+	_, err = q.stream.CreateOrUpdateConsumer(ctx, want)
+	if err != nil && strings.Contains(err.Error(), "not unique") {
+		// Another consumer filters set's subjects: on a work queue it
+		// would take the jobs meant for the workers. It goes.
+		gone, derr := q.dropSquatters(ctx, set)
+		if derr != nil {
+			return putBack, derr
+		}
+		putBack = append(putBack, gone...)
+		_, err = q.stream.CreateOrUpdateConsumer(ctx, want)
+	}
+	return putBack, err
+}
+
+// consumerWrong says what of have is not as want.
+func consumerWrong(have, want jetstream.ConsumerConfig) []string {
+	var out []string
+	if have.DeliverSubject != "" {
+		out = append(out, "push delivery to "+have.DeliverSubject)
+	}
+	if have.FilterSubject != want.FilterSubject || len(have.FilterSubjects) > 0 {
+		out = append(out, fmt.Sprintf("filter %q", strings.Join(append([]string{have.FilterSubject}, have.FilterSubjects...), " ")))
+	}
+	if have.AckPolicy != want.AckPolicy {
+		out = append(out, "ack policy "+have.AckPolicy.String())
+	}
+	if have.AckWait != want.AckWait {
+		out = append(out, "ack wait "+have.AckWait.String())
+	}
+	if have.MaxDeliver != want.MaxDeliver && !(have.MaxDeliver <= 0 && want.MaxDeliver <= 0) {
+		out = append(out, fmt.Sprintf("max deliver %d", have.MaxDeliver))
+	}
+	if have.DeliverPolicy != want.DeliverPolicy {
+		out = append(out, "deliver policy "+have.DeliverPolicy.String())
+	}
+	return out
+}
+
+// dropSquatters deletes every consumer of the job stream, other than
+// the workers' own, whose filter takes jobs of set.
+func (q *Queue) dropSquatters(ctx context.Context, set string) ([]string, error) {
+	var gone []string
+	l := q.stream.ListConsumers(ctx)
+	for info := range l.Info() {
+		if info.Name == ConsumerName(set) {
+			continue
+		}
+		filters := append([]string{info.Config.FilterSubject}, info.Config.FilterSubjects...)
+		takes := false
+		for _, f := range filters {
+			if f == "" || subjectsOverlap(f, consumerFilter(set)) {
+				takes = true
+			}
+		}
+		if !takes {
+			continue
+		}
+		if err := q.stream.DeleteConsumer(ctx, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return gone, err
+		}
+		gone = append(gone, fmt.Sprintf("consumer %s (filter %q) took the jobs of %s: deleted", info.Name, strings.Join(filters, " "), set))
+	}
+	return gone, l.Err()
+}
+
+// subjectsOverlap reports whether some subject matches both a and b.
+func subjectsOverlap(a, b string) bool {
+	at, bt := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(at) && i < len(bt); i++ {
+		if at[i] == ">" || bt[i] == ">" {
+			return true
+		}
+		if at[i] != bt[i] && at[i] != "*" && bt[i] != "*" {
+			return false
+		}
+	}
+	return len(at) == len(bt)
+}
+
+func (q *Queue) forgetConsumer(set string) {
+	q.mu.Lock()
+	delete(q.consumers, set)
+	q.mu.Unlock()
 }
 
 // Queued counts the jobs in the queue by label set: waiting, or in a
@@ -241,9 +410,9 @@ func (q *Queue) Publish(ctx context.Context, j Job) (uint64, error) {
 // Purge withdraws and drops every job of build still in the queue,
 // waiting or in a worker's hands: a host starting again (or a standby
 // taking over) gave them in a life before, and will give what is still
-// owed again. A worker running one finds its withdrawal (a Cancelled
-// result, stored first) within a third of the ack wait and stops, so a
-// dead host's checks do not hold the workers' slots to their end.
+// owed again. A worker running one finds its withdrawal (the job settled
+// Cancelled) within a third of the ack wait and stops, so a dead host's
+// checks do not hold the workers' slots to their end.
 func (q *Queue) Purge(ctx context.Context, build string) error {
 	if err := q.withdraw(ctx, build); err != nil {
 		return err
@@ -251,10 +420,10 @@ func (q *Queue) Purge(ctx context.Context, build string) error {
 	return q.stream.Purge(ctx, jetstream.WithPurgeSubject(buildJobs(build)))
 }
 
-// withdraw stores a cancellation for each of build's jobs in the queue
-// that has no result. The stream is read message by message (a work
-// queue takes no second consumer over the workers' subjects), from its
-// first sequence: at most the jobs in flight of every host.
+// withdraw settles as Cancelled each of build's jobs in the queue that
+// is not settled. The stream is read message by message (a work queue
+// takes no second consumer over the workers' subjects), from its first
+// sequence: at most the jobs in flight of every host.
 func (q *Queue) withdraw(ctx context.Context, build string) error {
 	info, err := q.stream.Info(ctx)
 	if err != nil {
@@ -273,60 +442,150 @@ func (q *Queue) withdraw(ctx context.Context, build string) error {
 		if json.Unmarshal(m.Data, &j) != nil || j.Build != build || j.ID == "" {
 			continue
 		}
-		if _, err := q.Store(ctx, build, Result{Job: j.ID, Outcome: Cancelled}); err != nil {
+		if _, err := q.Settle(ctx, build, Settled{Job: j.ID, Outcome: Cancelled}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Store stores r as its job's result, unless one is stored already:
-// stored is false then (another worker, or the host's cancellation, was
-// first).
-func (q *Queue) Store(ctx context.Context, build string, r Result) (stored bool, err error) {
-	r.V = Version
-	data, err := json.Marshal(r)
+// create stores v under key of ResultBucket unless something is stored
+// there already (stored is false then): the bucket refuses a second
+// message on a key whoever sends it.
+func (q *Queue) create(ctx context.Context, key string, v any) (stored bool, err error) {
+	data, err := json.Marshal(v)
 	if err != nil {
 		return false, err
 	}
-	_, err = q.results.Create(ctx, ResultKey(build, r.Job), data)
-	if errors.Is(err, jetstream.ErrKeyExists) {
+	// A publish that expects no message on the key before it, not KV's
+	// Create: that reads the key when it exists, which a worker's user
+	// may not (and would wait for an answer that never comes).
+	_, err = q.js.Publish(ctx, "$KV."+ResultBucket+"."+key, data, jetstream.WithExpectLastSequencePerSubject(0))
+	var api *jetstream.APIError
+	if errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-// Result is the result stored for a job of build; nil when there is none.
-func (q *Queue) Result(ctx context.Context, build, job string) (*Result, error) {
-	e, err := q.results.Get(ctx, ResultKey(build, job))
+// get reads key of ResultBucket into v: false when there is nothing.
+func (q *Queue) get(ctx context.Context, key string, v any) (bool, error) {
+	e, err := q.results.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return nil, nil
+		return false, nil
 	}
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	return decodeResult(e.Value())
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		return false, fmt.Errorf("%s holds no JSON: %w", key, err)
+	}
+	return true, nil
 }
 
-func decodeResult(data []byte) (*Result, error) {
+// Settle stores how the host settled a job of build, unless it was
+// settled before: stored is false then.
+func (q *Queue) Settle(ctx context.Context, build string, s Settled) (stored bool, err error) {
+	s.V = Version
+	return q.create(ctx, SettledKey(build, s.Job), s)
+}
+
+// Settled is how a job of build was settled; nil while it is not.
+func (q *Queue) Settled(ctx context.Context, build, job string) (*Settled, error) {
+	var s Settled
+	ok, err := q.get(ctx, SettledKey(build, job), &s)
+	if !ok {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// SayTaken stores a worker's word that it took a job, under its name.
+// Said twice (a delivery again to the same worker) is not an error.
+func (q *Queue) SayTaken(ctx context.Context, build string, t Taken) error {
+	t.V = Version
+	_, err := q.create(ctx, TakenKey(build, t.Job, t.Worker), t)
+	return err
+}
+
+// Taken is worker's word that it took a job of build; nil when it gave
+// none.
+func (q *Queue) Taken(ctx context.Context, build, job, worker string) (*Taken, error) {
+	var t Taken
+	ok, err := q.get(ctx, TakenKey(build, job, worker), &t)
+	if !ok {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Store stores r as its worker's result of its job, unless that worker
+// stored one before: stored is false then.
+func (q *Queue) Store(ctx context.Context, build string, r Result) (stored bool, err error) {
+	if r.Worker == "" {
+		return false, errors.New("a result names its worker")
+	}
+	r.V = Version
+	return q.create(ctx, ResultKey(build, r.Job, r.Worker), r)
+}
+
+// Result is worker's result of a job of build; nil when there is none.
+func (q *Queue) Result(ctx context.Context, build, job, worker string) (*Result, error) {
 	var r Result
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("a result that is not JSON: %w", err)
+	ok, err := q.get(ctx, ResultKey(build, job, worker), &r)
+	if !ok {
+		return nil, err
 	}
 	return &r, nil
 }
 
-// Stored is a result as a watch of results sees it.
+// Results are every worker's results of a job of build, as their keys
+// hold them.
+func (q *Queue) Results(ctx context.Context, build, job string) ([]Stored, error) {
+	l, err := q.results.ListKeysFiltered(ctx, resultsOf(build, cluster.Key(job)))
+	if err != nil {
+		return nil, err
+	}
+	var out []Stored
+	for key := range l.Keys() {
+		e, err := q.results.Get(ctx, key)
+		if err != nil {
+			continue
+		}
+		out = append(out, stored(build, key, e.Value()))
+	}
+	return out, nil
+}
+
+// Stored is a result as stored under its key.
 type Stored struct {
-	Key    string // as stored, of ResultKey's form
+	Key    string
+	Job    string // the job and the worker the key names
+	Worker string
 	Result *Result
 	Err    error // it could not be read
+}
+
+func stored(build, key string, data []byte) Stored {
+	s := Stored{Key: key}
+	if parts := strings.Split(key, "."); len(parts) == 4 && parts[0] == "r" && parts[1] == cluster.Key(build) {
+		s.Job, _ = unKey(parts[2])
+		s.Worker, _ = unKey(parts[3])
+	}
+	var r Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		s.Err = fmt.Errorf("a result that is not JSON: %w", err)
+	} else {
+		s.Result = &r
+	}
+	return s
 }
 
 // WatchResults follows the results of build stored from now on until ctx
 // ends; they come on the channel, which closes when the watch ends.
 func (q *Queue) WatchResults(ctx context.Context, build string) (<-chan Stored, error) {
-	w, err := q.results.Watch(ctx, resultPrefix(build)+">", jetstream.UpdatesOnly(), jetstream.IgnoreDeletes())
+	w, err := q.results.Watch(ctx, resultsOf(build, "*"), jetstream.UpdatesOnly(), jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, err
 	}
@@ -345,9 +604,8 @@ func (q *Queue) WatchResults(ctx context.Context, build string) (<-chan Stored, 
 				if e == nil || e.Operation() != jetstream.KeyValuePut {
 					continue
 				}
-				r, err := decodeResult(e.Value())
 				select {
-				case out <- Stored{Key: e.Key(), Result: r, Err: err}:
+				case out <- stored(build, e.Key(), e.Value()):
 				case <-ctx.Done():
 					return
 				}
@@ -356,32 +614,3 @@ func (q *Queue) WatchResults(ctx context.Context, build string) (<-chan Stored, 
 	}()
 	return out, nil
 }
-
-// JobOfKey is the job id a result key of build names, if it is one.
-func JobOfKey(build, key string) (string, bool) {
-	return strings.CutPrefix(key, resultPrefix(build))
-}
-
-// LogObject is the name a log of build's job is stored under.
-func LogObject(build, job, name string) string {
-	return logObject(ResultKey(build, job), name)
-}
-
-// PutLog stores a log file under name.
-func (q *Queue) PutLog(ctx context.Context, name, file string) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = q.logs.Put(ctx, jetstream.ObjectMeta{Name: name}, f)
-	return err
-}
-
-// GetLog copies the log stored under name to file.
-func (q *Queue) GetLog(ctx context.Context, name, file string) error {
-	return q.logs.GetFile(ctx, name, file)
-}
-
-// DeleteLog drops a log the host has copied.
-func (q *Queue) DeleteLog(ctx context.Context, name string) { _ = q.logs.Delete(ctx, name) }

@@ -1,6 +1,7 @@
 package workq
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -11,7 +12,7 @@ import (
 
 // Version is the format of jobs and results: a worker refuses a job of
 // another, rather than guess what it asks.
-const Version = 1
+const Version = 2
 
 // Job is one run of a host's checks on one commit, for one worker.
 type Job struct {
@@ -126,12 +127,89 @@ type Result struct {
 	TimedOut bool     `json:"timed_out,omitempty"`
 	Stopped  bool     `json:"stopped,omitempty"`
 	Flaky    []string `json:"flaky,omitempty"`
-	Logs     []string `json:"logs,omitempty"` // each try's log, objects of CheckLogStore, in order
+	Logs     []Log    `json:"logs,omitempty"` // each try's log, in CheckLogStream, in order
 	Why      string   `json:"why,omitempty"`  // Infra: what went wrong
+	Tree     string   `json:"tree,omitempty"` // the tree of Commit, as the worker checked it out
 
 	TookMS int64     `json:"took_ms,omitempty"` // by the worker's own monotonic clock
 	At     time.Time `json:"at,omitzero"`       // the worker's wall clock: for people, never compared
+
+	Key string `json:"key,omitempty"` // the worker's public key (an nkey, U...)
+	Sig string `json:"sig,omitempty"` // its signature of Signed()
 }
+
+// Log is a log a worker stored: its chunks on Subject of CheckLogStream
+// from sequence First, Size bytes in all, their SHA-256 as said.
+type Log struct {
+	Name    string `json:"name"` // as the host keeps it in host.logs (TryLog)
+	Subject string `json:"subject"`
+	First   uint64 `json:"first"`
+	Size    int64  `json:"size"`
+	SHA256  string `json:"sha256"`
+}
+
+// Signed is what a worker signs of its result: every field the host
+// decides by, in a fixed encoding (the wall clock and the time taken,
+// which decide nothing, are not).
+func (r Result) Signed() []byte {
+	data, _ := json.Marshal(struct {
+		What     string   `json:"what"`
+		Job      string   `json:"job"`
+		Worker   string   `json:"worker"`
+		Seq      uint64   `json:"seq"`
+		Commit   string   `json:"commit"`
+		Tree     string   `json:"tree"`
+		Outcome  string   `json:"outcome"`
+		Command  string   `json:"command"`
+		Line     string   `json:"line"`
+		Silent   bool     `json:"silent"`
+		TimedOut bool     `json:"timed_out"`
+		Stopped  bool     `json:"stopped"`
+		Flaky    []string `json:"flaky"`
+		Logs     []Log    `json:"logs"`
+		Why      string   `json:"why"`
+	}{"foreman-result-v2", r.Job, r.Worker, r.Seq, r.Commit, r.Tree, r.Outcome, r.Command, r.Line, r.Silent, r.TimedOut, r.Stopped,
+		r.Flaky, r.Logs, r.Why})
+	return data
+}
+
+// Taken is a worker's word that it took a job (the message it was
+// given), stored under its own name before it runs it: the host counts
+// a result only from a worker that said so first.
+type Taken struct {
+	V      int    `json:"v"`
+	Job    string `json:"job"`
+	Worker string `json:"worker"`
+	Seq    uint64 `json:"seq"`
+	Commit string `json:"commit"`
+	Key    string `json:"key,omitempty"`
+	Sig    string `json:"sig,omitempty"` // of Signed()
+}
+
+// Signed is what a worker signs of its word.
+func (t Taken) Signed() []byte {
+	data, _ := json.Marshal(struct {
+		What   string `json:"what"`
+		Job    string `json:"job"`
+		Worker string `json:"worker"`
+		Seq    uint64 `json:"seq"`
+		Commit string `json:"commit"`
+	}{"foreman-taken-v2", t.Job, t.Worker, t.Seq, t.Commit})
+	return data
+}
+
+// Settled is how the host settled a job, stored once: the worker whose
+// result it took, or Cancelled (withdrawn). A worker running the job
+// stops when it finds it settled and not by itself.
+type Settled struct {
+	V       int    `json:"v"`
+	Job     string `json:"job"`
+	Outcome string `json:"outcome"`          // Taken or Cancelled
+	Worker  string `json:"worker,omitempty"` // Taken: whose result
+}
+
+// TakenBy is a Settled outcome: the host took a worker's result.
+const TakenBy = "taken"
 
 // InHand is a job a worker runs now.
 type InHand struct {

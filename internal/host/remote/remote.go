@@ -61,6 +61,10 @@ type Options struct {
 	Logs     string        // host.logs: the workers' logs are copied there
 
 	MaxParallel int
+	// Trust is the workers whose results count (host.workers), each by
+	// the key it signs with; nil: any worker's, unsigned, and then only
+	// NATS's users (one per worker) keep one worker from another's jobs.
+	Trust *workq.Trust
 	// Lease is the consumers' ack wait (cluster.lease), and how often the
 	// host looks for results its watch may have missed and says it is
 	// there.
@@ -89,9 +93,10 @@ type Remote struct {
 	stop     context.CancelFunc
 	done     chan struct{}
 
-	waiting map[string]*waiter  // by job id
-	ended   map[string]bool     // jobs given in this life that ended: a result now is late
-	avoid   map[string][]string // by commit: workers that could not do a job on it
+	waiting map[string]*waiter   // by job id
+	ended   map[string]bool      // jobs given in this life that ended: a result now is late
+	avoid   map[string][]string  // by commit: workers that could not do a job on it
+	checked map[string]time.Time // by label set: when its consumer was last checked
 	results uint64
 	refused uint64
 	late    uint64
@@ -101,9 +106,11 @@ type Remote struct {
 // waiter is a job the host waits for.
 type waiter struct {
 	job    workq.Job
+	tree   string // the tree of its commit
 	seq    uint64 // its message in the stream
 	since  time.Time
 	done   chan<- taken // where its result goes, once: shared by the run's jobs
+	git    *GitServer   // which granted its fetch token
 	worker string
 }
 
@@ -120,7 +127,7 @@ func New(o Options) *Remote {
 		o.Lease = 3 * time.Second
 	}
 	return &Remote{o: o, log: o.Logger, start: time.Now(), waiting: map[string]*waiter{}, ended: map[string]bool{},
-		avoid: map[string][]string{}, moved: make(chan struct{}, 1), groups: groups(o.Checks, o.Labels, o.Sandbox.Required)}
+		avoid: map[string][]string{}, checked: map[string]time.Time{}, moved: make(chan struct{}, 1), groups: groups(o.Checks, o.Labels, o.Sandbox.Required)}
 }
 
 // Start makes this host the one that gives the build's jobs (the host
@@ -139,9 +146,12 @@ func (r *Remote) Start(ctx context.Context, startRun int) error {
 		return fmt.Errorf("host.repo: deleting the pins a host left: %w", err)
 	}
 	for _, g := range r.groups {
-		if err := o.Queue.Consumer(ctx, workq.LabelSet(g.labels), o.Lease); err != nil {
-			return fmt.Errorf("the job queue's consumer for %s: %w", workq.LabelSet(g.labels), err)
+		if err := r.checkConsumer(ctx, workq.LabelSet(g.labels)); err != nil {
+			return err
 		}
+	}
+	if o.Trust == nil {
+		r.log.Warn().Msg("host.workers is not set: a result counts from any worker, unsigned; only NATS users of their own keep one worker from another's jobs (docs/NATS.md)")
 	}
 	git, err := ServeGit(o.Repo.GitDir(), o.Serve, o.ServeURL)
 	if err != nil {
@@ -159,6 +169,22 @@ func (r *Remote) Start(ctx context.Context, startRun int) error {
 	r.git, r.startRun, r.stop, r.done = git, startRun, stop, done
 	r.mu.Unlock()
 	go r.follow(bg, results, done)
+	return nil
+}
+
+// checkConsumer makes the consumer of set's jobs, or puts it back as it
+// must be, and says what it put back.
+func (r *Remote) checkConsumer(ctx context.Context, set string) error {
+	put, err := r.o.Queue.Consumer(ctx, set, r.o.Lease)
+	for _, p := range put {
+		r.log.Warn().Str("labels", set).Msg("the job queue: " + p)
+	}
+	if err != nil {
+		return fmt.Errorf("the job queue's consumer for %s: %w", set, err)
+	}
+	r.mu.Lock()
+	r.checked[set] = time.Now()
+	r.mu.Unlock()
 	return nil
 }
 
@@ -262,6 +288,10 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 		return gitjob.Checked{}, errors.New("this host does not give the build's jobs to workers now")
 	}
 	j := req.Job
+	tree, err := r.o.Repo.TreeOf(ctx, req.Commit)
+	if err != nil {
+		return gitjob.Checked{}, fmt.Errorf("reading the tree of %s: %w", short(req.Commit), err)
+	}
 	if err := r.o.Repo.SetRef(ctx, pinRef(j.Run), req.Commit, "foreman host: job for "+j.Component); err != nil {
 		return gitjob.Checked{}, fmt.Errorf("pinning %s for the workers: %w", short(req.Commit), err)
 	}
@@ -278,7 +308,7 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 	}()
 	done := make(chan taken, len(r.groups))
 	for g := range r.groups {
-		w, err := r.give(ctx, req, g, git, done)
+		w, err := r.give(ctx, req, tree, g, git, done)
 		if err != nil {
 			r.withdraw(ws)
 			return gitjob.Checked{}, err
@@ -318,7 +348,7 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 }
 
 // give puts the job of group g for req on the queue.
-func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int, git *GitServer, done chan<- taken) (*waiter, error) {
+func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, tree string, g int, git *GitServer, done chan<- taken) (*waiter, error) {
 	j := req.Job
 	nonce := make([]byte, 8)
 	_, _ = rand.Read(nonce)
@@ -335,9 +365,9 @@ func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int, git *
 		Component: j.Component, Ref: j.Ref, Owner: j.Owner, Commit: req.Commit, Base: req.Base, Target: r.o.Target,
 		Checks: grp.checks, Labels: grp.labels, Env: r.o.Env, TimeoutMS: r.o.Timeout.Milliseconds(),
 		LogLimit: r.o.LogLimit, Retries: r.o.Retries, Sandbox: r.o.Sandbox,
-		Fetch: workq.Fetch{URL: git.URL(), Ref: pinRef(j.Run), Token: git.Token()},
+		Fetch: workq.Fetch{URL: git.URL(), Ref: pinRef(j.Run), Token: git.Grant(pinRef(j.Run))},
 		Avoid: avoid, Log: first}
-	w := &waiter{job: job, since: time.Now(), done: done}
+	w := &waiter{job: job, tree: tree, since: time.Now(), done: done, git: git}
 	r.mu.Lock()
 	r.waiting[job.ID] = w
 	r.mu.Unlock()
@@ -360,8 +390,10 @@ func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, g int, git *
 	return w, nil
 }
 
-// forget stops waiting for w: a result for it from now on is late.
+// forget stops waiting for w: a result for it from now on is late, and
+// its fetch token fetches nothing.
 func (r *Remote) forget(w *waiter) {
+	w.git.Revoke(w.job.Fetch.Token)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.changed()
@@ -393,9 +425,9 @@ func (r *Remote) withdraw(ws []*waiter) {
 		}
 		r.forget(w)
 		// The job stays queued (a host's user need not delete messages):
-		// a worker that takes it finds its cancellation and acknowledges
-		// it at once.
-		if _, err := r.o.Queue.Store(ctx, r.o.Build, workq.Result{Job: w.job.ID, Outcome: workq.Cancelled}); err != nil {
+		// a worker that takes it finds it withdrawn and acknowledges it
+		// at once, unrun.
+		if _, err := r.o.Queue.Settle(ctx, r.o.Build, workq.Settled{Job: w.job.ID, Outcome: workq.Cancelled}); err != nil {
 			r.log.Warn().Err(err).Str("job", w.job.ID).Msg("cannot mark the job withdrawn; a worker may run it to its end, and its result is dropped")
 		}
 	}
@@ -443,20 +475,19 @@ func (r *Remote) sandbox() string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// copyLogs copies a job's logs from the object store into host.logs,
-// under the names the host gives them (never a name a worker chose), and
-// drops them from the store. A log that cannot be copied is replaced by
-// a note that says why: the verdict stands.
+// copyLogs copies a job's logs from NATS into host.logs, under the names
+// the host gives them (never a name a worker chose), each checked against
+// the size and digest the worker signed. A log that cannot be copied is
+// replaced by a note that says why: the verdict stands.
 func (r *Remote) copyLogs(ctx context.Context, j workq.Job, x *workq.Result) []string {
 	var out []string
-	prefix := workq.LogObject(r.o.Build, j.ID, "")
-	for try, obj := range x.Logs {
+	for try, l := range x.Logs {
 		dst := filepath.Join(r.o.Logs, workq.TryLog(j.Log, try))
 		var err error
-		if !strings.HasPrefix(obj, prefix) {
-			err = fmt.Errorf("the worker named %q, which is not a log of this job", obj)
-		} else if err = r.o.Queue.GetLog(ctx, obj, dst); err == nil {
-			r.o.Queue.DeleteLog(ctx, obj)
+		if want := workq.LogSubject(r.o.Build, j.ID, x.Worker, workq.TryLog(j.Log, try)); l.Subject != want {
+			err = fmt.Errorf("the worker named %q, which is not where its log of this job goes", l.Subject)
+		} else {
+			err = r.o.Queue.GetLog(ctx, l, dst)
 		}
 		if err != nil {
 			_ = os.WriteFile(dst, []byte(fmt.Sprintf("[the log of this check, run by worker %s, could not be copied from NATS: %v]\n", x.Worker, err)), 0o644)
@@ -485,15 +516,14 @@ func (r *Remote) follow(ctx context.Context, results <-chan workq.Stored, done c
 				// did): start it again at the next tick.
 				continue
 			}
-			job, ok := workq.JobOfKey(r.o.Build, s.Key)
-			if !ok {
+			if s.Job == "" {
 				continue
 			}
 			if s.Err != nil {
-				r.refuse(job, nil, s.Err.Error())
+				r.refuse(s.Job, s.Worker, s.Err.Error())
 				continue
 			}
-			r.take(job, s.Result)
+			r.take(ctx, s)
 		case <-r.moved:
 			r.say(ctx)
 		case <-tick.C:
@@ -516,43 +546,72 @@ func (r *Remote) changed() {
 	}
 }
 
-// sweep reads the result of every job waited for.
+// sweep reads the results of every job waited for, and checks the
+// consumer of a label set whose job has waited more than two leases.
 func (r *Remote) sweep(ctx context.Context) {
 	r.mu.Lock()
 	ids := make([]string, 0, len(r.waiting))
-	for id := range r.waiting {
+	var sets []string
+	for id, w := range r.waiting {
 		ids = append(ids, id)
+		set := workq.LabelSet(w.job.Labels)
+		if time.Since(w.since) > 2*r.o.Lease && time.Since(r.checked[set]) > r.o.Lease && !slices.Contains(sets, set) {
+			sets = append(sets, set)
+		}
 	}
 	r.mu.Unlock()
+	for _, set := range sets {
+		if err := r.checkConsumer(ctx, set); err != nil && ctx.Err() == nil {
+			r.log.Warn().Err(err).Msg("cannot check the job queue's consumer")
+		}
+	}
 	for _, id := range ids {
-		x, err := r.o.Queue.Result(ctx, r.o.Build, id)
+		all, err := r.o.Queue.Results(ctx, r.o.Build, id)
 		if err != nil {
 			if ctx.Err() == nil {
-				r.log.Debug().Err(err).Str("job", id).Msg("cannot read a job's result now")
+				r.log.Debug().Err(err).Str("job", id).Msg("cannot read a job's results now")
 			}
 			return
 		}
-		if x != nil {
-			r.take(id, x)
+		for _, s := range all {
+			if s.Err == nil {
+				r.take(ctx, s)
+			}
 		}
 	}
 }
 
-// take checks that x answers the job stored under job's key, and hands it
-// to the one waiting. A result that does not answer it (another job's, a
-// message the worker was not given, another commit) is refused and
-// counted; the job is tried again, since its key is taken.
-func (r *Remote) take(job string, x *workq.Result) {
+// A result is taken, refused, or ignored:
+type judged int
+
+const (
+	accepted judged = iota
+	// ignored: not the word of the worker that took the job (another
+	// worker's, one that never took it, a made-up job): counted and
+	// logged, never a verdict, and the job still waits for its worker.
+	ignored
+	// refused: the worker took the job, and its result cannot count (it
+	// is not trusted, or the result does not answer the job): the job
+	// is tried again, never charged to the builder.
+	refused
+	// later: it cannot be judged now (NATS did not answer).
+	later
+)
+
+// take judges a stored result of a job the host waits for and, if it
+// counts, hands it to the one waiting.
+func (r *Remote) take(ctx context.Context, s workq.Stored) {
+	x := s.Result
 	r.mu.Lock()
-	w := r.waiting[job]
+	w := r.waiting[s.Job]
 	if w == nil {
-		late := r.ended[job] || x.Outcome == workq.Cancelled || runOf(job) <= r.startRun
+		late := r.ended[s.Job] || runOf(s.Job) <= r.startRun
 		if late {
 			r.late++
 		}
 		r.mu.Unlock()
 		if !late {
-			r.refuse(job, x, "no job of this host has that id")
+			r.refuse(s.Job, s.Worker, "no job of this host has that id")
 		}
 		return
 	}
@@ -562,42 +621,106 @@ func (r *Remote) take(job string, x *workq.Result) {
 		r.mu.Unlock()
 		return
 	}
-	why := ""
-	switch {
-	case x.Job != job:
-		why = fmt.Sprintf("it names job %s, under the key of job %s", x.Job, job)
-	case x.Outcome != workq.Passed && x.Outcome != workq.Failed && x.Outcome != workq.Infra:
-		why = fmt.Sprintf("its outcome %q is none a worker gives", x.Outcome)
-	case x.Seq != w.seq:
-		why = fmt.Sprintf("it names message %d of the queue, and the job was message %d: the job was not given to %s", x.Seq, w.seq, orSomeone(x.Worker))
-	case x.Outcome != workq.Infra && x.Commit != w.job.Commit:
-		why = fmt.Sprintf("it is for commit %s, and the job was %s", short(x.Commit), short(w.job.Commit))
+	job, seq, tree := w.job, w.seq, w.tree
+	r.mu.Unlock()
+	verdict, why := r.judge(ctx, s, job, seq, tree)
+	if verdict == later {
+		return
 	}
-	delete(r.waiting, job)
-	r.ended[job] = true
+	r.mu.Lock()
+	if r.waiting[s.Job] != w {
+		r.mu.Unlock() // taken meanwhile (the watch and a sweep)
+		return
+	}
+	if verdict == ignored {
+		r.refused++
+		r.mu.Unlock()
+		r.log.Warn().Str("job", s.Job).Str("worker", s.Worker).Str("why", why).Msg("ignored a result: not the word of the worker that took the job")
+		return
+	}
+	delete(r.waiting, s.Job)
+	r.ended[s.Job] = true
 	r.changed()
-	if why == "" {
+	if verdict == accepted {
 		r.results++
 		w.worker = x.Worker
 		r.mu.Unlock()
-		w.done <- taken{group: w.job.Group, res: x}
+		w.done <- taken{group: job.Group, res: x}
+		r.settle(ctx, workq.Settled{Job: s.Job, Outcome: workq.TakenBy, Worker: x.Worker})
 		return
 	}
 	r.refused++
 	r.mu.Unlock()
-	r.log.Warn().Str("job", job).Str("worker", x.Worker).Str("why", why).Msg("refused a worker's result")
-	w.done <- taken{group: w.job.Group, res: &workq.Result{Job: job, Outcome: workq.Infra, Worker: x.Worker, Why: "its result was refused: " + why}}
+	r.log.Warn().Str("job", s.Job).Str("worker", x.Worker).Str("why", why).Msg("refused a worker's result")
+	w.done <- taken{group: job.Group, res: &workq.Result{Job: s.Job, Outcome: workq.Infra, Worker: x.Worker, Why: "its result was refused: " + why}}
+	r.settle(ctx, workq.Settled{Job: s.Job, Outcome: workq.Cancelled})
+}
+
+// judge decides whether s answers the job the host gave as message seq:
+// stored under the key of the worker it names, by a worker that said it
+// took that message before it ran, both signed with the key host.workers
+// trusts that worker with, for the job's commit and tree.
+func (r *Remote) judge(ctx context.Context, s workq.Stored, job workq.Job, seq uint64, tree string) (judged, string) {
+	x := s.Result
+	switch {
+	case x.Worker != s.Worker:
+		return ignored, fmt.Sprintf("it names worker %s, under the key of worker %s", x.Worker, s.Worker)
+	case x.Job != s.Job:
+		return ignored, fmt.Sprintf("it names job %s, under the key of job %s", x.Job, s.Job)
+	}
+	t, err := r.o.Queue.Taken(ctx, r.o.Build, s.Job, s.Worker)
+	switch {
+	case err != nil:
+		return later, ""
+	case t == nil:
+		return ignored, fmt.Sprintf("worker %s never said it took the job", s.Worker)
+	case t.Seq != seq:
+		return ignored, fmt.Sprintf("worker %s took message %d of the queue, and the job was message %d", s.Worker, t.Seq, seq)
+	case t.Commit != job.Commit:
+		return ignored, fmt.Sprintf("worker %s took it for commit %s, and the job was %s", s.Worker, short(t.Commit), short(job.Commit))
+	}
+	if r.o.Trust != nil {
+		key := r.o.Trust.Key(s.Worker)
+		if key == "" {
+			return refused, fmt.Sprintf("worker %s is not one host.workers trusts", s.Worker)
+		}
+		if t.Key != key || workq.Verify(key, t.Signed(), t.Sig) != nil {
+			return ignored, fmt.Sprintf("its word that it took the job is not signed by worker %s's key", s.Worker)
+		}
+		if x.Key != key {
+			return refused, fmt.Sprintf("it is not signed by worker %s's key", s.Worker)
+		}
+		if err := workq.Verify(key, x.Signed(), x.Sig); err != nil {
+			return refused, "its signature: " + err.Error()
+		}
+	}
+	switch {
+	case x.Outcome != workq.Passed && x.Outcome != workq.Failed && x.Outcome != workq.Infra:
+		return refused, fmt.Sprintf("its outcome %q is none a worker gives", x.Outcome)
+	case x.Seq != seq:
+		return refused, fmt.Sprintf("it names message %d of the queue, and the job was message %d", x.Seq, seq)
+	case x.Outcome != workq.Infra && x.Commit != job.Commit:
+		return refused, fmt.Sprintf("it is for commit %s, and the job was %s", short(x.Commit), short(job.Commit))
+	case x.Outcome != workq.Infra && x.Tree != tree:
+		return refused, fmt.Sprintf("it checked tree %s, and the job's commit holds %s", short(x.Tree), short(tree))
+	}
+	return accepted, ""
+}
+
+// settle says how a job was settled: a worker still running it stops.
+func (r *Remote) settle(ctx context.Context, st workq.Settled) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := r.o.Queue.Settle(ctx, r.o.Build, st); err != nil {
+		r.log.Debug().Err(err).Str("job", st.Job).Msg("cannot say the job is settled; a worker still at it runs it to its end")
+	}
 }
 
 // refuse counts a result for no job this host gave.
-func (r *Remote) refuse(job string, x *workq.Result, why string) {
+func (r *Remote) refuse(job, worker, why string) {
 	r.mu.Lock()
 	r.refused++
 	r.mu.Unlock()
-	worker := ""
-	if x != nil {
-		worker = x.Worker
-	}
 	r.log.Warn().Str("job", job).Str("worker", worker).Str("why", why).Msg("refused a result for no job this host gave")
 }
 

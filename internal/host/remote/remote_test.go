@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -101,11 +103,35 @@ func (g *rig) take(set string) (workq.Job, uint64, jetstream.Msg) {
 	return workq.Job{}, 0, nil
 }
 
-func (g *rig) store(j workq.Job, res workq.Result) {
+// result is the result a worker that did j right would store.
+func (g *rig) result(j workq.Job, seq uint64, worker, outcome string) workq.Result {
 	g.t.Helper()
+	tree, err := g.repo.TreeOf(bg, j.Commit)
+	require.NoError(g.t, err)
+	return workq.Result{Job: j.ID, Worker: worker, Seq: seq, Commit: j.Commit, Tree: tree, Outcome: outcome}
+}
+
+// store stores res as its worker would: its word that it took message seq
+// first (signed with key, if given), then the result (signed too).
+func (g *rig) store(j workq.Job, seq uint64, res workq.Result, key ...nkeys.KeyPair) {
+	g.t.Helper()
+	t := workq.Taken{Job: j.ID, Worker: res.Worker, Seq: seq, Commit: j.Commit}
+	if len(key) > 0 {
+		t.Key, t.Sig = sign(g.t, key[0], t.Signed())
+		res.Key, res.Sig = sign(g.t, key[0], res.Signed())
+	}
+	require.NoError(g.t, g.q.SayTaken(bg, j.Build, t))
 	stored, err := g.q.Store(bg, j.Build, res)
 	require.NoError(g.t, err)
 	require.True(g.t, stored)
+}
+
+func sign(t *testing.T, kp nkeys.KeyPair, data []byte) (string, string) {
+	pub, err := kp.PublicKey()
+	require.NoError(t, err)
+	sig, err := kp.Sign(data)
+	require.NoError(t, err)
+	return pub, base64.RawURLEncoding.EncodeToString(sig)
 }
 
 func (g *rig) answer(ch <-chan answer) answer {
@@ -141,10 +167,11 @@ func TestAJobAndItsResult(t *testing.T) {
 
 	log := filepath.Join(t.TempDir(), "x.log")
 	require.NoError(t, os.WriteFile(log, []byte("FAIL: no\n"), 0o644))
-	obj := workq.LogObject(j.Build, j.ID, j.Log)
-	require.NoError(t, g.q.PutLog(bg, obj, log))
-	g.store(j, workq.Result{Job: j.ID, Worker: "w1", Seq: seq, Commit: j.Commit, Outcome: workq.Failed,
-		Command: "make test", Line: "FAIL: no", Logs: []string{obj}})
+	l, err := g.q.PutLog(bg, j.Build, j.ID, "w1", j.Log, log)
+	require.NoError(t, err)
+	res := g.result(j, seq, "w1", workq.Failed)
+	res.Command, res.Line, res.Logs = "make test", "FAIL: no", []workq.Log{l}
+	g.store(j, seq, res)
 	require.NoError(t, msg.Ack())
 	a := g.answer(ch)
 	require.NoError(t, a.err)
@@ -165,26 +192,27 @@ func TestAJobAndItsResult(t *testing.T) {
 // counted; nothing waits for it, nothing is reported.
 func TestAResultForNoJobIsRefused(t *testing.T) {
 	g := newRig(t)
-	j := workq.Job{Build: "shop", ID: "99-0-00112233aabbccdd"}
-	g.store(j, workq.Result{Job: j.ID, Worker: "w9", Seq: 1, Commit: g.commit, Outcome: workq.Passed})
+	j := workq.Job{Build: "shop", ID: "99-0-00112233aabbccdd", Commit: g.commit}
+	g.store(j, 1, g.result(j, 1, "w9", workq.Passed))
 	require.Eventually(t, func() bool { _, refused, _, _ := g.r.Counts(); return refused == 1 }, time.Minute, 10*time.Millisecond)
 	// A run of the host's life before (StartRun 10) is late, not forged.
 	j.ID = "7-0-00112233aabbccdd"
-	g.store(j, workq.Result{Job: j.ID, Worker: "w9", Seq: 1, Commit: g.commit, Outcome: workq.Passed})
+	g.store(j, 1, g.result(j, 1, "w9", workq.Passed))
 	require.Eventually(t, func() bool { _, _, late, _ := g.r.Counts(); return late == 1 }, time.Minute, 10*time.Millisecond)
 	results, refused, _, _ := g.r.Counts()
 	assert.Zero(t, results)
 	assert.Equal(t, uint64(1), refused)
 }
 
-// Bad input: a result for the job that names a message it was not given
-// (it read the job some other way), or another commit than the job's, is
+// Bad input: a result of the worker that took the job that names a
+// message it was not given, another commit or tree than the job's, is
 // refused and counted, and the run is tried again (an error: the core's
 // Retry, never a verdict, never the builder's fault). Without the checks,
 // the host would have taken a PASS for a commit nobody checked.
 func TestAResultForAnotherCommitOrMessageIsRefused(t *testing.T) {
 	for name, bad := range map[string]func(r *workq.Result, seq uint64){
 		"another commit":  func(r *workq.Result, _ uint64) { r.Commit = "1111111111111111111111111111111111111111" },
+		"another tree":    func(r *workq.Result, _ uint64) { r.Tree = "1111111111111111111111111111111111111111" },
 		"another message": func(r *workq.Result, seq uint64) { r.Seq = seq + 1 },
 		"no outcome":      func(r *workq.Result, _ uint64) { r.Outcome = "maybe" },
 	} {
@@ -192,9 +220,9 @@ func TestAResultForAnotherCommitOrMessageIsRefused(t *testing.T) {
 			g := newRig(t)
 			ch := g.check(bg, 12)
 			j, seq, _ := g.take("sandboxed")
-			res := workq.Result{Job: j.ID, Worker: "w1", Seq: seq, Commit: j.Commit, Outcome: workq.Passed}
+			res := g.result(j, seq, "w1", workq.Passed)
 			bad(&res, seq)
-			g.store(j, res)
+			g.store(j, seq, res)
 			a := g.answer(ch)
 			require.Error(t, a.err)
 			assert.Contains(t, a.err.Error(), "worker w1 could not check")
@@ -212,7 +240,9 @@ func TestAJobNoWorkerCouldDoIsTriedAgainElsewhere(t *testing.T) {
 	g := newRig(t)
 	ch := g.check(bg, 13)
 	j, seq, _ := g.take("sandboxed")
-	g.store(j, workq.Result{Job: j.ID, Worker: "w1", Seq: seq, Commit: j.Commit, Outcome: workq.Infra, Why: "cannot fetch: connection refused"})
+	res := g.result(j, seq, "w1", workq.Infra)
+	res.Why = "cannot fetch: connection refused"
+	g.store(j, seq, res)
 	a := g.answer(ch)
 	require.Error(t, a.err)
 	assert.Equal(t, "worker w1 could not check "+g.commit[:12]+": cannot fetch: connection refused", a.err.Error())
@@ -226,9 +256,8 @@ func TestAJobNoWorkerCouldDoIsTriedAgainElsewhere(t *testing.T) {
 	g.answer(ch)
 }
 
-// A run gone stale is withdrawn: its job is taken off the queue, and its
-// cancellation stored as its result, so a worker running it stops and its
-// own result is dropped.
+// A run gone stale is withdrawn: its job is settled Cancelled, so a
+// worker running it stops, and its result, if it comes, is late.
 func TestAStaleRunIsWithdrawn(t *testing.T) {
 	g := newRig(t)
 	ctx, cancel := context.WithCancel(bg)
@@ -237,13 +266,132 @@ func TestAStaleRunIsWithdrawn(t *testing.T) {
 	cancel()
 	a := g.answer(ch)
 	assert.ErrorIs(t, a.err, context.Canceled)
-	x, err := g.q.Result(bg, j.Build, j.ID)
+	x, err := g.q.Settled(bg, j.Build, j.ID)
 	require.NoError(t, err)
 	require.NotNil(t, x)
 	assert.Equal(t, workq.Cancelled, x.Outcome)
-	stored, err := g.q.Store(bg, j.Build, workq.Result{Job: j.ID, Worker: "w1", Seq: seq, Commit: j.Commit, Outcome: workq.Passed})
+	g.store(j, seq, g.result(j, seq, "w1", workq.Passed))
+	require.Eventually(t, func() bool { _, _, late, _ := g.r.Counts(); return late == 1 }, time.Minute, 10*time.Millisecond)
+	results, refused, _, _ := g.r.Counts()
+	assert.Zero(t, results)
+	assert.Zero(t, refused)
+}
+
+// A result counts only from the worker that took the job: one stored
+// first by another worker that never took it, or under another's name,
+// or for a message it was not given, is counted and logged, never a
+// verdict, and the job's own worker's result is the verdict. Without the
+// taken record the host would have reported the forged PASS.
+func TestAResultCountsOnlyFromTheWorkerThatTookTheJob(t *testing.T) {
+	g := newRig(t)
+	ch := g.check(bg, 21)
+	j, seq, _ := g.take("sandboxed")
+	// The thief read the job (its id, message and commit) somewhere.
+	forged := g.result(j, seq, "thief", workq.Passed)
+	stored, err := g.q.Store(bg, j.Build, forged)
 	require.NoError(t, err)
-	assert.False(t, stored, "the worker's result comes second: dropped")
+	require.True(t, stored)
+	require.NoError(t, g.q.SayTaken(bg, j.Build, workq.Taken{Job: j.ID, Worker: "thief2", Seq: seq + 7, Commit: j.Commit}))
+	forged.Worker = "thief2"
+	_, err = g.q.Store(bg, j.Build, forged)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, refused, _, _ := g.r.Counts(); return refused == 2 }, time.Minute, 10*time.Millisecond)
+	select {
+	case a := <-ch:
+		t.Fatalf("a forged result was a verdict: %+v", a)
+	default:
+	}
+	res := g.result(j, seq, "w1", workq.Failed)
+	res.Command, res.Line = "make test", "FAIL: the real one"
+	g.store(j, seq, res)
+	a := g.answer(ch)
+	require.NoError(t, a.err)
+	assert.False(t, a.checked.Passed, "the real worker's FAIL, not the thief's PASS")
+	settled, err := g.q.Settled(bg, j.Build, j.ID)
+	require.NoError(t, err)
+	assert.Equal(t, &workq.Settled{V: workq.Version, Job: j.ID, Outcome: workq.TakenBy, Worker: "w1"}, settled)
+}
+
+// With host.workers, a result counts only signed by the key the host
+// trusts its worker with: a result of an untrusted worker (or one taken
+// out of the file while it ran) is refused and the job tried again; one
+// signed with another key, refused; the trusted worker's, the verdict.
+func TestSignedResultsOfTrustedWorkers(t *testing.T) {
+	w1, _ := nkeys.CreateUser()
+	other, _ := nkeys.CreateUser()
+	pub, _ := w1.PublicKey()
+	trustFile := filepath.Join(t.TempDir(), "workers")
+	require.NoError(t, os.WriteFile(trustFile, []byte("# the workers\nw1 "+pub+"\n"), 0o644))
+	trust, err := workq.OpenTrust(trustFile)
+	require.NoError(t, err)
+	g := newRig(t, func(o *Options) { o.Trust = trust; o.Logger = zerolog.New(zerolog.NewTestWriter(t)) })
+
+	signed := func(tk *workq.Taken, res *workq.Result, takenBy, resultBy nkeys.KeyPair, claim string) {
+		if takenBy != nil {
+			tk.Key, tk.Sig = sign(t, takenBy, tk.Signed())
+		}
+		if resultBy != nil {
+			res.Key, res.Sig = sign(t, resultBy, res.Signed())
+		}
+		if claim != "" {
+			res.Key = claim
+		}
+	}
+	for _, c := range []struct {
+		name, worker      string
+		takenBy, resultBy nkeys.KeyPair
+		claim             string // the key the result says signed it
+		why               string
+	}{
+		{"unsigned", "w1", w1, nil, "", "it is not signed by worker w1's key"},
+		{"another key", "w1", w1, other, "", "it is not signed by worker w1's key"},
+		{"another key, claiming w1's", "w1", w1, other, pub, "its signature: its signature does not verify"},
+		{"untrusted worker", "w2", other, other, "", "worker w2 is not one host.workers trusts"},
+	} {
+		ch := g.check(bg, 30)
+		j, seq, _ := g.take("sandboxed")
+		tk := workq.Taken{Job: j.ID, Worker: c.worker, Seq: seq, Commit: j.Commit}
+		res := g.result(j, seq, c.worker, workq.Passed)
+		signed(&tk, &res, c.takenBy, c.resultBy, c.claim)
+		require.NoError(t, g.q.SayTaken(bg, j.Build, tk))
+		_, err := g.q.Store(bg, j.Build, res)
+		require.NoError(t, err)
+		a := g.answer(ch)
+		require.Error(t, a.err, c.name)
+		assert.Contains(t, a.err.Error(), c.why, c.name)
+	}
+
+	// Its word that it took the job signed with another key: not the
+	// worker's word; ignored, never a verdict.
+	ctx, cancel := context.WithCancel(bg)
+	ch := g.check(ctx, 33)
+	j, seq, _ := g.take("sandboxed")
+	_, refusedBefore, _, _ := g.r.Counts()
+	tk := workq.Taken{Job: j.ID, Worker: "w1", Seq: seq, Commit: j.Commit}
+	res := g.result(j, seq, "w1", workq.Passed)
+	signed(&tk, &res, other, w1, "")
+	require.NoError(t, g.q.SayTaken(bg, j.Build, tk))
+	_, err = g.q.Store(bg, j.Build, res)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, refused, _, _ := g.r.Counts(); return refused == refusedBefore+1 }, time.Minute, 10*time.Millisecond)
+	cancel()
+	assert.ErrorIs(t, g.answer(ch).err, context.Canceled, "no verdict came of it")
+
+	ch = g.check(bg, 31)
+	j, seq, _ = g.take("sandboxed")
+	g.store(j, seq, g.result(j, seq, "w1", workq.Passed), w1)
+	a := g.answer(ch)
+	require.NoError(t, a.err)
+	assert.True(t, a.checked.Passed)
+
+	// Taken out of the file while it holds a job: refused, tried again.
+	ch = g.check(bg, 32)
+	j, seq, _ = g.take("sandboxed")
+	require.NoError(t, os.WriteFile(trustFile, []byte("# w1 is gone\n"), 0o644))
+	g.store(j, seq, g.result(j, seq, "w1", workq.Passed), w1)
+	a = g.answer(ch)
+	require.Error(t, a.err)
+	assert.Contains(t, a.err.Error(), "worker w1 is not one host.workers trusts")
 }
 
 // A host that does not give the build's jobs now (a standby, or one not
@@ -261,7 +409,7 @@ func TestAHostNotStartedGivesNoJob(t *testing.T) {
 	require.NoError(t, g.r.Start(bg, 17), "it may start again")
 	ch := g.check(bg, 18)
 	j, seq, _ := g.take("sandboxed")
-	g.store(j, workq.Result{Job: j.ID, Worker: "w1", Seq: seq, Commit: j.Commit, Outcome: workq.Passed})
+	g.store(j, seq, g.result(j, seq, "w1", workq.Passed))
 	require.NoError(t, g.answer(ch).err)
 }
 
@@ -280,8 +428,12 @@ func TestChecksSplitByLabels(t *testing.T) {
 	assert.Equal(t, [][]string{{"make", "lint"}, {"make", "test"}}, any.Checks, "in order, together")
 	assert.Equal(t, [][]string{{"make", "gpu-test"}}, gpu.Checks)
 	assert.Equal(t, "db-16.g1.log", gpu.Log)
-	g.store(gpu, workq.Result{Job: gpu.ID, Worker: "w2", Seq: gpuSeq, Commit: gpu.Commit, Outcome: workq.Failed, Command: "make gpu-test", Line: "no gpu"})
-	g.store(any, workq.Result{Job: any.ID, Worker: "w1", Seq: anySeq, Commit: any.Commit, Outcome: workq.Failed, Command: "make test", Line: "test failed"})
+	res := g.result(gpu, gpuSeq, "w2", workq.Failed)
+	res.Command, res.Line = "make gpu-test", "no gpu"
+	g.store(gpu, gpuSeq, res)
+	res = g.result(any, anySeq, "w1", workq.Failed)
+	res.Command, res.Line = "make test", "test failed"
+	g.store(any, anySeq, res)
 	a := g.answer(ch)
 	require.NoError(t, a.err)
 	assert.Equal(t, "make gpu-test", a.checked.Command, "make gpu-test comes before make test in host.checks")

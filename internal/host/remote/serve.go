@@ -3,7 +3,7 @@ package remote
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,14 +12,18 @@ import (
 	"net/http/cgi"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 )
 
 // GitServer serves the host's repository to its workers, read-only: git's
 // smart HTTP (git http-backend, run as a CGI program per request),
 // upload-pack only, nothing else of the repository's files, and only to a
-// request that carries this run's token, made afresh at every start and
-// handed to the workers inside their jobs.
+// request that carries a job's token. Each job has a token of its own
+// (Grant), which shows that job's pinned ref and nothing else of the
+// repository (every other ref hidden, and upload-pack gives only what an
+// advertised ref reaches), until the job ends (Revoke): a token read
+// from one job fetches nothing of another's, nor anything after.
 //
 // Why this transport: the commit a worker checks is usually a merge the
 // host made a moment ago, held only in host.repo. Served over git's own
@@ -31,11 +35,13 @@ import (
 // repository to push every merge to before any check could start.
 type GitServer struct {
 	gitDir string
-	token  string
 	ln     net.Listener
 	srv    *http.Server
 	url    string
-	cgi    *cgi.Handler
+	git    string
+
+	mu     sync.Mutex
+	grants map[[32]byte]string // by the token's SHA-256: the ref it shows
 }
 
 // gitPath is where the repository is served on the listener.
@@ -49,10 +55,6 @@ func ServeGit(gitDir, addr, public string) (*GitServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	token := make([]byte, 32)
-	if _, err := rand.Read(token); err != nil {
-		return nil, err
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("host.serve: %w", err)
@@ -60,17 +62,7 @@ func ServeGit(gitDir, addr, public string) (*GitServer, error) {
 	if public == "" {
 		public = "http://" + ln.Addr().String()
 	}
-	s := &GitServer{gitDir: gitDir, token: hex.EncodeToString(token), ln: ln, url: strings.TrimSuffix(public, "/") + gitPath}
-	s.cgi = &cgi.Handler{
-		Path: git, Root: gitPath, Args: []string{"http-backend"},
-		Env: []string{
-			"GIT_PROJECT_ROOT=" + gitDir, "GIT_HTTP_EXPORT_ALL=1",
-			// Only fetches: never a push, whoever asks.
-			"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=false",
-			"GIT_CONFIG_KEY_1=http.getanyfile", "GIT_CONFIG_VALUE_1=false",
-		},
-		InheritEnv: []string{"PATH", "HOME"},
-	}
+	s := &GitServer{gitDir: gitDir, ln: ln, url: strings.TrimSuffix(public, "/") + gitPath, git: git, grants: map[[32]byte]string{}}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
@@ -79,11 +71,48 @@ func ServeGit(gitDir, addr, public string) (*GitServer, error) {
 // URL is what a worker fetches from.
 func (s *GitServer) URL() string { return s.url }
 
-// Token is what a request must carry: Authorization: Bearer <token>.
-func (s *GitServer) Token() string { return s.token }
+// Grant makes a token that shows ref, and only ref, until Revoke: a
+// request must carry it as Authorization: Bearer <token>.
+func (s *GitServer) Grant(ref string) string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	token := hex.EncodeToString(b)
+	s.mu.Lock()
+	s.grants[sha256.Sum256([]byte(token))] = ref
+	s.mu.Unlock()
+	return token
+}
 
-// Header is the header a worker sends with every request.
-func (s *GitServer) Header() string { return "Authorization: Bearer " + s.token }
+// Revoke ends a token: nothing is served with it from now on.
+func (s *GitServer) Revoke(token string) {
+	s.mu.Lock()
+	delete(s.grants, sha256.Sum256([]byte(token)))
+	s.mu.Unlock()
+}
+
+// Header is the header a request with token sends.
+func Header(token string) string { return "Authorization: Bearer " + token }
+
+// backend is git http-backend, showing only ref.
+func (s *GitServer) backend(ref string) *cgi.Handler {
+	return &cgi.Handler{
+		Path: s.git, Root: gitPath, Args: []string{"http-backend"},
+		Env: []string{
+			"GIT_PROJECT_ROOT=" + s.gitDir, "GIT_HTTP_EXPORT_ALL=1",
+			"GIT_CONFIG_COUNT=6",
+			// Only fetches: never a push, whoever asks.
+			"GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=false",
+			"GIT_CONFIG_KEY_1=http.getanyfile", "GIT_CONFIG_VALUE_1=false",
+			// Of the refs, the job's alone; and a want must be what an
+			// advertised ref reaches, never any object by its id.
+			"GIT_CONFIG_KEY_2=uploadpack.hideRefs", "GIT_CONFIG_VALUE_2=refs/",
+			"GIT_CONFIG_KEY_3=uploadpack.hideRefs", "GIT_CONFIG_VALUE_3=HEAD",
+			"GIT_CONFIG_KEY_4=uploadpack.hideRefs", "GIT_CONFIG_VALUE_4=!" + ref,
+			"GIT_CONFIG_KEY_5=uploadpack.allowAnySHA1InWant", "GIT_CONFIG_VALUE_5=false",
+		},
+		InheritEnv: []string{"PATH", "HOME"},
+	}
+}
 
 // Close stops serving.
 func (s *GitServer) Close() error {
@@ -100,20 +129,29 @@ func (s *GitServer) Close() error {
 const maxRequest = 64 << 20
 
 func (s *GitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	auth := r.Header.Get("Authorization")
-	if subtle.ConstantTimeCompare([]byte(auth), []byte("Bearer "+s.token)) != 1 {
-		http.Error(w, "no valid token: this serves the host's repository to its workers, with the token their jobs carry", http.StatusUnauthorized)
+	// Looked up by its hash: the time a lookup takes tells nothing of the
+	// tokens that are valid.
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	s.mu.Lock()
+	ref, ok := s.grants[sha256.Sum256([]byte(token))]
+	s.mu.Unlock()
+	if !ok {
+		http.Error(w, "no valid token: this serves the host's repository to its workers, with the token their jobs carry, while the job lives", http.StatusUnauthorized)
 		return
 	}
+	// Protocol v0, never v2: v2's upload-pack gives any object a hidden
+	// ref reaches to a want that names it, v0's only what the refs it
+	// showed reach.
+	r.Header.Del("Git-Protocol")
 	path, ok := strings.CutPrefix(r.URL.Path, gitPath)
 	switch {
 	case !ok:
 	case r.Method == http.MethodGet && path == "/info/refs" && r.URL.Query().Get("service") == "git-upload-pack":
-		s.cgi.ServeHTTP(w, r)
+		s.backend(ref).ServeHTTP(w, r)
 		return
 	case r.Method == http.MethodPost && path == "/git-upload-pack":
 		r.Body = http.MaxBytesReader(w, r.Body, maxRequest)
-		s.cgi.ServeHTTP(w, r)
+		s.backend(ref).ServeHTTP(w, r)
 		return
 	}
 	http.Error(w, "only fetches (git-upload-pack) are served here", http.StatusForbidden)

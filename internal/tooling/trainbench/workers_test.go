@@ -135,8 +135,8 @@ func (ws *workers) killMidCheck(check time.Duration) <-chan kill {
 			return false
 		})
 		poll(func() bool {
-			x, err := q.Result(context.Background(), build, k.job)
-			if err == nil && x != nil {
+			x, err := q.Results(context.Background(), build, k.job)
+			if err == nil && len(x) > 0 {
 				k.stored = time.Since(killed)
 				return true
 			}

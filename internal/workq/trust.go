@@ -1,0 +1,124 @@
+package workq
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nkeys"
+)
+
+// Trust is the workers a host counts results from, each by its id and
+// public key (an nkey, U...): the file host.workers names, a line per
+// worker, "<id> <key>", # for comments. `foreman nats creds --role
+// worker` adds the line for a worker it makes. The file is read again
+// when it changes: a worker taken out of it is refused from its next
+// result on, with no restart.
+type Trust struct {
+	path string
+
+	mu    sync.Mutex
+	keys  map[string]string
+	stamp time.Time
+	size  int64
+	err   error
+}
+
+// OpenTrust reads the trust file at path: an error if it cannot be read
+// or holds a line that is not a worker and its key.
+func OpenTrust(path string) (*Trust, error) {
+	t := &Trust{path: path}
+	if err := t.reload(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// ParseTrust reads a trust file's text.
+func ParseTrust(data []byte) (map[string]string, error) {
+	keys := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 {
+			return nil, fmt.Errorf("line %d: %q is not a worker's id and its key", n, strings.TrimSpace(line))
+		}
+		if !nkeys.IsValidPublicUserKey(f[1]) {
+			return nil, fmt.Errorf("line %d: %q is not a user's public nkey (U...)", n, f[1])
+		}
+		keys[f[0]] = f[1]
+	}
+	return keys, sc.Err()
+}
+
+func (t *Trust) reload() error {
+	st, err := os.Stat(t.path)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	same := st.ModTime().Equal(t.stamp) && st.Size() == t.size && t.keys != nil
+	t.mu.Unlock()
+	if same {
+		return nil
+	}
+	data, err := os.ReadFile(t.path)
+	if err != nil {
+		return err
+	}
+	keys, err := ParseTrust(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.path, err)
+	}
+	t.mu.Lock()
+	t.keys, t.stamp, t.size = keys, st.ModTime(), st.Size()
+	t.mu.Unlock()
+	return nil
+}
+
+// Key is the key worker is trusted with, read from the file as it is
+// now; "" when it is not trusted. A file that became unreadable or
+// malformed keeps the last good reading, and says why in Err.
+func (t *Trust) Key(worker string) string {
+	err := t.reload()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.err = err
+	return t.keys[worker]
+}
+
+// Err is why the file could not be read again, if it could not.
+func (t *Trust) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
+// Verify checks that sig is key's signature of data.
+func Verify(key string, data []byte, sig string) error {
+	if key == "" || sig == "" {
+		return errors.New("it is not signed")
+	}
+	pub, err := nkeys.FromPublicKey(key)
+	if err != nil {
+		return fmt.Errorf("its key %q is not an nkey", key)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil {
+		return errors.New("its signature is not base64")
+	}
+	if err := pub.Verify(data, raw); err != nil {
+		return errors.New("its signature does not verify")
+	}
+	return nil
+}
