@@ -253,9 +253,8 @@ func TestRunAPool(t *testing.T) {
 
 // foreman cluster status lists the builds' hosts: the one leading each
 // build (its lease's epoch and renewal, its ledger's records) and those
-// standing by. It signs in as the example configuration's reader, over
-// TLS, with a user and password from the environment: a reader's
-// permissions are enough.
+// standing by. It signs in as a reader of the example configuration, over
+// TLS, with its .creds file: a reader's permissions are enough.
 func TestClusterStatusShowsTheHosts(t *testing.T) {
 	ns := natstest.StartSecured(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -263,7 +262,7 @@ func TestClusterStatusShowsTheHosts(t *testing.T) {
 	hcert, hkey := ns.Client(t, "host")
 	hosts := func(id string) *cluster.Cluster {
 		cl, err := cluster.Connect(ctx, cluster.Options{URL: ns.URL(), ID: id, Role: cluster.RoleHost, Lease: 10 * time.Second,
-			Auth: cluster.Auth{User: "host", Password: ns.Passwords["host"], CA: ns.PKI.CA, Cert: hcert, Key: hkey}})
+			Auth: cluster.Auth{Creds: ns.Creds(t, "host", id), CA: ns.PKI.CA, Cert: hcert, Key: hkey}})
 		require.NoError(t, err)
 		t.Cleanup(cl.Close)
 		return cl
@@ -284,15 +283,20 @@ func TestClusterStatusShowsTheHosts(t *testing.T) {
 	hosts("h2").AnnounceHost(ctx, "shop", cluster.HostStandby)
 
 	cert, key := ns.Client(t, "reader")
-	cfg := writeFile(t, t.TempDir(), "foreman.yaml", fmt.Sprintf("build:\n  name: shop\n  components:\n    - name: db\ncluster:\n  nats: %s\n  tls:\n    ca: %s\n    cert: %s\n    key: %s\n",
-		ns.URL(), ns.PKI.CA, cert, key))
-	t.Setenv("FOREMAN_NATS_USER", "reader")
-	t.Setenv("FOREMAN_NATS_PASSWORD", ns.Passwords["reader"])
+	creds := ns.Creds(t, "reader", "r1")
+	cfg := writeFile(t, t.TempDir(), "foreman.yaml", fmt.Sprintf("build:\n  name: shop\n  components:\n    - name: db\ncluster:\n  nats: %s\n  creds: %s\n  tls:\n    ca: %s\n    cert: %s\n    key: %s\n",
+		ns.URL(), creds, ns.PKI.CA, cert, key))
 	code, out, errOut := foreman(t, "cluster", "status", cfg)
 	require.Equal(t, 0, code, errOut)
 	t.Log("foreman cluster status:\n" + out)
 	assert.Contains(t, out, "no builds in the cluster yet")
 	assert.Regexp(t, `(?m)^HOST OF +LEADER +EPOCH +RENEWED +LEDGER +STANDBY +NOTE$`, out)
 	assert.Regexp(t, `(?m)^shop +h1 +1 +\S+ ago +1 +h2$`, out)
-	assert.NotContains(t, out+errOut, ns.Passwords["reader"])
+	data, err := os.ReadFile(creds)
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "SU") {
+			assert.NotContains(t, out+errOut, l, "the user's seed")
+		}
+	}
 }

@@ -83,6 +83,7 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.hostCommand(),
 		a.verifyCommand(),
 		a.workerCommand(),
+		a.natsCommand(),
 		a.upCommand(),
 	)
 	return root

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/agentforeman/foreman/internal/natsname"
 )
 
 // Role is what a process does in the cluster: it decides which buckets and
@@ -74,7 +76,7 @@ func Dial(opts Options) (*nats.Conn, error) {
 	log := opts.Logger
 	o := []nats.Option{
 		nats.Name("foreman " + string(role) + " " + opts.ID),
-		nats.CustomInboxPrefix(role.InboxPrefix()),
+		nats.CustomInboxPrefix(natsname.Inbox(string(role), opts.ID)),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(100 * time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),

@@ -1,8 +1,7 @@
 package cluster
 
 import (
-	"fmt"
-	"strings"
+	"github.com/agentforeman/foreman/internal/natsname"
 )
 
 // Every name foreman keeps in JetStream is here, in one place, because the
@@ -50,21 +49,8 @@ const (
 )
 
 // Key is a build's name as NATS can hold it in a stream's name, a subject
-// and a KV key: letters, digits and - stay, every other byte is _ and two
-// hex digits. Different names give different keys.
-func Key(build string) string {
-	var b strings.Builder
-	for i := 0; i < len(build); i++ {
-		c := build[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-':
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, "_%02x", c)
-		}
-	}
-	return b.String()
-}
+// and a KV key (natsname.Key).
+func Key(build string) string { return natsname.Key(build) }
 
 // StreamName is the stream that holds a build's log.
 func StreamName(build string) string { return streamPrefix + Key(build) }

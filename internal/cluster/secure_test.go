@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -45,7 +46,7 @@ func secured(t *testing.T, s *natstest.Secured, role Role, id string, log *syncB
 	t.Helper()
 	cert, key := s.Client(t, id)
 	return Options{URL: s.URL(), ID: id, Role: role, Lease: testLease, Logger: zerolog.New(log),
-		Auth: Auth{User: string(role), Password: s.Passwords[string(role)], CA: s.PKI.CA, Cert: cert, Key: key}}
+		Auth: Auth{Creds: s.Creds(t, string(role), id), CA: s.PKI.CA, Cert: cert, Key: key}}
 }
 
 func connectWith(t *testing.T, o Options) *Cluster {
@@ -261,11 +262,10 @@ func workerAttacks() []attack {
 }
 
 // A worker runs builders' code: its credentials must not be able to take a
-// build over. Each attack is tried twice: with the worker's permissions of
-// the example configuration, where the server refuses it and nothing
-// changes; and with the worker's user given no permissions (any user of
-// the account may do anything), where it works, or the test proves
-// nothing.
+// build over. Each attack is tried twice: with a worker's user as foreman
+// nats creds makes it, where the server refuses it and nothing changes;
+// and with a user given no permissions (any user of the account may do
+// anything), where it works, or the test proves nothing.
 func TestWorkerCannotTakeABuildOver(t *testing.T) {
 	for _, guarded := range []bool{false, true} {
 		name := "unguarded"
@@ -273,17 +273,7 @@ func TestWorkerCannotTakeABuildOver(t *testing.T) {
 			name = "example permissions"
 		}
 		t.Run(name, func(t *testing.T) {
-			var s *natstest.Secured
-			if guarded {
-				s = natstest.StartSecured(t)
-			} else {
-				s = natstest.StartSecuredWith(t, func(conf string) string {
-					// The worker's user without them; they stay, unused, on
-					// another (the file must still use what it defines).
-					return strings.Replace(conf, ",  permissions: $WORKER_PERMISSIONS }",
-						" }\n      { user: nobody, password: nobody, permissions: $WORKER_PERMISSIONS }", 1)
-				})
-			}
+			s := natstest.StartSecured(t)
 			var flog, hlog, wlog syncBuffer
 			f := connectWith(t, secured(t, s, RoleForeman, "f1", &flog))
 			fl, lg := lead(t, f, watch(t, f), "shop")
@@ -291,7 +281,11 @@ func TestWorkerCannotTakeABuildOver(t *testing.T) {
 			h := connectWith(t, secured(t, s, RoleHost, "h1", &hlog))
 			hl, led := leadHost(t, h, "shop")
 			require.NoError(t, led.Append([]byte(`{"op":"start","run":1}`)))
-			w := connectWith(t, secured(t, s, RoleWorker, "w1", &wlog))
+			wo := secured(t, s, RoleWorker, "w1", &wlog)
+			if !guarded {
+				wo.Auth.Creds = s.CredsWith(t, "w1", jwt.Permissions{})
+			}
+			w := connectWith(t, wo)
 			for _, a := range workerAttacks() {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 				listening := a.worked == nil
@@ -339,7 +333,7 @@ func TestSignInRefused(t *testing.T) {
 	defer cancel()
 
 	o := secured(t, s, RoleWorker, "w1", &log)
-	o.Auth.Password = "wrong"
+	o.Auth.Creds = natstest.StartSecured(t).Creds(t, "worker", "w1") // another operator's
 	_, err := Connect(ctx, o)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the server refused this process's credentials")
@@ -355,7 +349,7 @@ func TestSignInRefused(t *testing.T) {
 	_, err = Connect(ctx, o)
 	require.Error(t, err, "a server whose certificate another CA signed")
 	assert.Contains(t, err.Error(), "TLS: check cluster.tls.ca")
-	assert.NotContains(t, err.Error(), s.Passwords["worker"])
+	assert.NotContains(t, err.Error(), "SUA", "no seed in the line")
 
 	_, err = Connect(ctx, Options{URL: s.URL(), ID: "anon", Role: RoleReader})
 	require.Error(t, err, "no TLS, no user")
@@ -367,12 +361,12 @@ func TestSignInRefused(t *testing.T) {
 // a build; a worker's .creds, with the worker's permissions, is refused
 // the build's log.
 func TestCredsAndTLS(t *testing.T) {
-	o := natstest.StartOperator(t)
+	o := natstest.StartSecured(t)
 	ctx := context.Background()
 	opts := func(role Role, id string, log *syncBuffer) Options {
 		cert, key := o.Client(t, id)
 		return Options{URL: o.URL(), ID: id, Role: role, Lease: testLease, Logger: zerolog.New(log),
-			Auth: Auth{Creds: o.Creds(t, string(role)), CA: o.PKI.CA, Cert: cert, Key: key}}
+			Auth: Auth{Creds: o.Creds(t, string(role), id), CA: o.PKI.CA, Cert: cert, Key: key}}
 	}
 	var flog, wlog syncBuffer
 	f := connectWith(t, opts(RoleForeman, "f1", &flog))
@@ -390,9 +384,9 @@ func TestCredsAndTLS(t *testing.T) {
 	require.NoError(t, lg.Append([]node.Entry{{Index: 2, Event: &coordinator.Event{Kind: coordinator.KindStart, At: t0, Instance: "abc123"}}}), "the log is foreman's still")
 
 	// A .creds file of another operator's is refused.
-	other := natstest.StartOperator(t)
+	other := natstest.StartSecured(t)
 	bad := opts(RoleForeman, "f2", &flog)
-	bad.Auth.Creds = other.Creds(t, "foreman")
+	bad.Auth.Creds = other.Creds(t, "foreman", "f2")
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_, err = Connect(cctx, bad)

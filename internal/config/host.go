@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -53,6 +54,10 @@ type Host struct {
 	// ("": http:// and the address it listens on).
 	Serve    string
 	ServeURL string
+	// Workers is the file of the workers whose results count, each by
+	// its id and public key (host.workers; workq.Trust); "": any
+	// worker's, unsigned.
+	Workers string
 
 	// The checks' sandbox (package sandbox); the zero value is on, with
 	// the defaults.
@@ -94,6 +99,7 @@ func hostDefaults(d map[string]any) {
 	d["host.land_as"] = LandMerge
 	d["host.serve"] = "127.0.0.1:0"
 	d["host.serve_url"] = ""
+	d["host.workers"] = ""
 	d["host.sandbox"] = "on"
 	d["host.sandbox_net"] = sandbox.NetNone
 	d["host.sandbox_paths.ro"] = []string{}
@@ -184,6 +190,12 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 		return errorf("host.serve", "%q is not an address like 127.0.0.1:7070 (port 0 takes a free one)", h.Serve)
 	}
 	h.ServeURL = strings.TrimSuffix(strings.TrimSpace(v.GetString("host.serve_url")), "/")
+	if w := strings.TrimSpace(v.GetString("host.workers")); w != "" {
+		h.Workers = src.path("host.workers", w)
+		if _, err := os.Stat(h.Workers); err != nil {
+			return errorf("host.workers", "%s cannot be read: %v (foreman nats creds --role worker --trust FILE writes it)", h.Workers, errors.Unwrap(err))
+		}
+	}
 	if h.ServeURL != "" && !strings.HasPrefix(h.ServeURL, "http://") && !strings.HasPrefix(h.ServeURL, "https://") {
 		return errorf("host.serve_url", "%q is not an http:// or https:// URL", h.ServeURL)
 	}

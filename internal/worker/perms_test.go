@@ -14,9 +14,9 @@ import (
 
 	"path/filepath"
 
-	"github.com/agentforeman/foreman/internal/cluster"
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/remote"
+	"github.com/agentforeman/foreman/internal/natsname"
 	"github.com/agentforeman/foreman/internal/tooling/natstest"
 	"github.com/agentforeman/foreman/internal/workq"
 )
@@ -25,13 +25,13 @@ import (
 // runs the check, stores the log and the result, says it is there) as a
 // NATS user with only a worker's rights: the server refuses it nothing.
 func TestAWorkerNeedsOnlyItsRights(t *testing.T) {
-	op := natstest.StartOperator(t)
-	as := func(role string) []nats.Option {
-		cert, key := op.Client(t, role)
-		return []nats.Option{nats.UserCredentials(op.Creds(t, role)), nats.RootCAs(op.PKI.CA), nats.ClientCert(cert, key),
-			nats.CustomInboxPrefix(cluster.Role(role).InboxPrefix())}
+	op := natstest.StartSecured(t)
+	as := func(role, name string) []nats.Option {
+		cert, key := op.Client(t, name)
+		return []nats.Option{nats.UserCredentials(op.Creds(t, role, name)), nats.RootCAs(op.PKI.CA), nats.ClientCert(cert, key),
+			nats.CustomInboxPrefix(natsname.Inbox(role, name))}
 	}
-	hc, err := nats.Connect(op.URL(), as("host")...)
+	hc, err := nats.Connect(op.URL(), as("host", "h1")...)
 	require.NoError(t, err)
 	defer hc.Close()
 	hjs, _ := jetstream.New(hc)
@@ -42,7 +42,7 @@ func TestAWorkerNeedsOnlyItsRights(t *testing.T) {
 
 	var mu sync.Mutex
 	var violations []string
-	wc, err := nats.Connect(op.URL(), append(as("worker"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+	wc, err := nats.Connect(op.URL(), append(as("worker", "w1"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		mu.Lock()
 		violations = append(violations, err.Error())
 		mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentforeman/foreman/internal/cluster"
+	"github.com/agentforeman/foreman/internal/natsname"
 )
 
 // The queue's streams and buckets: cluster's names, which the NATS
@@ -21,20 +22,13 @@ const (
 // Sandboxed is the label a job of a host that confines its checks asks
 // for, and that every worker that confines its checks has: a worker with
 // host.sandbox off never gets such a job (config.SandboxedLabel).
-const Sandboxed = "sandboxed"
+const Sandboxed = natsname.Sandboxed
 
 // Any is the label set of a job that asks for no label.
-const Any = "any"
+const Any = natsname.Any
 
 // LabelSet is the name of a set of labels: sorted, joined by +, or Any.
-func LabelSet(labels []string) string {
-	if len(labels) == 0 {
-		return Any
-	}
-	l := slices.Clone(labels)
-	slices.Sort(l)
-	return strings.Join(slices.Compact(l), "+")
-}
+func LabelSet(labels []string) string { return natsname.LabelSet(labels) }
 
 // Labels are the labels a LabelSet names.
 func Labels(set string) []string {

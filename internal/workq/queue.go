@@ -208,8 +208,8 @@ func (q *Queue) Consumer(ctx context.Context, set string, ackWait time.Duration)
 		DeliverPolicy: jetstream.DeliverAllPolicy, Metadata: map[string]string{labelsMeta: set},
 		Description: "foreman workers with labels " + set,
 	}
-	if c, err := q.stream.Consumer(ctx, want.Durable); err == nil {
-		have := c.CachedInfo().Config
+	if info, err := q.consumerInfo(ctx, want.Durable); err == nil {
+		have := info.Config
 		wrong := consumerWrong(have, want)
 		if len(wrong) == 0 {
 			return nil, nil
@@ -236,6 +236,22 @@ func (q *Queue) Consumer(ctx context.Context, set string, ackWait time.Duration)
 		_, err = q.stream.CreateOrUpdateConsumer(ctx, want)
 	}
 	return putBack, err
+}
+
+// consumerInfo is what the stream says of a consumer, pull or push.
+func (q *Queue) consumerInfo(ctx context.Context, name string) (*jetstream.ConsumerInfo, error) {
+	c, err := q.stream.Consumer(ctx, name)
+	if errors.Is(err, jetstream.ErrNotPullConsumer) {
+		pc, err := q.stream.PushConsumer(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		return pc.CachedInfo(), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.CachedInfo(), nil
 }
 
 // consumerWrong says what of have is not as want.

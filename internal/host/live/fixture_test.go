@@ -192,9 +192,9 @@ type world struct {
 	news   chan struct{}
 
 	stopHost func()
-	byHand   []string           // commits the test pushed straight to main
-	nats     *natstest.Server   // with workers: the cluster's NATS
-	op       *natstest.Operator // with standbys: the cluster's NATS, in operator mode
+	byHand   []string          // commits the test pushed straight to main
+	nats     *natstest.Server  // with workers: the cluster's NATS
+	op       *natstest.Secured // with standbys: the cluster's NATS, as docs/nats/foreman.conf runs it
 }
 
 type worldOptions struct {

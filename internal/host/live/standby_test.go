@@ -39,12 +39,14 @@ func newClusterWorld(t *testing.T, o worldOptions, lease time.Duration) *world {
 }
 
 // newClusterWorldNATS is newClusterWorld, and its NATS server.
-func newClusterWorldNATS(t *testing.T, o worldOptions, lease time.Duration) (*world, *natstest.Operator) {
+func newClusterWorldNATS(t *testing.T, o worldOptions, lease time.Duration) (*world, *natstest.Secured) {
 	t.Helper()
-	op := natstest.StartOperator(t)
+	op := natstest.StartSecured(t)
 	cert, key := op.Client(t, "host")
-	o.extra = fmt.Sprintf("cluster:\n  nats: %s\n  lease: %s\n  creds: %s\n  tls:\n    ca: %s\n    cert: %s\n    key: %s\n",
-		op.URL(), lease, op.Creds(t, "host"), op.PKI.CA, cert, key)
+	// The host counts results only from the workers natstest makes
+	// (host.workers: the extra text follows the host section).
+	o.extra = "  workers: " + op.Trust + "\n" + fmt.Sprintf("cluster:\n  nats: %s\n  lease: %s\n  creds: %s\n  tls:\n    ca: %s\n    cert: %s\n    key: %s\n",
+		op.URL(), lease, op.Creds(t, "host", "host"), op.PKI.CA, cert, key)
 	w := newWorld(t, o)
 	w.op = op
 	if !o.ownWorkers {
@@ -59,11 +61,11 @@ func newClusterWorldNATS(t *testing.T, o worldOptions, lease time.Duration) (*wo
 	return w, op
 }
 
-// workerAuth is what a worker of the standby world signs in with: the
-// example configuration's worker user, not the host's.
-func (w *world) workerAuth() (creds, cert, key string) {
-	cert, key = w.op.Client(w.t, "worker")
-	return w.op.Creds(w.t, "worker"), cert, key
+// workerAuth is what worker id of the standby world signs in with: a
+// worker user of its own, as foreman nats creds makes it.
+func (w *world) workerAuth(id string) (creds, cert, key string) {
+	cert, key = w.op.Client(w.t, id)
+	return w.op.Creds(w.t, "worker", id), cert, key
 }
 
 // hostProc is one host process of the cluster: the world's config, with

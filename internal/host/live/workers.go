@@ -1,12 +1,18 @@
 package live
 
 import (
+	"os"
+
+	"github.com/nats-io/nkeys"
+
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/agentforeman/foreman/internal/natsauth"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -68,6 +74,13 @@ func prepareWorkers(ctx context.Context, c *config.Config, repo *gitrepo.Repo, s
 		nc.Close()
 		return nil, fmt.Errorf("cluster.nats: the job queue: %w", err)
 	}
+	var trust *workq.Trust
+	if c.Host.Workers != "" {
+		if trust, err = workq.OpenTrust(c.Host.Workers); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("host.workers: %w", err)
+		}
+	}
 	limits := c.Host.SandboxLimits.WithDefaults()
 	r := remote.New(remote.Options{
 		Queue: q, Repo: repo, Serve: c.Host.Serve, ServeURL: c.Host.ServeURL,
@@ -76,7 +89,7 @@ func prepareWorkers(ctx context.Context, c *config.Config, repo *gitrepo.Repo, s
 		LogLimit: c.Host.LogLimit, Retries: c.Host.Retries, Logs: c.Host.Logs,
 		Sandbox: workq.Sandbox{Required: !c.Host.Unconfined, Net: c.Host.SandboxNet,
 			Memory: limits.Memory, Tasks: limits.Tasks, FileSize: limits.FileSize},
-		MaxParallel: c.Host.MaxParallel, Lease: c.Cluster.Lease,
+		MaxParallel: c.Host.MaxParallel, Lease: c.Cluster.Lease, Trust: trust,
 		Logger: log.With().Str("part", "workers").Logger(),
 	})
 	return &workers{nc: nc, remote: r}, nil
@@ -137,8 +150,12 @@ func workerMain(ctx context.Context, c *config.Config, log zerolog.Logger, out i
 	if id == "" {
 		id = cluster.DefaultID()
 	}
+	key, err := workerKey(c, id)
+	if err != nil {
+		return err
+	}
 	o := worker.Options{ID: id, Labels: c.Worker.Labels, Parallel: c.Worker.Parallel, Work: c.Worker.Work,
-		Sandbox: WorkerSandbox(c), Unconfined: c.Host.Unconfined, Lease: c.Cluster.Lease,
+		Sandbox: WorkerSandbox(c), Unconfined: c.Host.Unconfined, Lease: c.Cluster.Lease, Key: key,
 		Logger: log.With().Str("part", "worker").Logger()}
 	for _, f := range change {
 		f(&o)
@@ -167,4 +184,26 @@ func workerMain(ctx context.Context, c *config.Config, log zerolog.Logger, out i
 		return nil
 	}
 	return err
+}
+
+// workerKey is what worker id signs its word and results with: the nkey
+// of its NATS user (cluster.creds), whose name must be id, since its
+// permissions name it; nil without creds (the host then must not require
+// signatures: host.workers unset).
+func workerKey(c *config.Config, id string) (nkeys.KeyPair, error) {
+	if c.Cluster.Creds == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(c.Cluster.Creds)
+	if err != nil {
+		return nil, fmt.Errorf("cluster.creds: %w", err)
+	}
+	kp, name, err := natsauth.Seed(data)
+	if err != nil {
+		return nil, fmt.Errorf("cluster.creds: %s: %w", c.Cluster.Creds, err)
+	}
+	if name != id {
+		return nil, fmt.Errorf("cluster.id: %q is not the name of cluster.creds's user (%q): a worker signs in as itself (foreman nats creds --role worker --name %s)", id, name, id)
+	}
+	return kp, nil
 }

@@ -30,7 +30,7 @@ func (w *world) startWorker(id string, change ...func(*config.Config, *worker.Op
 	c.Cluster.ID = id
 	c.Worker.Work = filepath.Join(w.dir, "workers", id)
 	if w.op != nil {
-		c.Cluster.Creds, c.Cluster.TLS.Cert, c.Cluster.TLS.Key = w.workerAuth()
+		c.Cluster.Creds, c.Cluster.TLS.Cert, c.Cluster.TLS.Key = w.workerAuth(id)
 	}
 	var opts []func(*worker.Options)
 	for _, f := range change {
@@ -75,7 +75,7 @@ func (w *world) startWorkerCmd(id string, env ...string) *workerProc {
 	cmd.Env = append(os.Environ(), "FOREMAN_WORKER_TEST_CONFIG="+w.cfgPath, "FOREMAN_CLUSTER_ID="+id,
 		"FOREMAN_WORKER_WORK="+filepath.Join(w.dir, "workers", id))
 	if w.op != nil {
-		creds, cert, key := w.workerAuth()
+		creds, cert, key := w.workerAuth(id)
 		cmd.Env = append(cmd.Env, "FOREMAN_CLUSTER_CREDS="+creds, "FOREMAN_CLUSTER_TLS_CERT="+cert, "FOREMAN_CLUSTER_TLS_KEY="+key)
 	}
 	cmd.Env = append(cmd.Env, env...)
@@ -116,7 +116,7 @@ func (w *world) jobQueue() *workq.Queue {
 	var err error
 	if w.op != nil {
 		cert, key := w.op.Client(w.t, "host")
-		nc, err = nats.Connect(w.op.URL(), nats.UserCredentials(w.op.Creds(w.t, "host")), nats.RootCAs(w.op.PKI.CA),
+		nc, err = nats.Connect(w.op.URL(), nats.UserCredentials(w.op.Creds(w.t, "host", "host")), nats.RootCAs(w.op.PKI.CA),
 			nats.ClientCert(cert, key), nats.CustomInboxPrefix(cluster.RoleHost.InboxPrefix()))
 	} else {
 		nc, err = nats.Connect(w.nats.URL())

@@ -17,7 +17,6 @@ import (
 
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/cluster"
-	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/tooling/natstest"
 	"github.com/agentforeman/foreman/internal/tooling/roomtest"
 )
@@ -47,6 +46,20 @@ type scene struct {
 	lines  *lines
 	prober *roomtest.Peer
 	comps  []coordinator.Component
+	creds  string // the foremen's .creds file, when they sign in with one
+}
+
+// seedOf is the user's seed in a .creds file: a secret no log may hold.
+func seedOf(t *testing.T, creds string) string {
+	data, err := os.ReadFile(creds)
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "SU") {
+			return l
+		}
+	}
+	t.Fatal("no seed in " + creds)
+	return ""
 }
 
 func newScene(t *testing.T, natsURL string, perProcess func(i int) string, lease time.Duration, procs int, comps []coordinator.Component) *scene {
@@ -55,13 +68,10 @@ func newScene(t *testing.T, natsURL string, perProcess func(i int) string, lease
 
 // newSecuredScene is a scene on NATS as it runs in production (the example
 // configuration: TLS with client certificates, a user per role): the
-// foremen sign in as the foreman user, with FOREMAN_NATS_USER and
-// FOREMAN_NATS_PASSWORD in their environment.
+// foremen sign in as a foreman user, with its .creds file (cluster.creds).
 func newSecuredScene(t *testing.T, ns *natstest.Secured, lease time.Duration, procs int, comps []coordinator.Component) *scene {
 	cert, key := ns.Client(t, "foreman")
-	t.Setenv(config.EnvNATSUser, "foreman")
-	t.Setenv(config.EnvNATSPassword, ns.Passwords["foreman"])
-	auth := &cluster.Auth{User: "foreman", Password: ns.Passwords["foreman"], CA: ns.PKI.CA, Cert: cert, Key: key}
+	auth := &cluster.Auth{Creds: ns.Creds(t, "foreman", "foremen"), CA: ns.PKI.CA, Cert: cert, Key: key}
 	return newSceneSigned(t, ns.URL(), auth, nil, lease, procs, comps)
 }
 
@@ -69,13 +79,16 @@ func newSceneSigned(t *testing.T, natsURL string, auth *cluster.Auth, perProcess
 	room := roomtest.Start(t)
 	aud := room.Join(t, "aud")
 	s := &scene{room: room, comps: comps}
+	if auth != nil {
+		s.creds = auth.Creds
+	}
 	if perProcess == nil {
 		perProcess = func(int) string { return natsURL }
 	}
 	var signIn string
 	observer := cluster.Auth{}
 	if auth != nil {
-		signIn = fmt.Sprintf("  tls:\n    ca: %s\n    cert: %s\n    key: %s\n", auth.CA, auth.Cert, auth.Key)
+		signIn = fmt.Sprintf("  creds: %s\n  tls:\n    ca: %s\n    cert: %s\n    key: %s\n", auth.Creds, auth.CA, auth.Cert, auth.Key)
 		observer = *auth
 	}
 	s.f = newForemenSigned(t, room, perProcess, lease, procs, comps, []string{aud.ID}, signIn)
@@ -175,7 +188,7 @@ func TestClusterKill9(t *testing.T) {
 			s.complete(t, 3*time.Minute)
 			t.Logf("%d kills so far; this build complete after %v", done, time.Since(began).Round(time.Millisecond))
 			s.lines.check(t, comps, s.lease, s.f)
-			assert.False(t, s.f.logsContain(ns.Passwords["foreman"]), "the NATS password is in a log")
+			assert.False(t, s.f.logsContain(seedOf(t, s.creds)), "the NATS user's seed is in a log")
 			// Its own stamp: the leaders' logs end at one leader.
 			for _, m := range s.f.procs {
 				m.kill()

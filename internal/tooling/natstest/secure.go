@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/pem"
 	"math/big"
 	"net"
@@ -15,11 +14,16 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/natsauth"
 )
 
 // PKI is a certificate authority made in the test, and the certificates it
@@ -92,38 +96,44 @@ func ExampleConfig(t testing.TB) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "docs", "nats", "foreman.conf")
 }
 
-// Secured is a NATS server run from the example configuration: accounts,
-// a user per role with its permissions, TLS with client certificates from
-// a CA made in the test.
+// Secured is a NATS server run from the example configuration as it is:
+// operator mode, the accounts natsauth.Init makes, TLS with client
+// certificates from a CA made in the test. Its users are made as a team
+// makes them (natsauth.Creds), each worker's key added to Trust.
 type Secured struct {
 	*Server
-	PKI       *PKI
-	Passwords map[string]string // by user: foreman, host, worker, reader
+	PKI   *PKI
+	Dir   string // the accounts' directory (foreman nats init's)
+	Trust string // host.workers: every worker Creds made
+
+	mu sync.Mutex
 }
 
-// Roles are the users of the example configuration.
-var Roles = []string{"foreman", "host", "worker", "reader"}
-
 // StartSecured runs the example configuration on 127.0.0.1 and a random
-// port, its store and certificates in temporary directories, the users'
-// passwords made up and set where it reads them (the environment).
+// port, its store, accounts and certificates in temporary directories.
 func StartSecured(t *testing.T) *Secured { return StartSecuredWith(t, nil) }
 
 // StartSecuredWith is StartSecured with the configuration's text changed by
 // edit first (a test's control: the same server without a defence).
 func StartSecuredWith(t *testing.T, edit func(string) string) *Secured {
 	t.Helper()
-	opts, pki, passwords := exampleOptions(t, edit)
-	s := &Secured{PKI: pki, Passwords: passwords, Server: &Server{t: t, opts: *opts}}
+	confDir := t.TempDir()
+	dir := filepath.Join(confDir, "foreman")
+	require.NoError(t, natsauth.Init(dir))
+	opts, pki := exampleOptions(t, confDir, edit)
+	trust := filepath.Join(t.TempDir(), "workers")
+	require.NoError(t, os.WriteFile(trust, []byte("# the workers natstest made\n"), 0o644))
+	s := &Secured{PKI: pki, Dir: dir, Trust: trust, Server: &Server{t: t, opts: *opts}}
 	s.Server.Start()
 	t.Cleanup(s.Server.Stop)
 	return s
 }
 
 // exampleOptions reads the example configuration as a server would, made
-// to run here: on 127.0.0.1 and a random port, with a store, certificates
-// from a CA and passwords made for the test.
-func exampleOptions(t *testing.T, edit func(string) string) (*server.Options, *PKI, map[string]string) {
+// to run here, in confDir (where foreman nats init made the accounts, in
+// foreman/): on 127.0.0.1 and a random port, with a store and
+// certificates from a CA made for the test.
+func exampleOptions(t *testing.T, confDir string, edit func(string) string) (*server.Options, *PKI) {
 	t.Helper()
 	pki := NewPKI(t)
 	cert, key := pki.Issue(t, "server", true)
@@ -132,11 +142,12 @@ func exampleOptions(t *testing.T, edit func(string) string) (*server.Options, *P
 	require.NoError(t, err)
 	text := string(data)
 	for from, to := range map[string]string{
-		"listen: 0.0.0.0:4222":         "listen: 127.0.0.1:" + strconv.Itoa(port),
-		"/var/lib/nats":                t.TempDir(),
-		"/etc/nats/tls/server.pem":     cert,
-		"/etc/nats/tls/server-key.pem": key,
-		"/etc/nats/tls/ca.pem":         pki.CA,
+		"listen: 0.0.0.0:4222":            "listen: 127.0.0.1:" + strconv.Itoa(port),
+		"/var/lib/nats":                   t.TempDir(),
+		"/etc/nats/tls/server.pem":        cert,
+		"/etc/nats/tls/server-key.pem":    key,
+		"/etc/nats/tls/ca.pem":            pki.CA,
+		`include "foreman/accounts.conf"`: `include "foreman/accounts.conf"`,
 	} {
 		require.Contains(t, text, from, "the example configuration changed: the test no longer knows where to point it")
 		text = strings.ReplaceAll(text, from, to)
@@ -146,20 +157,58 @@ func exampleOptions(t *testing.T, edit func(string) string) (*server.Options, *P
 		require.True(t, text != edited, "the edit changed nothing")
 		text = edited
 	}
-	passwords := map[string]string{}
-	for _, r := range Roles {
-		b := make([]byte, 12)
-		_, _ = rand.Read(b)
-		passwords[r] = hex.EncodeToString(b)
-		t.Setenv("NATS_"+strings.ToUpper(r)+"_PASSWORD", passwords[r])
-	}
-	path := filepath.Join(t.TempDir(), "nats.conf")
+	path := filepath.Join(confDir, "nats.conf")
 	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
 	opts, err := server.ProcessConfigFile(path)
 	require.NoError(t, err)
 	opts.NoLog, opts.NoSigs = true, true
 	opts.JetStreamMaxMemory, opts.JetStreamMaxStore = 64<<20, 1<<30
-	return opts, pki, passwords
+	return opts, pki
+}
+
+// Creds makes a user of role named name, as foreman nats creds does
+// (a worker with labels, confining its checks, and trusted in s.Trust),
+// and writes its .creds file.
+func (s *Secured) Creds(t testing.TB, role, name string, labels ...string) string {
+	t.Helper()
+	creds, pub, err := natsauth.Creds(s.Dir, natsauth.User{Role: role, Name: name, Labels: labels, Confined: true})
+	require.NoError(t, err)
+	if role == natsauth.RoleWorker {
+		s.mu.Lock()
+		f, err := os.OpenFile(s.Trust, os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.WriteString(name + " " + pub + "\n")
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		s.mu.Unlock()
+	}
+	path := filepath.Join(t.TempDir(), name+".creds")
+	require.NoError(t, os.WriteFile(path, creds, 0o600))
+	return path
+}
+
+// CredsWith makes a user named name with perms as they are, signed by the
+// account's own key, not a role's: a test's control, the same user
+// without a defence (today's permissions, or none).
+func (s *Secured) CredsWith(t testing.TB, name string, perms jwt.Permissions) string {
+	t.Helper()
+	acc, err := os.ReadFile(filepath.Join(s.Dir, "keys", "account.nk"))
+	require.NoError(t, err)
+	kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(acc))))
+	require.NoError(t, err)
+	user, err := nkeys.CreateUser()
+	require.NoError(t, err)
+	pub, _ := user.PublicKey()
+	uc := jwt.NewUserClaims(pub)
+	uc.Name, uc.Permissions = name, perms
+	uj, err := uc.Encode(kp)
+	require.NoError(t, err)
+	seed, _ := user.Seed()
+	creds, err := jwt.FormatUserConfig(uj, seed)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), name+"-with.creds")
+	require.NoError(t, os.WriteFile(path, creds, 0o600))
+	return path
 }
 
 // Client is a certificate and key the CA signed for a client.

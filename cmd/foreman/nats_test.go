@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/natsauth"
+	"github.com/agentforeman/foreman/internal/workq"
+)
+
+// foreman nats init makes the accounts once; foreman nats creds makes a
+// worker's .creds and adds its key to the host's trust file; mistakes are
+// one line.
+func TestNatsInitAndCreds(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "foreman")
+	code, out, errOut := foreman(t, "nats", "init", dir)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "made the accounts in "+dir)
+	for _, f := range []string{"accounts.conf", "operator.jwt", "keys/worker.nk", "keys/account.nk"} {
+		assert.FileExists(t, filepath.Join(dir, f))
+	}
+	st, err := os.Stat(filepath.Join(dir, "keys", "worker.nk"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "a seed is a secret")
+	code, _, errOut = foreman(t, "nats", "init", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "the accounts are made already")
+
+	trust := filepath.Join(t.TempDir(), "workers")
+	creds := filepath.Join(t.TempDir(), "w1.creds")
+	code, _, errOut = foreman(t, "nats", "creds", dir, "--role", "worker", "--name", "w1", "--labels", "gpu", "--trust", trust, "-o", creds)
+	require.Equal(t, 0, code, errOut)
+	data, err := os.ReadFile(creds)
+	require.NoError(t, err)
+	kp, name, err := natsauth.Seed(data)
+	require.NoError(t, err)
+	assert.Equal(t, "w1", name)
+	pub, _ := kp.PublicKey()
+	tr, err := workq.OpenTrust(trust)
+	require.NoError(t, err)
+	assert.Equal(t, pub, tr.Key("w1"), "the host trusts it by its key")
+
+	for _, bad := range []struct {
+		args []string
+		line string
+	}{
+		{[]string{"--role", "boss", "--name", "x"}, `role "boss" is none of foreman, host, worker, reader`},
+		{[]string{"--role", "worker", "--name", "w.1"}, `name "w.1"`},
+		{[]string{"--role", "worker", "--name", "w2", "--labels", "GPU"}, `label "GPU": lower-case`},
+		{[]string{"--role", "host", "--name", "h1", "--labels", "gpu"}, "--labels, --unconfined and --trust are for --role worker"},
+	} {
+		code, _, errOut := foreman(t, append([]string{"nats", "creds", dir}, bad.args...)...)
+		assert.Equal(t, 1, code, bad.args)
+		assert.Contains(t, errOut, bad.line)
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+	}
+}
