@@ -53,24 +53,29 @@ func (a *app) natsCredsCommand() *cobra.Command {
 		Long: `creds makes a user for one foreman process: its JWT, signed by ROLE's
 scoped key (so its permissions are ROLE's, filled in with its own name),
 and its seed, as a .creds file (cluster.creds). NAME is the process's
-cluster.id. A worker is made for its labels (worker.labels) and, unless
+cluster.id. A host is made for the builds it hosts (--builds). A worker is
+made for its labels (worker.labels) and, unless
 --unconfined, the label of workers that sandbox their checks; --trust adds
 its public key to the file a host counts workers' results by
 (host.workers).`,
-		Example: `  foreman nats creds /etc/nats/foreman --role host --name h1 -o h1.creds
+		Example: `  foreman nats creds /etc/nats/foreman --role host --name h1 --builds shop -o h1.creds
   foreman nats creds /etc/nats/foreman --role worker --name w1 --labels gpu --trust /etc/foreman/workers -o w1.creds`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			role, _ := cmd.Flags().GetString("role")
 			name, _ := cmd.Flags().GetString("name")
 			labels, _ := cmd.Flags().GetStringSlice("labels")
+			builds, _ := cmd.Flags().GetStringSlice("builds")
 			unconfined, _ := cmd.Flags().GetBool("unconfined")
 			trust, _ := cmd.Flags().GetString("trust")
 			out, _ := cmd.Flags().GetString("output")
 			if role != natsauth.RoleWorker && (len(labels) > 0 || unconfined || trust != "") {
 				return fmt.Errorf("--labels, --unconfined and --trust are for --role worker")
 			}
-			creds, pub, err := natsauth.Creds(args[0], natsauth.User{Role: role, Name: name, Labels: labels, Confined: !unconfined})
+			if role != natsauth.RoleHost && len(builds) > 0 {
+				return fmt.Errorf("--builds is for --role host")
+			}
+			creds, pub, err := natsauth.Creds(args[0], natsauth.User{Role: role, Name: name, Labels: labels, Confined: !unconfined, Builds: builds})
 			if err != nil {
 				return err
 			}
@@ -101,6 +106,7 @@ its public key to the file a host counts workers' results by
 	cmd.Flags().String("role", "", "foreman, host, worker or reader")
 	cmd.Flags().String("name", "", "the process's cluster.id (a worker's NATS user name)")
 	cmd.Flags().StringSlice("labels", nil, "a worker's labels (worker.labels)")
+	cmd.Flags().StringSlice("builds", nil, "the builds a host hosts (build.name): the only ledgers it may make or purge")
 	cmd.Flags().Bool("unconfined", false, "a worker that runs checks unconfined (host.sandbox: off)")
 	cmd.Flags().String("trust", "", "add a worker's public key to this file (host.workers)")
 	cmd.Flags().StringP("output", "o", "", "write the .creds file here (mode 0600) rather than to standard output")

@@ -393,3 +393,79 @@ func TestCredsAndTLS(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the server refused this process's credentials")
 }
+
+// sharedHost is the host's permissions before each host's user was made
+// for its builds: the JetStream API on every stream (*), narrowed by
+// denies of foreman's streams of fixed names. The control of
+// TestHostCannotTouchForemansLog.
+func sharedHost() jwt.Permissions {
+	var p jwt.Permissions
+	p.Pub.Allow.Add("$JS.API.INFO", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.CREATE.*",
+		"$JS.API.STREAM.PURGE.*", "$JS.API.STREAM.MSG.GET.*", "$JS.API.DIRECT.GET.>", "$JS.API.CONSUMER.CREATE.>",
+		"$JS.API.CONSUMER.DELETE.>", "$JS.API.CONSUMER.INFO.>", "$JS.API.CONSUMER.MSG.NEXT.>", "$JS.FC.>",
+		"foreman-host.*.ledger", "foreman-host.*.fence", "$KV.FOREMAN_HOST_LEASES.>", "$KV.FOREMAN_HOST_NODES.>")
+	p.Pub.Deny.Add("$JS.API.STREAM.*.KV_FOREMAN_LEASES", "$JS.API.STREAM.*.KV_FOREMAN_STATE",
+		"$JS.API.STREAM.*.KV_FOREMAN_NODES", "$JS.API.STREAM.*.OBJ_FOREMAN_SNAPSHOTS")
+	p.Sub.Allow.Add(RoleHost.InboxPrefix() + ".>")
+	return p
+}
+
+// A host's credentials, as foreman nats creds makes them for its builds,
+// cannot purge a build's log nor make a stream on foreman's subjects
+// before foreman opens the build; with the host's permissions of before
+// (the API on every stream), both work. The host still leads its build
+// (its ledger made, appended to and compacted).
+func TestHostCannotTouchForemansLog(t *testing.T) {
+	for _, guarded := range []bool{false, true} {
+		name := "the API on every stream"
+		if guarded {
+			name = "a host user for its builds"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := natstest.StartSecured(t)
+			ctx := context.Background()
+			var flog, hlog syncBuffer
+			f := connectWith(t, secured(t, s, RoleForeman, "f1", &flog))
+			_, lg := lead(t, f, watch(t, f), "shop")
+			require.NoError(t, lg.Append([]node.Entry{{Index: 1, Event: &coordinator.Event{Kind: coordinator.KindStart, At: t0, Instance: "abc123"}}}))
+			ho := secured(t, s, RoleHost, "h1", &hlog)
+			if !guarded {
+				ho.Auth.Creds = s.CredsWith(t, "h1", sharedHost())
+			}
+			h := connectWith(t, ho)
+			_, led := leadHost(t, h, "shop")
+			require.NoError(t, led.Append([]byte(`{"op":"start","run":1}`)))
+			require.NoError(t, led.Compact(ctx, [][]byte{[]byte(`{"op":"pass"}`)}), "the host compacts its own ledger")
+
+			logMsgs := func() uint64 {
+				st, err := f.js.Stream(ctx, StreamName("shop"))
+				require.NoError(t, err)
+				return st.CachedInfo().State.Msgs
+			}
+			before := logMsgs()
+			require.NotZero(t, before)
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			st, err := h.js.Stream(pctx, StreamName("shop"))
+			if err == nil {
+				err = st.Purge(pctx)
+			}
+			cancel()
+			purged := err == nil && logMsgs() == 0
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err2 := h.js.CreateStream(cctx, jetstream.StreamConfig{Name: "SQUAT", Subjects: []string{LogSubject("web")}})
+			cancel()
+			_, serr := f.js.Stream(ctx, "SQUAT")
+			squatted := err2 == nil && serr == nil
+			if guarded {
+				assert.False(t, purged, "the host purged a build's log: %v", err)
+				refused(t, &hlog, "$JS.API.STREAM.PURGE."+StreamName("shop"))
+				assert.False(t, squatted, "the host made a stream on foreman's subjects: %v", err2)
+				refused(t, &hlog, "$JS.API.STREAM.CREATE.SQUAT")
+				assert.Equal(t, before, logMsgs(), "foreman's log as it was")
+			} else {
+				assert.True(t, purged, "without its defence the purge must work, or the test proves nothing: %v", err)
+				assert.True(t, squatted, "without its defence the squat must work: %v", err2)
+			}
+		})
+	}
+}

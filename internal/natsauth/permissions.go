@@ -33,22 +33,25 @@ func Permissions(role string) jwt.Permissions {
 			"$JS.API.STREAM.*.FOREMAN_CHECK_LOGS", "$JS.API.STREAM.*.KV_FOREMAN_WORKERS")
 		p.Sub.Allow.Add(natsname.Inbox(RoleForeman, "") + ".>")
 	case RoleHost:
-		// A ledger stream per build is granted by *, which the denies
-		// narrow: nothing of foreman's by name. (foreman's per-build log
-		// streams cannot be named here: NATS matches whole tokens, and
-		// FOREMAN_LOG_<build> is one; docs/NATS.md.)
+		// Only its own builds' ledgers ({{tag(build)}}: the builds it was
+		// made for) and the streams of fixed names it makes: it cannot
+		// make a stream of any other name (one that would take foreman's
+		// subjects), nor purge any other (a build's log).
+		const ledger = "FOREMAN_LEDGER_{{tag(build)}}"
 		p.Pub.Allow.Add(
-			"$JS.API.INFO", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.CREATE.*",
-			"$JS.API.STREAM.UPDATE.KV_FOREMAN_RESULTS", "$JS.API.STREAM.UPDATE.KV_FOREMAN_WORKERS",
-			"$JS.API.STREAM.UPDATE.FOREMAN_CHECK_LOGS",
-			"$JS.API.STREAM.PURGE.*", "$JS.API.STREAM.MSG.GET.*", "$JS.API.DIRECT.GET.>",
+			"$JS.API.INFO", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*",
+			"$JS.API.STREAM.CREATE."+ledger, "$JS.API.STREAM.PURGE."+ledger,
+			"$JS.API.STREAM.CREATE.KV_FOREMAN_HOST_LEASES", "$JS.API.STREAM.CREATE.KV_FOREMAN_HOST_NODES",
+			"$JS.API.STREAM.CREATE.FOREMAN_JOBS", "$JS.API.STREAM.PURGE.FOREMAN_JOBS",
+			"$JS.API.STREAM.CREATE.KV_FOREMAN_RESULTS", "$JS.API.STREAM.UPDATE.KV_FOREMAN_RESULTS",
+			"$JS.API.STREAM.CREATE.KV_FOREMAN_WORKERS", "$JS.API.STREAM.UPDATE.KV_FOREMAN_WORKERS",
+			"$JS.API.STREAM.CREATE.FOREMAN_CHECK_LOGS", "$JS.API.STREAM.UPDATE.FOREMAN_CHECK_LOGS",
+			"$JS.API.STREAM.MSG.GET.*", "$JS.API.DIRECT.GET.>",
 			"$JS.API.CONSUMER.CREATE.>", "$JS.API.CONSUMER.DELETE.>", "$JS.API.CONSUMER.INFO.>",
 			"$JS.API.CONSUMER.LIST.FOREMAN_JOBS", "$JS.API.CONSUMER.MSG.NEXT.>", "$JS.FC.>",
-			"foreman-host.*.ledger", "foreman-host.*.fence", "$KV.FOREMAN_HOST_LEASES.>", "$KV.FOREMAN_HOST_NODES.>",
+			"foreman-host.{{tag(build)}}.ledger", "foreman-host.{{tag(build)}}.fence",
+			"$KV.FOREMAN_HOST_LEASES.>", "$KV.FOREMAN_HOST_NODES.>",
 			"foreman-jobs.>", "$KV.FOREMAN_RESULTS.x.>", "$KV.FOREMAN_WORKERS.h.>")
-		p.Pub.Deny.Add(
-			"$JS.API.STREAM.*.KV_FOREMAN_LEASES", "$JS.API.STREAM.*.KV_FOREMAN_STATE",
-			"$JS.API.STREAM.*.KV_FOREMAN_NODES", "$JS.API.STREAM.*.OBJ_FOREMAN_SNAPSHOTS")
 		p.Sub.Allow.Add(natsname.Inbox(RoleHost, "") + ".>")
 	case RoleWorker:
 		// Filled in by the server for each user: {{name()}} its name,

@@ -167,11 +167,18 @@ func exampleOptions(t *testing.T, confDir string, edit func(string) string) (*se
 }
 
 // Creds makes a user of role named name, as foreman nats creds does
-// (a worker with labels, confining its checks, and trusted in s.Trust),
-// and writes its .creds file.
-func (s *Secured) Creds(t testing.TB, role, name string, labels ...string) string {
+// (a worker with labels, confining its checks, and trusted in s.Trust; a
+// host for its builds, "shop" if none), and writes its .creds file.
+func (s *Secured) Creds(t testing.TB, role, name string, labelsOrBuilds ...string) string {
 	t.Helper()
-	creds, pub, err := natsauth.Creds(s.Dir, natsauth.User{Role: role, Name: name, Labels: labels, Confined: true})
+	u := natsauth.User{Role: role, Name: name, Labels: labelsOrBuilds, Confined: true}
+	if role == natsauth.RoleHost {
+		u.Labels, u.Builds = nil, labelsOrBuilds
+		if len(u.Builds) == 0 {
+			u.Builds = []string{"shop"}
+		}
+	}
+	creds, pub, err := natsauth.Creds(s.Dir, u)
 	require.NoError(t, err)
 	if role == natsauth.RoleWorker {
 		s.mu.Lock()
