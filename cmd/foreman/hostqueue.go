@@ -59,6 +59,13 @@ func writeHostQueue(w io.Writer, logs string, now time.Time) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	for _, c := range q.Commands {
+		state := "blamed when it fails"
+		if c.Flaky {
+			state = "flaky: a failure is checked again before anyone is blamed"
+		}
+		fmt.Fprintf(w, "  check    %-16s failed %d, passed again on the same tree %d: %s\n", c.Command, c.Failed, c.PassedAgain, state)
+	}
 	for _, l := range q.Landed {
 		line := fmt.Sprintf("  merged   %-16s at %s", l.Component, l.Commit[:min(12, len(l.Commit))])
 		if l.Receipt {

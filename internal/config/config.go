@@ -581,6 +581,16 @@ func count(v *viper.Viper, key string, least int) (int, error) {
 	return n, nil
 }
 
+// share reads key as a share of the time: a number from 0 to 1.
+func share(v *viper.Viper, key string) (float64, error) {
+	s := v.GetString(key)
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f > 1 {
+		return 0, errorf(key, "%q is not a share from 0 to 1 (0.25: a quarter of the time)", s)
+	}
+	return f, nil
+}
+
 // Engine is the part of the configuration the coordinator engine takes.
 // self is foreman's sender id in the room.
 func (c *Config) Engine(self string) coordinator.Config {

@@ -41,6 +41,10 @@ type Host struct {
 	LogLimit    int64  // bytes kept of one check's log
 	LogURL      string // where the board serves the logs; "": from http.listen
 	Retries     int    // a failed check is run again this many times on the same tree before anyone is blamed
+	// FlakyThreshold: a check command whose failures passed again on the
+	// same tree more than this share of the time is flaky, and its
+	// failure is checked again before anyone is blamed (0: never).
+	FlakyThreshold float64
 	// OverlapInterval is how often, at most, one component's work in
 	// progress is merged with the others' (contract section 10).
 	OverlapInterval time.Duration
@@ -94,6 +98,7 @@ func hostDefaults(d map[string]any) {
 	d["host.log_limit"] = 8 << 20
 	d["host.log_url"] = ""
 	d["host.retries"] = 1
+	d["host.flaky_threshold"] = 0.25
 	d["host.overlap_interval"] = "30s"
 	d["host.prune"] = false
 	d["host.land_as"] = LandMerge
@@ -148,6 +153,9 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 		return err
 	}
 	if err := atMost(h.Retries, 5, "host.retries"); err != nil {
+		return err
+	}
+	if h.FlakyThreshold, err = share(v, "host.flaky_threshold"); err != nil {
 		return err
 	}
 	if h.Prune, err = boolean(v, "host.prune"); err != nil {

@@ -20,6 +20,10 @@ type Config struct {
 	Target      string   // the target branch, short name, for what the host says
 	Prune       bool     // host.prune: a landed component's branch is deleted
 	Squash      bool     // host.land_as squash: each component lands as one commit on the target (Job.Squash)
+	// FlakyThreshold is host.flaky_threshold: a check command whose
+	// failures passed again on the same tree more than this share of the
+	// time is flaky (flakes.go); 0: none is.
+	FlakyThreshold float64
 	// Backoff is the first wait before a job that failed for the
 	// repository's sake (locked, dirty checkout) is tried again (default
 	// 30s); it doubles up to 10 times that.

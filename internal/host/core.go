@@ -69,6 +69,7 @@ type run struct {
 	started   time.Time // zero while queued
 	notBefore time.Time // a retry waits until then
 	tries     int       // retries for the repository's sake so far
+	flakes    int       // tries again of a flaky command's failure so far
 	said      string    // the retry reason last said, so it is said once
 	log       string
 }
@@ -92,14 +93,16 @@ type Core struct {
 	recent    []Verdict // the last verdicts, for the queue view
 
 	// The train (train.go).
-	train     []*car
-	cars      int       // cars made so far: their ids
-	target    string    // the target's commit as the host last knew it; "" until a job says
-	base      string    // the commit the train's chains are made on
-	landed    []landing // cars landed since base, in order
-	landing   *run      // the front car's landing, queued or running
-	checkTime time.Duration
-	flaky     map[string]int // checks that failed then passed, per command
+	train       []*car
+	cars        int       // cars made so far: their ids
+	target      string    // the target's commit as the host last knew it; "" until a job says
+	base        string    // the commit the train's chains are made on
+	landed      []landing // cars landed since base, in order
+	landing     *run      // the front car's landing, queued or running
+	checkTime   time.Duration
+	flaky       map[string]int         // checks that failed then passed, per command
+	flakes      map[string]*flakeStats // per command, its failures and those passed again (flakes.go)
+	failedTrees *recent[*failedTree]   // trees a command failed on, by tree
 
 	// Work in progress (wip.go).
 	scanning *run            // the scan running, if any
@@ -123,19 +126,21 @@ type Core struct {
 func New(cfg Config, st State) *Core {
 	cfg.defaults()
 	h := &Core{
-		cfg:       cfg,
-		reader:    protocol.Reader{Mentions: cfg.Mentions},
-		comps:     map[string]*comp{},
-		declared:  map[string]bool{},
-		running:   map[int]*run{},
-		passes:    map[string]Pass{},
-		lastRun:   st.LastRun,
-		flaky:     map[string]int{},
-		overlaps:  map[string]bool{},
-		trees:     newRecent[receipt.Checks](maxTrees),
-		approvals: maps.Clone(st.Approvals),
-		landedAt:  newRecent[string](maxLanded),
-		receipts:  map[string]*Receipt{},
+		cfg:         cfg,
+		reader:      protocol.Reader{Mentions: cfg.Mentions},
+		comps:       map[string]*comp{},
+		declared:    map[string]bool{},
+		running:     map[int]*run{},
+		passes:      map[string]Pass{},
+		lastRun:     st.LastRun,
+		flaky:       map[string]int{},
+		flakes:      map[string]*flakeStats{},
+		failedTrees: newRecent[*failedTree](maxFailedTrees),
+		overlaps:    map[string]bool{},
+		trees:       newRecent[receipt.Checks](maxTrees),
+		approvals:   maps.Clone(st.Approvals),
+		landedAt:    newRecent[string](maxLanded),
+		receipts:    map[string]*Receipt{},
 	}
 	for _, c := range cfg.Components {
 		h.declared[c] = true

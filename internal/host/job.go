@@ -169,6 +169,7 @@ type Outcome struct {
 	Base    string   // the target it was merged with
 	Tree    string   // Commit's tree
 	Line    string   // Failed: the check and its first failing line; Invalid, Retry: why
+	Command string   // Failed: the check that failed, named as Flaky names them
 	Log     string   // the log's path
 	URL     string   // the log's address on the board, if it runs
 	Files   []string // Conflicted: the files

@@ -109,9 +109,7 @@ func (h *Core) Finished(at time.Time, o Outcome) Actions {
 		return h.take()
 	}
 	delete(h.running, o.Run)
-	for _, cmd := range o.Flaky {
-		h.flaky[cmd]++
-	}
+	h.learn(o)
 	if (o.Result == Passed || o.Result == Failed) && (r.Kind == Check || r.Kind == Car) {
 		h.timed(h.now.Sub(r.started))
 	}
@@ -166,6 +164,15 @@ func (h *Core) checkFinished(c *comp, r *run, o Outcome) {
 		// say again whether it is wanted.
 		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
 	default:
+		if h.flakeRetry(c.name, r.flakes, o) {
+			h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: Retry.String()})
+			h.lastRun++
+			again := &run{Job: r.Job, queued: r.queued, notBefore: h.now, flakes: r.flakes + 1}
+			again.Run = h.lastRun
+			c.run = again
+			h.order = append(h.order, again)
+			return
+		}
 		h.verdict(c, r, o)
 	}
 }

@@ -43,6 +43,9 @@ type car struct {
 	// afterLanding: its last job found the target moved while a landing
 	// was under way; it is checked again once that landing is done.
 	afterLanding bool
+	// flakes: its chain's check failed on a flaky command this many
+	// times, and was tried again (flakes.go).
+	flakes int
 
 	// Its result, and the chain it is for.
 	done  *Outcome
@@ -238,6 +241,12 @@ func (h *Core) carFinished(k *car, r *run, o Outcome) {
 		return
 	}
 	k.tries, k.said = 0, ""
+	if h.flakeRetry(k.c.name, k.flakes, o) {
+		// Its chain is checked again as it is: nothing else changes.
+		k.flakes++
+		h.reconcile()
+		return
+	}
 	switch o.Result {
 	case Landed:
 		// Its approved commit is on the target already: a landing a crash

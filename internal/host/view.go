@@ -19,6 +19,10 @@ type QueueView struct {
 	// Flaky counts, per check command, the checks that failed and then
 	// passed when run again on the same tree.
 	Flaky map[string]int `json:"flaky,omitempty"`
+	// Commands are what the host learned of each check command that
+	// failed: its failures, those whose tree later passed, and whether
+	// it is flaky (a failure tried again before anyone is blamed).
+	Commands []FlakyCommand `json:"commands,omitempty"`
 	// Landed is what this host landed (or found landed) in its life, the
 	// last maxShownLanded, each with where its receipt is.
 	Landed []LandedView `json:"landed,omitempty"`
@@ -74,6 +78,8 @@ func (h *Core) Queue() QueueView {
 	if n := len(h.lands); n > 0 {
 		v.Landed = append([]LandedView{}, h.lands[max(0, n-maxShownLanded):]...)
 	}
+	v.Commands = h.flakyView()
+	sort.Slice(v.Commands, func(i, j int) bool { return v.Commands[i].Command < v.Commands[j].Command })
 	if len(h.flaky) > 0 {
 		v.Flaky = make(map[string]int, len(h.flaky))
 		for k, n := range h.flaky {

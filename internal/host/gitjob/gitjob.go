@@ -346,6 +346,7 @@ func failed(res checks.Result, o host.Outcome) host.Outcome {
 		name = res.Command
 	}
 	o.Line = name + ": " + res.Line
+	o.Command = shortCommand(res.Command)
 	return o
 }
 

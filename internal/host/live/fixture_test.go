@@ -121,7 +121,8 @@ func (s stallOnce) Run(ctx context.Context, j host.Job) host.Outcome {
 // pass alone and fail together); in mode gate it first says it started
 // (GATE.started) and waits for the test to open the gate (GATE.open); in
 // mode hang it never ends; in mode flaky it fails the first time it checks
-// each component. A check that passes records the commit it checked in
+// each component; in mode flakylearn, too, and the first two times it
+// checks component d. A check that passes records the commit it checked in
 // RECORD.
 func helper(mode string) int {
 	switch mode {
@@ -136,12 +137,18 @@ func helper(mode string) int {
 		}
 	case "hang":
 		time.Sleep(time.Hour)
-	case "flaky":
-		mark := os.Getenv("GATE") + "." + os.Getenv("FOREMAN_COMPONENT") + ".flaked"
-		if _, err := os.Stat(mark); err != nil {
-			_ = os.WriteFile(mark, nil, 0o644)
-			fmt.Println("FAIL: a flake")
-			return 1
+	case "flaky", "flakylearn":
+		times := 1
+		if mode == "flakylearn" && os.Getenv("FOREMAN_COMPONENT") == "d" {
+			times = 2
+		}
+		for i := range times {
+			mark := fmt.Sprintf("%s.%s.flaked%d", os.Getenv("GATE"), os.Getenv("FOREMAN_COMPONENT"), i)
+			if _, err := os.Stat(mark); err != nil {
+				_ = os.WriteFile(mark, nil, 0o644)
+				fmt.Println("FAIL: a flake")
+				return 1
+			}
 		}
 	}
 	entries, _ := os.ReadDir(".")

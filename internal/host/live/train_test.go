@@ -132,6 +132,35 @@ func TestFlakyCheckIsReportedFlaky(t *testing.T) {
 	w.waitQueue("a flaky count", func(q host.QueueView) bool { return len(q.Flaky) == 1 })
 }
 
+// A command whose failures passed again on the same tree (learned from
+// a, b and c, each failing once then passing on its retry) is flaky: when
+// d's check fails on it twice (the retry too), the host checks d again
+// before blaming anyone, and d passes; d's builder never hears FAIL, and
+// the queue marks the command flaky.
+func TestAFlakyCommandIsLearnedAndNotBlamed(t *testing.T) {
+	w := newWorld(t, worldOptions{components: []string{"a", "b", "c", "d"}, mode: "flakylearn", maxParallel: 1,
+		rules: "  max_claims_per_agent: 2\n"})
+	w.startHost()
+	for i, c := range []string{"a", "b", "c"} {
+		b := []string{"b1", "b2", "b3"}[i]
+		w.claim(b, c)
+		w.commit(b+"/"+c, "main", map[string]string{c: c + "\n"})
+		w.say(b, "READY "+c+" "+b+"/"+c)
+		assert.Contains(t, w.expect(w.host, "CI "+c+" PASS "), "(flaky: ")
+	}
+	w.claim("b1", "d")
+	w.commit("b1/d", "main", map[string]string{"d": "d\n"})
+	w.say("b1", "READY d b1/d")
+	again := w.expect(w.host, "queue: ")
+	assert.Contains(t, again, "failed on d, and it is flaky (3 of its 4 failures passed again on the same tree): checking d again before blaming anyone (1 of 2)")
+	w.expect(w.host, "CI d PASS ")
+	assert.Empty(t, w.said(w.host, "CI d FAIL"))
+	assert.Empty(t, w.said(w.foreman, "FIX d"))
+	w.waitQueue("the command marked flaky", func(q host.QueueView) bool {
+		return len(q.Commands) == 1 && q.Commands[0].Flaky && q.Commands[0].PassedAgain == 4
+	})
+}
+
 // kill -9 of the host while the train's cars are checked: on restart the
 // train is made again from the room (foreman's STATUS) and the ledger;
 // nothing lands twice, no stale verdict is said, and every component lands.

@@ -76,6 +76,11 @@
       list.appendChild(item('flaky (failed, then passed on the same tree): ' +
         flaky.map(function (k) { return k + ' ' + q.flaky[k]; }).join(', '), 'flaky'));
     }
+    const learned = (q.commands || []).filter(function (c) { return c.flaky; });
+    if (learned.length) {
+      list.appendChild(item('flaky, checked again before anyone is blamed: ' +
+        learned.map(function (c) { return c.command + ' (' + c.passed_again + ' of ' + c.failed + ' failures passed again)'; }).join(', '), 'flaky'));
+    }
     (q.landed || []).forEach(function (l) { if (l.file) receipts.set(l.c, l.file); });
     linkMerged();
     (q.recent || []).slice(-5).reverse().forEach(function (v) {
