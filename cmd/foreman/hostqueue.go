@@ -59,6 +59,13 @@ func writeHostQueue(w io.Writer, logs string, now time.Time) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	if q.CheckRuns > 0 {
+		line := fmt.Sprintf("  checks   %d runs in this host's life", q.CheckRuns)
+		if q.LandedN > 0 {
+			line += fmt.Sprintf(", %d components landed: %.2f runs per landing", q.LandedN, float64(q.CheckRuns)/float64(q.LandedN))
+		}
+		fmt.Fprintln(w, line)
+	}
 	for _, c := range q.Commands {
 		state := "blamed when it fails"
 		if c.Flaky {

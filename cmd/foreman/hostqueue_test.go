@@ -24,6 +24,7 @@ func TestStatusShowsTheHostsQueue(t *testing.T) {
 	"train":[{"c":"cart","ref":"b3/cart","on":"main","state":"passed","eta":"2026-03-01T09:00:00Z"},
 	         {"c":"pay","ref":"b4/pay","on":"main+cart","state":"checking","run":9,"eta":"2026-03-01T09:02:00Z"}],
 	"flaky":{"make test":2,"go vet":1},
+	"check_runs":7,"landed_n":2,
 	"commands":[{"command":"go vet","failed":3,"passed_again":0,"flaky":false},{"command":"make test","failed":3,"passed_again":2,"flaky":true}],
 	"landed":[{"c":"db","commit":"fedcba9876543210fedc","receipt":true,"file":"db-fedcba987654.receipt.json","at":"2026-03-01T08:57:00Z"},
 	          {"c":"auth","commit":"aaaabbbbccccddddeeee","receipt":false,"at":"2026-03-01T08:57:30Z"}],
@@ -37,6 +38,7 @@ CI queue (foreman host, target main, max_parallel 2, as of 3s ago):
   train 1  passed   cart             on main, lands in about 0s
   train 2  checking pay              on main+cart, lands in about 2m0s
   flaky checks (failed, then passed on the same tree): go vet 1 make test 2
+  checks   7 runs in this host's life, 2 components landed: 3.50 runs per landing
   check    go vet           failed 3, passed again on the same tree 0: blamed when it fails
   check    make test        failed 3, passed again on the same tree 2: flaky: a failure is checked again before anyone is blamed
   merged   db               at fedcba987654  receipt: git notes --ref foreman show fedcba987654

@@ -118,6 +118,8 @@ type Core struct {
 	receipts  map[string]*Receipt // by landed commit
 	notes     []*run              // receipts being written as notes
 	lands     []LandedView        // what this host landed, for the board and foreman status
+	checkRuns int                 // runs of the checks in this life (a READY's, a car's; a tree reused is none)
+	landedN   int                 // components landed in this life
 
 	out Actions
 }

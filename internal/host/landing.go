@@ -341,6 +341,7 @@ func (h *Core) landedNow(c *comp, r *run, o Outcome) (string, bool) {
 			h.settle(*x)
 		}
 	}
+	h.landedN++
 	h.lands = append(h.lands, LandedView{Component: c.name, Commit: commit, Tip: tip, Receipt: known, File: o.ReceiptFile, At: h.now})
 	if len(h.lands) > maxLanded {
 		h.lands = h.lands[1:]

@@ -110,8 +110,9 @@ func (h *Core) Finished(at time.Time, o Outcome) Actions {
 	}
 	delete(h.running, o.Run)
 	h.learn(o)
-	if (o.Result == Passed || o.Result == Failed) && (r.Kind == Check || r.Kind == Car) {
+	if (o.Result == Passed || o.Result == Failed) && (r.Kind == Check || r.Kind == Car) && !o.Reused {
 		h.timed(h.now.Sub(r.started))
+		h.checkRuns++
 	}
 	switch r.Kind {
 	case Land:

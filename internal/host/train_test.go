@@ -319,3 +319,18 @@ func TestABranchMovedAfterApprovalIsNotLanded(t *testing.T) {
 	land = s.started(s.finish(b.Run, Outcome{Result: Passed, Reused: true, Commit: "m-b", Tip: "t-b", Base: "T", Tree: "tr-b"}))
 	assert.Equal(t, Job{Run: land.Run, Kind: Land, Component: "b", Ref: "b/b", Owner: "@bb", Base: "T", Tip: "t-b", Commit: "m-b", Tree: "tr-b"}, land)
 }
+
+// The queue counts the runs of the checks and the landings: a car whose
+// chain is the tree its check before review passed is no run.
+func TestChecksPerLandingAreCounted(t *testing.T) {
+	s := trainHarness(t, 2)
+	land := s.landing(s.approve("a", "T")) // one run: a's check before review; its car reused it
+	s.finish(land.Run, Outcome{Result: Landed, Commit: "T2"})
+	q := s.h.Queue()
+	assert.Equal(t, 1, q.CheckRuns)
+	assert.Equal(t, 1, q.LandedN)
+	car := s.started(s.approve("b", "T")) // checked on T, lands on T2: its car runs
+	s.finish(car.Run, Outcome{Result: Passed, Commit: "m2-b", Tip: "t-b", Base: "T2", Tree: "tr2-b"})
+	q = s.h.Queue()
+	assert.Equal(t, 3, q.CheckRuns)
+}

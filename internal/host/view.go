@@ -23,6 +23,11 @@ type QueueView struct {
 	// failed: its failures, those whose tree later passed, and whether
 	// it is flaky (a failure tried again before anyone is blamed).
 	Commands []FlakyCommand `json:"commands,omitempty"`
+	// CheckRuns are the runs of the checks in the host's life (a READY's,
+	// a car's; a tree that passed before and is reused is none), and
+	// LandedN the components it landed: what each landing cost in checks.
+	CheckRuns int `json:"check_runs"`
+	LandedN   int `json:"landed_n"`
 	// Landed is what this host landed (or found landed) in its life, the
 	// last maxShownLanded, each with where its receipt is.
 	Landed []LandedView `json:"landed,omitempty"`
@@ -78,6 +83,7 @@ func (h *Core) Queue() QueueView {
 	if n := len(h.lands); n > 0 {
 		v.Landed = append([]LandedView{}, h.lands[max(0, n-maxShownLanded):]...)
 	}
+	v.CheckRuns, v.LandedN = h.checkRuns, h.landedN
 	v.Commands = h.flakyView()
 	sort.Slice(v.Commands, func(i, j int) bool { return v.Commands[i].Command < v.Commands[j].Command })
 	if len(h.flaky) > 0 {

@@ -76,6 +76,10 @@
       list.appendChild(item('flaky (failed, then passed on the same tree): ' +
         flaky.map(function (k) { return k + ' ' + q.flaky[k]; }).join(', '), 'flaky'));
     }
+    if (q.check_runs) {
+      list.appendChild(item('checks: ' + q.check_runs + ' runs' + (q.landed_n ?
+        ', ' + q.landed_n + ' landed: ' + (q.check_runs / q.landed_n).toFixed(2) + ' per landing' : ''), 'checks'));
+    }
     const learned = (q.commands || []).filter(function (c) { return c.flaky; });
     if (learned.length) {
       list.appendChild(item('flaky, checked again before anyone is blamed: ' +
