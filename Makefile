@@ -179,6 +179,7 @@ ci-small:
 	$(MAKE) bench BENCHTIME=1x
 	$(MAKE) bench-host BENCHTIME=1x VERIFY_LANDINGS=50
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2
+	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2 TRAIN_FLAKE=0.1
 	$(MAKE) bench-workers WORKER_RUNS=4:300ms:2:2:kill
 	$(MAKE) fuzz FUZZTIME=5s
 	$(MAKE) load LOADAGENTS=20 LOADSPREAD=2s LOADBURST=20

@@ -44,6 +44,12 @@ type size struct {
 	parallel   int
 	workers    int
 	kill       bool
+	// flake is TRAIN_FLAKE: the share of check runs that fail at random
+	// (a flake: the same tree passes another time), drawn from
+	// TRAIN_SEED, the commit, the run and the try, so that a seed gives
+	// the same draws to the same runs.
+	flake float64
+	seed  int
 }
 
 func sizeFromEnv(t *testing.T) size {
@@ -69,6 +75,18 @@ func sizeFromEnv(t *testing.T) size {
 		s.workers = n
 	}
 	s.kill = os.Getenv("TRAIN_KILL") == "1"
+	s.seed = 1
+	if v := os.Getenv("TRAIN_FLAKE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		require.NoError(t, err, "TRAIN_FLAKE")
+		require.True(t, f >= 0 && f < 1, "TRAIN_FLAKE is a share, below 1")
+		s.flake = f
+	}
+	if v := os.Getenv("TRAIN_SEED"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "TRAIN_SEED")
+		s.seed = n
+	}
 	require.False(t, s.kill && s.workers == 0, "TRAIN_KILL kills a worker: set TRAIN_WORKERS")
 	require.GreaterOrEqual(t, s.components, 3, "the case needs a semantic conflict between two components")
 	return s
@@ -100,8 +118,21 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	// The pair that fails together: the second and the last but one, so
 	// that both are in the same round of checks.
 	x, y := comps[1], comps[len(comps)-2]
-	check := fmt.Sprintf(`sh -c 'sleep %.3f; if [ -e %s/%s.txt ] && [ -e %s/%s.txt ] && [ ! -e %s/fixes.txt ] && [ ! -e %s/fixes.txt ]; then echo "FAIL: %s and %s do not work together"; exit 1; fi'`,
-		sz.check.Seconds(), x, x, y, y, x, y, x, y)
+	// A flake: each try of a run counts itself in tries/<run> (a path the
+	// sandbox lets the checks write: each builder's own copy, kept between
+	// its checks), and fails when the hash of the seed, the commit, the
+	// run and the try falls under the share.
+	tries := filepath.Join(dir, "tries")
+	require.NoError(t, os.MkdirAll(tries, 0o755))
+	flake := ""
+	if sz.flake > 0 {
+		flake = fmt.Sprintf(`r=$(basename "$TMPDIR" .tmp); n=$(cat %s/$r 2>/dev/null | wc -l); echo x >> %s/$r; `+
+			`h=$(printf "%%s %%s %%s %%s" %d "$FOREMAN_COMMIT" $r $n | cksum | cut -d" " -f1); `+
+			`if [ $((h %% 10000)) -lt %d ]; then echo "FAIL: a flake"; exit 1; fi; `, tries, tries, sz.seed, int(sz.flake*10000))
+	}
+	check := fmt.Sprintf(`sh -c 'sleep %.3f; `, sz.check.Seconds()) + flake +
+		fmt.Sprintf(`if [ -e %s/%s.txt ] && [ -e %s/%s.txt ] && [ ! -e %s/fixes.txt ] && [ ! -e %s/fixes.txt ]; then echo "FAIL: %s and %s do not work together"; exit 1; fi'`,
+			x, x, y, y, x, y, x, y)
 
 	hostID := identity(t, dir, "--identity", filepath.Join(dir, "host.json"), "--name", "host")
 	audID := identity(t, dir, "--identity", filepath.Join(dir, "aud.json"), "--name", "aud")
@@ -115,8 +146,8 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 		}
 		c.WriteString("rules:\n  max_build_time: 0\n  ci_gating: on\n  merge: external\n  checkin_interval: 1h\n  audit_timeout: 1h\n  ci_timeout: 1h\n  ci_attempts: 9\n")
 		fmt.Fprintf(&c, "roles:\n  ci: [\"%s\"]\n  merger: [\"%s\"]\n  auditors: [\"%s\"]\n", hostID, hostID, audID)
-		fmt.Fprintf(&c, "host:\n  repo: %s\n  identity: host.json\n  max_parallel: %d\n  checks:\n    - %q\n",
-			filepath.Join(dir, "shop.git"), sz.parallel, check)
+		fmt.Fprintf(&c, "host:\n  repo: %s\n  identity: host.json\n  max_parallel: %d\n  checks:\n    - %q\n  sandbox_paths:\n    rw: [%q]\n",
+			filepath.Join(dir, "shop.git"), sz.parallel, check, tries)
 		c.WriteString("journal:\n  path: journal\nhttp:\n  listen: \"\"\n")
 		require.NoError(t, os.WriteFile(config, []byte(c.String()), 0o644))
 	}
@@ -252,8 +283,9 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	}
 	t.Logf("READY to COMPLETE %s for %d components, checks of %s, max_parallel %d, workers %d: %d check runs, %d FIX; bound 2*ceil(N/P)*S+2*S = %s (ratio %.2f)",
 		took.Round(10*time.Millisecond), sz.components, sz.check, sz.parallel, sz.workers, len(logs), fixes, bound, took.Seconds()/bound.Seconds())
-	fmt.Printf("trainbench: components=%d check=%s parallel=%d workers=%d ready_to_complete=%s check_runs=%d fixes=%d bound=%s ratio=%.2f\n",
-		sz.components, sz.check, sz.parallel, sz.workers, took.Round(10*time.Millisecond), len(logs), fixes, bound, took.Seconds()/bound.Seconds())
+	fmt.Printf("trainbench: components=%d check=%s parallel=%d workers=%d flake=%.2f seed=%d ready_to_complete=%s check_runs=%d runs_per_landing=%.2f fixes=%d bound=%s ratio=%.2f\n",
+		sz.components, sz.check, sz.parallel, sz.workers, sz.flake, sz.seed, took.Round(10*time.Millisecond), len(logs),
+		float64(len(logs))/float64(sz.components), fixes, bound, took.Seconds()/bound.Seconds())
 }
 
 func identity(t *testing.T, dir string, args ...string) string {
