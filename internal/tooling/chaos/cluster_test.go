@@ -49,19 +49,6 @@ type scene struct {
 	creds  string // the foremen's .creds file, when they sign in with one
 }
 
-// seedOf is the user's seed in a .creds file: a secret no log may hold.
-func seedOf(t *testing.T, creds string) string {
-	data, err := os.ReadFile(creds)
-	require.NoError(t, err)
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, "SU") {
-			return l
-		}
-	}
-	t.Fatal("no seed in " + creds)
-	return ""
-}
-
 func newScene(t *testing.T, natsURL string, perProcess func(i int) string, lease time.Duration, procs int, comps []coordinator.Component) *scene {
 	return newSceneSigned(t, natsURL, nil, perProcess, lease, procs, comps)
 }
@@ -188,7 +175,7 @@ func TestClusterKill9(t *testing.T) {
 			s.complete(t, 3*time.Minute)
 			t.Logf("%d kills so far; this build complete after %v", done, time.Since(began).Round(time.Millisecond))
 			s.lines.check(t, comps, s.lease, s.f)
-			assert.False(t, s.f.logsContain(seedOf(t, s.creds)), "the NATS user's seed is in a log")
+			assert.False(t, s.f.logsContain(natstest.Seed(t, s.creds)), "the NATS user's seed is in a log")
 			// Its own stamp: the leaders' logs end at one leader.
 			for _, m := range s.f.procs {
 				m.kill()

@@ -222,3 +222,17 @@ func (s *Secured) CredsWith(t testing.TB, name string, perms jwt.Permissions) st
 func (s *Secured) Client(t testing.TB, name string) (cert, key string) {
 	return s.PKI.Issue(t, name, false)
 }
+
+// Seed is the user's seed a .creds file holds: a secret no log may show.
+func Seed(t testing.TB, creds string) string {
+	t.Helper()
+	data, err := os.ReadFile(creds)
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "SU") {
+			return l
+		}
+	}
+	t.Fatal("no seed in " + creds)
+	return ""
+}
