@@ -376,8 +376,9 @@ func TestRestartLearnsFromStatus(t *testing.T) {
 	assert.Equal(t, Job{Run: 8, Kind: Car, Component: "db", Ref: "b1/db", Owner: "@b1", Base: "b", Tip: "t", Target: "b", Pass: &pass,
 		Passed: []string{"tr"}, Auditors: []string{}}, started[0],
 		"what passed lands, if the target is still where it was checked: its tree passed, so nothing is checked again")
-	assert.Equal(t, Job{Run: 9, Kind: Check, Component: "api", Ref: "b2/api", Owner: "@b2"}, started[1])
-	assert.Equal(t, Job{Run: 10, Kind: Check, Component: "cart", Ref: "b3/cart", Owner: "@b3"}, started[2], "the READY after the view")
+	assert.Equal(t, Job{Run: 9, Kind: Check, Component: "api", Ref: "b2/api", Owner: "@b2", Passed: []string{"tr"}}, started[1],
+		"a check is told the trees that passed: one of them is not checked again")
+	assert.Equal(t, Job{Run: 10, Kind: Check, Component: "cart", Ref: "b3/cart", Owner: "@b3", Passed: []string{"tr"}}, started[2], "the READY after the view")
 	_, ok := h.NextWake()
 	assert.False(t, ok, "answered: nothing to ask again")
 
@@ -490,4 +491,36 @@ func TestOlderViewsDoNotRestartWhatWasReported(t *testing.T) {
 	s.finish(j.Run, Outcome{Result: Passed, Commit: "m2"})
 	s.foreman("REJECT db @host not waiting for CI (held)")
 	assert.NotEmpty(t, s.foreman("STATUS db ci owner=@b2 pr=b2/db").Start)
+}
+
+// A READY whose tree passed before is answered from the record: its PASS
+// says so, the record of how the tree passed is kept as it was (a landing's
+// receipt names those checks), and no run is counted. A tree forgotten
+// meanwhile is checked.
+func TestAReadyOfATreeThatPassedIsNotCheckedAgain(t *testing.T) {
+	s := newHarness(t, nil)
+	s.built("api", "@b1")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m", Tip: "t", Base: "T", Tree: "tr",
+		Checks: &receipt.Checks{Commands: []receipt.Command{{Command: "make test", Result: "passed"}}}})
+	// Another READY whose merge with the target is that tree (the same
+	// files: here another component's branch).
+	s.built("web", "@b2")
+	j = s.started(s.hear("@b2", "READY web b2/web"))
+	a := s.finish(j.Run, Outcome{Result: Passed, Reused: true, Commit: "m2", Tip: "t2", Base: "T", Tree: "tr"})
+	assert.Equal(t, []string{"CI web PASS m2 (its tree passed before: not checked again)"}, a.Say)
+	ev, ok := s.h.trees.get("tr")
+	require.True(t, ok)
+	assert.Equal(t, []receipt.Command{{Command: "make test", Result: "passed"}}, ev.Commands, "how it passed, as recorded")
+	assert.Equal(t, 1, s.h.Queue().CheckRuns)
+
+	// Forgotten meanwhile: checked, not answered from a record that is gone.
+	s.h.trees = newRecent[receipt.Checks](maxTrees)
+	s.built("db", "@b3")
+	j = s.started(s.hear("@b3", "READY db b3/db"))
+	a = s.finish(j.Run, Outcome{Result: Passed, Reused: true, Commit: "m3", Tip: "t3", Base: "T", Tree: "tr"})
+	assert.Empty(t, a.Say)
+	again := s.started(a)
+	assert.Equal(t, Check, again.Kind)
+	assert.Equal(t, "db", again.Component)
 }

@@ -84,9 +84,11 @@ type Job struct {
 	// Car: the commit a landing under way moves the target to: a target
 	// found there was moved by the host itself, not by hand.
 	Landing string
-	// Car: the trees that passed: a chain that comes out as one of them is
-	// not checked again (Outcome.Reused). The core decides what passed;
-	// the shell only looks the tree up here.
+	// Car, Check: the trees that passed: a chain, or a READY merged with
+	// the target, that comes out as one of them is not checked again
+	// (Outcome.Reused): a component is never checked twice on the same
+	// tree, but to retry a failure. The core decides what passed; the
+	// shell only looks the tree up here.
 	Passed []string
 	// Land: the tree that passed, which Commit must have.
 	Tree string
@@ -192,7 +194,7 @@ type Outcome struct {
 	// Passed (Check, Car): how the checks ran, for the receipts (the core
 	// adds the run, the commit and the tree). Nil when Reused.
 	Checks *receipt.Checks
-	// Car, Passed: the chain's tree was one of Job.Passed: not checked
+	// Car, Check, Passed: the tree was one of Job.Passed: not checked
 	// again.
 	Reused bool
 	// Land, Note, Landed: the receipt is Commit's note now.

@@ -82,6 +82,9 @@ func (h *Core) schedule() {
 
 func (h *Core) begin(r *run) {
 	r.started = h.now
+	if r.Kind == Check {
+		r.Passed = h.trees.keys() // as they are when it starts
+	}
 	h.running[r.Run] = r
 	h.record(Record{Op: OpStart, Run: r.Run, Kind: r.Kind.String(), Component: r.Component, Ref: r.Ref})
 	h.out.Start = append(h.out.Start, r.Job)
@@ -165,6 +168,14 @@ func (h *Core) checkFinished(c *comp, r *run, o Outcome) {
 		// say again whether it is wanted.
 		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
 	default:
+		if o.Result == Passed && o.Reused {
+			if _, ok := h.trees.get(o.Tree); !ok {
+				// Forgotten meanwhile (the oldest trees are): checked, then.
+				h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: Retry.String()})
+				h.enqueue(c)
+				return
+			}
+		}
 		if h.flakeRetry(c.name, r.flakes, o) {
 			h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: Retry.String()})
 			h.lastRun++

@@ -45,12 +45,17 @@ func (h *Core) report(c *comp, r *run, o Outcome) {
 	var line string
 	switch o.Result {
 	case Passed:
-		h.passedTree(r, o)
+		if !o.Reused {
+			h.passedTree(r, o) // a tree reused is on record as it passed
+		}
 		p := Pass{Component: c.name, Owner: r.Owner, Ref: r.Ref, Tip: o.Tip, Commit: o.Commit, Base: o.Base, Tree: o.Tree}
 		h.passes[c.name] = p
 		delete(h.approvals, c.name) // back through CI: what was approved before is not what it is now
 		h.record(Record{Op: OpPass, Component: c.name, Pass: &p})
 		line = "CI " + c.name + " PASS " + o.Commit + flakyNote(o.Flaky)
+		if o.Reused && r.Kind == Check {
+			line += " (its tree passed before: not checked again)"
+		}
 	case Failed:
 		line = "CI " + c.name + " FAIL " + failDetails(o)
 	case Conflicted:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host"
@@ -54,6 +55,12 @@ func (r *Runner) check(ctx context.Context, j host.Job) host.Outcome {
 		}
 	}
 	o.Commit, o.Tip, o.Base, o.Tree = commit, tip, base, tree
+	if slices.Contains(j.Passed, tree) {
+		// This tree passed before (a READY said again, a car's chain that
+		// was this merge): not checked twice.
+		o.Result, o.Reused = host.Passed, true
+		return o
+	}
 	res, err := r.checkTree(ctx, j, commit, base, &o)
 	if ctx.Err() != nil {
 		return host.Outcome{Result: host.Cancelled}

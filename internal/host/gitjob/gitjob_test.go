@@ -531,3 +531,32 @@ func TestPruneKillsOnlyThisMachinesGroups(t *testing.T) {
 		assert.False(t, ok, bad)
 	}
 }
+
+// A READY whose merge with the target comes out as a tree that passed
+// before is not checked again: the outcome says so (Reused); once the
+// target moved, the merge is another tree, and it is checked.
+func TestACheckOfATreeThatPassedIsNotRunAgain(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.commit("b1/api", "main", map[string]string{"api.txt": "api\n"}, "api")
+	first := f.check("api", "b1/api")
+	require.Equal(t, host.Passed, first.Result)
+	require.Equal(t, 1, f.checked())
+
+	j := f.job(host.Check, "api", "b1/api", nil)
+	j.Passed = f.passed
+	o := f.runner.Run(ctx, j)
+	require.Equal(t, host.Passed, o.Result, "%+v", o)
+	assert.True(t, o.Reused)
+	assert.Equal(t, first.Tree, o.Tree)
+	assert.Equal(t, first.Commit, o.Commit, "the same merge, made again")
+	assert.Equal(t, 1, f.checked(), "no check ran")
+
+	f.commit("main", "main", map[string]string{"db.txt": "db\n"}, "db landed")
+	j = f.job(host.Check, "api", "b1/api", nil)
+	j.Passed = f.passed
+	o = f.runner.Run(ctx, j)
+	require.Equal(t, host.Passed, o.Result)
+	assert.False(t, o.Reused)
+	assert.Equal(t, 2, f.checked(), "another tree: checked")
+	f.noWorktreesLeft()
+}
