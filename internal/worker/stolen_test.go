@@ -205,6 +205,10 @@ type attack struct {
 	worked func(ctx context.Context, a *arena, j workq.Job) bool
 	// defence is what stops it when guarded, as docs/NATS.md's table says.
 	defence string
+	// settled, if set, holds the test until what the attack did has
+	// taken its effect on the host, when it worked (before a later
+	// attack, a rollup purge, takes it away again).
+	settled func(a *arena) bool
 }
 
 func attacks(sniffed <-chan *nats.Msg) []attack {
@@ -243,7 +247,8 @@ func attacks(sniffed <-chan *nats.Msg) []attack {
 			worked: func(ctx context.Context, a *arena, j workq.Job) bool {
 				x, _ := a.q.Result(ctx, "shop", j.ID, "w1")
 				return x != nil && x.Outcome == workq.Passed
-			}},
+			},
+			settled: func(a *arena) bool { taken, _, _, _ := a.r.Counts(); return taken == 1 }},
 		{name: "overwrite its own result", defence: "stream: one message per key, a second refused",
 			try: func(ctx context.Context, a *arena, j workq.Job) error {
 				k := kv(a)
@@ -372,6 +377,10 @@ func TestAStolenWorkerCredentialDoesOnlyItsOwnWork(t *testing.T) {
 				} else {
 					assert.True(t, worked, "%s: without its defence it must work, or the test proves nothing: %v %s", at.name, err, refusal(nil, a))
 					without[at.name] = yes(worked)
+					if worked && at.settled != nil {
+						require.Eventually(t, func() bool { return at.settled(a) }, time.Minute, 10*time.Millisecond,
+							"%s: the host never took what it did", at.name)
+					}
 				}
 			}
 			require.NoError(t, os.WriteFile(a.gate, nil, 0o644))
