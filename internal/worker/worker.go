@@ -17,7 +17,6 @@ package worker
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -496,7 +495,7 @@ func (w *Worker) keep(ctx context.Context, msg jetstream.Msg, job workq.Job, sto
 // message seq.
 func (w *Worker) sayTaken(ctx context.Context, job workq.Job, seq uint64) error {
 	t := workq.Taken{Job: job.ID, Worker: w.o.ID, Seq: seq, Commit: job.Commit}
-	t.Key, t.Sig = w.sign(t.Signed())
+	t.Key, t.Sig = workq.Sign(w.o.Key, t.Signed())
 	return w.q.SayTaken(ctx, job.Build, t)
 }
 
@@ -515,7 +514,7 @@ func (w *Worker) storeInfra(ctx context.Context, msg jetstream.Msg, job workq.Jo
 // still in hand), then acknowledges the job.
 func (w *Worker) store(ctx context.Context, msg jetstream.Msg, job workq.Job, res workq.Result) {
 	log := w.log.With().Str("job", job.ID).Logger()
-	res.Key, res.Sig = w.sign(res.Signed())
+	res.Key, res.Sig = workq.Sign(w.o.Key, res.Signed())
 	for {
 		stored, err := w.q.Store(ctx, job.Build, res)
 		switch {
@@ -555,23 +554,6 @@ func (w *Worker) store(ctx context.Context, msg jetstream.Msg, job workq.Job, re
 		// and acknowledges it.
 		log.Warn().Err(err).Msg("cannot acknowledge the job; the next to take it finds it done")
 	}
-}
-
-// sign signs data with the worker's key: its public key and the
-// signature, or nothing without a key.
-func (w *Worker) sign(data []byte) (key, sig string) {
-	if w.o.Key == nil {
-		return "", ""
-	}
-	pub, err := w.o.Key.PublicKey()
-	if err != nil {
-		return "", ""
-	}
-	s, err := w.o.Key.Sign(data)
-	if err != nil {
-		return "", ""
-	}
-	return pub, base64.RawURLEncoding.EncodeToString(s)
 }
 
 // refuse counts a job this worker will not run, and says why.

@@ -104,6 +104,24 @@ func (t *Trust) Err() error {
 	return t.err
 }
 
+// Sign signs data with kp: its public key and the signature, as Verify
+// reads them; nothing without a key (a worker that signs in without an
+// nkey), or one that cannot sign.
+func Sign(kp nkeys.KeyPair, data []byte) (key, sig string) {
+	if kp == nil {
+		return "", ""
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return "", ""
+	}
+	raw, err := kp.Sign(data)
+	if err != nil {
+		return "", ""
+	}
+	return pub, base64.RawURLEncoding.EncodeToString(raw)
+}
+
 // Verify checks that sig is key's signature of data.
 func Verify(key string, data []byte, sig string) error {
 	if key == "" || sig == "" {

@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -117,21 +116,13 @@ func (g *rig) store(j workq.Job, seq uint64, res workq.Result, key ...nkeys.KeyP
 	g.t.Helper()
 	t := workq.Taken{Job: j.ID, Worker: res.Worker, Seq: seq, Commit: j.Commit}
 	if len(key) > 0 {
-		t.Key, t.Sig = sign(g.t, key[0], t.Signed())
-		res.Key, res.Sig = sign(g.t, key[0], res.Signed())
+		t.Key, t.Sig = workq.Sign(key[0], t.Signed())
+		res.Key, res.Sig = workq.Sign(key[0], res.Signed())
 	}
 	require.NoError(g.t, g.q.SayTaken(bg, j.Build, t))
 	stored, err := g.q.Store(bg, j.Build, res)
 	require.NoError(g.t, err)
 	require.True(g.t, stored)
-}
-
-func sign(t *testing.T, kp nkeys.KeyPair, data []byte) (string, string) {
-	pub, err := kp.PublicKey()
-	require.NoError(t, err)
-	sig, err := kp.Sign(data)
-	require.NoError(t, err)
-	return pub, base64.RawURLEncoding.EncodeToString(sig)
 }
 
 func (g *rig) answer(ch <-chan answer) answer {
@@ -328,10 +319,10 @@ func TestSignedResultsOfTrustedWorkers(t *testing.T) {
 
 	signed := func(tk *workq.Taken, res *workq.Result, takenBy, resultBy nkeys.KeyPair, claim string) {
 		if takenBy != nil {
-			tk.Key, tk.Sig = sign(t, takenBy, tk.Signed())
+			tk.Key, tk.Sig = workq.Sign(takenBy, tk.Signed())
 		}
 		if resultBy != nil {
-			res.Key, res.Sig = sign(t, resultBy, res.Signed())
+			res.Key, res.Sig = workq.Sign(resultBy, res.Signed())
 		}
 		if claim != "" {
 			res.Key = claim
