@@ -80,15 +80,7 @@ its public key to the file a host counts workers' results by
 				return err
 			}
 			if trust != "" {
-				f, err := os.OpenFile(trust, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-				if err != nil {
-					return fmt.Errorf("--trust: %w", err)
-				}
-				_, err = fmt.Fprintf(f, "%s %s\n", name, pub)
-				if cerr := f.Close(); err == nil {
-					err = cerr
-				}
-				if err != nil {
+				if err := natsauth.AddTrusted(trust, name, pub); err != nil {
 					return fmt.Errorf("--trust: %w", err)
 				}
 			}

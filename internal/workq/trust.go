@@ -1,23 +1,22 @@
 package workq
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nkeys"
+
+	"github.com/agentforeman/foreman/internal/natsauth"
 )
 
 // Trust is the workers a host counts results from, each by its id and
-// public key (an nkey, U...): the file host.workers names, a line per
-// worker, "<id> <key>", # for comments. `foreman nats creds --role
-// worker` adds the line for a worker it makes. The file is read again
+// public key (an nkey, U...): the file host.workers names, in the format
+// natsauth.ParseTrust reads and natsauth.AddTrusted writes (`foreman nats
+// creds --role worker --trust FILE` adds the line for a worker it makes). The file is read again
 // when it changes: a worker taken out of it is refused from its next
 // result on, with no restart.
 type Trust struct {
@@ -27,7 +26,6 @@ type Trust struct {
 	keys  map[string]string
 	stamp time.Time
 	size  int64
-	err   error
 }
 
 // OpenTrust reads the trust file at path: an error if it cannot be read
@@ -38,27 +36,6 @@ func OpenTrust(path string) (*Trust, error) {
 		return nil, err
 	}
 	return t, nil
-}
-
-// ParseTrust reads a trust file's text.
-func ParseTrust(data []byte) (map[string]string, error) {
-	keys := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		if len(f) != 2 {
-			return nil, fmt.Errorf("line %d: %q is not a worker's id and its key", n, strings.TrimSpace(line))
-		}
-		if !nkeys.IsValidPublicUserKey(f[1]) {
-			return nil, fmt.Errorf("line %d: %q is not a user's public nkey (U...)", n, f[1])
-		}
-		keys[f[0]] = f[1]
-	}
-	return keys, sc.Err()
 }
 
 func (t *Trust) reload() error {
@@ -76,7 +53,7 @@ func (t *Trust) reload() error {
 	if err != nil {
 		return err
 	}
-	keys, err := ParseTrust(data)
+	keys, err := natsauth.ParseTrust(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.path, err)
 	}
@@ -88,20 +65,12 @@ func (t *Trust) reload() error {
 
 // Key is the key worker is trusted with, read from the file as it is
 // now; "" when it is not trusted. A file that became unreadable or
-// malformed keeps the last good reading, and says why in Err.
+// malformed keeps the last good reading.
 func (t *Trust) Key(worker string) string {
-	err := t.reload()
+	_ = t.reload()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.err = err
 	return t.keys[worker]
-}
-
-// Err is why the file could not be read again, if it could not.
-func (t *Trust) Err() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.err
 }
 
 // Sign signs data with kp: its public key and the signature, as Verify

@@ -182,11 +182,7 @@ func (s *Secured) Creds(t testing.TB, role, name string, labelsOrBuilds ...strin
 	require.NoError(t, err)
 	if role == natsauth.RoleWorker {
 		s.mu.Lock()
-		f, err := os.OpenFile(s.Trust, os.O_APPEND|os.O_WRONLY, 0)
-		require.NoError(t, err)
-		_, err = f.WriteString(name + " " + pub + "\n")
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
+		require.NoError(t, natsauth.AddTrusted(s.Trust, name, pub))
 		s.mu.Unlock()
 	}
 	path := filepath.Join(t.TempDir(), name+".creds")
