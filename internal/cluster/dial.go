@@ -32,15 +32,10 @@ const (
 	RoleReader Role = "reader"
 )
 
-// InboxPrefix is where the answers to a role's requests come: a role's
-// own, so that a NATS user may subscribe to its own answers and no one
-// else's (a worker cannot read what JetStream tells foreman).
-func (r Role) InboxPrefix() string {
-	if r == "" {
-		r = RoleForeman
-	}
-	return "_INBOX_" + string(r)
-}
+// Inbox is where the answers to the requests of process id of role come
+// (natsname.Inbox): a role's own, a worker's its own, so that a NATS user
+// may subscribe to its own answers and no one else's.
+func (r Role) Inbox(id string) string { return natsname.Inbox(string(r), id) }
 
 // Auth is how a process signs in to NATS and checks that the server is
 // the one it means: a .creds file (a user's JWT and nkey seed, as nsc and
@@ -76,7 +71,7 @@ func Dial(opts Options) (*nats.Conn, error) {
 	log := opts.Logger
 	o := []nats.Option{
 		nats.Name("foreman " + string(role) + " " + opts.ID),
-		nats.CustomInboxPrefix(natsname.Inbox(string(role), opts.ID)),
+		nats.CustomInboxPrefix(role.Inbox(opts.ID)),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(100 * time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),

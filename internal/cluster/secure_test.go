@@ -238,10 +238,10 @@ func workerAttacks() []attack {
 				_, err := f.js.Stream(context.Background(), StreamName("shop"))
 				return errors.Is(err, jetstream.ErrStreamNotFound)
 			}},
-		{"listen to what JetStream tells foreman", RoleForeman.InboxPrefix() + ".>",
+		{"listen to what JetStream tells foreman", RoleForeman.Inbox("") + ".>",
 			func(ctx context.Context, w *Cluster) error {
 				got := make(chan struct{}, 1)
-				sub, err := w.nc.Subscribe(RoleForeman.InboxPrefix()+".>", func(*nats.Msg) {
+				sub, err := w.nc.Subscribe(RoleForeman.Inbox("")+".>", func(*nats.Msg) {
 					select {
 					case got <- struct{}{}:
 					default:
@@ -406,7 +406,7 @@ func sharedHost() jwt.Permissions {
 		"foreman-host.*.ledger", "foreman-host.*.fence", "$KV.FOREMAN_HOST_LEASES.>", "$KV.FOREMAN_HOST_NODES.>")
 	p.Pub.Deny.Add("$JS.API.STREAM.*.KV_FOREMAN_LEASES", "$JS.API.STREAM.*.KV_FOREMAN_STATE",
 		"$JS.API.STREAM.*.KV_FOREMAN_NODES", "$JS.API.STREAM.*.OBJ_FOREMAN_SNAPSHOTS")
-	p.Sub.Allow.Add(RoleHost.InboxPrefix() + ".>")
+	p.Sub.Allow.Add(RoleHost.Inbox("") + ".>")
 	return p
 }
 

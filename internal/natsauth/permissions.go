@@ -71,7 +71,7 @@ func Permissions(role string) jwt.Permissions {
 			"foreman-logs.*.*.{{name()}}.*",
 			"$JS.API.STREAM.INFO.KV_FOREMAN_WORKERS",
 			"$KV.FOREMAN_WORKERS.w.{{name()}}")
-		p.Sub.Allow.Add("_INBOX_worker_{{name()}}.>") // natsname.Inbox's, for a name that is its own key
+		p.Sub.Allow.Add(natsname.Inbox(RoleWorker, "") + "{{name()}}.>") // a name is its own key (Creds)
 	case RoleReader:
 		p.Pub.Allow.Add(
 			"$JS.API.INFO", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.MSG.GET.*",

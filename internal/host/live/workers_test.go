@@ -117,7 +117,7 @@ func (w *world) jobQueue() *workq.Queue {
 	if w.op != nil {
 		cert, key := w.op.Client(w.t, "host")
 		nc, err = nats.Connect(w.op.URL(), nats.UserCredentials(w.op.Creds(w.t, "host", "host")), nats.RootCAs(w.op.PKI.CA),
-			nats.ClientCert(cert, key), nats.CustomInboxPrefix(cluster.RoleHost.InboxPrefix()))
+			nats.ClientCert(cert, key), nats.CustomInboxPrefix(cluster.RoleHost.Inbox("")))
 	} else {
 		nc, err = nats.Connect(w.nats.URL())
 	}
