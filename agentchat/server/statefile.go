@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -75,15 +76,7 @@ func (st *State) save(path string, now time.Time) error {
 	for _, ch := range st.channels {
 		f.Channels = append(f.Channels, savedChannel{Name: ch.name, History: ch.history})
 	}
-	slices.SortFunc(f.Channels, func(a, b savedChannel) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(f.Channels, func(a, b savedChannel) int { return strings.Compare(a.Name, b.Name) })
 	raw, err := json.Marshal(f)
 	if err != nil {
 		return err
