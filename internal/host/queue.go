@@ -178,9 +178,8 @@ func (h *Core) checkFinished(c *comp, r *run, o Outcome) {
 		}
 		if h.flakeRetry(c.name, r.flakes, o) {
 			h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: Retry.String()})
-			h.lastRun++
-			again := &run{Job: r.Job, queued: r.queued, notBefore: h.now, flakes: r.flakes + 1}
-			again.Run = h.lastRun
+			again := h.rerun(r, h.now)
+			again.flakes = r.flakes + 1
 			c.run = again
 			h.order = append(h.order, again)
 			return
@@ -219,13 +218,20 @@ func (h *Core) retry(c *comp, r *run, why string) {
 // that doubles each time; why is said once per reason.
 func (h *Core) again(r *run, what, why string) *run {
 	wait := h.backoff(r.tries + 1)
-	h.lastRun++
-	next := &run{Job: r.Job, queued: r.queued, notBefore: h.now.Add(wait), tries: r.tries + 1, said: r.said}
-	next.Run = h.lastRun
+	next := h.rerun(r, h.now.Add(wait))
+	next.tries, next.said = r.tries+1, r.said
 	if why != r.said {
 		next.said = why
 		h.say("queue: cannot " + what + " yet: " + why + "; trying again in " + wait.String())
 	}
+	return next
+}
+
+// rerun is r's job again, as a run of its own, due at notBefore.
+func (h *Core) rerun(r *run, notBefore time.Time) *run {
+	h.lastRun++
+	next := &run{Job: r.Job, queued: r.queued, notBefore: notBefore}
+	next.Run = h.lastRun
 	return next
 }
 
