@@ -51,6 +51,7 @@ type comp struct {
 	asked   bool   // a STATUS c is out to confirm an approval
 	early   bool   // an AUDIT PASS came before the REVIEW it answers reached the host
 	waiting *ready // a READY heard before the host knew c (replayed once a STATUS says)
+	named   *ready // the last ref named (PROGRESS branch=, READY) before the host knew c's owner: its work in progress once a STATUS says whose
 	gen     int    // the join whose STATUS answer last described it
 	dupe    string // a READY from the owner heard while c was in CI already: foreman may have taken it after a FIX the host had not heard yet
 	wip     wip    // its work in progress (wip.go)

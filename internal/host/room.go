@@ -31,19 +31,10 @@ func (h *Core) fromAgent(from, line string) {
 	}
 	switch cmd.Verb {
 	case protocol.Ready:
-		if c := h.comps[cmd.Component]; c != nil && c.owner == from {
-			h.named(c, from, cmd.PR)
-		}
+		h.checkedIn(from, cmd.Component, cmd.PR)
 		h.ready(from, cmd.Component, cmd.PR)
 	case protocol.Progress, protocol.Blocked, protocol.Conflict:
-		// A check-in: the work may have moved.
-		if c := h.comps[cmd.Component]; c != nil && c.owner == from {
-			if cmd.Branch != "" {
-				h.named(c, from, cmd.Branch)
-			} else {
-				h.touched(c)
-			}
-		}
+		h.checkedIn(from, cmd.Component, cmd.Branch)
 	case protocol.Abort:
 		if c := h.comps[cmd.Component]; c != nil && c.owner == from && c.phase != merged {
 			// A departure once foreman takes it (wip.go, abortHeard): it
@@ -57,6 +48,27 @@ func (h *Core) fromAgent(from, line string) {
 		}
 	case protocol.Status:
 		h.answerStatus(cmd.Component)
+	}
+}
+
+// checkedIn is a check-in of from's about c, naming ref (or not): the work
+// may have moved. Before the host knows who owns c (it joined after the
+// ACK, and foreman's STATUS answer is not here yet), the ref named is kept
+// until the answer says whether from owns c: the answer was decided before
+// this line, so it cannot say where the work is now.
+func (h *Core) checkedIn(from, name, ref string) {
+	c := h.comps[name]
+	if c == nil && h.declared[name] && ref != "" {
+		c = h.get(name)
+	}
+	switch {
+	case c == nil:
+	case c.owner == from && ref != "":
+		h.named(c, from, ref)
+	case c.owner == from:
+		h.touched(c)
+	case c.owner == "" && c.phase == unknown && ref != "":
+		c.named = &ready{from, ref}
 	}
 }
 
@@ -291,6 +303,12 @@ func (h *Core) status(name string, r protocol.Heard) {
 			c.phase = held
 		}
 	}
+	if n := c.named; n != nil && c.phase != unknown {
+		c.named = nil
+		if n.from == c.owner {
+			h.named(c, n.from, n.ref) // heard after the view was decided: newer
+		}
+	}
 	if w := c.waiting; w != nil && c.phase != unknown {
 		c.waiting = nil
 		h.ready(w.from, name, w.ref)
@@ -301,7 +319,7 @@ func (h *Core) status(name string, r protocol.Heard) {
 // stale and stops, and will never be reported; its car, if any, leaves
 // the train.
 func (h *Core) leave(c *comp, p phase) {
-	c.phase, c.asked, c.waiting, c.early = p, false, nil, false
+	c.phase, c.asked, c.waiting, c.named, c.early = p, false, nil, nil, false
 	if p != building {
 		c.dupe = ""
 	}

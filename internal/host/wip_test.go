@@ -54,6 +54,27 @@ func TestOverlapsAreFoundAndSaidOnce(t *testing.T) {
 	assert.Equal(t, []string{"OVERLAP api web go.mod"}, a.Say, "another set of files")
 }
 
+// A host that joined after the ACKs hears a builder name its branch before
+// foreman's STATUS answer says who owns the component: the answer was
+// decided before the check-in, so the ref is kept until it comes, and is
+// the owner's work in progress once it does (a real room did this: no
+// OVERLAP was ever said).
+func TestABranchNamedBeforeTheHostKnowsTheOwner(t *testing.T) {
+	s := wipHarness(t)
+	assert.Empty(t, s.hear("@b1", "PROGRESS api 40 branch=b1/api").Start)
+	assert.Empty(t, s.hear("@b3", "PROGRESS web 40 branch=b3/web").Start, "not web's owner, as the answer says")
+	s.foreman("STATUS api building owner=@b1 since=0s")
+	s.foreman("STATUS web building owner=@b2 since=0s")
+	scan := s.one(s.hear("@b2", "PROGRESS web 40 branch=b2/web"))
+	assert.Equal(t, Job{Run: scan.Run, Kind: Scan, Component: "web", Ref: "b2/web", Owner: "@b2",
+		Others: []Link{{Component: "api", Ref: "b1/api", Owner: "@b1"}}}, scan)
+
+	// Nobody owns db: a branch named for it before the answer is nobody's.
+	s.hear("@b1", "PROGRESS db 10 branch=b1/db")
+	s.foreman("STATUS db pending since=0s")
+	assert.Empty(t, s.h.comps["db"].wip.branch)
+}
+
 // However often a builder checks in, its ref is merged with the others at
 // most once per host.overlap_interval.
 func TestScansAreBounded(t *testing.T) {
