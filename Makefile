@@ -58,7 +58,9 @@ bench-host:
 # WebSockets, a real repository): 16 components with 4 s checks at
 # max_parallel 8, two of them failing together, then 32 at 4 and 8 (a few
 # minutes, mostly waiting on sleeps). Each run is components:check:parallel;
-# FOREMAN_BIN=path measures another build side by side.
+# FOREMAN_BIN=path measures another build side by side; TRAIN_FLAKE,
+# TRAIN_SEED, TRAIN_BATCH (host.batch.max) and TRAIN_DEPTH
+# (host.failure_depth) set the rest (internal/tooling/trainbench).
 TRAIN_RUNS ?= 16:4s:8 32:4s:4 32:4s:8
 .PHONY: bench-train
 bench-train:
@@ -180,6 +182,7 @@ ci-small:
 	$(MAKE) bench-host BENCHTIME=1x VERIFY_LANDINGS=50
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2 TRAIN_FLAKE=0.1
+	$(MAKE) bench-train TRAIN_RUNS=6:300ms:2 TRAIN_FLAKE=0.1 TRAIN_BATCH=4 TRAIN_DEPTH=1
 	$(MAKE) bench-workers WORKER_RUNS=4:300ms:2:2:kill
 	$(MAKE) fuzz FUZZTIME=5s
 	$(MAKE) load LOADAGENTS=20 LOADSPREAD=2s LOADBURST=20

@@ -31,16 +31,24 @@ type Host struct {
 	CheckLabels [][]string
 	AutoRebase  bool
 	MaxParallel int
-	Logs        string // directory of the check logs and the queue view (queue.json)
-	Ledger      string // the host's journal
-	Work        string // the host's private worktrees
-	Identity    string // the host's key file
-	Name        string // its display name
-	Coordinator string // foreman's sender id; "": the id of server.identity's key
-	Env         []string
-	LogLimit    int64  // bytes kept of one check's log
-	LogURL      string // where the board serves the logs; "": from http.listen
-	Retries     int    // a failed check is run again this many times on the same tree before anyone is blamed
+	// Batch is host.batch.max: the approved components one check of the
+	// train vouches for at most, landed together when it passes (1: each
+	// is checked on its own).
+	Batch int
+	// FailureDepth is host.failure_depth: how many cars behind a failed
+	// one are still checked (their chains hold it) before it is blamed; one
+	// that passes lands it with them.
+	FailureDepth int
+	Logs         string // directory of the check logs and the queue view (queue.json)
+	Ledger       string // the host's journal
+	Work         string // the host's private worktrees
+	Identity     string // the host's key file
+	Name         string // its display name
+	Coordinator  string // foreman's sender id; "": the id of server.identity's key
+	Env          []string
+	LogLimit     int64  // bytes kept of one check's log
+	LogURL       string // where the board serves the logs; "": from http.listen
+	Retries      int    // a failed check is run again this many times on the same tree before anyone is blamed
 	// FlakyThreshold: a check command whose failures passed again on the
 	// same tree more than this share of the time is flaky, and its
 	// failure is checked again before anyone is blamed (0: never).
@@ -88,6 +96,8 @@ func hostDefaults(d map[string]any) {
 	d["host.checks"] = []string{}
 	d["host.auto_rebase"] = true
 	d["host.max_parallel"] = 1
+	d["host.batch.max"] = 1
+	d["host.failure_depth"] = 0
 	d["host.logs"] = ".foreman/host/logs"
 	d["host.ledger"] = ".foreman/host/ledger.jsonl"
 	d["host.work"] = ".foreman/host/work"
@@ -142,6 +152,18 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 		return err
 	}
 	if err := atMost(h.MaxParallel, MaxParallel, "host.max_parallel"); err != nil {
+		return err
+	}
+	if h.Batch, err = count(v, "host.batch.max", 1); err != nil {
+		return err
+	}
+	if err := atMost(h.Batch, 64, "host.batch.max"); err != nil {
+		return err
+	}
+	if h.FailureDepth, err = count(v, "host.failure_depth", 0); err != nil {
+		return err
+	}
+	if err := atMost(h.FailureDepth, 16, "host.failure_depth"); err != nil {
 		return err
 	}
 	limit, err := count(v, "host.log_limit", 1024)

@@ -17,9 +17,16 @@ type Config struct {
 	Auditors    []string // roles.auditors; none: anyone but the builder may audit
 	Verified    bool     // rules.require_verified: unverified senders are not heard
 	MaxParallel int      // jobs at once (default 1); landings are one at a time among them
-	Target      string   // the target branch, short name, for what the host says
-	Prune       bool     // host.prune: a landed component's branch is deleted
-	Squash      bool     // host.land_as squash: each component lands as one commit on the target (Job.Squash)
+	// Batch is host.batch.max: the cars one check of the train vouches
+	// for at most (train.go); 1, the default: each car is checked.
+	Batch int
+	// FailureDepth is host.failure_depth: how many cars behind a failed
+	// one, whose chains hold it, are still checked before it is blamed
+	// (train.go); 0, the default: none.
+	FailureDepth int
+	Target       string // the target branch, short name, for what the host says
+	Prune        bool   // host.prune: a landed component's branch is deleted
+	Squash       bool   // host.land_as squash: each component lands as one commit on the target (Job.Squash)
 	// FlakyThreshold is host.flaky_threshold: a check command whose
 	// failures passed again on the same tree more than this share of the
 	// time is flaky (flakes.go); 0: none is.
@@ -44,6 +51,9 @@ type Config struct {
 func (c *Config) defaults() {
 	if c.MaxParallel < 1 {
 		c.MaxParallel = 1
+	}
+	if c.Batch < 1 {
+		c.Batch = 1
 	}
 	if c.Backoff <= 0 {
 		c.Backoff = 30 * time.Second

@@ -73,6 +73,11 @@ type run struct {
 	flakes    int       // tries again of a flaky command's failure so far
 	said      string    // the retry reason last said, so it is said once
 	log       string
+	// alone: a check of a READY that is not shared (queue.go, shared):
+	// its shared check did not pass, so it is checked alone.
+	alone bool
+	// with: a shared check's other READYs, merged ahead of this one's.
+	with []*run
 }
 
 // Core is the host's state machine. Not safe for concurrent use.

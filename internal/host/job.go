@@ -1,6 +1,10 @@
 package host
 
-import "github.com/agentforeman/foreman/internal/host/receipt"
+import (
+	"slices"
+
+	"github.com/agentforeman/foreman/internal/host/receipt"
+)
 
 // Kind is what a job does.
 type Kind uint8
@@ -57,6 +61,10 @@ type Job struct {
 	Owner     string
 	Pass      *Pass // Car: what passed CI for this component, if the host knows
 
+	// Check: a shared check (host.batch.max): the READYs of Ahead (tips
+	// not known: their refs now) merged with the target in order, then
+	// this one's; one run of the checks on the last merge vouches for
+	// all. Its Outcome.Chain says each one's merge.
 	// Car: the chain is Base merged with each of Ahead's tips in order,
 	// then with Tip (the approved commit; "" when no check ever found it:
 	// then Ref's commit now). Every merge the host makes is deterministic,
@@ -98,6 +106,35 @@ type Job struct {
 	Receipt []byte
 
 	Others []Link // Scan: the other refs in flight (Component, Ref, Owner)
+
+	// Land: the landings ahead of this one that the same compare-and-swap
+	// makes (a batch, train.go), oldest first, each a Land job of its own
+	// (Component, Ref, Owner, Tip, Base: the commit it lands on, Commit,
+	// Tree: its own, Receipt): the target moves from the first's Base
+	// (From) to Commit, and the first-parent commits between are exactly
+	// theirs. Base is then the last one's Commit. Their trees were not checked
+	// alone: Tree, this job's, passed, and their receipts say so.
+	Batch []Job
+}
+
+// From is where a Land job moves the target from: the commit its first
+// landing lands on.
+func (j Job) From() string {
+	if len(j.Batch) > 0 {
+		return j.Batch[0].Base
+	}
+	return j.Base
+}
+
+// Landings is each landing j makes, oldest first: its batch, then its own.
+func (j Job) Landings() []Job {
+	own := j
+	own.Batch = nil
+	all := append(slices.Clone(j.Batch), own)
+	for i := range all {
+		all[i].Run = j.Run // one run, whichever try of it
+	}
+	return all
 }
 
 // Link is a component merged in a chain: its name, approved commit, and
@@ -178,7 +215,8 @@ type Outcome struct {
 	Rebased *Rebase  // the branch was rebased onto the target first
 	Already bool     // Landed: it was on the target already (a landing cut short by a crash)
 	// Car, Conflicted: the car ahead whose merge into the chain conflicted
-	// ("" when it was this car's own): not this car's fault.
+	// ("" when it was this car's own): not this car's fault. Land,
+	// Invalid: the landing of the batch whose branch moved after approval.
 	Culprit string
 	// Passed: the checks that failed and then passed when run again on the
 	// same tree (host.retries): flaky, not the builder's failure.
@@ -202,6 +240,24 @@ type Outcome struct {
 	// Land, Landed: where the receipt is kept beside the logs (for the
 	// board: its file name in host.logs).
 	ReceiptFile string
+
+	// Check, Passed: the tree that passed is another's (a shared check's
+	// head's, queue.go): this one's own tree was not checked alone.
+	In string
+	// Car, Passed or Failed: the commits the chain was made of, one per
+	// link (each car ahead, then this one: Commit), with their trees: a
+	// result that passed vouches for every car in it (a batch).
+	Chain []Made
+	// Land, Landed: the landings of its batch whose branch was pruned.
+	PrunedOf []string
+}
+
+// Made is one commit a chain was made of, its tree, and the builder's
+// commit it merged.
+type Made struct {
+	Commit string
+	Tree   string
+	Tip    string
 }
 
 // Rebase says the host rebased a builder's branch onto the target.

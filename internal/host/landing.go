@@ -160,72 +160,124 @@ func (h *Core) keepLanded(tip, commit string) {
 	}
 }
 
-// land starts landing the front car once it passed: its receipt is made
-// and recorded, then the target moves from where the host last knew it to
-// the car's chain head, by compare-and-swap. Nothing lands that the
-// records do not vouch for (mayLand).
+// land starts landing the front car once it passed, or, once a chain
+// behind it passed, every car up to that one (a batch): the receipts are
+// made and recorded, one per landed commit, then the target moves from
+// where the host last knew it to the chain's head, by one compare-and-swap,
+// so that it never holds a commit of the batch whose tree did not pass.
+// Nothing lands that the records do not vouch for (mayLand).
 func (h *Core) land() {
-	if h.landing != nil || len(h.train) == 0 {
+	if h.landing != nil || len(h.train) == 0 || h.target == "" {
 		return
 	}
-	k := h.train[0]
-	if k.done == nil || k.done.Result != Passed || h.target == "" || k.notBefore.After(h.now) {
+	last := 0
+	if !passed(h.train[0]) {
+		if last = h.coverOf(0); last < 0 {
+			return
+		}
+	}
+	head := h.train[last]
+	if head.notBefore.After(h.now) {
 		return
 	}
-	c := k.c
-	a, ev, why := h.mayLand(k)
-	if why != "" {
-		// Never expected: the train only carries what the records allow.
-		// The car steps off, and is checked again when it boards again.
-		h.say("queue: not landing " + c.name + ": " + why)
-		h.train = h.train[1:]
-		c.phase = unknown
-		h.emptied()
-		return
+	ev, ok := h.trees.get(head.done.Tree)
+	for i, k := range h.train[:last+1] {
+		why := h.mayLand(k)
+		if why == "" && (!ok || !ev.Passed()) {
+			why = "no run of the checks that passed on its tree " + short(head.done.Tree) + " is on record"
+		}
+		if why != "" {
+			// Never expected: the train only carries what the records
+			// allow. The car steps off, and is checked again when it
+			// boards again.
+			h.say("queue: not landing " + k.c.name + ": " + why)
+			h.train = slices.Delete(h.train, i, i+1)
+			k.c.phase = unknown
+			h.emptied()
+			h.reconcile()
+			return
+		}
 	}
-	h.lastRun++
-	l := receipt.Landing{Host: h.cfg.Self, Target: "refs/heads/" + h.cfg.Target, Component: c.name, Builder: c.owner,
-		Ref: c.ref, Approved: a.Approval, LandedOn: h.target, Commit: k.done.Commit, Tree: k.done.Tree, Checks: ev, At: h.now,
-		LandedAs: h.landAs()}
-	env, err := h.sign(receipt.New(l))
+	jobs, err := h.landings(h.train[:last+1], ev)
 	if err != nil {
-		wait := h.backoff(k.tries + 1)
-		k.tries++
-		k.notBefore = h.now.Add(wait)
-		if why := "cannot sign its receipt: " + err.Error(); why != k.said {
-			k.said = why
-			h.say("queue: cannot land " + c.name + " yet: " + why + "; trying again in " + wait.String())
+		wait := h.backoff(head.tries + 1)
+		head.tries++
+		head.notBefore = h.now.Add(wait)
+		if why := "cannot sign its receipt: " + err.Error(); why != head.said {
+			head.said = why
+			h.say("queue: cannot land " + head.c.name + " yet: " + why + "; trying again in " + wait.String())
 		}
 		return
 	}
-	h.record(Record{Op: OpReceipt, Run: h.lastRun, Component: c.name, Commit: l.Commit, Base: l.LandedOn, Tip: k.tip, Receipt: env})
-	h.receipts[l.Commit] = &Receipt{Component: c.name, Commit: l.Commit, Base: l.LandedOn, Tip: k.tip, Envelope: env}
-	r := &run{Job: Job{Run: h.lastRun, Kind: Land, Component: c.name, Ref: c.ref, Owner: c.owner,
-		Base: h.target, Tip: k.tip, Commit: l.Commit, Tree: l.Tree, Receipt: env, Prune: h.cfg.Prune, Squash: h.cfg.Squash}, queued: h.now}
+	for _, j := range jobs {
+		h.record(Record{Op: OpReceipt, Run: j.Run, Component: j.Component, Commit: j.Commit, Base: j.Base, Tip: j.Tip, Receipt: j.Receipt})
+		h.receipts[j.Commit] = &Receipt{Component: j.Component, Commit: j.Commit, Base: j.Base, Tip: j.Tip, Envelope: j.Receipt}
+	}
+	j := jobs[len(jobs)-1]
+	if len(jobs) > 1 {
+		j.Batch = jobs[:len(jobs)-1]
+	}
+	r := &run{Job: j, queued: h.now}
 	h.landing = r
-	c.run = r
+	for _, k := range h.train[:last+1] {
+		if k.run != nil {
+			h.cancel(k.run) // its own check can tell nothing more: its work passed
+			k.run = nil
+		}
+		k.c.run = r
+	}
 }
 
-// mayLand is what the records say of k landing now: its approval and the
-// checks that passed on its tree, or why it may not land.
-func (h *Core) mayLand(k *car) (Approval, receipt.Checks, string) {
+// landings are the Land jobs of cars, the front of the train up to the
+// one whose chain passed (ev), each with its signed receipt: one car's
+// own, or a batch's.
+func (h *Core) landings(cars []*car, ev receipt.Checks) ([]Job, error) {
+	h.lastRun++
+	head := cars[len(cars)-1].done
+	var batch *receipt.Batch
+	made := []Made{{Commit: head.Commit, Tree: head.Tree}}
+	if len(cars) > 1 {
+		made = head.Chain[len(head.Chain)-len(cars):]
+		batch = &receipt.Batch{Head: head.Commit}
+		for _, m := range made {
+			batch.Commits = append(batch.Commits, m.Commit)
+		}
+	}
+	var jobs []Job
+	on := h.target
+	for i, k := range cars {
+		c := k.c
+		l := receipt.Landing{Host: h.cfg.Self, Target: "refs/heads/" + h.cfg.Target, Component: c.name, Builder: c.owner,
+			Ref: c.ref, Approved: h.approvals[c.name].Approval, LandedOn: on, Commit: made[i].Commit, Tree: made[i].Tree,
+			Checks: ev, At: h.now, LandedAs: h.landAs(), Batch: batch}
+		env, err := h.sign(receipt.New(l))
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, Job{Run: h.lastRun, Kind: Land, Component: c.name, Ref: c.ref, Owner: c.owner,
+			Base: on, Tip: k.tip, Commit: l.Commit, Tree: l.Tree, Receipt: env, Prune: h.cfg.Prune, Squash: h.cfg.Squash})
+		on = l.Commit
+	}
+	return jobs, nil
+}
+
+// mayLand is why the records say k may not land now ("": it may): no
+// approval of what it holds, or that landed before. (Whether its tree, or
+// its batch's, passed, land looks up.)
+func (h *Core) mayLand(k *car) string {
 	c := k.c
 	a, ok := h.approvals[c.name]
 	switch {
 	case !ok || a.Owner != c.owner || a.Ref != c.ref:
-		return a, receipt.Checks{}, "no approval of " + c.owner + "'s " + c.ref + " is on record"
+		return "no approval of " + c.owner + "'s " + c.ref + " is on record"
 	case a.Tip == "" || a.Tip != k.tip:
-		return a, receipt.Checks{}, fmt.Sprintf("its car holds %s, and %s was approved", short(k.tip), short(a.Tip))
+		return fmt.Sprintf("its car holds %s, and %s was approved", short(k.tip), short(a.Tip))
 	}
 	if at, ok := h.landedAt.get(a.Tip); ok {
-		return a, receipt.Checks{}, fmt.Sprintf("%s landed before, at %s, and %s no longer holds it: it does not land twice (MERGED %s or RELEASE %s decides)",
+		return fmt.Sprintf("%s landed before, at %s, and %s no longer holds it: it does not land twice (MERGED %s or RELEASE %s decides)",
 			short(a.Tip), short(at), h.cfg.Target, c.name, c.name)
 	}
-	ev, ok := h.trees.get(k.done.Tree)
-	if !ok || !ev.Passed() {
-		return a, ev, "no run of the checks that passed on its tree " + short(k.done.Tree) + " is on record"
-	}
-	return a, ev, ""
+	return ""
 }
 
 func (h *Core) sign(s receipt.Statement) ([]byte, error) {
@@ -235,54 +287,76 @@ func (h *Core) sign(s receipt.Statement) ([]byte, error) {
 	return h.cfg.Sign(s)
 }
 
-// landFinished takes the end of a landing. A landing under way is never
-// cancelled (its compare-and-swap may be done): what it did is said even
-// when its component left approval meanwhile.
+// landFinished takes the end of a landing (of one car, or a batch). A
+// landing under way is never cancelled (its compare-and-swap may be done):
+// what it did is said even when a component left approval meanwhile.
 func (h *Core) landFinished(r *run, o Outcome) {
 	h.landing = nil
-	c := h.get(r.Component)
-	if c.run == r {
-		c.run = nil
-	}
-	var k *car
-	if len(h.train) > 0 && h.train[0].c == c {
-		k = h.train[0]
+	landings := r.Landings()
+	for _, l := range landings {
+		if c := h.get(l.Component); c.run == r {
+			c.run = nil
+		}
 	}
 	switch o.Result {
 	case Landed:
 		h.target = o.Commit
-		if k != nil {
-			h.train = h.train[1:]
-			h.landed = append(h.landed, landing{id: k.id, link: h.linkOf(k)})
-			if k.done != nil {
-				o.Flaky = k.done.Flaky
+		left := false // a car of it left the train while it landed
+		for _, l := range landings {
+			c, lo := h.get(l.Component), o
+			if l.Commit != r.Commit {
+				lo.Commit, lo.Tree, lo.ReceiptFile = l.Commit, l.Tree, ""
+				lo.Pruned = slices.Contains(o.PrunedOf, l.Component)
 			}
-		} else {
-			// It left the train while it landed: the chains behind it
-			// were made without it, so they are made again on the target.
+			lo.Flaky = nil
+			if len(h.train) > 0 && h.train[0].c == c {
+				k := h.train[0]
+				h.train = h.train[1:]
+				h.landed = append(h.landed, landing{id: k.id, link: h.linkOf(k)})
+				if k.done != nil {
+					lo.Flaky = k.done.Flaky
+				}
+			} else {
+				left = true
+			}
+			h.verdict(c, &run{Job: l}, lo)
+		}
+		if left {
+			// The chains behind were made without it: made again on the
+			// target.
 			h.base, h.landed = h.target, nil
 		}
-		h.verdict(c, r, o)
 		h.emptied()
 	case Moved:
 		// The target moved outside the queue: every chain is made again on
 		// it. The landing was not made.
 		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
-		h.void(r.Commit)
+		for _, l := range landings {
+			h.void(l.Commit)
+		}
 		h.movedByHand(o.Target)
 	case Retry:
 		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
-		if k != nil {
-			h.retryLanding(k, r, o.Line)
+		if h.carOf(h.get(r.Component)) != nil {
+			h.retryLanding(r, o.Line)
 		}
 	case Invalid:
-		// Its branch moved after approval: it steps back, and the cars
-		// behind it are checked again without it.
-		h.void(r.Commit)
-		if k != nil {
-			h.train = h.train[1:]
+		// A branch moved after approval (o.Culprit's, in a batch): it
+		// steps back, and the cars behind it are checked again without it.
+		for _, l := range landings {
+			h.void(l.Commit)
+		}
+		who := landings[len(landings)-1]
+		for _, l := range landings {
+			if l.Component == o.Culprit {
+				who = l
+			}
+		}
+		c := h.get(who.Component)
+		if k := h.carOf(c); k != nil {
+			h.train = slices.DeleteFunc(h.train, func(x *car) bool { return x == k })
 			h.emptied()
-			h.verdict(c, r, o)
+			h.verdict(c, &run{Job: who}, o)
 		} else {
 			h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
 		}

@@ -1,7 +1,9 @@
 package host
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -16,7 +18,16 @@ func (h *Core) enqueue(c *comp) {
 // cancel stops r: dropped from the queue, or, running, stopped by the
 // shell; its outcome is ignored when it comes.
 func (h *Core) cancel(r *run) {
-	if c := h.comps[r.Component]; c != nil && c.run == r {
+	if len(r.with) > 0 {
+		// A shared check one of whose READYs left CI (leave): the others
+		// are checked alone.
+		for _, w := range append(slices.Clone(r.with), r) {
+			if c := h.comps[w.Component]; c != nil && c.run == r && c.phase != inCI {
+				c.run = nil
+			}
+		}
+		h.apart(r)
+	} else if c := h.comps[r.Component]; c != nil && c.run == r {
 		c.run = nil
 	}
 	if h.landing == r {
@@ -90,15 +101,94 @@ func (h *Core) begin(r *run) {
 	h.out.Start = append(h.out.Start, r.Job)
 }
 
-// nextCheck takes the oldest queued check that is due off the queue.
+// nextCheck takes the oldest queued check that is due off the queue. With
+// host.batch.max above 1 it is shared: up to that many READYs due, none
+// checked before, are merged with the target one on top of the other and
+// checked once, on the last merge; if that passes, each passed (its work
+// is in a tree that passed), and the train, which lands them in the order
+// they were approved, most often makes that very tree again and checks
+// nothing. If it does not pass, each is checked alone (nobody is blamed
+// for another's failure).
 func (h *Core) nextCheck() *run {
-	for i, r := range h.order {
-		if !r.notBefore.After(h.now) {
-			h.order = append(h.order[:i:i], h.order[i+1:]...)
-			return r
+	var picked []*run
+	for i := 0; i < len(h.order) && len(picked) < h.cfg.Batch; {
+		r := h.order[i]
+		if r.notBefore.After(h.now) || len(picked) > 0 && !r.sharable() {
+			i++
+			continue
+		}
+		h.order = slices.Delete(h.order, i, i+1)
+		picked = append(picked, r)
+		if !r.sharable() {
+			break
 		}
 	}
-	return nil
+	switch len(picked) {
+	case 0:
+		return nil
+	case 1:
+		return picked[0]
+	}
+	head := picked[len(picked)-1]
+	head.with = picked[:len(picked)-1]
+	head.Ahead = nil
+	for _, w := range head.with {
+		head.Ahead = append(head.Ahead, Link{Component: w.Component, Ref: w.Ref, Owner: w.Owner})
+		h.get(w.Component).run = head
+	}
+	return head
+}
+
+// sharable reports whether r may be checked with others: a first try.
+func (r *run) sharable() bool { return !r.alone && r.tries == 0 && r.flakes == 0 }
+
+// apart puts back the READYs of a shared check r that are still its, each
+// to be checked alone, at the front of the queue.
+func (h *Core) apart(r *run) {
+	var back []*run
+	for _, w := range append(slices.Clone(r.with), r) {
+		c := h.get(w.Component)
+		if c.run != r {
+			continue
+		}
+		h.lastRun++
+		again := &run{Job: Job{Run: h.lastRun, Kind: Check, Component: w.Component, Ref: w.Ref, Owner: w.Owner, Squash: w.Squash},
+			queued: w.queued, alone: true}
+		c.run = again
+		back = append(back, again)
+	}
+	h.order = append(back, h.order...)
+}
+
+// sharedFinished takes the end of a shared check: each passed, or each is
+// checked alone.
+func (h *Core) sharedFinished(r *run, o Outcome) {
+	h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+	all := append(slices.Clone(r.with), r)
+	_, known := h.trees.get(o.Tree)
+	if o.Result != Passed || len(o.Chain) != len(all) || o.Reused && !known {
+		if o.Result != Cancelled {
+			h.apart(r)
+		}
+		return
+	}
+	if !o.Reused {
+		h.passedTree(r, o)
+	}
+	names := make([]string, len(all))
+	for i, w := range all {
+		names[i] = w.Component
+	}
+	for i, w := range all {
+		c := h.get(w.Component)
+		c.run = nil
+		m := o.Chain[i]
+		mo := Outcome{Result: Passed, Commit: m.Commit, Tree: m.Tree, Tip: m.Tip, Base: o.Base, Flaky: o.Flaky,
+			In: o.Tree, Reused: true, Line: fmt.Sprintf("checked merged with the target as %s: one run for %d", strings.Join(names, "+"), len(all))}
+		wr := &run{Job: w.Job}
+		wr.Run = r.Run
+		h.report(c, wr, mo)
+	}
 }
 
 // Finished handles the end of a job. The outcome of a job that is no
@@ -141,11 +231,13 @@ func (h *Core) Finished(at time.Time, o Outcome) Actions {
 		h.schedule()
 		return h.take()
 	}
-	switch r.Kind {
-	case Car:
+	switch {
+	case r.Kind == Car:
 		if k := h.carOf(c); k != nil && k.run == r {
 			h.carFinished(k, r, o)
 		}
+	case len(r.with) > 0:
+		h.sharedFinished(r, o)
 	default:
 		h.checkFinished(c, r, o)
 	}

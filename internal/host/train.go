@@ -126,11 +126,11 @@ func (h *Core) current(i int, k *car) bool {
 
 // reconcile brings the train up to date after anything happened: results
 // and runs of chains that are no longer current are dropped, failures are
-// blamed where they can be, and the front car lands when it passed.
+// blamed where they can be, and the cars that passed land.
 func (h *Core) reconcile() {
 	for {
 		for i, k := range h.train {
-			if i == 0 && h.landing != nil && h.landing.Component == k.c.name {
+			if h.inLanding(k) {
 				continue // its landing is under way: what it landed, it says
 			}
 			if (k.done != nil || k.run != nil) && !h.current(i, k) {
@@ -148,24 +148,58 @@ func (h *Core) reconcile() {
 	h.land()
 }
 
-// blameOne steps back the first car whose failure is its own, if any:
-// one that failed with every car ahead of it passed, or whose own commit
-// is bad (gone, moved after approval) whatever the chain.
+// inLanding reports whether k is landed by the landing under way.
+func (h *Core) inLanding(k *car) bool {
+	if h.landing == nil {
+		return false
+	}
+	for _, l := range h.landing.Landings() {
+		if l.Component == k.c.name {
+			return true
+		}
+	}
+	return false
+}
+
+// passed reports whether k has a result of its chain that passed.
+func passed(k *car) bool { return k.done != nil && k.done.Result == Passed }
+
+// coverOf is the furthest car, at or behind car i, whose chain passed and
+// says what it was made of: that chain holds car i, so car i's work is in
+// a tree that passed, and lands with it (a batch). -1 if none.
+func (h *Core) coverOf(i int) int {
+	for j := len(h.train) - 1; j >= i; j-- {
+		if k := h.train[j]; passed(k) && len(k.done.Chain) == len(k.chain)+1 && !slices.ContainsFunc(h.train[i:j+1], h.landedBefore) {
+			return j
+		}
+	}
+	return -1
+}
+
+// landedBefore reports whether k's approved commit is on record as landed
+// (a landing a stop or a crash cut short before MERGED): no batch holds
+// it; its own car's job finds it on the target, and says so.
+func (h *Core) landedBefore(k *car) bool {
+	_, ok := h.landedAt.get(k.tip)
+	return k.tip != "" && ok
+}
+
+// blameOne steps back the first car whose failure is its own, if any: one
+// whose chain failed on top of a chain that passed (the car just ahead of
+// it passed, or it is the first), and that no chain behind it passed (then
+// the failure was not its to carry: a flake, or an interaction a car
+// behind resolves); or whose own commit is bad (gone, moved after
+// approval) whatever the chain.
 func (h *Core) blameOne() bool {
-	ahead := true // every car ahead passed
 	for i, k := range h.train {
 		o := k.done
 		switch {
-		case o == nil:
-			ahead = false
+		case o == nil || o.Result == Passed:
 			continue
-		case o.Result == Passed:
-			continue
+		case o.Result == Invalid:
 		case o.Result == Conflicted && o.Culprit != "":
-			// A car ahead does not merge; its own check says so.
-			ahead = false
-			continue
-		case o.Result != Invalid && !ahead:
+			continue // a car ahead does not merge; its own check says so
+		case i > 0 && !passed(h.train[i-1]), h.coverOf(i) >= 0, h.waits(i):
 			continue
 		}
 		h.train = slices.Delete(h.train, i, i+1)
@@ -177,10 +211,85 @@ func (h *Core) blameOne() bool {
 	return false
 }
 
+// checkedBy is the car behind i (or i) whose chain's run, under way,
+// will say for car i too; -1 if none.
+func (h *Core) checkedBy(i int) int {
+	for j := i; j < len(h.train); j++ {
+		if k := h.train[j]; k.run != nil {
+			return j
+		} else if k.done != nil {
+			return -1
+		}
+	}
+	return -1
+}
+
+// waits reports whether car i's failure waits for the cars behind it
+// (host.failure_depth): one of them has yet to say whether its chain,
+// which holds car i, passes.
+func (h *Core) waits(i int) bool {
+	for _, k := range h.train[i+1 : min(i+1+h.cfg.FailureDepth, len(h.train))] {
+		if k.done == nil && k.c.phase != held {
+			return true
+		}
+	}
+	return false
+}
+
 // passOf is what passed the check of c's current READY, if the host knows.
 func (h *Core) passOf(c *comp) (Pass, bool) {
 	p, ok := h.passes[c.name]
 	return p, ok && p.Ref == c.ref && p.Owner == c.owner
+}
+
+// toCheck is the cars whose chains are worth checking now, in the order to
+// check them. A check of car i's chain vouches for every car up to i, so
+// the train is cut into batches of at most host.batch.max cars, and only
+// the last car of each is checked; with host.batch.max 1 that is every
+// car. A batch whose check failed is bisected: the middle of the cars
+// ahead of the failure that no result vouches for is checked, and so on
+// (on free slots, at once, each as if the one ahead of it will pass),
+// until the failure is one car's own (blameOne). Nothing behind a failure
+// is checked: its chain holds the failure. A car whose approved commit is
+// not known yet (no check before review), or on record as landed, ends a
+// batch: its own job finds it.
+func (h *Core) toCheck() []int {
+	var out []int
+	limit := len(h.train) // nothing beyond a failure's depth
+	s := 0
+	for s < limit && h.inLanding(h.train[s]) {
+		s++ // landing: its work passed
+	}
+	for s < limit {
+		e := s // the first car from s with a result or a run
+		for e < len(h.train) && h.train[e].done == nil && h.train[e].run == nil {
+			e++
+		}
+		switch {
+		case e-s >= h.cfg.Batch || e == len(h.train):
+			last := min(s+h.cfg.Batch, limit) - 1
+			if i := slices.IndexFunc(h.train[s:last], func(k *car) bool { return k.tip == "" || h.landedBefore(k) }); i >= 0 {
+				last = s + i // its approved commit is found, or found landed, by a job of its own
+			}
+			out = append(out, last)
+			s = last + 1
+		case h.train[e].run != nil || passed(h.train[e]):
+			s = e + 1 // as if its run will pass
+		case e == s:
+			// A failure, blamed once it is its own; up to failure_depth
+			// cars behind it are checked with it.
+			if h.cfg.FailureDepth == 0 {
+				return out
+			}
+			limit = min(limit, e+1+h.cfg.FailureDepth)
+			s = e + 1
+		default:
+			m := s + (e-s-1)/2
+			out = append(out, m)
+			s = m + 1
+		}
+	}
+	return out
 }
 
 // nextCar is the first car that can be checked now, as its job: one with
@@ -193,15 +302,14 @@ func (h *Core) nextCar() *run {
 			}
 		}
 	}
-	for i, k := range h.train {
-		if k.done != nil || k.run != nil || k.notBefore.After(h.now) || k.afterLanding && h.landing != nil {
+	for _, i := range h.toCheck() {
+		k := h.train[i]
+		if k.notBefore.After(h.now) || k.afterLanding && h.landing != nil {
 			continue
 		}
 		ids, links := h.chainOf(i)
-		for _, l := range links {
-			if l.Tip == "" {
-				return nil // a car ahead has yet to say what it lands
-			}
+		if slices.ContainsFunc(links, func(l Link) bool { return l.Tip == "" }) {
+			return nil // a car ahead has yet to say what it lands
 		}
 		h.lastRun++
 		r := &run{Job: Job{Run: h.lastRun, Kind: Car, Component: k.c.name, Ref: k.c.ref, Owner: k.c.owner,
@@ -298,11 +406,14 @@ func (h *Core) carFinished(k *car, r *run, o Outcome) {
 	h.reconcile()
 }
 
-// retryLanding lands k again after a wait (the repository was locked, or a
-// checkout of the target was dirty).
-func (h *Core) retryLanding(k *car, r *run, why string) {
-	again := h.again(r, "land "+k.c.name, why)
-	h.landing, k.c.run = again, again
+// retryLanding lands r's cars again after a wait (the repository was
+// locked, or a checkout of the target was dirty).
+func (h *Core) retryLanding(r *run, why string) {
+	again := h.again(r, "land "+r.Component, why)
+	h.landing = again
+	for _, l := range again.Landings() {
+		h.get(l.Component).run = again
+	}
 }
 
 // landing is a car that landed since the train's base.

@@ -53,7 +53,10 @@ func (h *Core) report(c *comp, r *run, o Outcome) {
 		delete(h.approvals, c.name) // back through CI: what was approved before is not what it is now
 		h.record(Record{Op: OpPass, Component: c.name, Pass: &p})
 		line = "CI " + c.name + " PASS " + o.Commit + flakyNote(o.Flaky)
-		if o.Reused && r.Kind == Check {
+		switch {
+		case o.In != "" && r.Kind == Check:
+			line += " (" + o.Line + ")"
+		case o.Reused && r.Kind == Check:
 			line += " (its tree passed before: not checked again)"
 		}
 	case Failed:

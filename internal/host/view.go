@@ -103,16 +103,23 @@ func (h *Core) trainCar(i int) TrainCar {
 	}
 	tc := TrainCar{Component: k.c.name, Owner: k.c.owner, Ref: k.c.ref, Tip: k.tip, On: on, State: "waiting", ETA: h.eta(i)}
 	switch {
-	case i == 0 && h.landing != nil && h.landing.Component == k.c.name:
+	case h.inLanding(k):
 		tc.State, tc.Run, tc.Since = "landing", h.landing.Run, h.landing.started
 		tc.Why = h.landing.said
 	case k.done != nil && k.done.Result == Passed:
 		tc.State, tc.Run = "passed", k.done.Run
+	case h.coverOf(i) > i:
+		// In a batch: a chain behind it, which holds it, passed.
+		head := h.train[h.coverOf(i)]
+		tc.State, tc.Run = "passed", head.done.Run
+		tc.Why = "in the batch up to " + head.c.name + ", whose chain passed"
 	case k.done != nil:
 		tc.State, tc.Run = "failed", k.done.Run
-		tc.Why = k.done.Result.String() + ": " + bound(k.done.Line, 120) + "; blamed only if every car ahead passes"
+		tc.Why = k.done.Result.String() + ": " + bound(k.done.Line, 120) + "; blamed only if the chain just ahead passes and none behind it does"
 	case k.run != nil && !k.run.started.IsZero():
 		tc.State, tc.Run, tc.Since = "checking", k.run.Run, k.run.started
+	case h.checkedBy(i) > i:
+		tc.Why = "in the batch checked with " + h.train[h.checkedBy(i)].c.name
 	case k.notBefore.After(h.now):
 		tc.Why = k.said
 	}

@@ -6,6 +6,12 @@
 // its tree is that merge's, made again here), or it was pushed by hand,
 // or its receipt does not hold. It is `foreman verify`.
 //
+// A batch (several components landed by one move of the target) is
+// checked as one: its commits below the head were never checked alone,
+// so each is accepted on the head's checks only if the whole batch is on
+// the target, in its order, under that head, and every receipt of it
+// holds.
+//
 // Nothing here trusts the repository: the keys come from the caller (the
 // host's own key, or keys given), never from a receipt; the walk starts
 // where the caller says (the host's ledger's first landing), never at the
@@ -13,9 +19,11 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -60,6 +68,10 @@ type Row struct {
 	Tree      string `json:"tree,omitempty"`
 	PassedOn  string `json:"passed_on,omitempty"` // the tree whose checks passed
 	CheckedAs string `json:"checked_as,omitempty"`
+	Batch     string `json:"batch,omitempty"`      // the head of the batch it landed in, if it did
+	BatchSize int    `json:"batch_size,omitempty"` // how many commits that batch landed
+
+	batch *receipt.Batch // as its receipt says, for batches to check across rows
 }
 
 // Report is a whole walk, newest commit first.
@@ -116,8 +128,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return Report{}, err
 	}
 	rep := Report{Target: o.Target, Head: head, Since: o.Since}
-	landedBy := map[string]string{} // approved commit -> the commit that landed it
 	// Oldest first, so that "landed before" names the earlier one.
+	var rows []Row
 	for i := len(commits) - 1; i >= 0; i-- {
 		c := commits[i]
 		row := judge(o, c, data[notes[c.ID]], notes[c.ID] != "")
@@ -126,13 +138,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 				return Report{}, err
 			}
 		}
-		if row.Verdict == Landed {
-			if at, ok := landedBy[row.Approved]; ok {
-				row.Verdict, row.Why = Refused, fmt.Sprintf("it lands %s (%s), which %s landed before: an approval lands once", short(row.Approved), row.Component, short(at))
-			} else {
-				landedBy[row.Approved] = c.ID
-			}
-		}
+		rows = append(rows, row)
+	}
+	batches(o, rows)
+	landsOnce(rows)
+	for _, row := range rows {
 		switch row.Verdict {
 		case Landed:
 			rep.Landed++
@@ -141,10 +151,214 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		default:
 			rep.Bad++
 		}
-		rep.Rows = append(rep.Rows, row)
 	}
-	slices.Reverse(rep.Rows)
+	slices.Reverse(rows)
+	rep.Rows = rows
 	return rep, nil
+}
+
+// landsOnce refuses a landing of an approval that an earlier commit
+// landed (rows are oldest first, so the earlier one is named): an
+// approval lands once. A batch, which batches left whole, is taken as
+// one: if one of its commits lands again what was landed, none of them
+// is accepted, and none of their approvals counts as landed.
+func landsOnce(rows []Row) {
+	landedBy := map[string]string{} // approved commit -> the commit that landed it
+	for i := 0; i < len(rows); {
+		n := 1
+		if rows[i].Verdict == Landed && rows[i].BatchSize > 1 {
+			n = min(rows[i].BatchSize, len(rows)-i) // its first commit: the rest are next
+		}
+		unit := rows[i : i+n]
+		i += n
+		if unit[0].Verdict != Landed {
+			continue
+		}
+		landing := map[string]string{}
+		bad, why := -1, ""
+		for j, r := range unit {
+			at, ok := landedBy[r.Approved]
+			if !ok {
+				at, ok = landing[r.Approved]
+			}
+			if ok {
+				bad, why = j, fmt.Sprintf("it lands %s (%s), which %s landed before: an approval lands once", short(r.Approved), r.Component, short(at))
+				break
+			}
+			landing[r.Approved] = r.Commit
+		}
+		if bad < 0 {
+			maps.Copy(landedBy, landing)
+			continue
+		}
+		members := make([]int, len(unit))
+		for j := range members {
+			members[j] = j
+		}
+		refuseBatch(unit, members, bad, why)
+	}
+}
+
+// batches checks, across the rows (oldest first), the batches their
+// receipts name. judge saw each commit alone, and a commit below a
+// batch's head was accepted on the head's checks, which hold for it only
+// if the whole batch is on the target as one, under that head, and every
+// commit of it has a receipt that holds and names the same batch. A batch
+// lands as one: if one of its commits does not hold, none is accepted.
+func batches(o Options, rows []Row) {
+	if !slices.ContainsFunc(rows, func(r Row) bool { return r.batch != nil }) {
+		return // no batch: nothing to check across rows
+	}
+	at := make(map[string]int, len(rows)) // commit -> its row
+	for i, r := range rows {
+		at[r.Commit] = i
+	}
+	for _, g := range batchGroups(rows, at) {
+		if bad, why := batchFault(o, rows, g, at); why != "" {
+			refuseBatch(rows, g, bad, why)
+		}
+	}
+}
+
+// batchGroups gathers the rows that receipts tie together in batches: a
+// row whose receipt names a batch, with every row of that batch, and so
+// on, so that a batch whose receipts disagree is still one group. Each
+// group is oldest first.
+func batchGroups(rows []Row, at map[string]int) [][]int {
+	up := make([]int, len(rows))
+	for i := range up {
+		up[i] = i
+	}
+	root := func(i int) int {
+		for up[i] != i {
+			up[i] = up[up[i]]
+			i = up[i]
+		}
+		return i
+	}
+	for i, r := range rows {
+		if r.batch == nil {
+			continue
+		}
+		for _, id := range r.batch.Commits {
+			if j, ok := at[id]; ok {
+				up[root(j)] = root(i)
+			}
+		}
+	}
+	byRoot := map[int][]int{}
+	var roots []int
+	for i := range rows {
+		k := root(i)
+		if _, ok := byRoot[k]; !ok {
+			roots = append(roots, k)
+		}
+		byRoot[k] = append(byRoot[k], i)
+	}
+	var groups [][]int
+	for _, k := range roots {
+		g := byRoot[k]
+		if slices.ContainsFunc(g, func(i int) bool { return rows[i].batch != nil }) {
+			groups = append(groups, g)
+		}
+	}
+	return groups
+}
+
+// batchFault says which row of a batch's group (g, oldest first) does
+// not hold, and why; "" when every one does. A receipt that does not
+// hold alone, or names another batch, is named before the batch's place
+// on the target, as the more telling reason. The batch is as the newest
+// receipt that names one says: the head's, whose tree passed, when it
+// does.
+func batchFault(o Options, rows []Row, g []int, at map[string]int) (int, string) {
+	ref := g[0]
+	for _, i := range g {
+		if rows[i].batch != nil {
+			ref = i
+		}
+	}
+	b := rows[ref].batch
+	for _, i := range g {
+		r := rows[i]
+		switch {
+		case r.Verdict != Landed:
+			return i, r.Why
+		case r.batch == nil:
+			return i, fmt.Sprintf("its receipt names no batch, and %s's says it landed in the batch whose head is %s", short(rows[ref].Commit), short(b.Head))
+		case !sameBatch(r, rows[ref]):
+			return i, fmt.Sprintf("its receipt names a batch (head %s, %d commits, run %d) other than %s's (head %s, %d commits, run %d)",
+				short(r.Batch), r.BatchSize, r.Run, short(rows[ref].Commit), short(b.Head), len(b.Commits), rows[ref].Run)
+		}
+	}
+	for _, i := range g {
+		if why := onTarget(o, rows, i, at); why != "" {
+			return i, why
+		}
+	}
+	return 0, ""
+}
+
+// sameBatch reports whether two rows' receipts name the same batch, and
+// the same run of the checks on its head.
+func sameBatch(a, b Row) bool {
+	return a.batch.Head == b.batch.Head && slices.Equal(a.batch.Commits, b.batch.Commits) &&
+		a.Run == b.Run && a.PassedOn == b.PassedOn && a.CheckedAs == b.CheckedAs
+}
+
+// onTarget says why the batch row i's receipt names is not on the walk
+// as one: its commits next to each other, oldest first, the head last,
+// the head's tree the one its checks passed on; "" if it is.
+func onTarget(o Options, rows []Row, i int, at map[string]int) string {
+	b := rows[i].batch
+	h, ok := at[b.Head]
+	if !ok || h < i {
+		return fmt.Sprintf("its receipt says it landed in a batch whose head %s is not on %s above it", short(b.Head), o.Target)
+	}
+	first := i - slices.Index(b.Commits, rows[i].Commit) // where the batch starts in the walk
+	for j, id := range b.Commits {
+		pos := first + j
+		if pos < 0 {
+			continue // below where the walk starts: said below
+		}
+		if pos >= len(rows) || rows[pos].Commit != id {
+			there := o.Target + " ends before it"
+			if pos < len(rows) {
+				there = fmt.Sprintf("%s holds %s there", o.Target, short(rows[pos].Commit))
+			}
+			return fmt.Sprintf("the batch its receipt names is not on %s as one: its commit %d of %d is %s, and %s", o.Target, j+1, len(b.Commits), short(id), there)
+		}
+	}
+	if first < 0 && o.Since != "" {
+		return fmt.Sprintf("--since %s cuts through its batch: %d of its %d commits are not after it, so the batch cannot be checked as one; verify from before the batch", short(o.Since), -first, len(b.Commits))
+	}
+	if first < 0 {
+		return fmt.Sprintf("the batch its receipt names is not on %s as one: its first %d commits would be below the root", o.Target, -first)
+	}
+	if rows[h].Tree != rows[i].PassedOn {
+		return fmt.Sprintf("its batch's head %s holds tree %s, and the checks passed on %s", short(b.Head), short(rows[h].Tree), short(rows[i].PassedOn))
+	}
+	return ""
+}
+
+// refuseBatch refuses every commit of a batch (members, rows of rows)
+// because one of them, bad, does not hold (why): a batch lands as one.
+// A commit refused already keeps its own reason.
+func refuseBatch(rows []Row, members []int, bad int, why string) {
+	head := rows[bad].Batch // for a row whose receipt names none
+	for _, m := range members {
+		head = cmp.Or(head, rows[m].Batch)
+	}
+	for _, m := range members {
+		r := &rows[m]
+		switch {
+		case r.Verdict != Landed:
+		case m == bad:
+			r.Verdict, r.Why = Refused, why
+		default:
+			r.Verdict, r.Why = Refused, fmt.Sprintf("its batch (head %s) does not hold: %s: %s", short(cmp.Or(r.Batch, head)), short(rows[bad].Commit), why)
+		}
+	}
 }
 
 // squashedAgain makes a squash landing's merge again, of the commit it
@@ -188,6 +402,9 @@ func judge(o Options, c gitrepo.Commit, note []byte, hasNote bool) Row {
 	row.RanOn, row.Sandbox = strings.Join(p.Checks.RanOn, ","), p.Checks.Sandbox
 	row.Approved, row.LandedOn, row.PassedOn, row.CheckedAs = p.Approved.Tip, p.LandedOn, p.Checks.Tree, p.Checks.Commit
 	row.LandedAs = p.LandedAs
+	if p.Batch != nil {
+		row.Batch, row.BatchSize, row.batch = p.Batch.Head, len(p.Batch.Commits), p.Batch
+	}
 	if row.LandedAs == "" {
 		row.LandedAs = receipt.LandedAsMerge // receipts from before there was a choice
 	}
@@ -216,7 +433,15 @@ func judge(o Options, c gitrepo.Commit, note []byte, hasNote bool) Row {
 		return refuse("its receipt says it squashes %s, and it has %d parents", short(p.Approved.Tip), len(c.Parents))
 	case row.LandedAs != receipt.LandedAsMerge && row.LandedAs != receipt.LandedAsSquash:
 		return refuse("its receipt says it landed as %q, neither merge nor squash", p.LandedAs)
-	case p.Checks.Tree != c.Tree:
+	case p.Batch != nil && !slices.Contains(p.Batch.Commits, c.ID):
+		return refuse("its receipt says it landed in a batch (head %s) that does not list it", short(p.Batch.Head))
+	case p.Batch != nil && p.Batch.Commits[len(p.Batch.Commits)-1] != p.Batch.Head:
+		return refuse("its receipt names a batch whose head %s is not its last commit", short(p.Batch.Head))
+	case p.Batch != nil && p.Checks.Commit != p.Batch.Head:
+		return refuse("its receipt says it landed in the batch whose head is %s, and the checks it names ran on %s", short(p.Batch.Head), short(p.Checks.Commit))
+	case p.Checks.Tree != c.Tree && (p.Batch == nil || p.Batch.Head == c.ID):
+		// A commit below a batch's head was not checked alone: batches
+		// holds it to the head's tree instead.
 		return refuse("the checks its receipt names passed on tree %s, not on its own %s", short(p.Checks.Tree), short(c.Tree))
 	case !p.Checks.Passed():
 		return refuse("not every check its receipt names passed")
@@ -250,8 +475,12 @@ func (r Report) Table() string {
 			if row.LandedAs == receipt.LandedAsSquash {
 				how = ", squashed"
 			}
-			detail = fmt.Sprintf("approved %s by %s%s; run %d passed on %s (%s, sandbox %s); signed %s",
-				short(row.Approved), by, how, row.Run, short(row.PassedOn), row.RanOn, shortDigest(row.Sandbox), row.Signer)
+			batch := ""
+			if row.Batch != "" {
+				batch = fmt.Sprintf(", in a batch of %d whose head is %s", row.BatchSize, short(row.Batch))
+			}
+			detail = fmt.Sprintf("approved %s by %s%s; run %d passed on %s (%s, sandbox %s)%s; signed %s",
+				short(row.Approved), by, how, row.Run, short(row.PassedOn), row.RanOn, shortDigest(row.Sandbox), batch, row.Signer)
 		}
 		comp := row.Component
 		if comp == "" {

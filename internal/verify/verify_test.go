@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -309,4 +310,225 @@ func TestSquashLandings(t *testing.T) {
 	assert.Contains(t, v[asMerge], "and it has 2 parents")
 	assert.Contains(t, v[missing], "refused: it squashes bbbbbbbbbbbb, which is not in this repository")
 	assert.Contains(t, v[unknown], `refused: its receipt says it landed as "rebase", neither merge nor squash`)
+}
+
+// batch makes the commits a host landing comps in one batch makes: each
+// a merge of its approved commit (tips, or new ones when nil) on the one
+// before it, the first on main; only the head's tree was checked. Each
+// commit is noted with its receipt, which names the batch; edit may
+// change the i-th before it is signed. main does not move: moveTo does.
+func (g *target) batch(comps, tips []string, edit func(i int, l *receipt.Landing)) []string {
+	g.t.Helper()
+	if tips == nil {
+		for _, c := range comps {
+			tips = append(tips, g.approved(c))
+		}
+	}
+	base := g.main()
+	var commits, trees []string
+	on := base
+	for i, c := range comps {
+		m, err := g.repo.MergeTree(ctx, on, tips[i])
+		require.NoError(g.t, err)
+		require.True(g.t, m.Clean())
+		commit, err := g.repo.CommitMerge(ctx, m.Tree, "Merge b1/"+c+" ("+c+") into main\n", on, tips[i])
+		require.NoError(g.t, err)
+		commits, trees, on = append(commits, commit), append(trees, m.Tree), commit
+	}
+	head, headTree := commits[len(commits)-1], trees[len(trees)-1]
+	for i, c := range comps {
+		landedOn := base
+		if i > 0 {
+			landedOn = commits[i-1]
+		}
+		l := receipt.Landing{Host: g.key.AgentID(), Target: "refs/heads/main", Component: c, Builder: "@b1", Ref: "b1/" + c,
+			Approved: receipt.Approval{Tip: tips[i], Auditors: []string{"@aud"}, Round: 1}, LandedOn: landedOn, Commit: commits[i], Tree: trees[i],
+			Checks: receipt.Checks{Run: g.n, Kind: "car", Commit: head, Tree: headTree, Commands: []receipt.Command{{Command: "make test", Result: "passed"}},
+				Tries: []receipt.Log{{Name: "batch.log", Digest: receipt.Digest([]byte("ok"))}}, RanOn: []string{"host"}, Sandbox: "off"},
+			At:    time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC),
+			Batch: &receipt.Batch{Head: head, Commits: slices.Clone(commits)}}
+		if edit != nil {
+			edit(i, &l)
+		}
+		note, err := receipt.Sign(receipt.New(l), g.key)
+		require.NoError(g.t, err)
+		require.NoError(g.t, g.repo.AddNote(ctx, receipt.NotesRef, commits[i], note))
+	}
+	return commits
+}
+
+// moveTo moves main to commit in one compare-and-swap, as the host lands
+// a batch.
+func (g *target) moveTo(commit string) {
+	g.t.Helper()
+	require.NoError(g.t, g.repo.UpdateRef(ctx, "refs/heads/main", commit, g.main(), "foreman host: land a batch"))
+}
+
+// A batch of three landed by one move of main, between two landings of
+// one: each of its commits is accepted on the checks of the head's tree,
+// though the two below it were never checked alone.
+func TestABatchLandsAsOne(t *testing.T) {
+	g := newTarget(t)
+	before := g.land("z", g.approved("z"), g.key, nil)
+	commits := g.batch([]string{"a", "b", "c"}, nil, nil)
+	g.moveTo(commits[2])
+	after := g.land("d", g.approved("d"), g.key, nil)
+
+	rep := g.verify(g.key)
+	require.True(t, rep.OK(), rep.Table())
+	assert.Equal(t, 5, rep.Landed)
+	head := commits[2]
+	byCommit := map[string]Row{}
+	for _, row := range rep.Rows {
+		byCommit[row.Commit] = row
+	}
+	for _, c := range commits {
+		assert.Equal(t, head, byCommit[c].Batch, c)
+		assert.Equal(t, 3, byCommit[c].BatchSize, c)
+		assert.Equal(t, byCommit[head].Tree, byCommit[c].PassedOn, "the head's tree passed")
+	}
+	assert.NotEqual(t, byCommit[commits[0]].Tree, byCommit[commits[0]].PassedOn, "not checked alone")
+	assert.Empty(t, byCommit[before].Batch)
+	assert.Empty(t, byCommit[after].Batch)
+	table := rep.Table()
+	assert.Contains(t, table, "(host, sandbox off), in a batch of 3 whose head is "+head[:12]+"; signed "+g.key.AgentID())
+	assert.Equal(t, 3, strings.Count(table, "in a batch of 3"))
+	assert.Contains(t, table, "main at "+after[:12]+" since "+g.start[:12]+": 5 commits, 5 landed by foreman, 0 not landed by foreman, 0 receipts refused")
+}
+
+// A batch whose receipts do not all hold, or do not agree on the batch,
+// is refused whole: a commit below the head is accepted only on its
+// batch's checks, so none is accepted when the batch is not one.
+func TestABatchWhoseReceiptsDisagreeIsRefusedWhole(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(i int, l *receipt.Landing) // the i-th receipt of the batch, before it is signed
+		bad  int                             // the commit that does not hold
+		why  string                          // why, in its own row
+	}{
+		{"a member's receipt names no batch", func(i int, l *receipt.Landing) {
+			if i == 1 {
+				l.Batch = nil
+			}
+		}, 1, "refused: the checks its receipt names passed on tree "},
+		{"the head's receipt names no batch", func(i int, l *receipt.Landing) {
+			if i == 2 {
+				l.Batch = nil
+			}
+		}, 2, "refused: its receipt names no batch, and "},
+		{"a member's receipt names another head", func(i int, l *receipt.Landing) {
+			if i == 0 {
+				l.Batch = &receipt.Batch{Head: l.Batch.Commits[1], Commits: l.Batch.Commits[:2]}
+				l.Checks.Commit = l.Batch.Head
+			}
+		}, 0, "refused: its receipt names a batch (head "},
+		{"the checks did not pass on the head's tree", func(_ int, l *receipt.Landing) {
+			l.Checks.Tree = strings.Repeat("e", 40)
+		}, 2, "refused: the checks its receipt names passed on tree eeeeeeeeeeee"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newTarget(t)
+			commits := g.batch([]string{"a", "b", "c"}, nil, tc.edit)
+			g.moveTo(commits[2])
+			rep := g.verify(g.key)
+			assert.False(t, rep.OK())
+			assert.Equal(t, 3, rep.Bad, rep.Table())
+			v := verdicts(rep)
+			assert.Contains(t, v[commits[tc.bad]], tc.why)
+			for i, c := range commits {
+				if i != tc.bad {
+					assert.Contains(t, v[c], "refused: its batch (head "+commits[2][:12]+") does not hold: "+commits[tc.bad][:12]+": ", i)
+				}
+			}
+		})
+	}
+}
+
+// The attack a batch opens: a commit whose own tree never passed, with a
+// receipt that says it landed in a batch whose head passed, while main
+// stops at it (the head was never landed). It is refused, naming the
+// head; and with no batch in its receipt it is refused for its tree.
+func TestABatchWhoseHeadIsNotOnTheTarget(t *testing.T) {
+	g := newTarget(t)
+	commits := g.batch([]string{"a", "b", "c"}, nil, nil)
+	g.moveTo(commits[1])
+	rep := g.verify(g.key)
+	assert.False(t, rep.OK())
+	assert.Equal(t, 2, rep.Bad)
+	v := verdicts(rep)
+	notOnMain := "its receipt says it landed in a batch whose head " + commits[2][:12] + " is not on main above it"
+	assert.Equal(t, "refused: "+notOnMain, v[commits[0]])
+	assert.Equal(t, "refused: its batch (head "+commits[2][:12]+") does not hold: "+commits[0][:12]+": "+notOnMain, v[commits[1]])
+
+	// The same receipt without its batch: judged alone, as ever.
+	key, err := receipt.KeyOf(g.key.PublicPEM())
+	require.NoError(t, err)
+	note, err := g.repo.Note(ctx, receipt.NotesRef, commits[1])
+	require.NoError(t, err)
+	st, _, err := receipt.Open(note, []receipt.Key{key})
+	require.NoError(t, err)
+	st.Predicate.Batch = nil
+	note, err = receipt.Sign(receipt.New(st.Predicate), g.key)
+	require.NoError(t, err)
+	require.NoError(t, g.repo.AddNote(ctx, receipt.NotesRef, commits[1], note))
+	v = verdicts(g.verify(g.key))
+	assert.Contains(t, v[commits[1]], "refused: the checks its receipt names passed on tree ")
+}
+
+// A batch whose commits are on main in another order than its receipts
+// say is not the batch that was checked.
+func TestABatchOutOfOrder(t *testing.T) {
+	g := newTarget(t)
+	g.land("z", g.approved("z"), g.key, nil)
+	commits := g.batch([]string{"a", "b", "c"}, nil, func(_ int, l *receipt.Landing) {
+		c := l.Batch.Commits
+		l.Batch.Commits = []string{c[1], c[0], c[2]}
+	})
+	g.moveTo(commits[2])
+	rep := g.verify(g.key)
+	assert.False(t, rep.OK())
+	assert.Equal(t, 3, rep.Bad, rep.Table())
+	assert.Equal(t, 1, rep.Landed)
+	v := verdicts(rep)
+	assert.Contains(t, v[commits[0]], "refused: the batch its receipt names is not on main as one: its commit 1 of 3 is "+commits[1][:12])
+	assert.Contains(t, v[commits[1]], "refused: its batch (head "+commits[2][:12]+") does not hold: "+commits[0][:12]+": the batch its receipt names is not on main as one")
+	assert.Contains(t, v[commits[2]], "does not hold: "+commits[0][:12])
+}
+
+// --since in the middle of a batch: the batch cannot be checked whole,
+// and verify says so rather than accept its upper commits.
+func TestSinceCutsThroughABatch(t *testing.T) {
+	g := newTarget(t)
+	commits := g.batch([]string{"a", "b", "c"}, nil, nil)
+	g.moveTo(commits[2])
+	g.start = commits[0]
+	rep := g.verify(g.key)
+	assert.Equal(t, 2, len(rep.Rows))
+	assert.Equal(t, 2, rep.Bad)
+	v := verdicts(rep)
+	assert.Equal(t, "refused: --since "+commits[0][:12]+" cuts through its batch: 1 of its 3 commits are not after it, so the batch cannot be checked as one; verify from before the batch", v[commits[1]])
+	assert.Contains(t, v[commits[2]], "does not hold: "+commits[1][:12]+": --since")
+}
+
+// An approval lands once, in a batch too: a batch that lands again what
+// landed before is refused whole, and its other approvals do not count
+// as landed, so they may land later.
+func TestABatchLandsAnApprovalOnce(t *testing.T) {
+	g := newTarget(t)
+	twice := g.approved("g")
+	first := g.land("g", twice, g.key, nil)
+	a, b := g.approved("a"), g.approved("b")
+	commits := g.batch([]string{"a", "g", "b"}, []string{a, twice, b}, nil)
+	g.moveTo(commits[2])
+	later := g.land("a", a, g.key, nil)
+
+	rep := g.verify(g.key)
+	assert.Equal(t, 3, rep.Bad, rep.Table())
+	v := verdicts(rep)
+	assert.Equal(t, "landed: ", v[first])
+	assert.Equal(t, "refused: it lands "+twice[:12]+" (g), which "+first[:12]+" landed before: an approval lands once", v[commits[1]])
+	assert.Contains(t, v[commits[0]], "refused: its batch (head "+commits[2][:12]+") does not hold: "+commits[1][:12]+": it lands "+twice[:12])
+	assert.Contains(t, v[commits[2]], "does not hold: "+commits[1][:12])
+	assert.Equal(t, "landed: ", v[later])
 }

@@ -70,7 +70,7 @@ func (r *Runner) car(ctx context.Context, j host.Job) host.Outcome {
 	o := host.Outcome{Base: base, Tip: tip}
 	head := base
 	for _, l := range j.Ahead {
-		commit, _, conflicts, err := r.mergeResult(ctx, l, head, l.Tip, j.Squash)
+		commit, tree, conflicts, err := r.mergeResult(ctx, l, head, l.Tip, j.Squash)
 		if err != nil {
 			return retry(err)
 		}
@@ -79,6 +79,7 @@ func (r *Runner) car(ctx context.Context, j host.Job) host.Outcome {
 			return o
 		}
 		head = commit
+		o.Chain = append(o.Chain, host.Made{Commit: commit, Tree: tree})
 	}
 	commit, tree, conflicts, err := r.mergeResult(ctx, j.Link(), head, tip, j.Squash)
 	if err != nil {
@@ -89,6 +90,7 @@ func (r *Runner) car(ctx context.Context, j host.Job) host.Outcome {
 		return o
 	}
 	o.Commit, o.Tree = commit, tree
+	o.Chain = append(o.Chain, host.Made{Commit: commit, Tree: tree})
 	if slices.Contains(j.Passed, tree) {
 		o.Result, o.Reused = host.Passed, true
 		return o

@@ -14,6 +14,9 @@ import (
 // as it is now, checked. The verdict is about the merge result, what would
 // land, not the branch alone.
 func (r *Runner) check(ctx context.Context, j host.Job) host.Outcome {
+	if len(j.Ahead) > 0 {
+		return r.shared(ctx, j)
+	}
 	t, tip, bad := r.resolve(ctx, j.Ref)
 	if bad != nil {
 		return *bad
@@ -102,4 +105,60 @@ func (r *Runner) rebase(ctx context.Context, j host.Job, tip, base string) (stri
 		return "", false, err
 	}
 	return head, !conflict, nil
+}
+
+// shared does a shared Check job: each READY of j.Ahead, then j's own,
+// merged with the target one on top of the other (no rebase), and the
+// checks run once on the last merge. Anything but a pass (a ref gone, a
+// conflict, a failure, a branch moved meanwhile) is reported as it is for
+// the whole: the core then checks each alone, where it is said whose.
+func (r *Runner) shared(ctx context.Context, j host.Job) host.Outcome {
+	base, bad := r.base(ctx)
+	if bad != nil {
+		return *bad
+	}
+	links := append(slices.Clone(j.Ahead), j.Link())
+	o := host.Outcome{Base: base}
+	head := base
+	for _, l := range links {
+		_, tip, bad := r.resolve(ctx, l.Ref)
+		if bad != nil {
+			bad.Culprit = l.Component
+			return *bad
+		}
+		commit, tree, conflicts, err := r.mergeResult(ctx, l, head, tip, j.Squash)
+		if err != nil {
+			return retry(err)
+		}
+		if len(conflicts) > 0 {
+			return host.Outcome{Result: host.Conflicted, Files: conflicts, Culprit: l.Component}
+		}
+		head = commit
+		o.Chain = append(o.Chain, host.Made{Commit: commit, Tree: tree, Tip: tip})
+	}
+	last := o.Chain[len(o.Chain)-1]
+	o.Commit, o.Tree, o.Tip = last.Commit, last.Tree, last.Tip
+	if slices.Contains(j.Passed, o.Tree) {
+		o.Result, o.Reused = host.Passed, true
+		return o
+	}
+	res, err := r.checkTree(ctx, j, o.Commit, base, &o)
+	if ctx.Err() != nil {
+		return host.Outcome{Result: host.Cancelled}
+	}
+	if err != nil {
+		return retry(err)
+	}
+	for i, l := range links {
+		// Moved while the checks ran: what was checked is not what the
+		// builder has now.
+		if _, now, bad := r.resolve(ctx, l.Ref); bad != nil || now != o.Chain[i].Tip {
+			return host.Outcome{Result: host.Moved, Culprit: l.Component}
+		}
+	}
+	if !res.Passed {
+		return failed(res, o)
+	}
+	o.Result = host.Passed
+	return o
 }

@@ -36,7 +36,8 @@ func TestMain(m *testing.M) {
 // helper is a check. Every mode records the tree it was run on (for the
 // tests that every landed tree passed), then:
 //
-//	content  fails when a file holds BUG
+//	content  fails when a file holds BUG, or when files BUG1 and BUG2
+//	         are both there (each passes alone)
 //	gate     says it started, then waits until the test releases it
 //	hang     never ends
 //	flaky    fails the first time it runs in a test, then passes
@@ -68,6 +69,12 @@ func helper(mode string) int {
 		}
 	}
 	entries, _ := os.ReadDir(".")
+	_, one := os.Stat("BUG1")
+	_, two := os.Stat("BUG2")
+	if one == nil && two == nil {
+		fmt.Println("FAIL: BUG1 and BUG2 do not work together")
+		return 1
+	}
 	for _, e := range entries {
 		data, err := os.ReadFile(e.Name())
 		if err == nil && strings.Contains(string(data), "BUG") {

@@ -10,39 +10,46 @@ import (
 	"github.com/agentforeman/foreman/internal/host"
 )
 
-// land does a Land job: the target moves from j.Base to j.Commit, a car's
+// land does a Land job: the target moves from j.From() to j.Commit, a car's
 // chain head whose tree (j.Tree) passed the checks, by compare-and-swap,
-// and only forward (j.Commit holds j.Base); then the landing's receipt
-// becomes j.Commit's note. A target that is not at j.Base is reported as it
-// is (Moved): the train is made again on it. Something on the target
-// already is not landed again, whatever the branch holds by now: a landing
-// cut short by a crash ends here, with its note written.
+// and only forward (j.Commit holds where it moves from); then each
+// landing's receipt becomes its commit's note. A batch moves the target
+// once, past every commit of it: the first-parent commits between are
+// exactly the batch's, and the target never holds one alone. A target
+// that is not where the job moves it from is reported as it is (Moved):
+// the train is made again on it. Something on the target already is not
+// landed again, whatever the branch holds by now: a landing cut short by a
+// crash ends here, with its notes written.
 //
-// The core decided that this commit may land (its receipt is recorded
-// already); the job checks only that the repository is what the core
-// believes: the target where it was, the commit's tree the one that
-// passed, the branch still at the approved commit.
+// The core decided that these commits may land (their receipts are
+// recorded already); the job checks only that the repository is what the
+// core believes: the target where it was, the head's tree the one that
+// passed, the commits below it the batch's, each branch still at the
+// approved commit.
 func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 	now, bad := r.base(ctx)
 	if bad != nil {
 		return *bad
 	}
+	landings, from := j.Landings(), j.From()
 	landed, err := r.o.Repo.IsAncestor(ctx, j.Commit, now)
 	if err != nil {
 		return retry(err)
 	}
 	if landed {
 		o := host.Outcome{Result: host.Landed, Commit: j.Commit, Already: true}
-		if err := r.keepSquashed(ctx, j); err != nil {
-			return retry(err)
+		for _, l := range landings {
+			if err := r.keepSquashed(ctx, l); err != nil {
+				return retry(err)
+			}
 		}
-		r.keepReceipt(ctx, j, &o)
+		r.keepReceipts(ctx, j, &o)
 		return o
 	}
-	if now != j.Base {
+	if now != from {
 		return host.Outcome{Result: host.Moved, Target: now}
 	}
-	forward, err := r.o.Repo.IsAncestor(ctx, j.Base, j.Commit)
+	forward, err := r.o.Repo.IsAncestor(ctx, from, j.Commit)
 	if err != nil {
 		return retry(err)
 	}
@@ -50,13 +57,21 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 	if err != nil {
 		return retry(err)
 	}
-	if !forward || tree != j.Tree {
-		// Not made on the target as it is, or not what passed: never
-		// landed. The train is made again on the target.
+	ours, err := r.batchAsMade(ctx, j)
+	if err != nil {
+		return retry(err)
+	}
+	if !forward || tree != j.Tree || !ours {
+		// Not made on the target as it is, or not what passed, or not the
+		// batch's commits: never landed. The train is made again on the
+		// target.
 		return host.Outcome{Result: host.Moved, Target: now}
 	}
-	if bad := r.stillApproved(ctx, j); bad != nil {
-		return *bad
+	for _, l := range landings {
+		if bad := r.stillApproved(ctx, l); bad != nil {
+			bad.Culprit = l.Component
+			return *bad
+		}
 	}
 	checkouts, bad := r.cleanCheckouts(ctx)
 	if bad != nil {
@@ -70,18 +85,20 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 			return host.Outcome{Result: host.Retry, Line: err.Error()}
 		}
 	}
-	if err := r.keepSquashed(ctx, j); err != nil {
-		return retry(err)
+	for _, l := range landings {
+		if err := r.keepSquashed(ctx, l); err != nil {
+			return retry(err)
+		}
 	}
 	// From here on the job runs to its end whatever ctx says: what the
-	// compare-and-swap did must be reported, and its note written.
+	// compare-and-swap did must be reported, and its notes written.
 	ctx = context.WithoutCancel(ctx)
-	err = r.o.Repo.UpdateRef(ctx, r.targetRef(), j.Commit, j.Base, "foreman host: land "+j.Component)
+	err = r.o.Repo.UpdateRef(ctx, r.targetRef(), j.Commit, from, "foreman host: land "+landedNames(landings))
 	if errors.Is(err, gitrepo.ErrMoved) {
 		if now, bad := r.base(ctx); bad == nil {
 			return host.Outcome{Result: host.Moved, Target: now}
 		}
-		return host.Outcome{Result: host.Retry, Line: r.o.Target + " moved while " + j.Component + " was landed"}
+		return host.Outcome{Result: host.Retry, Line: r.o.Target + " moved while " + landedNames(landings) + " was landed"}
 	}
 	if err != nil {
 		return retry(err)
@@ -89,14 +106,68 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 	for _, dir := range checkouts {
 		// The target is checked out there: bring its files along, as a
 		// fast-forward would. It was clean a moment ago.
-		_ = r.o.Repo.SyncCheckout(ctx, dir, j.Base, j.Commit)
+		_ = r.o.Repo.SyncCheckout(ctx, dir, from, j.Commit)
 	}
 	o := host.Outcome{Result: host.Landed, Commit: j.Commit, Tree: tree}
-	r.keepReceipt(ctx, j, &o)
+	r.keepReceipts(ctx, j, &o)
 	if j.Prune {
-		o.Pruned = r.prune(ctx, j)
+		for _, l := range landings {
+			switch pruned := r.prune(ctx, l); {
+			case pruned && l.Commit == j.Commit:
+				o.Pruned = true
+			case pruned:
+				o.PrunedOf = append(o.PrunedOf, l.Component)
+			}
+		}
 	}
 	return o
+}
+
+// batchAsMade reports whether the first-parent commits from j.From() up to
+// j.Commit are exactly the landings' (always so for one landing: its
+// commit is the chain's head, checked by the caller).
+func (r *Runner) batchAsMade(ctx context.Context, j host.Job) (bool, error) {
+	if len(j.Batch) == 0 {
+		return true, nil
+	}
+	commits, err := r.o.Repo.FirstParents(ctx, j.Commit, j.From())
+	if err != nil {
+		return false, err
+	}
+	landings := j.Landings()
+	if len(commits) != len(landings) {
+		return false, nil
+	}
+	for i, c := range commits { // newest first
+		if c.ID != landings[len(landings)-1-i].Commit {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// keepReceipts writes each landing's receipt as its commit's note: o is
+// Noted only when every one was written (else the core has them written).
+func (r *Runner) keepReceipts(ctx context.Context, j host.Job, o *host.Outcome) {
+	noted := true
+	for _, l := range j.Landings() {
+		var lo host.Outcome
+		r.keepReceipt(ctx, l, &lo)
+		noted = noted && lo.Noted
+		if l.Commit == j.Commit {
+			o.ReceiptFile = lo.ReceiptFile
+		}
+	}
+	o.Noted = noted && len(j.Receipt) > 0
+}
+
+// landedNames names what a landing lands, for the reflog and for people.
+func landedNames(landings []host.Job) string {
+	names := make([]string, len(landings))
+	for i, l := range landings {
+		names[i] = l.Component
+	}
+	return strings.Join(names, " ")
 }
 
 // keepSquashed keeps the approved commit a squash landing squashes

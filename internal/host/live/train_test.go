@@ -1,6 +1,8 @@
 package live
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/host"
+	"github.com/agentforeman/foreman/internal/host/receipt"
 )
 
 // sixInTheTrain takes a..f to approval with every car held at the gate:
@@ -99,21 +102,50 @@ func (w *world) awaitAll(sender string, prefixes ...string) {
 }
 
 // everyLandedTreePassed: each commit main's first-parent history gained
-// was checked, and passed.
+// was checked, and passed: its tree, or, landed in a batch, its batch's
+// head's tree, the head on main above it (its receipt, its git note, says
+// which head; nothing looser).
 func (w *world) everyLandedTreePassed() {
 	w.t.Helper()
 	var checked []string // the trees of the commits the checks passed on
 	for _, c := range strings.Fields(w.readFile(w.record)) {
 		checked = append(checked, strings.TrimSpace(w.git("rev-parse", c+"^{tree}")))
 	}
+	var above []string // main's commits, newest first, down to the one judged
 	for _, line := range strings.Split(strings.TrimSpace(w.git("log", "--first-parent", "--format=%H %s", "main")), "\n") {
 		c, subject, _ := strings.Cut(line, " ")
+		above = append(above, c)
 		if subject == "root" || strings.HasPrefix(subject, "work on main") {
 			continue // made by the test, not landed
 		}
-		tree := strings.TrimSpace(w.git("rev-parse", c+"^{tree}"))
-		assert.Contains(w.t, checked, tree, "main held %s, whose tree %s no check passed:\n%s", c, tree, w.git("log", "--graph", "--oneline", "main"))
+		passedAs := c
+		if head := w.batchHead(c); head != "" {
+			assert.Contains(w.t, above, head, "%s landed in a batch whose head %s is not on main above it", c, head)
+			passedAs = head
+		}
+		tree := strings.TrimSpace(w.git("rev-parse", passedAs+"^{tree}"))
+		assert.Contains(w.t, checked, tree, "main held %s, whose tree %s (its own, or its batch's head %s's) no check passed:\n%s",
+			c, tree, passedAs, w.git("log", "--graph", "--oneline", "main"))
 	}
+}
+
+// batchHead is the head of the batch c's receipt says it landed in, or ""
+// (landed alone, or no receipt).
+func (w *world) batchHead(c string) string {
+	note, err := w.repo.Note(bg, receipt.NotesRef, c)
+	if err != nil || len(note) == 0 {
+		return ""
+	}
+	var env receipt.Envelope
+	require.NoError(w.t, json.Unmarshal(note, &env))
+	body, err := base64.StdEncoding.DecodeString(env.Payload)
+	require.NoError(w.t, err)
+	var st receipt.Statement
+	require.NoError(w.t, json.Unmarshal(body, &st))
+	if b := st.Predicate.Batch; b != nil {
+		return b.Head
+	}
+	return ""
 }
 
 // A flaky check is run again on the same tree and reported flaky: the

@@ -74,8 +74,21 @@ type Landing struct {
 	LandedAs string    `json:"landedAs,omitempty"`
 	Commit   string    `json:"commit"` // the landed commit (the subject)
 	Tree     string    `json:"tree"`   // its tree (the subject)
-	Checks   Checks    `json:"checks"` // the run whose checks passed on Tree
+	Checks   Checks    `json:"checks"` // the run whose checks passed on Tree, or on its batch's head's tree
 	At       time.Time `json:"at"`     // when the host decided to land it, by its clock
+	// Batch: it landed in a batch, several components by one
+	// compare-and-swap: the target went from the first's LandedOn to the
+	// head straight, and never held the commits below the head. Checks is
+	// the run that passed on the head's tree, which holds this commit's
+	// work; this commit's own tree was not checked alone (unless it is the
+	// head). Nil for a landing of one component, whose own tree passed.
+	Batch *Batch `json:"batch,omitempty"`
+}
+
+// Batch is the landings one compare-and-swap made.
+type Batch struct {
+	Head    string   `json:"head"`    // the last commit: the target after it, whose tree passed (Checks)
+	Commits []string `json:"commits"` // every commit it landed, oldest first, the head last
 }
 
 // How a component lands (Landing.LandedAs).

@@ -64,7 +64,10 @@ func (c *checker) hostMerged(comp string) {
 
 // step checks the promise after a step: first, what foreman has approved
 // now (an AUDIT PASS it took, of the commit the REVIEW was about), then
-// main's first-parent line since the start.
+// where main points, then main's first-parent line since the start: each
+// commit the host's landing put there, approved, on a tree that passed
+// the checks, its own or, landed in a batch, its batch's head's, above it
+// on that line.
 func (c *checker) step() {
 	for _, v := range c.w.bot.Node().Engine().View().Components {
 		if v.Approved {
@@ -77,12 +80,21 @@ func (c *checker) step() {
 		}
 	}
 	r := c.w.repo
+	// A batch lands by one compare-and-swap to its head: main never holds
+	// one of its other commits, whose trees no check passed, alone.
+	if l, ok := r.landed[r.refs["main"]]; ok && l.head != "" && l.head != r.refs["main"] {
+		c.w.fail("main points at %s (%s), a commit of the batch whose head is %s: main never holds a batch's commit but its head",
+			short(r.refs["main"]), l.component, short(l.head))
+		return
+	}
 	tips, comps := map[string]string{}, map[string]string{}
+	above := map[string]bool{} // main's first-parent commits down to this one
 	for id := r.refs["main"]; id != ""; {
 		cm := r.commits[id]
 		if len(cm.parents) == 0 {
 			break // the root: where the build started
 		}
+		above[id] = true
 		next := cm.parents[0]
 		if r.byHand[id] {
 			id = next
@@ -92,8 +104,14 @@ func (c *checker) step() {
 		switch {
 		case !ok:
 			c.w.fail("main holds %s, which no landing of the host's put there", short(id))
-		case !r.passed[cm.tree]:
+		case l.head == "" && !r.passed[cm.tree]:
 			c.w.fail("main holds %s (%s), whose tree %s no run of the checks passed", short(id), l.component, short(cm.tree))
+		case l.head != "" && !above[l.head]:
+			c.w.fail("main holds %s (%s), which landed in the batch whose head %s is not on main's first-parent line above it: no check passed on a tree holding it",
+				short(id), l.component, short(l.head))
+		case l.head != "" && !r.passed[r.commits[l.head].tree]:
+			c.w.fail("main holds %s (%s), which landed in the batch whose head %s has a tree %s no run of the checks passed",
+				short(id), l.component, short(l.head), short(r.commits[l.head].tree))
 		case len(cm.parents) != 2 || !c.approved[l.component][cm.parents[1]]:
 			c.w.fail("main holds %s, which lands %s's %s: never approved (approved: %v)", short(id), l.component, short(cm.parents[len(cm.parents)-1]), c.approved[l.component])
 		case tips[cm.parents[1]] != "":

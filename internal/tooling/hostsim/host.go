@@ -1,6 +1,7 @@
 package hostsim
 
 import (
+	"slices"
 	"time"
 
 	"github.com/agentforeman/foreman/agentchat"
@@ -40,6 +41,12 @@ func newHost(w *world, id *agentchat.Identity, coordinator string, comps []strin
 	cfg := host.Config{Self: id.AgentID(), Coordinator: coordinator, Components: comps, Mentions: []string{"@foreman", coordinator},
 		Gating: true, External: true, MaxParallel: 1 + w.rnd.IntN(4), Target: "main", Backoff: 30 * time.Second,
 		Sign: func(s receipt.Statement) ([]byte, error) { return receipt.Sign(s, id) }}
+	// host.batch.max: 1, each car checked, or one check vouching for up to
+	// 2 to 4 cars, which land together (a batch); and
+	// host.failure_depth: a failure blamed at once, or once the car behind
+	// it (whose chain holds it) said whether it passes.
+	cfg.Batch = 1 + w.rnd.IntN(4)
+	cfg.FailureDepth = w.rnd.IntN(2)
 	return &simHost{w: w, id: cfg.Self, cfg: cfg, jobs: map[int]*job{}}
 }
 
@@ -164,7 +171,13 @@ func (h *simHost) kill() {
 		if jb.j.Kind == host.Land && h.w.rnd.IntN(2) == 0 {
 			j := jb.j
 			if h.w.rnd.IntN(2) == 0 {
-				j.Receipt = nil // died between the compare-and-swap and the note
+				// Died between the compare-and-swap and the notes: the
+				// first few of a batch's may be written, not the rest.
+				j.Batch = slices.Clone(j.Batch)
+				for i := h.w.rnd.IntN(len(j.Batch) + 1); i < len(j.Batch); i++ {
+					j.Batch[i].Receipt = nil
+				}
+				j.Receipt = nil
 			}
 			h.w.trace("host killed after landing %s at %s", j.Component, short(j.Commit))
 			h.w.repo.land(j)

@@ -29,7 +29,8 @@ func TestSeeds(t *testing.T) {
 		t.Errorf("%v\n  run it again: %s", v, v.Replay())
 	}
 	assert.Positive(t, sum.Landed)
-	t.Logf("%d seeds, %d complete, %d landings, %d steps, faults %v", sum.Seeds, sum.Complete, sum.Landed, sum.Steps, sum.Faults)
+	assert.Positive(t, sum.Batched, "no seed landed a batch")
+	t.Logf("%d seeds, %d complete, %d landings (%d in batches), %d steps, faults %v", sum.Seeds, sum.Complete, sum.Landed, sum.Batched, sum.Steps, sum.Faults)
 }
 
 // The invariant catches the bug it is for: a host whose jobs land what the
@@ -43,6 +44,18 @@ func TestTheInvariantCatchesAPlantedBug(t *testing.T) {
 		}
 	}
 	t.Fatal("no seed of 300 caught a host that lands what the branch holds now")
+}
+
+// The invariant catches a host that lands a batch in part: main moved to
+// the batch's first commit, whose tree no check passed, not to its head.
+func TestTheInvariantCatchesABatchLandedInPart(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		if r := Run(Options{Seed: seed, plant: "batch-prefix"}); r.Violation != nil {
+			assert.Contains(t, r.Violation.Detail, "batch")
+			return
+		}
+	}
+	t.Fatal("no seed of 300 caught a host that lands a batch's first commit alone")
 }
 
 func TestOneSeedTellsTheSameStory(t *testing.T) {

@@ -41,6 +41,9 @@ func (r *repo) checked(c *commit, o *host.Outcome) {
 // check starts a Check job: what the builder named, merged with main now;
 // its end (done) says Moved if the branch moved meanwhile.
 func (r *repo) check(j host.Job) (o host.Outcome, done func(host.Outcome) host.Outcome) {
+	if len(j.Ahead) > 0 {
+		return r.shared(j)
+	}
 	tip := r.refs[ref(j.Ref)]
 	if tip == "" {
 		return host.Outcome{Result: host.Invalid, Line: "no branch " + j.Ref + " in the host's repository; push it, then say READY again"}, nil
@@ -57,6 +60,42 @@ func (r *repo) check(j host.Job) (o host.Outcome, done func(host.Outcome) host.O
 	return o, func(o host.Outcome) host.Outcome {
 		if now := r.refs[ref(j.Ref)]; now != tip {
 			return host.Outcome{Result: host.Moved}
+		}
+		if o.Result == host.Passed {
+			r.passed[o.Tree] = true
+		}
+		return o
+	}
+}
+
+// shared starts a shared Check job, as gitjob's shared does: each READY
+// merged on main, one on top of the other, checked once on the last; its
+// end says Moved if any branch moved meanwhile.
+func (r *repo) shared(j host.Job) (host.Outcome, func(host.Outcome) host.Outcome) {
+	links := append(slices.Clone(j.Ahead), j.Link())
+	o := host.Outcome{Base: r.refs["main"]}
+	head := o.Base
+	for _, l := range links {
+		tip := r.refs[ref(l.Ref)]
+		if tip == "" {
+			return host.Outcome{Result: host.Invalid, Culprit: l.Component, Line: "no branch " + l.Ref}, nil
+		}
+		m := r.merge(head, tip)
+		head = m.id
+		o.Chain = append(o.Chain, host.Made{Commit: m.id, Tree: m.tree, Tip: tip})
+	}
+	chain := o.Chain
+	o.Tip = chain[len(chain)-1].Tip
+	if m := r.commits[head]; slices.Contains(j.Passed, m.tree) {
+		o.Commit, o.Tree, o.Result, o.Reused = m.id, m.tree, host.Passed, true
+		return o, nil
+	}
+	r.checked(r.commits[head], &o)
+	return o, func(o host.Outcome) host.Outcome {
+		for i, l := range links {
+			if r.refs[ref(l.Ref)] != chain[i].Tip {
+				return host.Outcome{Result: host.Moved, Culprit: l.Component}
+			}
 		}
 		if o.Result == host.Passed {
 			r.passed[o.Tree] = true
@@ -94,12 +133,17 @@ func (r *repo) car(j host.Job) (host.Outcome, func(host.Outcome) host.Outcome) {
 	if base == "" {
 		base = now
 	}
+	// The chain, one commit per link: each car ahead, then this one.
 	head := base
+	var chain []host.Made
 	for _, l := range j.Ahead {
-		head = r.merge(head, l.Tip).id
+		c := r.merge(head, l.Tip)
+		chain = append(chain, host.Made{Commit: c.id, Tree: c.tree})
+		head = c.id
 	}
 	m := r.merge(head, tip)
-	o := host.Outcome{Base: base, Tip: tip, Commit: m.id, Tree: m.tree}
+	chain = append(chain, host.Made{Commit: m.id, Tree: m.tree})
+	o := host.Outcome{Base: base, Tip: tip, Commit: m.id, Tree: m.tree, Chain: chain}
 	if slices.Contains(j.Passed, m.tree) {
 		o.Result, o.Reused = host.Passed, true
 		return o, nil
@@ -113,30 +157,77 @@ func (r *repo) car(j host.Job) (host.Outcome, func(host.Outcome) host.Outcome) {
 	}
 }
 
-// land does a Land job, as gitjob's land does: cas is false when it must
-// stop right before the compare-and-swap (the host dies there).
+// land does a Land job, as gitjob's land does: main moves from j.From()
+// to j.Commit by one compare-and-swap, past every landing of its batch
+// (the first-parent commits between are exactly theirs), then each
+// landing's receipt becomes its commit's note. It is done at once: the
+// host killed with a landing under way has it done, or not (host.go).
 func (r *repo) land(j host.Job) host.Outcome {
 	now := r.refs["main"]
+	landings, from := j.Landings(), j.From()
 	if r.isAncestor(j.Commit, now) {
 		o := host.Outcome{Result: host.Landed, Commit: j.Commit, Already: true}
-		o.Noted = r.note(j)
+		o.Noted = r.noteAll(landings) && len(j.Receipt) > 0
 		return o
 	}
-	if now != j.Base {
+	if now != from {
 		return host.Outcome{Result: host.Moved, Target: now}
 	}
 	c := r.commits[j.Commit]
-	if c == nil || !r.isAncestor(j.Base, j.Commit) || c.tree != j.Tree {
+	if c == nil || !r.isAncestor(from, j.Commit) || c.tree != j.Tree || !r.batchAsMade(j) {
 		return host.Outcome{Result: host.Moved, Target: now}
 	}
-	if branch := r.refs[ref(j.Ref)]; j.Tip != "" && branch != j.Tip && r.plant != "branch-now" {
-		return host.Outcome{Result: host.Invalid, Line: "branch " + j.Ref + " moved after " + j.Tip[:12] + " was approved; say READY again"}
+	for _, l := range landings {
+		if branch := r.refs[ref(l.Ref)]; l.Tip != "" && branch != l.Tip && r.plant != "branch-now" {
+			return host.Outcome{Result: host.Invalid, Culprit: l.Component,
+				Line: "branch " + l.Ref + " moved after " + l.Tip[:12] + " was approved; say READY again"}
+		}
 	}
 	r.refs["main"] = j.Commit
-	r.landed[j.Commit] = landing{component: j.Component, tip: j.Tip, run: j.Run}
+	if r.plant == "batch-prefix" && len(j.Batch) > 0 {
+		// The bug: main holds the batch's first commit alone, whose tree
+		// no check passed (the batch's head's did).
+		r.refs["main"] = j.Batch[0].Commit
+	}
+	head := ""
+	if len(j.Batch) > 0 {
+		head = j.Commit
+	}
+	for _, l := range landings {
+		r.landed[l.Commit] = landing{component: l.Component, tip: l.Tip, run: l.Run, head: head}
+	}
 	o := host.Outcome{Result: host.Landed, Commit: j.Commit, Tree: c.tree}
-	o.Noted = r.note(j)
+	o.Noted = r.noteAll(landings) && len(j.Receipt) > 0
 	return o
+}
+
+// batchAsMade reports whether the first-parent commits from j.From() up to
+// j.Commit are exactly j's landings' (always so for one landing: the caller
+// checks that j.Commit comes from j.From()).
+func (r *repo) batchAsMade(j host.Job) bool {
+	if len(j.Batch) == 0 {
+		return true
+	}
+	landings := j.Landings()
+	id := j.Commit
+	for i := len(landings) - 1; i >= 0; i-- {
+		c := r.commits[id]
+		if c == nil || id != landings[i].Commit || len(c.parents) == 0 {
+			return false
+		}
+		id = c.parents[0]
+	}
+	return id == j.From()
+}
+
+// noteAll writes each landing's receipt as its commit's note: true when
+// every one was written.
+func (r *repo) noteAll(landings []host.Job) bool {
+	all := true
+	for _, l := range landings {
+		all = r.note(l) && all
+	}
+	return all
 }
 
 func (r *repo) note(j host.Job) bool {

@@ -38,11 +38,15 @@ type commit struct {
 	tree    string
 }
 
-// landing is a compare-and-swap of main the host's Land job made.
+// landing is a commit of main the host's Land job landed (one
+// compare-and-swap lands a batch of them).
 type landing struct {
 	component string
 	tip       string // the builder's commit it merges
 	run       int
+	// head is the commit the compare-and-swap moved main to when this one
+	// landed in a batch ("" when alone): its tree passed, not this one's.
+	head string
 }
 
 func newRepo() *repo {
@@ -168,4 +172,15 @@ func (r *repo) passes(c *commit) bool {
 		}
 	}
 	return true
+}
+
+// batched is how many of the commits the host landed landed in a batch.
+func (r *repo) batched() int {
+	n := 0
+	for _, l := range r.landed {
+		if l.head != "" {
+			n++
+		}
+	}
+	return n
 }

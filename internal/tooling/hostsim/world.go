@@ -16,8 +16,10 @@
 // compare-and-swap (or pushed by hand, which the simulator did), merges a
 // builder's commit the auditors approved (foreman accepted an AUDIT PASS
 // for it after a REVIEW that followed the host's CI PASS of it), on a tree
-// a run of the checks really passed, and no approved commit or component
-// landed twice; and the host says MERGED only for what is on main.
+// a run of the checks really passed (or, landed in a batch, whose head is
+// above it on that line and has such a tree: main never points at a
+// batch's other commits), and no approved commit or component landed
+// twice; and the host says MERGED only for what is on main.
 //
 // Run one seed with Run, many with RunMany; `foreman sim --host` is the
 // command.
@@ -51,7 +53,9 @@ type Options struct {
 	// plant is a bug planted in what the host's jobs do, for the tests
 	// that show the invariant catches it: "branch-now" lands what the
 	// branch holds now instead of the approved commit (the car takes the
-	// branch's tip and the landing does not look at the branch).
+	// branch's tip and the landing does not look at the branch);
+	// "batch-prefix" lands a batch's first commit alone, whose tree was
+	// never checked, instead of moving main to its head.
 	plant string
 }
 
@@ -62,6 +66,7 @@ type Result struct {
 	Steps     int
 	Complete  bool
 	Landed    int // commits the host's compare-and-swap put on main
+	Batched   int // of those, the ones landed in a batch
 	Faults    map[string]int
 	Violation *Violation
 }
@@ -265,12 +270,13 @@ func (w *world) run() {
 
 func (w *world) result() Result {
 	return Result{Seed: w.seed, Virtual: w.now().Sub(epoch), Steps: w.steps, Complete: w.complete,
-		Landed: len(w.repo.landed), Faults: w.faults, Violation: w.violation}
+		Landed: len(w.repo.landed), Batched: w.repo.batched(), Faults: w.faults, Violation: w.violation}
 }
 
 // Summary is what many seeds found.
 type Summary struct {
 	Seeds, Complete, Landed int
+	Batched                 int // landed in a batch
 	Steps                   int
 	Faults                  map[string]int
 	Violations              []*Violation
@@ -285,6 +291,7 @@ func RunMany(from uint64, n int, done func(Result)) Summary {
 		s.Seeds++
 		s.Steps += r.Steps
 		s.Landed += r.Landed
+		s.Batched += r.Batched
 		if r.Complete {
 			s.Complete++
 		}

@@ -50,6 +50,9 @@ type size struct {
 	// the same draws to the same runs.
 	flake float64
 	seed  int
+	// batch and depth are TRAIN_BATCH and TRAIN_DEPTH: host.batch.max and
+	// host.failure_depth (default 1 and 0: each car checked, no wait).
+	batch, depth int
 }
 
 func sizeFromEnv(t *testing.T) size {
@@ -86,6 +89,14 @@ func sizeFromEnv(t *testing.T) size {
 		n, err := strconv.Atoi(v)
 		require.NoError(t, err, "TRAIN_SEED")
 		s.seed = n
+	}
+	s.batch = 1
+	for name, to := range map[string]*int{"TRAIN_BATCH": &s.batch, "TRAIN_DEPTH": &s.depth} {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err, name)
+			*to = n
+		}
 	}
 	require.False(t, s.kill && s.workers == 0, "TRAIN_KILL kills a worker: set TRAIN_WORKERS")
 	require.GreaterOrEqual(t, s.components, 3, "the case needs a semantic conflict between two components")
@@ -146,8 +157,8 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 		}
 		c.WriteString("rules:\n  max_build_time: 0\n  ci_gating: on\n  merge: external\n  checkin_interval: 1h\n  audit_timeout: 1h\n  ci_timeout: 1h\n  ci_attempts: 9\n")
 		fmt.Fprintf(&c, "roles:\n  ci: [\"%s\"]\n  merger: [\"%s\"]\n  auditors: [\"%s\"]\n", hostID, hostID, audID)
-		fmt.Fprintf(&c, "host:\n  repo: %s\n  identity: host.json\n  max_parallel: %d\n  checks:\n    - %q\n  sandbox_paths:\n    rw: [%q]\n",
-			filepath.Join(dir, "shop.git"), sz.parallel, check, tries)
+		fmt.Fprintf(&c, "host:\n  repo: %s\n  identity: host.json\n  max_parallel: %d\n  batch:\n    max: %d\n  failure_depth: %d\n  checks:\n    - %q\n  sandbox_paths:\n    rw: [%q]\n",
+			filepath.Join(dir, "shop.git"), sz.parallel, sz.batch, sz.depth, check, tries)
 		c.WriteString("journal:\n  path: journal\nhttp:\n  listen: \"\"\n")
 		require.NoError(t, os.WriteFile(config, []byte(c.String()), 0o644))
 	}
@@ -283,8 +294,8 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	}
 	t.Logf("READY to COMPLETE %s for %d components, checks of %s, max_parallel %d, workers %d: %d check runs, %d FIX; bound 2*ceil(N/P)*S+2*S = %s (ratio %.2f)",
 		took.Round(10*time.Millisecond), sz.components, sz.check, sz.parallel, sz.workers, len(logs), fixes, bound, took.Seconds()/bound.Seconds())
-	fmt.Printf("trainbench: components=%d check=%s parallel=%d workers=%d flake=%.2f seed=%d ready_to_complete=%s check_runs=%d runs_per_landing=%.2f fixes=%d bound=%s ratio=%.2f\n",
-		sz.components, sz.check, sz.parallel, sz.workers, sz.flake, sz.seed, took.Round(10*time.Millisecond), len(logs),
+	fmt.Printf("trainbench: components=%d check=%s parallel=%d workers=%d flake=%.2f seed=%d batch=%d depth=%d ready_to_complete=%s check_runs=%d runs_per_landing=%.2f fixes=%d bound=%s ratio=%.2f\n",
+		sz.components, sz.check, sz.parallel, sz.workers, sz.flake, sz.seed, sz.batch, sz.depth, took.Round(10*time.Millisecond), len(logs),
 		float64(len(logs))/float64(sz.components), fixes, bound, took.Seconds()/bound.Seconds())
 }
 

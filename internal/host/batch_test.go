@@ -1,0 +1,251 @@
+package host
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/host/receipt"
+)
+
+func batchHarness(t *testing.T, parallel, batch, depth int) *harness {
+	s := newHarness(t, func(c *Config) {
+		c.MaxParallel, c.Batch, c.FailureDepth = parallel, batch, depth
+		c.Components = []string{"a", "b", "c", "d", "e", "f"}
+	})
+	s.h.Target(s.now, "T")
+	return s
+}
+
+// chainOut is what a car's check of the chain T+names says, each link's
+// commit m-<the names up to it> with tree tr-<the same>.
+func chainOut(r Result, names ...string) Outcome {
+	o := Outcome{Result: r, Base: "T", Line: "make test: FAIL"}
+	id := "m-"
+	for _, n := range names {
+		id += n
+		o.Chain = append(o.Chain, Made{Commit: id, Tree: "tr-" + id[2:]})
+	}
+	o.Commit, o.Tree = id, "tr-"+id[2:]
+	if r == Passed {
+		o.Line = ""
+	}
+	return o
+}
+
+func openReceipt(t *testing.T, env []byte) receipt.Landing {
+	t.Helper()
+	key, err := receipt.KeyOf(testKey.PublicPEM())
+	require.NoError(t, err)
+	st, _, err := receipt.Open(env, []receipt.Key{key})
+	require.NoError(t, err)
+	return st.Predicate
+}
+
+// A batch of five behind a busy slot is checked once, at its last car; it
+// fails, and bisection finds the one car whose failure is its own (three
+// runs), the cars ahead of it land at once by one compare-and-swap, each
+// with its receipt naming the tree that passed, and the cars behind it are
+// checked again without it.
+func TestABatchIsBisectedToItsCulprit(t *testing.T) {
+	s := batchHarness(t, 1, 6, 0)
+	for _, c := range []string{"a", "b", "c", "d", "e", "f"} {
+		s.checked(c, "old")
+	}
+	first := s.started(s.approved("a"))
+	require.Equal(t, Car, first.Kind)
+	for _, c := range []string{"b", "c", "d", "e", "f"} {
+		assert.Empty(t, queued(s.approved(c)), "the one slot is busy")
+	}
+	a := s.finish(first.Run, chainOut(Passed, "a"))
+	land, whole := jobsBy(a)["a"], jobsBy(a)["f"]
+	require.Equal(t, Land, land.Kind)
+	assert.Empty(t, land.Batch, "a alone")
+	assert.Equal(t, Car, whole.Kind, "one check for the five, behind a's landing")
+	assert.Equal(t, links("a", "b", "c", "d", "e"), whole.Ahead)
+	assert.Empty(t, queued(s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})))
+
+	// f's chain fails: the middle of b..e is checked, as if the rest passes.
+	half := s.started(s.finish(whole.Run, chainOut(Failed, "a", "b", "c", "d", "e", "f")))
+	assert.Equal(t, "c", half.Component)
+	// c's chain passed: b and c land at once, by one compare-and-swap to
+	// c's chain; d, the middle of d..e, is checked meanwhile.
+	a = s.finish(half.Run, chainOut(Passed, "a", "b", "c"))
+	batch, next := jobsBy(a)["c"], jobsBy(a)["d"]
+	require.Equal(t, Land, batch.Kind)
+	assert.Equal(t, "m-a", batch.From())
+	assert.Equal(t, "m-abc", batch.Commit)
+	assert.Equal(t, "tr-abc", batch.Tree)
+	require.Len(t, batch.Batch, 1)
+	b := batch.Batch[0]
+	assert.Equal(t, []string{"b", "m-a", "m-ab", "tr-ab", "t-b"}, []string{b.Component, b.Base, b.Commit, b.Tree, b.Tip})
+	for _, j := range a.Start {
+		if j.Run == batch.Run {
+			batch = j // with its receipts
+		}
+	}
+	for _, l := range batch.Landings() {
+		p := openReceipt(t, l.Receipt)
+		assert.Equal(t, l.Commit, p.Commit)
+		assert.Equal(t, l.Base, p.LandedOn)
+		assert.Equal(t, "tr-abc", p.Checks.Tree, "the batch's head's tree passed")
+		assert.Equal(t, half.Run, p.Checks.Run)
+		assert.Equal(t, &receipt.Batch{Head: "m-abc", Commits: []string{"m-ab", "m-abc"}}, p.Batch)
+	}
+	assert.Equal(t, links("a", "b", "c"), next.Ahead)
+	a = s.finish(next.Run, chainOut(Failed, "a", "b", "c", "d"))
+	assert.Contains(t, a.Say, "CI d FAIL m-abcd make test: FAIL", "on top of b and c, which passed: d's own")
+	again := jobsBy(a)["f"]
+	assert.Equal(t, links("a", "b", "c", "e"), again.Ahead, "f again, without d")
+
+	a = s.finish(batch.Run, Outcome{Result: Landed, Commit: "m-abc"})
+	assert.Equal(t, []string{
+		"queue: b landed on main at m-ab; receipt: git notes --ref foreman show m-ab", "MERGED b",
+		"queue: c landed on main at m-abc; receipt: git notes --ref foreman show m-abc", "MERGED c",
+	}, a.Say)
+	a = s.finish(again.Run, chainOut(Passed, "a", "b", "c", "e", "f"))
+	last := s.started(a)
+	assert.Equal(t, []string{"e", "f"}, []string{last.Batch[0].Component, last.Component})
+	a = s.finish(last.Run, Outcome{Result: Landed, Commit: "m-abcef"})
+	assert.Contains(t, a.Say, "MERGED e")
+	assert.Contains(t, a.Say, "MERGED f")
+	assert.Empty(t, s.h.Queue().Train)
+	assert.Equal(t, 5, s.h.Queue().CheckRuns-6, "the six checks before review, then a, f, c, d, f: five")
+}
+
+// A failure waits (host.failure_depth): the cars behind it, whose chains
+// hold it, go on being checked, and when one passes, the failure was not
+// the car's to carry (a flake, or an interaction a car behind resolves):
+// it lands with that chain.
+func TestAFailureThatWaits(t *testing.T) {
+	s := batchHarness(t, 2, 1, 1)
+	for _, c := range []string{"a", "b"} {
+		s.checked(c, "old")
+	}
+	cars := map[string]Job{}
+	for _, c := range []string{"a", "b"} {
+		cars[c] = s.started(s.approved(c))
+	}
+	a := s.finish(cars["a"].Run, chainOut(Failed, "a"))
+	assert.Empty(t, a.Say, "a's failure waits while b's chain, which holds a, is checked")
+	a = s.finish(cars["b"].Run, chainOut(Passed, "a", "b"))
+	land := s.started(a)
+	assert.Equal(t, "b", land.Component)
+	require.Len(t, land.Batch, 1)
+	assert.Equal(t, "a", land.Batch[0].Component)
+	a = s.finish(land.Run, Outcome{Result: Landed, Commit: "m-ab"})
+	assert.Contains(t, a.Say, "MERGED a")
+	assert.Contains(t, a.Say, "MERGED b")
+
+	// Covered before its own result came: its run is stopped, it lands.
+	s = batchHarness(t, 2, 1, 0)
+	for _, c := range []string{"a", "b"} {
+		s.checked(c, "old")
+		cars[c] = s.started(s.approved(c))
+	}
+	a = s.finish(cars["b"].Run, chainOut(Passed, "a", "b"))
+	assert.Equal(t, []int{cars["a"].Run}, a.Cancel)
+	land = s.started(a)
+	require.Len(t, land.Batch, 1)
+}
+
+// A failure that waits, and the cars behind it fail too: it was its own.
+// Without host.failure_depth it is blamed at once, and the car behind it
+// is not checked with it.
+func TestAFailureThatWaitsInVain(t *testing.T) {
+	for _, depth := range []int{0, 2} {
+		s := batchHarness(t, 1, 1, depth)
+		for _, c := range []string{"a", "b", "c"} {
+			s.checked(c, "old")
+		}
+		first := s.started(s.approved("a"))
+		s.approved("b")
+		s.approved("c")
+		a := s.finish(first.Run, chainOut(Failed, "a"))
+		if depth == 0 {
+			assert.Contains(t, a.Say, "CI a FAIL m-a make test: FAIL")
+			assert.Equal(t, links(), s.started(a).Ahead, "b, without a")
+			continue
+		}
+		assert.Empty(t, a.Say)
+		b := s.started(a)
+		assert.Equal(t, links("a"), b.Ahead, "b with a")
+		a = s.finish(b.Run, chainOut(Failed, "a", "b"))
+		assert.Empty(t, a.Say)
+		c := s.started(a)
+		assert.Equal(t, links("a", "b"), c.Ahead, "two cars behind a")
+		a = s.finish(c.Run, chainOut(Failed, "a", "b", "c"))
+		assert.Contains(t, a.Say, "CI a FAIL m-a make test: FAIL")
+		assert.Equal(t, links(), s.started(a).Ahead, "b again, without a")
+	}
+}
+
+// READYs queued behind a busy slot are checked as one tree
+// (host.batch.max); one of them leaving CI meanwhile puts the others back,
+// each to be checked alone; a shared check that fails does the same, and
+// nobody is blamed for it.
+func TestSharedChecksBeforeReview(t *testing.T) {
+	s := batchHarness(t, 1, 4, 0)
+	for _, c := range []string{"a", "b", "c", "d"} {
+		s.built(c, "@b"+c)
+	}
+	first := s.started(s.hear("@ba", "READY a b/a"))
+	for _, c := range []string{"b", "c", "d"} {
+		assert.Empty(t, queued(s.hear("@b"+c, "READY "+c+" b/"+c)))
+	}
+	a := s.finish(first.Run, Outcome{Result: Passed, Commit: "m-a", Tip: "t-a", Base: "T", Tree: "tr-a"})
+	shared := s.started(a)
+	assert.Equal(t, "d", shared.Component)
+	assert.Equal(t, []Link{{Component: "b", Ref: "b/b", Owner: "@bb"}, {Component: "c", Ref: "b/c", Owner: "@bc"}}, shared.Ahead)
+
+	// c leaves CI (FIX): b and d are checked alone.
+	a = s.foreman("FIX c @bc 1/5 reworked")
+	assert.Equal(t, []int{shared.Run}, a.Cancel)
+	alone := s.started(a)
+	assert.Equal(t, "b", alone.Component)
+	assert.Empty(t, alone.Ahead)
+	a = s.finish(alone.Run, Outcome{Result: Passed, Commit: "m-b", Tip: "t-b", Base: "T", Tree: "tr-b"})
+	assert.Contains(t, a.Say, "CI b PASS m-b")
+	d := s.started(a)
+	assert.Equal(t, "d", d.Component)
+	assert.Empty(t, d.Ahead)
+
+	// A shared check that passes: each passed, and the tree is the head's.
+	s, shared = sharedOfTwo(t)
+	o := chainOut(Passed, "b", "c")
+	o.Chain[0].Tip, o.Chain[1].Tip = "t-b", "t-c"
+	a = s.finish(shared.Run, o)
+	assert.Equal(t, []string{
+		"CI b PASS m-b (checked merged with the target as b+c: one run for 2)",
+		"CI c PASS m-bc (checked merged with the target as b+c: one run for 2)",
+	}, a.Say)
+	_, known := s.h.trees.get("tr-bc")
+	assert.True(t, known, "the head's tree passed")
+	_, known = s.h.trees.get("tr-b")
+	assert.False(t, known, "b's own merge was not checked alone: never reused as if it passed")
+	assert.Equal(t, "t-b", s.h.passes["b"].Tip)
+
+	// One that fails: each alone, no verdict.
+	s, shared = sharedOfTwo(t)
+	a = s.finish(shared.Run, chainOut(Failed, "b", "c"))
+	assert.Empty(t, a.Say)
+	alone = s.started(a)
+	assert.Equal(t, "b", alone.Component)
+	assert.Empty(t, alone.Ahead)
+}
+
+// sharedOfTwo: a's check holds the one slot while b and c say READY; when
+// it ends, b and c are checked as one tree: that job.
+func sharedOfTwo(t *testing.T) (*harness, Job) {
+	s := batchHarness(t, 1, 4, 0)
+	for _, c := range []string{"a", "b", "c"} {
+		s.built(c, "@b"+c)
+	}
+	first := s.started(s.hear("@ba", "READY a b/a"))
+	s.hear("@bb", "READY b b/b")
+	s.hear("@bc", "READY c b/c")
+	shared := s.started(s.finish(first.Run, Outcome{Result: Passed, Commit: "m-a", Tip: "t-a", Base: "T", Tree: "tr-a"}))
+	require.Equal(t, []string{"b"}, []string{shared.Ahead[0].Component})
+	return s, shared
+}

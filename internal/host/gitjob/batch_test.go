@@ -1,0 +1,169 @@
+package gitjob
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/host"
+	"github.com/agentforeman/foreman/internal/host/receipt"
+	"github.com/agentforeman/foreman/internal/verify"
+)
+
+// shell is the host's core driven over this repository by the runner, one
+// job at a time, as foreman host's shell does with one slot: the room's
+// lines go in, each job the core starts is run for real, its outcome goes
+// back in.
+type shell struct {
+	t      *testing.T
+	f      *fixture
+	core   *host.Core
+	now    time.Time
+	said   []string
+	jobs   []host.Job
+	key    receipt.Key
+	counts map[host.Kind]int
+}
+
+func newShell(t *testing.T, f *fixture, mutate func(*host.Config)) *shell {
+	id, err := agentchat.NewIdentity("host")
+	require.NoError(t, err)
+	key, err := receipt.KeyOf(id.PublicPEM())
+	require.NoError(t, err)
+	cfg := host.Config{Self: "@host", Coordinator: "@foreman", Gating: true, External: true, MaxParallel: 1,
+		Components: []string{"a", "b", "c", "d", "e", "f"}, Mentions: []string{"@foreman"},
+		Sign: func(s receipt.Statement) ([]byte, error) { return receipt.Sign(s, id) }}
+	mutate(&cfg)
+	s := &shell{t: t, f: f, core: host.New(cfg, host.State{}), now: time.Unix(1e9, 0), key: key, counts: map[host.Kind]int{}}
+	s.take(s.core.Target(s.now, f.tip("main")))
+	return s
+}
+
+func (s *shell) take(a host.Actions) {
+	s.said = append(s.said, a.Say...)
+	s.jobs = append(s.jobs, a.Start...)
+}
+
+func (s *shell) hear(from, line string) {
+	s.now = s.now.Add(time.Second)
+	s.take(s.core.Heard(s.now, from, true, line))
+}
+
+// drain runs every job started, in order, until none is left.
+func (s *shell) drain() {
+	for len(s.jobs) > 0 {
+		j := s.jobs[0]
+		s.jobs = s.jobs[1:]
+		s.counts[j.Kind]++
+		o := s.f.runner.Run(ctx, j)
+		o.Run = j.Run
+		s.now = s.now.Add(time.Second)
+		s.take(s.core.Finished(s.now, o))
+	}
+}
+
+// A batch of five, bisected with real git: b and d pass alone and fail
+// together; every component passes its check before review (the shared
+// check of five fails, and each is checked alone); approved at
+// once behind a, the five are checked as one chain, which fails; bisection
+// finds d (b and c passed: d's failure is its own), b and c land by one
+// move of main, e and f are checked again without d and land; foreman
+// verify accepts every commit on main, the batches' included.
+func TestABatchOfSixWithOneCulpritFoundByBisection(t *testing.T) {
+	f := newFixture(t, true, nil)
+	files := map[string]string{"a": "a", "b": "BUG1", "c": "c", "d": "BUG2", "e": "e", "f": "f"}
+	for _, c := range []string{"a", "b", "c", "d", "e", "f"} {
+		f.commit("b/"+c, "main", map[string]string{files[c]: c}, c)
+	}
+	start := f.tip("main")
+	s := newShell(t, f, func(c *host.Config) { c.Batch = 6 })
+	for _, c := range []string{"a", "b", "c", "d", "e", "f"} {
+		s.hear("@foreman", "ACK "+c+" @b"+c)
+		s.hear("@b"+c, "READY "+c+" b/"+c)
+	}
+	s.drain()
+	// a's check before review took the one slot alone; the five READYs
+	// that came meanwhile were checked as one tree, which failed (b and d
+	// together), so each was checked alone, and nobody was blamed.
+	require.Equal(t, 7, s.counts[host.Check], "a's; the five's, shared; then each alone")
+	require.Equal(t, 7, f.checked())
+	require.NotContains(t, strings.Join(s.said, "\n"), "FAIL")
+	for _, c := range []string{"a", "b", "c", "d", "e", "f"} {
+		require.Contains(t, s.said, "CI "+c+" PASS "+passOf(s.said, c), "each passes alone")
+		s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
+		s.hear("@aud", "AUDIT "+c+" PASS")
+		s.hear("@foreman", "STATUS "+c+" review owner=@b"+c+" pr=b/"+c+" approved=yes")
+	}
+	s.drain()
+	assert.Contains(t, strings.Join(s.said, "\n"), "CI d FAIL")
+	for _, c := range []string{"a", "b", "c", "e", "f"} {
+		assert.Contains(t, s.said, "MERGED "+c)
+	}
+	assert.NotContains(t, s.said, "MERGED d")
+	assert.Equal(t, 5, s.counts[host.Car], "a's, the five's chain, c's, d's, f's again")
+	assert.Equal(t, 11, f.checked(), "seven checks before review, then four: a's chain is the tree its check before review passed")
+	assert.Equal(t, 3, s.counts[host.Land], "a; b and c; e and f")
+
+	s.verified(start, 5)
+}
+
+// verified: foreman verify accepts every commit on main since start, n of
+// them landed by the host.
+func (s *shell) verified(start string, n int) {
+	rep, err := verify.Run(ctx, verify.Options{Repo: s.f.repo, Target: "main", Trusted: []receipt.Key{s.key}, Since: start})
+	require.NoError(s.t, err)
+	s.t.Logf("foreman verify:\n%s", rep.Table())
+	assert.True(s.t, rep.OK())
+	assert.Equal(s.t, n, rep.Landed)
+}
+
+// passOf is the commit of the last CI c PASS said.
+func passOf(said []string, c string) string {
+	for i := len(said) - 1; i >= 0; i-- {
+		if rest, ok := strings.CutPrefix(said[i], "CI "+c+" PASS "); ok {
+			return strings.Fields(rest)[0]
+		}
+	}
+	return fmt.Sprintf("(no CI %s PASS)", c)
+}
+
+// Four READYs, one slot, host.batch.max 4: a is checked alone (the slot
+// was free), b, c and d as one tree; approved, a lands as its check before
+// review passed, and b, c and d by one check of their chain on a: three
+// runs of the checks for four components, every commit on main accepted
+// by foreman verify.
+func TestSharedChecksAndABatchLandFourWithThreeRuns(t *testing.T) {
+	f := newFixture(t, true, nil)
+	comps := []string{"a", "b", "c", "d"}
+	for _, c := range comps {
+		f.commit("b/"+c, "main", map[string]string{c: c}, c)
+	}
+	start := f.tip("main")
+	s := newShell(t, f, func(c *host.Config) { c.Batch, c.Components = 4, comps })
+	for _, c := range comps {
+		s.hear("@foreman", "ACK "+c+" @b"+c)
+		s.hear("@b"+c, "READY "+c+" b/"+c)
+	}
+	s.drain()
+	require.Equal(t, 2, f.checked(), "a's, then b+c+d's")
+	for _, c := range []string{"b", "c", "d"} {
+		require.Contains(t, strings.Join(s.said, "\n"), "CI "+c+" PASS "+passOf(s.said, c)+" (checked merged with the target as b+c+d: one run for 3)")
+	}
+	for _, c := range comps {
+		s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
+		s.hear("@aud", "AUDIT "+c+" PASS")
+		s.hear("@foreman", "STATUS "+c+" review owner=@b"+c+" pr=b/"+c+" approved=yes")
+	}
+	s.drain()
+	for _, c := range comps {
+		assert.Contains(t, s.said, "MERGED "+c)
+	}
+	assert.Equal(t, 3, f.checked())
+	assert.Equal(t, 2, s.counts[host.Land], "a; then b, c and d at once")
+	s.verified(start, 4)
+}
