@@ -217,8 +217,8 @@ func TestSharedChecksBeforeReview(t *testing.T) {
 	o.Chain[0].Tip, o.Chain[1].Tip = "t-b", "t-c"
 	a = s.finish(shared.Run, o)
 	assert.Equal(t, []string{
-		"CI b PASS m-b (checked merged with the target as b+c: one run for 2)",
-		"CI c PASS m-bc (checked merged with the target as b+c: one run for 2)",
+		"CI b PASS m-b (checked merged with main as b+c: one run for 2)",
+		"CI c PASS m-bc (checked merged with main as b+c: one run for 2)",
 	}, a.Say)
 	_, known := s.h.trees.get("tr-bc")
 	assert.True(t, known, "the head's tree passed")
@@ -248,4 +248,55 @@ func sharedOfTwo(t *testing.T) (*harness, Job) {
 	shared := s.started(s.finish(first.Run, Outcome{Result: Passed, Commit: "m-a", Tip: "t-a", Base: "T", Tree: "tr-a"}))
 	require.Equal(t, []string{"b"}, []string{shared.Ahead[0].Component})
 	return s, shared
+}
+
+// With host.batch.max above 1 a READY is checked where it would land: on
+// the train's chain; approved next, its car's chain is that tree, which
+// the shell finds passed (Job.Passed): no check in the train. A retry is
+// checked on the target alone.
+func TestAReadyIsCheckedOnTheTrain(t *testing.T) {
+	s := batchHarness(t, 2, 4, 0)
+	s.checked("a", "old")
+	car := s.started(s.approved("a"))
+	s.built("b", "@bb")
+	var check Job
+	for _, j := range s.hear("@bb", "READY b b/b").Start {
+		check = j
+	}
+	assert.Equal(t, "T", check.Base)
+	require.Len(t, check.OnTrain, 1)
+	assert.Equal(t, "a", check.OnTrain[0].Component)
+	assert.Equal(t, "t-a", check.OnTrain[0].Tip)
+	o := chainOut(Passed, "a", "b")
+	o.Chain[1].Tip = "t-b"
+	a := s.finish(check.Run, o)
+	assert.Equal(t, []string{"CI b PASS m-ab (checked merged with main+a as b: one run for 1)"}, a.Say)
+
+	land := s.started(s.finish(car.Run, chainOut(Passed, "a")))
+	s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})
+	var again Job
+	for _, j := range s.approved("b").Start {
+		again = j
+	}
+	assert.Equal(t, Car, again.Kind)
+	assert.Equal(t, "m-a", again.Base, "a landed: made on it, the same tree as T+a+b")
+	assert.Contains(t, again.Passed, "tr-ab", "its chain's tree passed before review: the shell does not check it")
+
+	// A check that failed on the train is checked again alone, on the
+	// target, before anyone hears of it.
+	land = s.started(s.finish(again.Run, Outcome{Result: Passed, Reused: true, Commit: "m-ab", Tree: "tr-ab", Base: "m-a", Chain: []Made{{Commit: "m-ab", Tree: "tr-ab"}}}))
+	s.finish(land.Run, Outcome{Result: Landed, Commit: "m-ab"})
+	s.built("c", "@bc")
+	s.checked("d", "old")
+	car = s.started(s.approved("d"))
+	for _, j := range s.hear("@bc", "READY c b/c").Start {
+		check = j
+	}
+	require.NotEmpty(t, check.OnTrain)
+	a = s.finish(check.Run, Outcome{Result: Failed, Commit: "m-dc", Line: "make test: FAIL"})
+	assert.Empty(t, a.Say)
+	alone := s.started(a)
+	assert.Equal(t, "c", alone.Component)
+	assert.Empty(t, alone.OnTrain)
+	assert.Contains(t, s.finish(alone.Run, Outcome{Result: Failed, Commit: "m-c", Line: "make test: FAIL"}).Say, "CI c FAIL m-c make test: FAIL")
 }

@@ -64,17 +64,21 @@ type Job struct {
 	// Check: a shared check (host.batch.max): the READYs of Ahead (tips
 	// not known: their refs now) merged with the target in order, then
 	// this one's; one run of the checks on the last merge vouches for
-	// all. Its Outcome.Chain says each one's merge.
+	// all. With OnTrain, they are merged not with the target but where
+	// they would land: Base merged with each of OnTrain's tips (the
+	// train's chain: what landed since Base, then every car). Its
+	// Outcome.Chain says each merge, OnTrain's first.
 	// Car: the chain is Base merged with each of Ahead's tips in order,
 	// then with Tip (the approved commit; "" when no check ever found it:
 	// then Ref's commit now). Every merge the host makes is deterministic,
 	// so the same chain always gives the same commits, whichever job
 	// makes them. Land: the target moves from Base to Commit.
-	Base   string
-	Ahead  []Link
-	Tip    string
-	Commit string
-	Prune  bool // Land: delete Ref (a branch) once landed, if it still holds Tip
+	Base    string
+	Ahead   []Link
+	OnTrain []Link
+	Tip     string
+	Commit  string
+	Prune   bool // Land: delete Ref (a branch) once landed, if it still holds Tip
 	// Car, Check: who approved the component (Link.Auditors), for its
 	// commit's message; none before review.
 	Auditors []string

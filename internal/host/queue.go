@@ -18,7 +18,7 @@ func (h *Core) enqueue(c *comp) {
 // cancel stops r: dropped from the queue, or, running, stopped by the
 // shell; its outcome is ignored when it comes.
 func (h *Core) cancel(r *run) {
-	if len(r.with) > 0 {
+	if r.shared() {
 		// A shared check one of whose READYs left CI (leave): the others
 		// are checked alone.
 		for _, w := range append(slices.Clone(r.with), r) {
@@ -123,13 +123,13 @@ func (h *Core) nextCheck() *run {
 			break
 		}
 	}
-	switch len(picked) {
-	case 0:
+	if len(picked) == 0 {
 		return nil
-	case 1:
-		return picked[0]
 	}
 	head := picked[len(picked)-1]
+	if head.sharable() {
+		head.Base, head.OnTrain = h.onTrain()
+	}
 	head.with = picked[:len(picked)-1]
 	head.Ahead = nil
 	for _, w := range head.with {
@@ -141,6 +141,29 @@ func (h *Core) nextCheck() *run {
 
 // sharable reports whether r may be checked with others: a first try.
 func (r *run) sharable() bool { return !r.alone && r.tries == 0 && r.flakes == 0 }
+
+// shared reports whether r is a shared check: with other READYs, or on the
+// train.
+func (r *run) shared() bool { return len(r.with) > 0 || len(r.OnTrain) > 0 }
+
+// onTrain is where a READY would land if it were approved now (with
+// host.batch.max above 1): the train's base and chain, every car in it;
+// none when the train is empty, or holds a car whose approved commit is
+// not known or whose check did not pass (a READY is not checked on a
+// failure). A READY checked there and approved next is a car whose chain
+// is that very tree: its check in the train is the one it had.
+func (h *Core) onTrain() (string, []Link) {
+	if h.cfg.Batch < 2 || h.base == "" || len(h.train) == 0 {
+		return "", nil
+	}
+	for _, k := range h.train {
+		if k.tip == "" || k.done != nil && k.done.Result != Passed {
+			return "", nil
+		}
+	}
+	_, links := h.chainOf(len(h.train))
+	return h.base, links
+}
 
 // apart puts back the READYs of a shared check r that are still its, each
 // to be checked alone, at the front of the queue.
@@ -166,7 +189,7 @@ func (h *Core) sharedFinished(r *run, o Outcome) {
 	h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
 	all := append(slices.Clone(r.with), r)
 	_, known := h.trees.get(o.Tree)
-	if o.Result != Passed || len(o.Chain) != len(all) || o.Reused && !known {
+	if o.Result != Passed || len(o.Chain) != len(r.OnTrain)+len(all) || o.Reused && !known {
 		if o.Result != Cancelled {
 			h.apart(r)
 		}
@@ -175,6 +198,10 @@ func (h *Core) sharedFinished(r *run, o Outcome) {
 	if !o.Reused {
 		h.passedTree(r, o)
 	}
+	on := h.cfg.Target
+	for _, l := range r.OnTrain {
+		on += "+" + l.Component
+	}
 	names := make([]string, len(all))
 	for i, w := range all {
 		names[i] = w.Component
@@ -182,9 +209,9 @@ func (h *Core) sharedFinished(r *run, o Outcome) {
 	for i, w := range all {
 		c := h.get(w.Component)
 		c.run = nil
-		m := o.Chain[i]
+		m := o.Chain[len(r.OnTrain)+i]
 		mo := Outcome{Result: Passed, Commit: m.Commit, Tree: m.Tree, Tip: m.Tip, Base: o.Base, Flaky: o.Flaky,
-			In: o.Tree, Reused: true, Line: fmt.Sprintf("checked merged with the target as %s: one run for %d", strings.Join(names, "+"), len(all))}
+			In: o.Tree, Reused: true, Line: fmt.Sprintf("checked merged with %s as %s: one run for %d", on, strings.Join(names, "+"), len(all))}
 		wr := &run{Job: w.Job}
 		wr.Run = r.Run
 		h.report(c, wr, mo)
@@ -236,7 +263,7 @@ func (h *Core) Finished(at time.Time, o Outcome) Actions {
 		if k := h.carOf(c); k != nil && k.run == r {
 			h.carFinished(k, r, o)
 		}
-	case len(r.with) > 0:
+	case r.shared():
 		h.sharedFinished(r, o)
 	default:
 		h.checkFinished(c, r, o)

@@ -152,7 +152,7 @@ func TestSharedChecksAndABatchLandFourWithThreeRuns(t *testing.T) {
 	s.drain()
 	require.Equal(t, 2, f.checked(), "a's, then b+c+d's")
 	for _, c := range []string{"b", "c", "d"} {
-		require.Contains(t, strings.Join(s.said, "\n"), "CI "+c+" PASS "+passOf(s.said, c)+" (checked merged with the target as b+c+d: one run for 3)")
+		require.Contains(t, strings.Join(s.said, "\n"), "CI "+c+" PASS "+passOf(s.said, c)+" (checked merged with main as b+c+d: one run for 3)")
 	}
 	for _, c := range comps {
 		s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)

@@ -14,7 +14,7 @@ import (
 // as it is now, checked. The verdict is about the merge result, what would
 // land, not the branch alone.
 func (r *Runner) check(ctx context.Context, j host.Job) host.Outcome {
-	if len(j.Ahead) > 0 {
+	if len(j.Ahead) > 0 || len(j.OnTrain) > 0 {
 		return r.shared(ctx, j)
 	}
 	t, tip, bad := r.resolve(ctx, j.Ref)
@@ -108,8 +108,8 @@ func (r *Runner) rebase(ctx context.Context, j host.Job, tip, base string) (stri
 }
 
 // shared does a shared Check job: each READY of j.Ahead, then j's own,
-// merged with the target one on top of the other (no rebase), and the
-// checks run once on the last merge. Anything but a pass (a ref gone, a
+// merged with the target (or on the train's chain, j.OnTrain) one on top
+// of the other (no rebase), and the checks run once on the last merge. Anything but a pass (a ref gone, a
 // conflict, a failure, a branch moved meanwhile) is reported as it is for
 // the whole: the core then checks each alone, where it is said whose.
 func (r *Runner) shared(ctx context.Context, j host.Job) host.Outcome {
@@ -117,9 +117,24 @@ func (r *Runner) shared(ctx context.Context, j host.Job) host.Outcome {
 	if bad != nil {
 		return *bad
 	}
+	if len(j.OnTrain) > 0 {
+		base = j.Base
+	}
 	links := append(slices.Clone(j.Ahead), j.Link())
 	o := host.Outcome{Base: base}
 	head := base
+	for _, l := range j.OnTrain {
+		// The train's chain, each merge made as its car makes it.
+		commit, tree, conflicts, err := r.mergeResult(ctx, l, head, l.Tip, j.Squash)
+		if err != nil {
+			return retry(err)
+		}
+		if len(conflicts) > 0 {
+			return host.Outcome{Result: host.Conflicted, Files: conflicts, Culprit: l.Component}
+		}
+		head = commit
+		o.Chain = append(o.Chain, host.Made{Commit: commit, Tree: tree, Tip: l.Tip})
+	}
 	for _, l := range links {
 		_, tip, bad := r.resolve(ctx, l.Ref)
 		if bad != nil {
@@ -152,7 +167,7 @@ func (r *Runner) shared(ctx context.Context, j host.Job) host.Outcome {
 	for i, l := range links {
 		// Moved while the checks ran: what was checked is not what the
 		// builder has now.
-		if _, now, bad := r.resolve(ctx, l.Ref); bad != nil || now != o.Chain[i].Tip {
+		if _, now, bad := r.resolve(ctx, l.Ref); bad != nil || now != o.Chain[len(j.OnTrain)+i].Tip {
 			return host.Outcome{Result: host.Moved, Culprit: l.Component}
 		}
 	}

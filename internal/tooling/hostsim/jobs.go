@@ -41,7 +41,7 @@ func (r *repo) checked(c *commit, o *host.Outcome) {
 // check starts a Check job: what the builder named, merged with main now;
 // its end (done) says Moved if the branch moved meanwhile.
 func (r *repo) check(j host.Job) (o host.Outcome, done func(host.Outcome) host.Outcome) {
-	if len(j.Ahead) > 0 {
+	if len(j.Ahead) > 0 || len(j.OnTrain) > 0 {
 		return r.shared(j)
 	}
 	tip := r.refs[ref(j.Ref)]
@@ -74,7 +74,15 @@ func (r *repo) check(j host.Job) (o host.Outcome, done func(host.Outcome) host.O
 func (r *repo) shared(j host.Job) (host.Outcome, func(host.Outcome) host.Outcome) {
 	links := append(slices.Clone(j.Ahead), j.Link())
 	o := host.Outcome{Base: r.refs["main"]}
+	if len(j.OnTrain) > 0 {
+		o.Base = j.Base
+	}
 	head := o.Base
+	for _, l := range j.OnTrain {
+		m := r.merge(head, l.Tip)
+		head = m.id
+		o.Chain = append(o.Chain, host.Made{Commit: m.id, Tree: m.tree, Tip: l.Tip})
+	}
 	for _, l := range links {
 		tip := r.refs[ref(l.Ref)]
 		if tip == "" {
@@ -93,7 +101,7 @@ func (r *repo) shared(j host.Job) (host.Outcome, func(host.Outcome) host.Outcome
 	r.checked(r.commits[head], &o)
 	return o, func(o host.Outcome) host.Outcome {
 		for i, l := range links {
-			if r.refs[ref(l.Ref)] != chain[i].Tip {
+			if r.refs[ref(l.Ref)] != chain[len(j.OnTrain)+i].Tip {
 				return host.Outcome{Result: host.Moved, Culprit: l.Component}
 			}
 		}
