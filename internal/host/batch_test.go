@@ -252,8 +252,8 @@ func sharedOfTwo(t *testing.T) (*harness, Job) {
 
 // With host.batch.max above 1 a READY is checked where it would land: on
 // the train's chain; approved next, its car's chain is that tree, which
-// the shell finds passed (Job.Passed): no check in the train. A retry is
-// checked on the target alone.
+// the shell finds passed (Job.Passed): no check in the train. One that
+// fails there is checked again on the target.
 func TestAReadyIsCheckedOnTheTrain(t *testing.T) {
 	s := batchHarness(t, 2, 4, 0)
 	s.checked("a", "old")
@@ -282,8 +282,8 @@ func TestAReadyIsCheckedOnTheTrain(t *testing.T) {
 	assert.Equal(t, "m-a", again.Base, "a landed: made on it, the same tree as T+a+b")
 	assert.Contains(t, again.Passed, "tr-ab", "its chain's tree passed before review: the shell does not check it")
 
-	// A check that failed on the train is checked again alone, on the
-	// target, before anyone hears of it.
+	// A check that failed on the train is checked again on the target
+	// (READYs checked together stay together), before anyone hears of it.
 	land = s.started(s.finish(again.Run, Outcome{Result: Passed, Reused: true, Commit: "m-ab", Tree: "tr-ab", Base: "m-a", Chain: []Made{{Commit: "m-ab", Tree: "tr-ab"}}}))
 	s.finish(land.Run, Outcome{Result: Landed, Commit: "m-ab"})
 	s.built("c", "@bc")

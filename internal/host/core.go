@@ -73,8 +73,8 @@ type run struct {
 	flakes    int       // tries again of a flaky command's failure so far
 	said      string    // the retry reason last said, so it is said once
 	log       string
-	// alone: a check of a READY that is not shared (queue.go, shared):
-	// its shared check did not pass, so it is checked alone.
+	// alone: a check not shared again, nor made on the train (queue.go):
+	// a shared check it was in did not pass.
 	alone bool
 	// with: a shared check's other READYs, merged ahead of this one's.
 	with []*run

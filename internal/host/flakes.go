@@ -92,9 +92,13 @@ func (h *Core) isFlaky(cmd string) bool {
 
 // flakeRetry says whether a failure of o's command is tried again before
 // it is reported (it is flaky, and this job was tried again fewer than
-// maxFlakeRetries times), and says so in the room once per try.
+// maxFlakeRetries times), and says so in the room once per try. A failure
+// its job saw again on the same tree (host.retries) is not: failing twice
+// in a row is what a flake rarely does, and what a real failure always
+// does; trying it again would only make the train wait (a batch's
+// bisection waits for each of its failures).
 func (h *Core) flakeRetry(name string, tries int, o Outcome) bool {
-	if o.Result != Failed || !h.isFlaky(o.Command) || tries >= maxFlakeRetries {
+	if o.Result != Failed || !h.isFlaky(o.Command) || tries >= maxFlakeRetries || o.Tries > 1 {
 		return false
 	}
 	s := h.flakes[o.Command]

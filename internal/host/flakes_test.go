@@ -72,6 +72,20 @@ func TestAFlakyCommandsFailureThatStaysIsReported(t *testing.T) {
 	assert.Empty(t, queued(a), "nothing is checked again")
 }
 
+// A flaky command's failure that its job already saw twice on the same
+// tree (host.retries) is reported at once: a flake rarely fails twice in a
+// row, and checking it again would only make the train wait.
+func TestAFailureSeenTwiceIsNotCheckedAgain(t *testing.T) {
+	s := flakyHarness(t, 0.25)
+	s.learnFlakes("a", "b", "c")
+	s.built("d", "@bd")
+	j := s.started(s.hear("@bd", "READY d b/d"))
+	a := s.finish(j.Run, Outcome{Result: Failed, Commit: "m-d", Tip: "t-d", Base: "T", Tree: "tr-d", Command: "make test",
+		Line: "make test: FAIL: broken", Tries: 2})
+	require.Len(t, a.Say, 1)
+	assert.True(t, strings.HasPrefix(a.Say[0], "CI d FAIL m-d make test: FAIL: broken"), a.Say[0])
+}
+
 // A command that fails for real (its failures never pass again on the
 // same tree), or below the threshold, is blamed at once; a threshold of
 // 0 turns the learning off.

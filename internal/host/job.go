@@ -225,6 +225,9 @@ type Outcome struct {
 	// Passed: the checks that failed and then passed when run again on the
 	// same tree (host.retries): flaky, not the builder's failure.
 	Flaky []string
+	// Failed: how many times the job ran the checks on the tree, failing
+	// each time (1 + host.retries).
+	Tries int
 	// Land, Moved: the target is not at Base (moved by hand, or the chain
 	// was not made on it); Target is where it is now.
 	Target string

@@ -26,7 +26,7 @@ func (h *Core) cancel(r *run) {
 				c.run = nil
 			}
 		}
-		h.apart(r)
+		h.apart(r, false)
 	} else if c := h.comps[r.Component]; c != nil && c.run == r {
 		c.run = nil
 	}
@@ -103,12 +103,14 @@ func (h *Core) begin(r *run) {
 
 // nextCheck takes the oldest queued check that is due off the queue. With
 // host.batch.max above 1 it is shared: up to that many READYs due, none
-// checked before, are merged with the target one on top of the other and
-// checked once, on the last merge; if that passes, each passed (its work
-// is in a tree that passed), and the train, which lands them in the order
-// they were approved, most often makes that very tree again and checks
-// nothing. If it does not pass, each is checked alone (nobody is blamed
-// for another's failure).
+// checked before, are merged one on top of the other where they would
+// land (the train's chain, onTrain, or the target) and checked once, on
+// the last merge; if that passes, each passed (its work is in a tree that
+// passed), and the train, which lands them in the order they were
+// approved, most often makes that very tree again and checks nothing. If
+// it does not pass, they are checked again on the target in halves, down
+// to one READY alone, whose verdict is its own (apart): nobody is blamed
+// for another's failure.
 func (h *Core) nextCheck() *run {
 	var picked []*run
 	for i := 0; i < len(h.order) && len(picked) < h.cfg.Batch; {
@@ -130,13 +132,20 @@ func (h *Core) nextCheck() *run {
 	if head.sharable() {
 		head.Base, head.OnTrain = h.onTrain()
 	}
-	head.with = picked[:len(picked)-1]
-	head.Ahead = nil
-	for _, w := range head.with {
+	if len(picked) > 1 {
+		h.group(head, picked[:len(picked)-1])
+	}
+	return head
+}
+
+// group makes head a shared check with the READYs of with merged ahead of
+// its own.
+func (h *Core) group(head *run, with []*run) {
+	head.with, head.Ahead = with, nil
+	for _, w := range with {
 		head.Ahead = append(head.Ahead, Link{Component: w.Component, Ref: w.Ref, Owner: w.Owner})
 		h.get(w.Component).run = head
 	}
-	return head
 }
 
 // sharable reports whether r may be checked with others: a first try.
@@ -165,9 +174,12 @@ func (h *Core) onTrain() (string, []Link) {
 	return h.base, links
 }
 
-// apart puts back the READYs of a shared check r that are still its, each
-// to be checked alone, at the front of the queue.
-func (h *Core) apart(r *run) {
+// apart puts back the READYs of a shared check r that are still its, at
+// the front of the queue: each to be checked alone, or, split, in two
+// halves, each checked together on the target (a bisection: the half
+// that passes passed, the other is split again, down to one READY checked
+// alone, whose verdict is its own).
+func (h *Core) apart(r *run, split bool) {
 	var back []*run
 	for _, w := range append(slices.Clone(r.with), r) {
 		c := h.get(w.Component)
@@ -180,18 +192,29 @@ func (h *Core) apart(r *run) {
 		c.run = again
 		back = append(back, again)
 	}
+	if split && len(back) > 1 {
+		halves := [][]*run{back[:len(back)/2], back[len(back)/2:]}
+		back = nil
+		for _, half := range halves {
+			head := half[len(half)-1]
+			if len(half) > 1 {
+				h.group(head, half[:len(half)-1])
+			}
+			back = append(back, head)
+		}
+	}
 	h.order = append(back, h.order...)
 }
 
-// sharedFinished takes the end of a shared check: each passed, or each is
-// checked alone.
+// sharedFinished takes the end of a shared check: each passed, or the
+// READYs are checked again in halves.
 func (h *Core) sharedFinished(r *run, o Outcome) {
 	h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
 	all := append(slices.Clone(r.with), r)
 	_, known := h.trees.get(o.Tree)
 	if o.Result != Passed || len(o.Chain) != len(r.OnTrain)+len(all) || o.Reused && !known {
 		if o.Result != Cancelled {
-			h.apart(r)
+			h.apart(r, true)
 		}
 		return
 	}

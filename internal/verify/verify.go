@@ -437,8 +437,6 @@ func judge(o Options, c gitrepo.Commit, note []byte, hasNote bool) Row {
 		return refuse("its receipt says it landed in a batch (head %s) that does not list it", short(p.Batch.Head))
 	case p.Batch != nil && p.Batch.Commits[len(p.Batch.Commits)-1] != p.Batch.Head:
 		return refuse("its receipt names a batch whose head %s is not its last commit", short(p.Batch.Head))
-	case p.Batch != nil && p.Checks.Commit != p.Batch.Head:
-		return refuse("its receipt says it landed in the batch whose head is %s, and the checks it names ran on %s", short(p.Batch.Head), short(p.Checks.Commit))
 	case p.Checks.Tree != c.Tree && (p.Batch == nil || p.Batch.Head == c.ID):
 		// A commit below a batch's head was not checked alone: batches
 		// holds it to the head's tree instead.

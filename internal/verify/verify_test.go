@@ -396,6 +396,20 @@ func TestABatchLandsAsOne(t *testing.T) {
 	assert.Contains(t, table, "main at "+after[:12]+" since "+g.start[:12]+": 5 commits, 5 landed by foreman, 0 not landed by foreman, 0 receipts refused")
 }
 
+// The run that passed on the head's tree may have checked another commit
+// of that tree (a check before review, made on the train, whose tree the
+// batch's head came out as): the tree is what counts, as for one landing.
+func TestABatchWhoseTreePassedAsAnotherCommit(t *testing.T) {
+	g := newTarget(t)
+	commits := g.batch([]string{"a", "b"}, nil, func(_ int, l *receipt.Landing) {
+		l.Checks.Commit, l.Checks.Kind = strings.Repeat("f", 40), "check"
+	})
+	g.moveTo(commits[1])
+	rep := g.verify(g.key)
+	require.True(t, rep.OK(), rep.Table())
+	assert.Equal(t, 2, rep.Landed)
+}
+
 // A batch whose receipts do not all hold, or do not agree on the batch,
 // is refused whole: a commit below the head is accepted only on its
 // batch's checks, so none is accepted when the batch is not one.

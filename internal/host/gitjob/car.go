@@ -119,6 +119,7 @@ func (r *Runner) checkTree(ctx context.Context, j host.Job, commit, base string,
 		o.URL = r.LogURL(filepath.Base(o.Log))
 	}
 	o.Flaky = append(o.Flaky, res.Flaky...)
+	o.Tries = len(res.Logs)
 	if err == nil && res.Passed {
 		o.Checks = r.evidence(res)
 	}
