@@ -69,6 +69,10 @@ func TestABatchIsBisectedToItsCulprit(t *testing.T) {
 	// f's chain fails: the middle of b..e is checked, as if the rest passes.
 	half := s.started(s.finish(whole.Run, chainOut(Failed, "a", "b", "c", "d", "e", "f")))
 	assert.Equal(t, "c", half.Component)
+	view := s.h.Queue().Train
+	assert.Equal(t, "checking", view[1].State)
+	assert.Equal(t, "bisecting the batch whose chain up to f failed", view[1].Why, "c")
+	assert.Equal(t, "in the batch checked with c", view[0].Why, "b")
 	// c's chain passed: b and c land at once, by one compare-and-swap to
 	// c's chain; d, the middle of d..e, is checked meanwhile.
 	a = s.finish(half.Run, chainOut(Passed, "a", "b", "c"))

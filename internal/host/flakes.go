@@ -93,17 +93,21 @@ func (h *Core) isFlaky(cmd string) bool {
 // flakeRetry says whether a failure of o's command is tried again before
 // it is reported (it is flaky, and this job was tried again fewer than
 // maxFlakeRetries times), and says so in the room once per try. A failure
-// its job saw again on the same tree (host.retries) is not: failing twice
-// in a row is what a flake rarely does, and what a real failure always
-// does; trying it again would only make the train wait (a batch's
+// its job saw again on the same tree (host.retries) is tried again once
+// only: failing twice in a row is what a flake rarely does, and what a
+// real failure always does, and each try makes the train wait (a batch's
 // bisection waits for each of its failures).
 func (h *Core) flakeRetry(name string, tries int, o Outcome) bool {
-	if o.Result != Failed || !h.isFlaky(o.Command) || tries >= maxFlakeRetries || o.Tries > 1 {
+	limit := maxFlakeRetries
+	if o.Tries > 1 {
+		limit = 1
+	}
+	if o.Result != Failed || !h.isFlaky(o.Command) || tries >= limit {
 		return false
 	}
 	s := h.flakes[o.Command]
 	h.say(fmt.Sprintf("queue: %s failed on %s, and it is flaky (%d of its %d failures passed again on the same tree): checking %s again before blaming anyone (%d of %d)",
-		o.Command, name, s.passedAgain, s.failed, name, tries+1, maxFlakeRetries))
+		o.Command, name, s.passedAgain, s.failed, name, tries+1, limit))
 	return true
 }
 

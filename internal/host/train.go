@@ -224,6 +224,20 @@ func (h *Core) checkedBy(i int) int {
 	return -1
 }
 
+// failedBehind is the first car behind i whose chain failed with no pass
+// between: car i's check bisects its batch; -1 if none.
+func (h *Core) failedBehind(i int) int {
+	for j := i + 1; j < len(h.train); j++ {
+		switch k := h.train[j]; {
+		case passed(k):
+			return -1
+		case k.done != nil:
+			return j
+		}
+	}
+	return -1
+}
+
 // waits reports whether car i's failure waits for the cars behind it
 // (host.failure_depth): one of them has yet to say whether its chain,
 // which holds car i, passes.

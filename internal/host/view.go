@@ -118,6 +118,9 @@ func (h *Core) trainCar(i int) TrainCar {
 		tc.Why = k.done.Result.String() + ": " + bound(k.done.Line, 120) + "; blamed only if the chain just ahead passes and none behind it does"
 	case k.run != nil && !k.run.started.IsZero():
 		tc.State, tc.Run, tc.Since = "checking", k.run.Run, k.run.started
+		if f := h.failedBehind(i); f >= 0 {
+			tc.Why = "bisecting the batch whose chain up to " + h.train[f].c.name + " failed"
+		}
 	case h.checkedBy(i) > i:
 		tc.Why = "in the batch checked with " + h.train[h.checkedBy(i)].c.name
 	case k.notBefore.After(h.now):

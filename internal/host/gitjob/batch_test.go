@@ -69,7 +69,7 @@ func (s *shell) drain() {
 
 // A batch of five, bisected with real git: b and d pass alone and fail
 // together; every component passes its check before review (the shared
-// check of five fails, and each is checked alone); approved at
+// check of five fails, and is split in halves that pass); approved at
 // once behind a, the five are checked as one chain, which fails; bisection
 // finds d (b and c passed: d's failure is its own), b and c land by one
 // move of main, e and f are checked again without d and land; foreman
@@ -89,12 +89,13 @@ func TestABatchOfSixWithOneCulpritFoundByBisection(t *testing.T) {
 	s.drain()
 	// a's check before review took the one slot alone; the five READYs
 	// that came meanwhile were checked as one tree, which failed (b and d
-	// together), so each was checked alone, and nobody was blamed.
-	require.Equal(t, 7, s.counts[host.Check], "a's; the five's, shared; then each alone")
-	require.Equal(t, 7, f.checked())
+	// together), so in halves, b+c and d+e+f, which passed: nobody was
+	// blamed.
+	require.Equal(t, 4, s.counts[host.Check], "a's; the five's, shared; then b+c's and d+e+f's")
+	require.Equal(t, 4, f.checked())
 	require.NotContains(t, strings.Join(s.said, "\n"), "FAIL")
 	for _, c := range []string{"a", "b", "c", "d", "e", "f"} {
-		require.Contains(t, s.said, "CI "+c+" PASS "+passOf(s.said, c), "each passes alone")
+		require.Contains(t, strings.Join(s.said, "\n"), "CI "+c+" PASS "+passOf(s.said, c), "each passed")
 		s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
 		s.hear("@aud", "AUDIT "+c+" PASS")
 		s.hear("@foreman", "STATUS "+c+" review owner=@b"+c+" pr=b/"+c+" approved=yes")
@@ -106,7 +107,7 @@ func TestABatchOfSixWithOneCulpritFoundByBisection(t *testing.T) {
 	}
 	assert.NotContains(t, s.said, "MERGED d")
 	assert.Equal(t, 5, s.counts[host.Car], "a's, the five's chain, c's, d's, f's again")
-	assert.Equal(t, 11, f.checked(), "seven checks before review, then four: a's chain is the tree its check before review passed")
+	assert.Equal(t, 8, f.checked(), "four checks before review, then four: a's chain is the tree its check before review passed")
 	assert.Equal(t, 3, s.counts[host.Land], "a; b and c; e and f")
 
 	s.verified(start, 5)
@@ -166,4 +167,40 @@ func TestSharedChecksAndABatchLandFourWithThreeRuns(t *testing.T) {
 	assert.Equal(t, 3, f.checked())
 	assert.Equal(t, 2, s.counts[host.Land], "a; then b, c and d at once")
 	s.verified(start, 4)
+}
+
+// A failure that waits (host.failure_depth 1), with real git: without CI
+// gating each car finds its approved commit; a's chain fails (a flake: the
+// check fails the first time it runs), b's chain, which holds a, passes:
+// a's failure was not its to carry, and the two land by one move of main.
+// With no depth, a is blamed at once.
+func TestAFailureThatWaitsLandsWithTheCarBehindIt(t *testing.T) {
+	for _, depth := range []int{1, 0} {
+		f := newFixture(t, true, func(o *Options) { o.Env[0], o.Retries = "HELPER=flaky", 0 })
+		comps := []string{"a", "b"}
+		for _, c := range comps {
+			f.commit("b/"+c, "main", map[string]string{c: c}, c)
+		}
+		start := f.tip("main")
+		s := newShell(t, f, func(c *host.Config) {
+			c.Gating, c.MaxParallel, c.FailureDepth, c.Components = false, 2, depth, comps
+		})
+		for _, c := range comps {
+			s.hear("@foreman", "ACK "+c+" @b"+c)
+			s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
+			s.hear("@aud", "AUDIT "+c+" PASS")
+			s.hear("@foreman", "STATUS "+c+" review owner=@b"+c+" pr=b/"+c+" approved=yes")
+		}
+		s.drain()
+		if depth == 0 {
+			assert.Contains(t, strings.Join(s.said, "\n"), "CI a FAIL", "blamed at once")
+			assert.Contains(t, s.said, "MERGED b")
+			continue
+		}
+		assert.NotContains(t, strings.Join(s.said, "\n"), "FAIL")
+		assert.Contains(t, s.said, "MERGED a")
+		assert.Contains(t, s.said, "MERGED b")
+		assert.Equal(t, 1, s.counts[host.Land], "one move of main")
+		s.verified(start, 2)
+	}
 }
