@@ -102,15 +102,16 @@ func (h *Core) trainCar(i int) TrainCar {
 		on += "+" + a.c.name
 	}
 	tc := TrainCar{Component: k.c.name, Owner: k.c.owner, Ref: k.c.ref, Tip: k.tip, On: on, State: "waiting", ETA: h.eta(i)}
+	cover, by := h.coverOf(i), h.checkedBy(i)
 	switch {
 	case h.inLanding(k):
 		tc.State, tc.Run, tc.Since = "landing", h.landing.Run, h.landing.started
 		tc.Why = h.landing.said
 	case k.done != nil && k.done.Result == Passed:
 		tc.State, tc.Run = "passed", k.done.Run
-	case h.coverOf(i) > i:
+	case cover > i:
 		// In a batch: a chain behind it, which holds it, passed.
-		head := h.train[h.coverOf(i)]
+		head := h.train[cover]
 		tc.State, tc.Run = "passed", head.done.Run
 		tc.Why = "in the batch up to " + head.c.name + ", whose chain passed"
 	case k.done != nil:
@@ -121,8 +122,8 @@ func (h *Core) trainCar(i int) TrainCar {
 		if f := h.failedBehind(i); f >= 0 {
 			tc.Why = "bisecting the batch whose chain up to " + h.train[f].c.name + " failed"
 		}
-	case h.checkedBy(i) > i:
-		tc.Why = "in the batch checked with " + h.train[h.checkedBy(i)].c.name
+	case by > i:
+		tc.Why = "in the batch checked with " + h.train[by].c.name
 	case k.notBefore.After(h.now):
 		tc.Why = k.said
 	}
