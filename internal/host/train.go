@@ -275,12 +275,12 @@ func (h *Core) toCheck() []int {
 		s++ // landing: its work passed
 	}
 	for s < limit {
-		e := s // the first car from s with a result or a run
-		for e < len(h.train) && h.train[e].done == nil && h.train[e].run == nil {
+		e := s // the first car from s with a result or a run, within the limit
+		for e < limit && h.train[e].done == nil && h.train[e].run == nil {
 			e++
 		}
 		switch {
-		case e-s >= h.cfg.Batch || e == len(h.train):
+		case e-s >= h.cfg.Batch || e == limit:
 			last := min(s+h.cfg.Batch, limit) - 1
 			if i := slices.IndexFunc(h.train[s:last], func(k *car) bool { return k.tip == "" || h.landedBefore(k) }); i >= 0 {
 				last = s + i // its approved commit is found, or found landed, by a job of its own
