@@ -1,7 +1,9 @@
 package host
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -303,4 +305,182 @@ func TestAReadyIsCheckedOnTheTrain(t *testing.T) {
 	assert.Equal(t, "c", alone.Component)
 	assert.Empty(t, alone.OnTrain)
 	assert.Contains(t, s.finish(alone.Run, Outcome{Result: Failed, Commit: "m-c", Line: "make test: FAIL"}).Say, "CI c FAIL m-c make test: FAIL")
+}
+
+// A shared check that fails is run once (no host.retries: it blames
+// nobody) and checked again in as many parts as slots are free, each once
+// too, down to one READY alone, whose failure is retried before it is its
+// own.
+func TestASharedCheckThatFailsIsSplitAcrossTheFreeSlots(t *testing.T) {
+	names := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}
+	s := newHarness(t, func(c *Config) { c.MaxParallel, c.Batch, c.Components = 3, 6, names })
+	s.h.Target(s.now, "T")
+	for _, c := range names {
+		s.built(c, "@b"+c)
+	}
+	var first []Job
+	for _, c := range names[:3] {
+		first = append(first, s.started(s.hear("@b"+c, "READY "+c+" b/"+c)))
+		assert.False(t, first[len(first)-1].Once, "alone: a failure is retried before it is the builder's")
+	}
+	for _, c := range names[3:] {
+		assert.Empty(t, queued(s.hear("@b"+c, "READY "+c+" b/"+c)))
+	}
+	shared := s.started(s.finish(first[0].Run, Outcome{Result: Passed, Commit: "m-a", Tip: "t-a", Base: "T", Tree: "tr-a"}))
+	assert.Equal(t, "i", shared.Component)
+	assert.Len(t, shared.Ahead, 5)
+	assert.True(t, shared.Once)
+	assert.Equal(t, 0, shared.Retries(1))
+	for _, j := range first[1:] {
+		s.finish(j.Run, Outcome{Result: Passed, Commit: "m-" + j.Component, Tip: "t-" + j.Component, Base: "T", Tree: "tr-" + j.Component})
+	}
+
+	a := s.finish(shared.Run, chainOut(Failed, "d", "e", "f", "g", "h", "i"))
+	assert.Empty(t, a.Say, "nobody's failure")
+	parts := queued(a)
+	require.Len(t, parts, 3, "three slots free: three parts")
+	for i, want := range [][]string{{"d", "e"}, {"f", "g"}, {"h", "i"}} {
+		assert.Equal(t, want[1], parts[i].Component)
+		require.Len(t, parts[i].Ahead, 1)
+		assert.Equal(t, want[0], parts[i].Ahead[0].Component)
+		assert.Empty(t, parts[i].OnTrain, "checked again on the target")
+		assert.True(t, parts[i].Once)
+	}
+
+	// d+e passes; f+g fails: split again in two (one slot free, but two
+	// parts at least), each alone, retried before it is blamed.
+	a = s.finish(parts[0].Run, chainOut(Passed, "d", "e"))
+	assert.Len(t, a.Say, 2)
+	a = s.finish(parts[1].Run, chainOut(Failed, "f", "g"))
+	assert.Empty(t, a.Say)
+	alone := queued(a)
+	require.Len(t, alone, 2, "%+v", alone)
+	for i, c := range []string{"f", "g"} {
+		assert.Equal(t, c, alone[i].Component)
+		assert.Empty(t, alone[i].Ahead)
+		assert.False(t, alone[i].Once)
+		assert.Equal(t, 1, alone[i].Retries(1))
+	}
+}
+
+// With host.retries, a batch's chain that fails is not run again: it is
+// bisected at once, the cars ahead of the failure cut evenly across the
+// free slots, each check run once; the failure found on top of a chain
+// that passed is then checked once more (the retry it did not have)
+// before it is blamed, and a failure that passes then was a flake: nobody
+// is blamed, and it lands.
+func TestABatchIsBisectedAcrossTheSlotsAndItsCulpritCheckedAgain(t *testing.T) {
+	s := newHarness(t, func(c *Config) {
+		c.MaxParallel, c.Batch, c.Retries = 3, 6, 1
+		c.Components = []string{"a", "b", "c", "d", "e", "f", "x", "y"}
+	})
+	s.h.Target(s.now, "T")
+	for _, c := range []string{"a", "b", "c", "d", "e", "f"} {
+		s.checked(c, "old")
+	}
+	var busy []Job // two slots, while the cars are approved
+	for _, c := range []string{"x", "y"} {
+		s.built(c, "@b"+c)
+		busy = append(busy, s.started(s.hear("@b"+c, "READY "+c+" b/"+c)))
+	}
+	first := s.started(s.approved("a"))
+	assert.False(t, first.Once, "the front car: its failure is its own, retried in its run")
+	for _, c := range []string{"b", "c", "d", "e", "f"} {
+		assert.Empty(t, queued(s.approved(c)), "the slots are busy")
+	}
+	a := s.finish(first.Run, chainOut(Passed, "a"))
+	land, whole := jobsBy(a)["a"], jobsBy(a)["f"]
+	require.Equal(t, Car, whole.Kind)
+	assert.True(t, whole.Once, "behind cars with no result: a failure is bisected, not retried")
+	assert.Equal(t, links("a", "b", "c", "d", "e"), whole.Ahead)
+	assert.Empty(t, queued(s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})))
+	for _, j := range busy {
+		s.finish(j.Run, Outcome{Result: Passed, Commit: "m-" + j.Component, Tip: "t-" + j.Component, Base: "m-a", Tree: "tr-" + j.Component})
+	}
+
+	// f's chain fails once: b..e, four cars, three free slots: b, c and d
+	// are checked at once.
+	a = s.finish(whole.Run, chainOut(Failed, "a", "b", "c", "d", "e", "f"))
+	assert.Empty(t, a.Say)
+	points := jobsBy(a)
+	require.Len(t, points, 3, "%v", points)
+	assert.False(t, points["b"].Once, "on a chain that passed")
+	assert.True(t, points["c"].Once)
+	assert.True(t, points["d"].Once)
+	e := jobsBy(s.finish(points["b"].Run, chainOut(Passed, "a", "b")))["e"]
+	assert.True(t, e.Once, "the slot b freed: e, the last car ahead of the failure")
+	s.finish(points["c"].Run, chainOut(Passed, "a", "b", "c"))
+
+	// d's chain fails on top of c's, which passed: seen once, and e's run
+	// holds it; once e's fails too, d is checked again, once, before it
+	// is d's.
+	a = s.finish(points["d"].Run, chainOut(Failed, "a", "b", "c", "d"))
+	assert.Empty(t, a.Say, "not blamed on one run")
+	assert.Empty(t, queued(a), "e's run, under way, will say for d too")
+	a = s.finish(e.Run, chainOut(Failed, "a", "b", "c", "d", "e"))
+	assert.Empty(t, a.Say)
+	again := jobsBy(a)["d"]
+	require.Equal(t, Car, again.Kind)
+	assert.True(t, again.Once, "the retry is this run")
+	assert.Equal(t, links("a", "b", "c"), again.Ahead, "the same chain")
+	a = s.finish(again.Run, chainOut(Failed, "a", "b", "c", "d"))
+	assert.Contains(t, a.Say, "CI d FAIL m-abcd make test: FAIL", "seen twice on its chain: d's own")
+
+	// The same, where the second run passes: a flake, nobody's.
+	s = newHarness(t, func(c *Config) {
+		c.MaxParallel, c.Batch, c.Retries = 1, 6, 1
+		c.Components = []string{"a", "b", "c"}
+	})
+	s.h.Target(s.now, "T")
+	for _, c := range []string{"a", "b", "c"} {
+		s.checked(c, "old")
+	}
+	first = s.started(s.approved("a"))
+	s.approved("b")
+	s.approved("c")
+	o := chainOut(Failed, "a")
+	o.Tries = 2
+	a = s.finish(first.Run, o)
+	assert.Contains(t, a.Say, "CI a FAIL m-a make test: FAIL", "the front car ran its retry itself")
+	c := s.started(a)
+	require.Equal(t, "c", c.Component)
+	b := s.started(s.finish(c.Run, chainOut(Failed, "b", "c")))
+	assert.Equal(t, "b", b.Component)
+	a = s.finish(b.Run, chainOut(Passed, "b"))
+	land, again = jobsBy(a)["b"], jobsBy(a)["c"]
+	assert.Equal(t, Land, land.Kind, "b lands")
+	require.Equal(t, Car, again.Kind, "c's failure on top of b's pass, seen once: checked again")
+	assert.True(t, again.Once)
+	a = s.finish(again.Run, chainOut(Passed, "b", "c"))
+	assert.NotContains(t, strings.Join(a.Say, "\n"), "FAIL")
+	land = s.started(s.finish(land.Run, Outcome{Result: Landed, Commit: "m-b"}))
+	assert.Equal(t, []string{"land", "c"}, []string{land.Kind.String(), land.Component}, "c lands: a flake, nobody's")
+}
+
+// A car whose approved commit is on record as landed (a landing cut short
+// before MERGED) is no batch's: a pass of a chain behind it does not vouch
+// for it, so it is not left waiting for one; its own job finds it on the
+// target. (hostsim seed 7984 stalled here: a's run could not start for a
+// locked repository while b's chain, holding a, passed; a was never
+// checked again.)
+func TestACarLandedBeforeIsCheckedWhateverPassedBehindIt(t *testing.T) {
+	s := batchHarness(t, 2, 4, 0)
+	s.checked("a", "T")
+	s.checked("b", "T")
+	land := s.landing(s.approved("a"))
+	s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"}) // MERGED a said to a room the stopping host has left
+	next := s.restarted("m-a")
+	next.h.Joined(next.now)
+	car := next.started(next.foreman("STATUS a review owner=@ba pr=b/a approved=yes"))
+	require.Equal(t, "a", car.Component)
+	b := next.started(next.foreman("STATUS b review owner=@bb pr=b/b approved=yes"))
+	require.Equal(t, "b", b.Component)
+	require.Equal(t, "a", b.Ahead[0].Component, "as if a's run will pass")
+	next.finish(b.Run, chainOut(Passed, "a", "b"))
+	a := next.finish(car.Run, Outcome{Result: Retry, Line: "the repository is locked by another git process"})
+	assert.Empty(t, queued(a), "after the wait")
+	again := next.started(next.tick(time.Minute))
+	assert.Equal(t, "a", again.Component, "b's pass does not vouch for a")
+	a = next.finish(again.Run, Outcome{Result: Landed, Already: true, Commit: "m-a", Base: "m-a", Tip: "t-a"})
+	assert.Contains(t, a.Say, "MERGED a")
 }

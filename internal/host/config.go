@@ -27,6 +27,11 @@ type Config struct {
 	Target       string // the target branch, short name, for what the host says
 	Prune        bool   // host.prune: a landed component's branch is deleted
 	Squash       bool   // host.land_as squash: each component lands as one commit on the target (Job.Squash)
+	// Retries is host.retries: how many times the shell runs a failed
+	// check again on the same tree before the failure counts; a car whose
+	// run did not (Job.Once) is checked again as many times before it is
+	// blamed.
+	Retries int
 	// FlakyThreshold is host.flaky_threshold: a check command whose
 	// failures passed again on the same tree more than this share of the
 	// time is flaky (flakes.go); 0: none is.

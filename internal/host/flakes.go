@@ -93,13 +93,14 @@ func (h *Core) isFlaky(cmd string) bool {
 // flakeRetry says whether a failure of o's command is tried again before
 // it is reported (it is flaky, and this job was tried again fewer than
 // maxFlakeRetries times), and says so in the room once per try. A failure
-// its job saw again on the same tree (host.retries) is tried again once
-// only: failing twice in a row is what a flake rarely does, and what a
-// real failure always does, and each try makes the train wait (a batch's
-// bisection waits for each of its failures).
-func (h *Core) flakeRetry(name string, tries int, o Outcome) bool {
+// seen again on the same tree (host.retries, or an earlier run: seen
+// counts each) is tried again once only: failing twice in a row is what a
+// flake rarely does, and what a real failure always does, and each try
+// makes the train wait (a batch's bisection waits for each of its
+// failures).
+func (h *Core) flakeRetry(name string, tries, seen int, o Outcome) bool {
 	limit := maxFlakeRetries
-	if o.Tries > 1 {
+	if seen > 1 {
 		limit = 1
 	}
 	if o.Result != Failed || !h.isFlaky(o.Command) || tries >= limit {

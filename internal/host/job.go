@@ -88,6 +88,10 @@ type Job struct {
 	// SquashedRef). Otherwise each link is a merge commit whose first
 	// parent is the one before it.
 	Squash bool
+	// Check, Car: a failure is not run again on the same tree
+	// (host.retries): it blames nobody, and what it vouched for is checked
+	// again in parts (a shared check, or a batch's chain, bisected).
+	Once bool
 
 	// Car: where the host believes the target is (its base, and what it
 	// landed since): a target found elsewhere was moved by hand, and the
@@ -119,6 +123,15 @@ type Job struct {
 	// theirs. Base is then the last one's Commit. Their trees were not checked
 	// alone: Tree, this job's, passed, and their receipts say so.
 	Batch []Job
+}
+
+// Retries is how many times j's checks are run again on the same tree
+// after a failure, of the configured host.retries.
+func (j Job) Retries(configured int) int {
+	if j.Once {
+		return 0
+	}
+	return configured
 }
 
 // From is where a Land job moves the target from: the commit its first
@@ -226,8 +239,11 @@ type Outcome struct {
 	// same tree (host.retries): flaky, not the builder's failure.
 	Flaky []string
 	// Failed: how many times the job ran the checks on the tree, failing
-	// each time (1 + host.retries).
+	// each time (1 + host.retries, or 1 for a job run Once).
 	Tries int
+	// Failed: a time limit or a sandbox limit: running it again would cost
+	// as much and end the same, so it is not (host.retries).
+	Lasting bool
 	// Land, Moved: the target is not at Base (moved by hand, or the chain
 	// was not made on it); Target is where it is now.
 	Target string

@@ -135,6 +135,9 @@ func (h *Core) nextCheck() *run {
 	if len(picked) > 1 {
 		h.group(head, picked[:len(picked)-1])
 	}
+	// A shared check's failure is nobody's: its READYs are checked again
+	// in parts, which is its retry.
+	head.Once = head.shared()
 	return head
 }
 
@@ -175,10 +178,12 @@ func (h *Core) onTrain() (string, []Link) {
 }
 
 // apart puts back the READYs of a shared check r that are still its, at
-// the front of the queue: each to be checked alone, or, split, in two
-// halves, each checked together on the target (a bisection: the half
-// that passes passed, the other is split again, down to one READY checked
-// alone, whose verdict is its own).
+// the front of the queue: each to be checked alone, or, split, in parts,
+// each checked together on the target (a bisection: a part that passes
+// passed, one that fails is split again, down to one READY checked alone,
+// whose verdict is its own). There are as many parts as slots are free
+// (at least two): a round of checks narrows the failure as far as the
+// slots allow.
 func (h *Core) apart(r *run, split bool) {
 	var back []*run
 	for _, w := range append(slices.Clone(r.with), r) {
@@ -193,17 +198,29 @@ func (h *Core) apart(r *run, split bool) {
 		back = append(back, again)
 	}
 	if split && len(back) > 1 {
-		halves := [][]*run{back[:len(back)/2], back[len(back)/2:]}
+		parts := parts(back, max(2, h.cfg.MaxParallel-h.busy()))
 		back = nil
-		for _, half := range halves {
-			head := half[len(half)-1]
-			if len(half) > 1 {
-				h.group(head, half[:len(half)-1])
+		for _, part := range parts {
+			head := part[len(part)-1]
+			if len(part) > 1 {
+				h.group(head, part[:len(part)-1])
+				head.Once = true
 			}
 			back = append(back, head)
 		}
 	}
 	h.order = append(back, h.order...)
+}
+
+// parts cuts rs into n parts in order (fewer if rs is shorter), their
+// sizes at most one apart.
+func parts[T any](rs []T, n int) [][]T {
+	n = min(n, len(rs))
+	out := make([][]T, 0, n)
+	for i := range n {
+		out = append(out, rs[i*len(rs)/n:(i+1)*len(rs)/n])
+	}
+	return out
 }
 
 // sharedFinished takes the end of a shared check: each passed, or the
@@ -318,7 +335,7 @@ func (h *Core) checkFinished(c *comp, r *run, o Outcome) {
 				return
 			}
 		}
-		if h.flakeRetry(c.name, r.flakes, o) {
+		if h.flakeRetry(c.name, r.flakes, o.Tries, o) {
 			h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: Retry.String()})
 			again := h.rerun(r, h.now)
 			again.flakes = r.flakes + 1

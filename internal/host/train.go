@@ -46,6 +46,10 @@ type car struct {
 	// flakes: its chain's check failed on a flaky command this many
 	// times, and was tried again (flakes.go).
 	flakes int
+	// seen is how many times its chain's check failed, counting each try
+	// (host.retries): a failure is its own only once seen 1+host.retries
+	// times on the same chain.
+	seen int
 
 	// Its result, and the chain it is for.
 	done  *Outcome
@@ -133,12 +137,12 @@ func (h *Core) reconcile() {
 			if h.inLanding(k) {
 				continue // its landing is under way: what it landed, it says
 			}
-			if (k.done != nil || k.run != nil) && !h.current(i, k) {
+			if (k.done != nil || k.run != nil || k.seen > 0) && !h.current(i, k) {
 				if k.run != nil {
 					h.cancel(k.run)
 					k.run = nil
 				}
-				k.done = nil
+				k.done, k.seen = nil, 0
 			}
 		}
 		if !h.blameOne() {
@@ -189,7 +193,9 @@ func (h *Core) landedBefore(k *car) bool {
 // it passed, or it is the first), and that no chain behind it passed (then
 // the failure was not its to carry: a flake, or an interaction a car
 // behind resolves); or whose own commit is bad (gone, moved after
-// approval) whatever the chain.
+// approval) whatever the chain. A failure seen fewer than 1+host.retries
+// times on its chain (its run was a bisection's, run once) is checked
+// again first, as a retry would have.
 func (h *Core) blameOne() bool {
 	for i, k := range h.train {
 		o := k.done
@@ -200,6 +206,9 @@ func (h *Core) blameOne() bool {
 		case o.Result == Conflicted && o.Culprit != "":
 			continue // a car ahead does not merge; its own check says so
 		case i > 0 && !passed(h.train[i-1]), h.coverOf(i) >= 0, h.waits(i):
+			continue
+		case o.Result == Failed && !o.Lasting && k.seen < 1+h.cfg.Retries:
+			k.done = nil // checked again: its next run is the retry
 			continue
 		}
 		h.train = slices.Delete(h.train, i, i+1)
@@ -260,10 +269,11 @@ func (h *Core) passOf(c *comp) (Pass, bool) {
 // check them. A check of car i's chain vouches for every car up to i, so
 // the train is cut into batches of at most host.batch.max cars, and only
 // the last car of each is checked; with host.batch.max 1 that is every
-// car. A batch whose check failed is bisected: the middle of the cars
-// ahead of the failure that no result vouches for is checked, and so on
-// (on free slots, at once, each as if the one ahead of it will pass),
-// until the failure is one car's own (blameOne). Nothing behind a failure
+// car. A batch whose check failed is bisected: the cars ahead of the
+// failure that no result vouches for are cut in as many parts plus one as
+// slots are free, the last car of each part checked at once (each as if
+// the one ahead of it will pass), and so on until the failure is one
+// car's own (blameOne). Nothing behind a failure
 // is checked: its chain holds the failure. A car whose approved commit is
 // not known yet (no check before review), or on record as landed, ends a
 // batch: its own job finds it.
@@ -279,12 +289,16 @@ func (h *Core) toCheck() []int {
 		for e < limit && h.train[e].done == nil && h.train[e].run == nil {
 			e++
 		}
+		if i := slices.IndexFunc(h.train[s:min(e, s+h.cfg.Batch)], h.ownJob); i >= 0 {
+			// Its approved commit is found, or found landed, by a job of
+			// its own: no chain behind it vouches for it.
+			out = append(out, s+i)
+			s += i + 1
+			continue
+		}
 		switch {
 		case e-s >= h.cfg.Batch || e == limit:
 			last := min(s+h.cfg.Batch, limit) - 1
-			if i := slices.IndexFunc(h.train[s:last], func(k *car) bool { return k.tip == "" || h.landedBefore(k) }); i >= 0 {
-				last = s + i // its approved commit is found, or found landed, by a job of its own
-			}
 			out = append(out, last)
 			s = last + 1
 		case h.train[e].run != nil || passed(h.train[e]):
@@ -298,13 +312,21 @@ func (h *Core) toCheck() []int {
 			limit = min(limit, e+1+h.cfg.FailureDepth)
 			s = e + 1
 		default:
-			m := s + (e-s-1)/2
+			// As many points as slots are free cut the cars ahead of the
+			// failure evenly (with one, the middle): a round of checks
+			// narrows it down as far as the slots allow.
+			free := max(1, h.cfg.MaxParallel-h.busy())
+			m := s + (e-s+free)/(free+1) - 1
 			out = append(out, m)
 			s = m + 1
 		}
 	}
 	return out
 }
+
+// ownJob reports whether k ends any batch it is in: its approved commit
+// is not known yet (no check before review), or is on record as landed.
+func (h *Core) ownJob(k *car) bool { return k.tip == "" || h.landedBefore(k) }
 
 // nextCar is the first car that can be checked now, as its job: one with
 // no result and no run whose chain is known (every tip ahead found).
@@ -333,6 +355,10 @@ func (h *Core) nextCar() *run {
 			r.Landing = h.landing.Commit
 		}
 		k.afterLanding = false
+		// A failure it cannot be blamed for yet (a car ahead has no pass)
+		// is bisected, not run again on the same tree; a retry of one seen
+		// before is one run.
+		r.Once = k.seen > 0 || i > 0 && !passed(h.train[i-1])
 		if p, ok := h.passOf(k.c); ok {
 			r.Pass = &p
 		}
@@ -363,7 +389,12 @@ func (h *Core) carFinished(k *car, r *run, o Outcome) {
 		return
 	}
 	k.tries, k.said = 0, ""
-	if h.flakeRetry(k.c.name, k.flakes, o) {
+	if o.Result == Failed {
+		k.seen += max(1, o.Tries)
+	}
+	if i := slices.Index(h.train, k); h.failedBehind(i) < 0 && h.flakeRetry(k.c.name, k.flakes, k.seen, o) {
+		// A flaky command's failure is tried again before any bisection
+		// (a bisection's own failures are not: they hold the one bisected).
 		// Its chain is checked again as it is: nothing else changes.
 		k.flakes++
 		h.reconcile()

@@ -58,7 +58,7 @@ type CheckSpec struct {
 // Checker, configured by Options.
 func (r *Runner) Check(ctx context.Context, req CheckRequest) (Checked, error) {
 	return r.RunChecks(ctx, CheckSpec{Job: req.Job, Commit: req.Commit, Base: req.Base, Target: r.o.Target,
-		Checks: r.o.Checks, Env: r.o.Env, Timeout: r.o.Timeout, LogLimit: r.o.LogLimit, Retries: r.o.Retries,
+		Checks: r.o.Checks, Env: r.o.Env, Timeout: r.o.Timeout, LogLimit: r.o.LogLimit, Retries: req.Job.Retries(r.o.Retries),
 		Sandbox: r.o.Sandbox, Secrets: r.o.Secrets})
 }
 

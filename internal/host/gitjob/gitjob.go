@@ -347,6 +347,7 @@ func failed(res checks.Result, o host.Outcome) host.Outcome {
 	}
 	o.Line = name + ": " + res.Line
 	o.Command = shortCommand(res.Command)
+	o.Lasting = res.TimedOut || res.Stopped
 	return o
 }
 

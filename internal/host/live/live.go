@@ -196,7 +196,8 @@ func (s *shell) apply(a host.Actions) {
 func (s *shell) start(j host.Job) {
 	ctx, cancel := context.WithCancel(s.jobCtx)
 	s.jobs[j.Run] = cancel
-	s.log.Info().Int("run", j.Run).Str("kind", j.Kind.String()).Str("component", j.Component).Str("ref", j.Ref).Msg("job started")
+	s.log.Info().Int("run", j.Run).Str("kind", j.Kind.String()).Str("component", j.Component).Str("ref", j.Ref).
+		Int("ahead", len(j.OnTrain)+len(j.Ahead)+len(j.Batch)).Bool("once", j.Once).Msg("job started")
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -364,7 +364,7 @@ func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, tree string,
 		Build: r.o.Build, Host: r.o.Host, Run: j.Run, Group: g,
 		Component: j.Component, Ref: j.Ref, Owner: j.Owner, Commit: req.Commit, Base: req.Base, Target: r.o.Target,
 		Checks: grp.checks, Labels: grp.labels, Env: r.o.Env, TimeoutMS: r.o.Timeout.Milliseconds(),
-		LogLimit: r.o.LogLimit, Retries: r.o.Retries, Sandbox: r.o.Sandbox,
+		LogLimit: r.o.LogLimit, Retries: j.Retries(r.o.Retries), Sandbox: r.o.Sandbox,
 		Fetch: workq.Fetch{URL: git.URL(), Ref: pinRef(j.Run), Token: git.Grant(pinRef(j.Run))},
 		Avoid: avoid, Log: first}
 	w := &waiter{job: job, tree: tree, since: time.Now(), done: done, git: git}

@@ -42,11 +42,14 @@ func newHost(w *world, id *agentchat.Identity, coordinator string, comps []strin
 		Gating: true, External: true, MaxParallel: 1 + w.rnd.IntN(4), Target: "main", Backoff: 30 * time.Second,
 		Sign: func(s receipt.Statement) ([]byte, error) { return receipt.Sign(s, id) }}
 	// host.batch.max: 1, each car checked, or one check vouching for up to
-	// 2 to 4 cars, which land together (a batch); and
+	// 2 to 4 cars, which land together (a batch);
 	// host.failure_depth: a failure blamed at once, or once the car behind
 	// it (whose chain holds it) said whether it passes.
 	cfg.Batch = 1 + w.rnd.IntN(4)
 	cfg.FailureDepth = w.rnd.IntN(2)
+	// host.retries: a failure counts at once, or once seen twice on its
+	// tree (a run once, Job.Once, is checked again before blame).
+	cfg.Retries = w.rnd.IntN(2)
 	return &simHost{w: w, id: cfg.Self, cfg: cfg, jobs: map[int]*job{}}
 }
 
@@ -131,6 +134,9 @@ func (h *simHost) run(j host.Job) {
 			o = first
 			if end != nil {
 				o = end(o)
+			}
+			if o.Result == host.Failed {
+				o.Tries = 1 + j.Retries(h.cfg.Retries) // a broken version fails each try
 			}
 		case j.Kind == host.Land:
 			o = h.w.repo.land(j)

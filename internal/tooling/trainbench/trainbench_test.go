@@ -183,7 +183,12 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	foreman := identity(t, dir, config)
 	start(t, dir, "run", "--log-level", "warn", config)
 	watcher.Await(foreman, "TASKS")
-	start(t, dir, "host", "--log-level", "warn", hostConfig)
+	trace := os.Getenv("TRAIN_TRACE") != ""
+	hostLog := "warn"
+	if trace {
+		hostLog = "info" // its jobs, printed at the end
+	}
+	host := start(t, dir, "host", "--log-level", hostLog, hostConfig)
 	for i := 1; i <= sz.workers; i++ {
 		ws.start(fmt.Sprintf("w%d", i))
 	}
@@ -203,7 +208,6 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 	if sz.kill {
 		kills = ws.killMidCheck(sz.check)
 	}
-	trace := os.Getenv("TRAIN_TRACE") != ""
 	t0 := time.Now()
 	deadline := time.After(patience)
 	for complete.IsZero() {
@@ -231,6 +235,13 @@ func TestWholeBuildThroughTheQueue(t *testing.T) {
 		}
 	}
 	took := complete.Sub(firstReady)
+	if trace {
+		for _, line := range strings.Split(host.Stderr.String(), "\n") {
+			if strings.Contains(line, "job started") || strings.Contains(line, "job ended") {
+				fmt.Println(line)
+			}
+		}
+	}
 
 	// The target holds every component, and every tree it held passed.
 	main, err := repo.RevParse(ctx, "refs/heads/main")
