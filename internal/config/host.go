@@ -35,6 +35,11 @@ type Host struct {
 	// train vouches for at most, landed together when it passes (1: each
 	// is checked on its own).
 	Batch int
+	// BatchMin and BatchWait are host.batch.min and host.batch.wait: fewer
+	// than BatchMin cars (or READYs checked together) wait up to BatchWait
+	// for more before one run checks them (1: none waits).
+	BatchMin  int
+	BatchWait time.Duration
 	// FailureDepth is host.failure_depth: how many cars behind a failed
 	// one are still checked (their chains hold it) before it is blamed; one
 	// that passes lands it with them.
@@ -97,6 +102,8 @@ func hostDefaults(d map[string]any) {
 	d["host.auto_rebase"] = true
 	d["host.max_parallel"] = 1
 	d["host.batch.max"] = 1
+	d["host.batch.min"] = 1
+	d["host.batch.wait"] = "1m"
 	d["host.failure_depth"] = 0
 	d["host.logs"] = ".foreman/host/logs"
 	d["host.ledger"] = ".foreman/host/ledger.jsonl"
@@ -158,6 +165,18 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 		return err
 	}
 	if err := atMost(h.Batch, 64, "host.batch.max"); err != nil {
+		return err
+	}
+	if h.BatchMin, err = count(v, "host.batch.min", 1); err != nil {
+		return err
+	}
+	if err := atMost(h.BatchMin, h.Batch, "host.batch.min"); err != nil {
+		return err
+	}
+	if h.BatchWait, err = duration(v, "host.batch.wait", false); err != nil {
+		return err
+	}
+	if err := atMost(h.BatchWait, time.Hour, "host.batch.wait"); err != nil {
 		return err
 	}
 	if h.FailureDepth, err = count(v, "host.failure_depth", 0); err != nil {

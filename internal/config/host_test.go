@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,6 +24,8 @@ func TestHostDefaultsAndPaths(t *testing.T) {
 	assert.True(t, h.AutoRebase)
 	assert.Equal(t, LandMerge, h.LandAs)
 	assert.Equal(t, 1, h.MaxParallel)
+	assert.Equal(t, []int{1, 1, 0}, []int{h.Batch, h.BatchMin, h.FailureDepth}, "no batches, no failure waits")
+	assert.Equal(t, time.Minute, h.BatchWait)
 	assert.Equal(t, filepath.Join(dir, ".foreman/host/logs"), h.Logs)
 	assert.Equal(t, filepath.Join(dir, ".foreman/host/ledger.jsonl"), h.Ledger)
 	assert.Equal(t, filepath.Join(dir, ".foreman/host.json"), h.Identity)
@@ -49,6 +52,9 @@ func TestHostErrorsNameTheKey(t *testing.T) {
 		"parallel zero": {"host:\n  max_parallel: 0\n", "host.max_parallel: 0 is below the least allowed, 1"},
 		"parallel many": {"host:\n  max_parallel: 1000\n", "host.max_parallel: 1000 is over the most allowed, 64"},
 		"parallel word": {"host:\n  max_parallel: four\n", `host.max_parallel: "four" is not a whole number`},
+		"batch min":     {"host:\n  batch:\n    max: 4\n    min: 5\n", "host.batch.min: 5 is over the most allowed, 4"},
+		"batch wait":    {"host:\n  batch:\n    wait: soon\n", `host.batch.wait: "soon" is not a duration like 1s or 500ms`},
+		"depth many":    {"host:\n  failure_depth: 17\n", "host.failure_depth: 17 is over the most allowed, 16"},
 		"rebase":        {"host:\n  auto_rebase: maybe\n", `host.auto_rebase: "maybe" is not on or off`},
 		"env":           {"host:\n  env: [\"A B=1\"]\n", "host.env[0]:"},
 		"name":          {"host:\n  name: the host\n", "host.name:"},

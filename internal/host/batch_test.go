@@ -484,3 +484,52 @@ func TestACarLandedBeforeIsCheckedWhateverPassedBehindIt(t *testing.T) {
 	a = next.finish(again.Run, Outcome{Result: Landed, Already: true, Commit: "m-a", Base: "m-a", Tip: "t-a"})
 	assert.Contains(t, a.Say, "MERGED a")
 }
+
+// host.batch.min: fewer approved components than that at the train's end
+// (and fewer READYs to check together) wait for more, until the oldest of
+// them waited host.batch.wait; the board says so, and the host wakes then.
+func TestABatchWaitsForItsMinimum(t *testing.T) {
+	s := newHarness(t, func(c *Config) {
+		c.MaxParallel, c.Batch, c.BatchMin, c.BatchWait = 2, 4, 3, time.Minute
+		c.Components = []string{"a", "b", "c", "d"}
+	})
+	s.h.Target(s.now, "T")
+	for _, c := range []string{"a", "b", "c", "d"} {
+		s.built(c, "@b"+c)
+	}
+	assert.Empty(t, queued(s.hear("@ba", "READY a b/a")), "one READY: waits for more")
+	assert.Contains(t, s.h.Queue().Waiting[0].Why, "waiting for more READYs to be checked with it (host.batch.min 3)")
+	at, ok := s.h.NextWake()
+	require.True(t, ok)
+	assert.Equal(t, s.now.Add(time.Minute), at, "the host wakes when the wait is up")
+	assert.Empty(t, queued(s.hear("@bb", "READY b b/b")))
+	shared := s.started(s.hear("@bc", "READY c b/c"))
+	assert.Equal(t, []string{"a", "b"}, []string{shared.Ahead[0].Component, shared.Ahead[1].Component}, "three READYs: one shared check")
+	// Checked on an older target: their cars are checked again.
+	o := chainOut(Passed, "a", "b", "c")
+	o.Base = "old"
+	for i, n := range []string{"a", "b", "c"} {
+		o.Chain[i].Tip = "t-" + n
+	}
+	s.finish(shared.Run, o)
+	assert.Empty(t, queued(s.hear("@bd", "READY d b/d")))
+	d := s.started(s.tick(time.Minute))
+	assert.Equal(t, "d", d.Component, "the minute is up: checked alone")
+	s.finish(d.Run, Outcome{Result: Passed, Commit: "m-d", Tip: "t-d", Base: "old", Tree: "tr-d"})
+
+	// The train: a and b wait for a third car.
+	assert.Empty(t, queued(s.approved("a")))
+	assert.Empty(t, queued(s.approved("b")))
+	train := s.h.Queue().Train
+	require.Len(t, train, 2)
+	assert.Contains(t, train[0].Why, "waiting for more approved components to be checked with it (host.batch.min 3)")
+	car := s.started(s.approved("c"))
+	assert.Equal(t, "c", car.Component)
+	assert.Equal(t, []string{"a", "b"}, []string{car.Ahead[0].Component, car.Ahead[1].Component}, "one run for the three")
+
+	// d alone behind them waits its minute, then goes.
+	assert.Empty(t, queued(s.approved("d")))
+	d = s.started(s.tick(time.Minute))
+	assert.Equal(t, "d", d.Component)
+	assert.Len(t, d.Ahead, 3, "as if the three will pass")
+}

@@ -20,6 +20,13 @@ type Config struct {
 	// Batch is host.batch.max: the cars one check of the train vouches
 	// for at most (train.go); 1, the default: each car is checked.
 	Batch int
+	// BatchMin and BatchWait are host.batch.min and host.batch.wait: at
+	// the train's end, fewer than BatchMin cars no result vouches for wait
+	// for more, as READYs to be checked together do, until the oldest of
+	// them waited BatchWait; then what there is is checked. BatchMin 1
+	// (the default): nothing waits.
+	BatchMin  int
+	BatchWait time.Duration
 	// FailureDepth is host.failure_depth: how many cars behind a failed
 	// one, whose chains hold it, are still checked before it is blamed
 	// (train.go); 0, the default: none.
@@ -60,6 +67,7 @@ func (c *Config) defaults() {
 	if c.Batch < 1 {
 		c.Batch = 1
 	}
+	c.BatchMin = max(1, min(c.BatchMin, c.Batch))
 	if c.Backoff <= 0 {
 		c.Backoff = 30 * time.Second
 	}

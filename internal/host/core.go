@@ -256,6 +256,11 @@ func (h *Core) NextWake() (time.Time, bool) {
 			consider(k.notBefore)
 		}
 	}
+	// Cars and READYs waiting for more to be checked with (host.batch.min).
+	_, cars := h.batches()
+	_, readys := h.checksDue()
+	consider(cars)
+	consider(readys)
 	for _, c := range h.comps {
 		if c.wip.due && c.inFlight() && !c.wip.scanned.IsZero() {
 			if at := c.wip.scanned.Add(h.cfg.OverlapInterval); at.After(h.now) {

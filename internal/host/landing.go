@@ -113,7 +113,7 @@ func (h *Core) board(c *comp) {
 		return
 	}
 	h.cars++
-	k := &car{id: h.cars, c: c}
+	k := &car{id: h.cars, c: c, boarded: h.now}
 	if a, ok := h.approvals[c.name]; ok && a.Owner == c.owner && a.Ref == c.ref {
 		k.tip = a.Tip
 	}

@@ -112,22 +112,15 @@ func (h *Core) begin(r *run) {
 // to one READY alone, whose verdict is its own (apart): nobody is blamed
 // for another's failure.
 func (h *Core) nextCheck() *run {
-	var picked []*run
-	for i := 0; i < len(h.order) && len(picked) < h.cfg.Batch; {
-		r := h.order[i]
-		if r.notBefore.After(h.now) || len(picked) > 0 && !r.sharable() {
-			i++
-			continue
-		}
-		h.order = slices.Delete(h.order, i, i+1)
-		picked = append(picked, r)
-		if !r.sharable() {
-			break
-		}
-	}
-	if len(picked) == 0 {
+	due, _ := h.checksDue()
+	if len(due) == 0 {
 		return nil
 	}
+	picked := make([]*run, len(due))
+	for i, at := range due {
+		picked[i] = h.order[at]
+	}
+	h.order = slices.DeleteFunc(h.order, func(r *run) bool { return slices.Contains(picked, r) })
 	head := picked[len(picked)-1]
 	if head.sharable() {
 		head.Base, head.OnTrain = h.onTrain()
@@ -139,6 +132,38 @@ func (h *Core) nextCheck() *run {
 	// in parts, which is its retry.
 	head.Once = head.shared()
 	return head
+}
+
+// checksDue is the queued checks to run next, as indices into h.order:
+// the oldest due alone if it may not be shared, else up to host.batch.max
+// due that may. Fewer of those than host.batch.min wait for more until the
+// oldest of them waited host.batch.wait (until, zero if none waits); a
+// check that may not be shared goes meanwhile.
+func (h *Core) checksDue() (due []int, until time.Time) {
+	for i, r := range h.order {
+		switch {
+		case r.notBefore.After(h.now):
+		case !r.sharable() && len(due) == 0:
+			return []int{i}, time.Time{}
+		case r.sharable():
+			due = append(due, i)
+		}
+		if len(due) == h.cfg.Batch {
+			break
+		}
+	}
+	if len(due) == 0 || len(due) >= h.cfg.BatchMin {
+		return due, time.Time{}
+	}
+	if until = h.order[due[0]].queued.Add(h.cfg.BatchWait); !h.now.Before(until) {
+		return due, time.Time{}
+	}
+	for i, r := range h.order {
+		if !r.notBefore.After(h.now) && !r.sharable() {
+			return []int{i}, until
+		}
+	}
+	return nil, until
 }
 
 // group makes head a shared check with the READYs of with merged ahead of

@@ -30,10 +30,11 @@ import (
 
 // car is one approved component in the train.
 type car struct {
-	id  int
-	c   *comp
-	tip string // the approved commit; "" until a job found it (no check before review)
-	run *run   // its check, queued or running
+	id      int
+	c       *comp
+	tip     string    // the approved commit; "" until a job found it (no check before review)
+	run     *run      // its check, queued or running
+	boarded time.Time // when it joined the train
 
 	// A check the repository could not do now is tried again later.
 	notBefore time.Time
@@ -278,7 +279,15 @@ func (h *Core) passOf(c *comp) (Pass, bool) {
 // not known yet (no check before review), or on record as landed, ends a
 // batch: its own job finds it.
 func (h *Core) toCheck() []int {
-	var out []int
+	out, _ := h.batches()
+	return out
+}
+
+// batches is toCheck, and when the cars at the train's end wait for more
+// to be checked with (host.batch.min) until, zero if none waits: fewer
+// than host.batch.min of them, the oldest boarded less than
+// host.batch.wait ago.
+func (h *Core) batches() (out []int, until time.Time) {
 	limit := len(h.train) // nothing beyond a failure's depth
 	s := 0
 	for s < limit && h.inLanding(h.train[s]) {
@@ -298,6 +307,11 @@ func (h *Core) toCheck() []int {
 		}
 		switch {
 		case e-s >= h.cfg.Batch || e == limit:
+			if e == len(h.train) && e-s < h.cfg.BatchMin {
+				if at := h.train[s].boarded.Add(h.cfg.BatchWait); h.now.Before(at) {
+					return out, at
+				}
+			}
 			last := min(s+h.cfg.Batch, limit) - 1
 			out = append(out, last)
 			s = last + 1
@@ -307,7 +321,7 @@ func (h *Core) toCheck() []int {
 			// A failure, blamed once it is its own; up to failure_depth
 			// cars behind it are checked with it.
 			if h.cfg.FailureDepth == 0 {
-				return out
+				return out, time.Time{}
 			}
 			limit = min(limit, e+1+h.cfg.FailureDepth)
 			s = e + 1
@@ -321,7 +335,7 @@ func (h *Core) toCheck() []int {
 			s = m + 1
 		}
 	}
-	return out
+	return out, time.Time{}
 }
 
 // ownJob reports whether k ends any batch it is in: its approved commit

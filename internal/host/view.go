@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -60,7 +61,7 @@ type QueueItem struct {
 	Queued    time.Time `json:"queued"`
 	Started   time.Time `json:"started,omitzero"`
 	NotBefore time.Time `json:"not_before,omitzero"` // a retry waits until then
-	Why       string    `json:"why,omitempty"`       // why it is retried
+	Why       string    `json:"why,omitempty"`       // why it is retried, or what it waits for
 }
 
 // Queue is a view of the queue now.
@@ -73,12 +74,22 @@ func (h *Core) Queue() QueueView {
 		}
 	}
 	sort.Slice(v.Running, func(i, j int) bool { return v.Running[i].Run < v.Running[j].Run })
+	_, gather := h.checksDue()
 	for _, r := range h.order {
-		v.Waiting = append(v.Waiting, item(r))
+		it := item(r)
+		if !gather.IsZero() && r.sharable() && !r.notBefore.After(h.now) {
+			it.Why = h.gathering("READYs", gather)
+		}
+		v.Waiting = append(v.Waiting, it)
 	}
 	v.Train = make([]TrainCar, 0, len(h.train))
+	_, gather = h.batches()
 	for i := range h.train {
-		v.Train = append(v.Train, h.trainCar(i))
+		tc := h.trainCar(i)
+		if !gather.IsZero() && tc.State == "waiting" && tc.Why == "" && !slices.ContainsFunc(h.train[i:], func(k *car) bool { return k.done != nil || k.run != nil }) {
+			tc.Why = h.gathering("approved components", gather)
+		}
+		v.Train = append(v.Train, tc)
 	}
 	if n := len(h.lands); n > 0 {
 		v.Landed = append([]LandedView{}, h.lands[max(0, n-maxShownLanded):]...)
@@ -128,6 +139,12 @@ func (h *Core) trainCar(i int) TrainCar {
 		tc.Why = k.said
 	}
 	return tc
+}
+
+// gathering says what waits for more to be checked with (host.batch.min).
+func (h *Core) gathering(what string, until time.Time) string {
+	return fmt.Sprintf("waiting for more %s to be checked with it (host.batch.min %d), until %s at the latest",
+		what, h.cfg.BatchMin, until.UTC().Format(time.TimeOnly))
 }
 
 func item(r *run) QueueItem {

@@ -265,8 +265,16 @@ func HostFingerprint(c *config.Config, self string) string {
 		Net                                    string
 		RO, RW                                 []string
 		Limits                                 any
+		// How the train checks and lands: a standby taking over its
+		// leader's records must make the same commits of the same chains
+		// (land_as) and the same batches.
+		LandAs                        string
+		Batch, BatchMin, FailureDepth int
+		BatchWait                     time.Duration
+		FlakyThreshold                float64
 	}{c.Build.Name, c.Server.URL, c.Server.Channel, self, repo, h.Target, c.Build.Components, c.Roles, c.Rules,
-		h.Checks, h.CheckLabels, h.Env, h.MaxParallel, h.Retries, h.AutoRebase, h.Prune, h.Unconfined, h.SandboxNet, h.SandboxRO, h.SandboxRW, h.SandboxLimits})
+		h.Checks, h.CheckLabels, h.Env, h.MaxParallel, h.Retries, h.AutoRebase, h.Prune, h.Unconfined, h.SandboxNet, h.SandboxRO, h.SandboxRW, h.SandboxLimits,
+		h.LandAs, h.Batch, h.BatchMin, h.FailureDepth, h.BatchWait, h.FlakyThreshold})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:6])
 }
