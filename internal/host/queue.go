@@ -108,7 +108,7 @@ func (h *Core) begin(r *run) {
 // the last merge; if that passes, each passed (its work is in a tree that
 // passed), and the train, which lands them in the order they were
 // approved, most often makes that very tree again and checks nothing. If
-// it does not pass, they are checked again on the target in halves, down
+// it does not pass, they are checked again on the target in parts, down
 // to one READY alone, whose verdict is its own (apart): nobody is blamed
 // for another's failure.
 func (h *Core) nextCheck() *run {
@@ -249,7 +249,7 @@ func parts[T any](rs []T, n int) [][]T {
 }
 
 // sharedFinished takes the end of a shared check: each passed, or the
-// READYs are checked again in halves.
+// READYs are checked again in parts.
 func (h *Core) sharedFinished(r *run, o Outcome) {
 	h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
 	all := append(slices.Clone(r.with), r)
