@@ -2,6 +2,7 @@ package gitjob
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -203,4 +204,40 @@ func TestAFailureThatWaitsLandsWithTheCarBehindIt(t *testing.T) {
 		assert.Equal(t, 1, s.counts[host.Land], "one move of main")
 		s.verified(start, 2)
 	}
+}
+
+// A flaky command retried, not blamed, with real git and host.retries 1:
+// b's chain is checked while a's car has no pass yet, so its run is once
+// (a failure there would be bisected, not retried) and it flakes; once a
+// passed, b's failure is on top of a pass but was seen once only, so b's
+// chain is checked once more, passes, and lands: nobody hears FAIL.
+func TestAFlakeInABatchIsCheckedAgainNotBlamed(t *testing.T) {
+	f := newFixture(t, true, func(o *Options) { o.Env[0], o.Retries = "HELPER=flaky", 1 })
+	comps := []string{"a", "b"}
+	for _, c := range comps {
+		f.commit("b/"+c, "main", map[string]string{c: c}, c)
+	}
+	start := f.tip("main")
+	s := newShell(t, f, func(c *host.Config) { c.MaxParallel, c.Batch, c.Retries, c.Components = 2, 2, 1, comps })
+	flaked := f.record + ".flaked"
+	require.NoError(t, os.WriteFile(flaked, nil, 0o644)) // the checks before review pass
+	for _, c := range comps {
+		s.hear("@foreman", "ACK "+c+" @b"+c)
+		s.hear("@b"+c, "READY "+c+" b/"+c)
+	}
+	s.drain()
+	require.Equal(t, 2, f.checked(), "a and b, each on main")
+	require.NoError(t, os.Remove(flaked)) // the next run flakes
+	for _, c := range comps {
+		s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
+		s.hear("@aud", "AUDIT "+c+" PASS")
+		s.hear("@foreman", "STATUS "+c+" review owner=@b"+c+" pr=b/"+c+" approved=yes")
+	}
+	s.drain()
+	assert.NotContains(t, strings.Join(s.said, "\n"), "FAIL")
+	for _, c := range comps {
+		assert.Contains(t, s.said, "MERGED "+c)
+	}
+	assert.Equal(t, 4, f.checked(), "b's chain twice: once flaking (no retry in its run), once more before blame; a's chain was its check before review")
+	s.verified(start, 2)
 }
