@@ -73,7 +73,7 @@ func TestABatchIsBisectedToItsCulprit(t *testing.T) {
 	assert.Equal(t, "c", half.Component)
 	view := s.h.Queue().Train
 	assert.Equal(t, "checking", view[1].State)
-	assert.Equal(t, "bisecting the batch whose chain up to f failed", view[1].Why, "c")
+	assert.Equal(t, "bisecting the batch whose chain up to f failed: 5 cars in question, b to f", view[1].Why, "c")
 	assert.Equal(t, "in the batch checked with c", view[0].Why, "b")
 	// c's chain passed: b and c land at once, by one compare-and-swap to
 	// c's chain; d, the middle of d..e, is checked meanwhile.

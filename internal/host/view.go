@@ -131,7 +131,12 @@ func (h *Core) trainCar(i int) TrainCar {
 	case k.run != nil && !k.run.started.IsZero():
 		tc.State, tc.Run, tc.Since = "checking", k.run.Run, k.run.started
 		if f := h.failedBehind(i); f >= 0 {
-			tc.Why = "bisecting the batch whose chain up to " + h.train[f].c.name + " failed"
+			lo := i // the cars the failure may be the fault of: from the last pass ahead of it, up to f
+			for lo > 0 && !passed(h.train[lo-1]) && !h.inLanding(h.train[lo-1]) {
+				lo--
+			}
+			tc.Why = fmt.Sprintf("bisecting the batch whose chain up to %s failed: %d cars in question, %s to %s",
+				h.train[f].c.name, f-lo+1, h.train[lo].c.name, h.train[f].c.name)
 		}
 	case by > i:
 		tc.Why = "in the batch checked with " + h.train[by].c.name
