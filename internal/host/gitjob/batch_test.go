@@ -206,6 +206,45 @@ func TestAFailureThatWaitsLandsWithTheCarBehindIt(t *testing.T) {
 	}
 }
 
+// A failure that waits and is then fixed by a car behind it, with real
+// git (host.failure_depth 1, no CI gating: each car finds its approved
+// commit): a adds a file that holds BUG, b's branch, built on a's, fixes
+// it. a's chain fails; b's chain, which holds a, passes: a was not to be
+// blamed, and the two land by one move of main, neither tree of a alone
+// on it. With no depth, a is blamed at once and b, which holds a's
+// commit, lands with it: what b holds passed.
+func TestAFailureThatWaitsIsFixedByTheCarBehindIt(t *testing.T) {
+	for _, depth := range []int{1, 0} {
+		f := newFixture(t, true, nil)
+		comps := []string{"a", "b"}
+		f.commit("b/a", "main", map[string]string{"a": "BUG: half done"}, "a, half done")
+		f.commit("b/b", "b/a", map[string]string{"a": "a, done", "b": "b"}, "b, and a done")
+		start := f.tip("main")
+		s := newShell(t, f, func(c *host.Config) {
+			c.Gating, c.MaxParallel, c.FailureDepth, c.Components = false, 2, depth, comps
+		})
+		for _, c := range comps {
+			s.hear("@foreman", "ACK "+c+" @b"+c)
+			s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
+			s.hear("@aud", "AUDIT "+c+" PASS")
+			s.hear("@foreman", "STATUS "+c+" review owner=@b"+c+" pr=b/"+c+" approved=yes")
+		}
+		s.drain()
+		if depth == 0 {
+			assert.Contains(t, strings.Join(s.said, "\n"), "CI a FAIL", "blamed at once")
+			assert.NotContains(t, s.said, "MERGED a")
+			assert.Contains(t, s.said, "MERGED b")
+			s.verified(start, 1)
+			continue
+		}
+		assert.NotContains(t, strings.Join(s.said, "\n"), "FAIL")
+		assert.Contains(t, s.said, "MERGED a")
+		assert.Contains(t, s.said, "MERGED b")
+		assert.Equal(t, 1, s.counts[host.Land], "one move of main")
+		s.verified(start, 2)
+	}
+}
+
 // A flaky command retried, not blamed, with real git and host.retries 1:
 // b's chain is checked while a's car has no pass yet, so its run is once
 // (a failure there would be bisected, not retried) and it flakes; once a
