@@ -365,10 +365,10 @@ func TestASharedCheckThatFailsIsSplitAcrossTheFreeSlots(t *testing.T) {
 
 // With host.retries, a batch's chain that fails is not run again: it is
 // bisected at once, the cars ahead of the failure cut evenly across the
-// free slots, each check run once; the failure found on top of a chain
-// that passed is then checked once more (the retry it did not have)
-// before it is blamed, and a failure that passes then was a flake: nobody
-// is blamed, and it lands.
+// free slots. A failure found on top of a chain that passed in a run that
+// was once is checked once more (the retry it did not have) before it is
+// blamed, and a failure that passes then was a flake: nobody is blamed,
+// and it lands.
 func TestABatchIsBisectedAcrossTheSlotsAndItsCulpritCheckedAgain(t *testing.T) {
 	s := newHarness(t, func(c *Config) {
 		c.MaxParallel, c.Batch, c.Retries = 3, 6, 1
@@ -399,32 +399,28 @@ func TestABatchIsBisectedAcrossTheSlotsAndItsCulpritCheckedAgain(t *testing.T) {
 	}
 
 	// f's chain fails once: b..e, four cars, three free slots: b, c and d
-	// are checked at once.
+	// are checked at once, each judged by the run just ahead of it (its
+	// own failure retried in its run).
 	a = s.finish(whole.Run, chainOut(Failed, "a", "b", "c", "d", "e", "f"))
 	assert.Empty(t, a.Say)
 	points := jobsBy(a)
 	require.Len(t, points, 3, "%v", points)
-	assert.False(t, points["b"].Once, "on a chain that passed")
-	assert.True(t, points["c"].Once)
-	assert.True(t, points["d"].Once)
+	for _, c := range []string{"b", "c", "d"} {
+		assert.False(t, points[c].Once, "%s: on a chain that passed, or whose last car's run is under way", c)
+	}
 	e := jobsBy(s.finish(points["b"].Run, chainOut(Passed, "a", "b")))["e"]
-	assert.True(t, e.Once, "the slot b freed: e, the last car ahead of the failure")
+	assert.Equal(t, links("a", "b", "c", "d"), e.Ahead, "the slot b freed: e, the last car ahead of the failure")
 	s.finish(points["c"].Run, chainOut(Passed, "a", "b", "c"))
 
-	// d's chain fails on top of c's, which passed: seen once, and e's run
-	// holds it; once e's fails too, d is checked again, once, before it
-	// is d's.
-	a = s.finish(points["d"].Run, chainOut(Failed, "a", "b", "c", "d"))
-	assert.Empty(t, a.Say, "not blamed on one run")
-	assert.Empty(t, queued(a), "e's run, under way, will say for d too")
-	a = s.finish(e.Run, chainOut(Failed, "a", "b", "c", "d", "e"))
-	assert.Empty(t, a.Say)
-	again := jobsBy(a)["d"]
-	require.Equal(t, Car, again.Kind)
-	assert.True(t, again.Once, "the retry is this run")
-	assert.Equal(t, links("a", "b", "c"), again.Ahead, "the same chain")
-	a = s.finish(again.Run, chainOut(Failed, "a", "b", "c", "d"))
+	// d's chain fails twice in its run on top of c's, which passed: d's
+	// own (host.failure_depth 0: no car behind is waited for). e's run is
+	// stopped, and f is checked again without d.
+	o := chainOut(Failed, "a", "b", "c", "d")
+	o.Tries = 2
+	a = s.finish(points["d"].Run, o)
 	assert.Contains(t, a.Say, "CI d FAIL m-abcd make test: FAIL", "seen twice on its chain: d's own")
+	assert.Contains(t, a.Cancel, e.Run)
+	assert.Equal(t, links("a", "b", "c", "e"), jobsBy(a)["f"].Ahead)
 
 	// The same, where the second run passes: a flake, nobody's.
 	s = newHarness(t, func(c *Config) {
@@ -438,16 +434,17 @@ func TestABatchIsBisectedAcrossTheSlotsAndItsCulpritCheckedAgain(t *testing.T) {
 	first = s.started(s.approved("a"))
 	s.approved("b")
 	s.approved("c")
-	o := chainOut(Failed, "a")
+	o = chainOut(Failed, "a")
 	o.Tries = 2
 	a = s.finish(first.Run, o)
 	assert.Contains(t, a.Say, "CI a FAIL m-a make test: FAIL", "the front car ran its retry itself")
 	c := s.started(a)
 	require.Equal(t, "c", c.Component)
+	assert.True(t, c.Once, "the last car of a batch: its failure is bisected, not retried")
 	b := s.started(s.finish(c.Run, chainOut(Failed, "b", "c")))
 	assert.Equal(t, "b", b.Component)
 	a = s.finish(b.Run, chainOut(Passed, "b"))
-	land, again = jobsBy(a)["b"], jobsBy(a)["c"]
+	land, again := jobsBy(a)["b"], jobsBy(a)["c"]
 	assert.Equal(t, Land, land.Kind, "b lands")
 	require.Equal(t, Car, again.Kind, "c's failure on top of b's pass, seen once: checked again")
 	assert.True(t, again.Once)

@@ -166,6 +166,10 @@ func (h *Core) inLanding(k *car) bool {
 	return false
 }
 
+// unvouched reports whether nothing says or will say whether k's chain
+// passes: no pass, no run, no landing.
+func (h *Core) unvouched(k *car) bool { return !passed(k) && k.run == nil && !h.inLanding(k) }
+
 // passed reports whether k has a result of its chain that passed.
 func passed(k *car) bool { return k.done != nil && k.done.Result == Passed }
 
@@ -369,10 +373,11 @@ func (h *Core) nextCar() *run {
 			r.Landing = h.landing.Commit
 		}
 		k.afterLanding = false
-		// A failure it cannot be blamed for yet (a car ahead has no pass)
-		// is bisected, not run again on the same tree; a retry of one seen
-		// before is one run.
-		r.Once = k.seen > 0 || i > 0 && !passed(h.train[i-1])
+		// A failure it cannot be blamed for yet, with nothing under way
+		// to tell (the car just ahead has no pass and no run: a batch),
+		// is bisected, not run again on the same tree; a retry of one
+		// seen before is one run.
+		r.Once = k.seen > 0 || i > 0 && h.unvouched(h.train[i-1])
 		if p, ok := h.passOf(k.c); ok {
 			r.Pass = &p
 		}

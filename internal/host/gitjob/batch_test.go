@@ -246,26 +246,28 @@ func TestAFailureThatWaitsIsFixedByTheCarBehindIt(t *testing.T) {
 }
 
 // A flaky command retried, not blamed, with real git and host.retries 1:
-// b's chain is checked while a's car has no pass yet, so its run is once
-// (a failure there would be bisected, not retried) and it flakes; once a
-// passed, b's failure is on top of a pass but was seen once only, so b's
-// chain is checked once more, passes, and lands: nobody hears FAIL.
+// a lands alone (its chain is its check before review); b and c, approved
+// meanwhile, are a batch checked once on c's chain, whose run is once (a
+// failure there is bisected, not retried) and flakes; bisection checks b's
+// chain, which passes; c's failure is then on top of a pass but was seen
+// once only, so c's chain is checked once more, passes, and lands: nobody
+// hears FAIL.
 func TestAFlakeInABatchIsCheckedAgainNotBlamed(t *testing.T) {
 	f := newFixture(t, true, func(o *Options) { o.Env[0], o.Retries = "HELPER=flaky", 1 })
-	comps := []string{"a", "b"}
+	comps := []string{"a", "b", "c"}
 	for _, c := range comps {
 		f.commit("b/"+c, "main", map[string]string{c: c}, c)
 	}
 	start := f.tip("main")
-	s := newShell(t, f, func(c *host.Config) { c.MaxParallel, c.Batch, c.Retries, c.Components = 2, 2, 1, comps })
+	s := newShell(t, f, func(c *host.Config) { c.Batch, c.Retries, c.Components = 2, 1, comps })
 	flaked := f.record + ".flaked"
 	require.NoError(t, os.WriteFile(flaked, nil, 0o644)) // the checks before review pass
 	for _, c := range comps {
 		s.hear("@foreman", "ACK "+c+" @b"+c)
 		s.hear("@b"+c, "READY "+c+" b/"+c)
+		s.drain()
 	}
-	s.drain()
-	require.Equal(t, 2, f.checked(), "a and b, each on main")
+	require.Equal(t, 3, f.checked(), "each on main")
 	require.NoError(t, os.Remove(flaked)) // the next run flakes
 	for _, c := range comps {
 		s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
@@ -277,6 +279,6 @@ func TestAFlakeInABatchIsCheckedAgainNotBlamed(t *testing.T) {
 	for _, c := range comps {
 		assert.Contains(t, s.said, "MERGED "+c)
 	}
-	assert.Equal(t, 4, f.checked(), "b's chain twice: once flaking (no retry in its run), once more before blame; a's chain was its check before review")
-	s.verified(start, 2)
+	assert.Equal(t, 6, f.checked(), "then c's chain (a flake, no retry in its run), b's, and c's once more before blame")
+	s.verified(start, 3)
 }
