@@ -261,8 +261,10 @@ type Outcome struct {
 	// Land, Note, Landed: the receipt is Commit's note now.
 	Noted bool
 	// Land, Landed: where the receipt is kept beside the logs (for the
-	// board: its file name in host.logs).
-	ReceiptFile string
+	// board: its file name in host.logs); ReceiptFiles: each landing's of
+	// a batch, in Job.Landings' order.
+	ReceiptFile  string
+	ReceiptFiles []string
 
 	// Check, Passed: the tree that passed is another's (a shared check's
 	// head's, queue.go): this one's own tree was not checked alone.

@@ -302,11 +302,14 @@ func (h *Core) landFinished(r *run, o Outcome) {
 	case Landed:
 		h.target = o.Commit
 		left := false // a car of it left the train while it landed
-		for _, l := range landings {
+		for i, l := range landings {
 			c, lo := h.get(l.Component), o
 			if l.Commit != r.Commit {
 				lo.Commit, lo.Tree, lo.ReceiptFile = l.Commit, l.Tree, ""
 				lo.Pruned = slices.Contains(o.PrunedOf, l.Component)
+			}
+			if len(o.ReceiptFiles) == len(landings) {
+				lo.ReceiptFile = o.ReceiptFiles[i]
 			}
 			lo.Flaky = nil
 			if len(h.train) > 0 && h.train[0].c == c {

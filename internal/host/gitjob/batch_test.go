@@ -3,6 +3,7 @@ package gitjob
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,15 @@ func TestABatchOfSixWithOneCulpritFoundByBisection(t *testing.T) {
 	assert.Equal(t, 3, s.counts[host.Land], "a; b and c; e and f")
 
 	s.verified(start, 5)
+	landed := s.core.Queue().Landed
+	require.Len(t, landed, 5)
+	for _, l := range landed {
+		// The board links each landing's receipt, a batch's too.
+		require.NotEmpty(t, l.File, l.Component)
+		data, err := os.ReadFile(filepath.Join(f.dir, "logs", l.File))
+		require.NoError(t, err, l.Component)
+		assert.Contains(t, string(data), "payload", l.Component)
+	}
 }
 
 // verified: foreman verify accepts every commit on main since start, n of

@@ -154,6 +154,7 @@ func (r *Runner) keepReceipts(ctx context.Context, j host.Job, o *host.Outcome) 
 		var lo host.Outcome
 		r.keepReceipt(ctx, l, &lo)
 		noted = noted && lo.Noted
+		o.ReceiptFiles = append(o.ReceiptFiles, lo.ReceiptFile)
 		if l.Commit == j.Commit {
 			o.ReceiptFile = lo.ReceiptFile
 		}
