@@ -530,3 +530,23 @@ func TestABatchWaitsForItsMinimum(t *testing.T) {
 	assert.Equal(t, "d", d.Component)
 	assert.Len(t, d.Ahead, 3, "as if the three will pass")
 }
+
+// A chain whose tree's run the host no longer holds (the oldest trees are
+// forgotten) lands nothing on it: its chain is checked again, and its car
+// stays on the train.
+func TestAPassNoLongerOnRecordIsCheckedAgain(t *testing.T) {
+	s := batchHarness(t, 2, 1, 0)
+	s.checked("a", "old")
+	s.checked("b", "old")
+	first := s.started(s.approved("a"))
+	second := s.started(s.approved("b"))
+	land := s.started(s.finish(first.Run, chainOut(Passed, "a")))
+	require.Equal(t, Land, land.Kind)
+	s.finish(second.Run, chainOut(Passed, "a", "b"))
+	delete(s.h.trees.vals, "tr-ab") // forgotten while a lands
+	a := s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})
+	assert.NotContains(t, strings.Join(a.Say, "\n"), "not landing")
+	again := s.started(a)
+	assert.Equal(t, []string{"car", "b"}, []string{again.Kind.String(), again.Component}, "checked again")
+	assert.Len(t, s.h.Queue().Train, 1)
+}

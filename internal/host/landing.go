@@ -181,12 +181,16 @@ func (h *Core) land() {
 		return
 	}
 	ev, ok := h.trees.get(head.done.Tree)
+	if !ok || !ev.Passed() {
+		// Its tree's run is no longer on record (the oldest trees are
+		// forgotten): nothing lands on a pass it cannot show; the chain
+		// is checked again.
+		head.done = nil
+		h.reconcile()
+		return
+	}
 	for i, k := range h.train[:last+1] {
-		why := h.mayLand(k)
-		if why == "" && (!ok || !ev.Passed()) {
-			why = "no run of the checks that passed on its tree " + short(head.done.Tree) + " is on record"
-		}
-		if why != "" {
+		if why := h.mayLand(k); why != "" {
 			// Never expected: the train only carries what the records
 			// allow. The car steps off, and is checked again when it
 			// boards again.
