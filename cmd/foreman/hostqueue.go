@@ -35,8 +35,11 @@ func writeHostQueue(w io.Writer, logs string, now time.Time) {
 	}
 	for i, j := range q.Waiting {
 		line := fmt.Sprintf("  waiting  %-5s %-16s %s (%d of %d)", j.Kind, j.Component, j.Ref, i+1, len(q.Waiting))
-		if j.Why != "" {
+		switch {
+		case j.Why != "" && !j.NotBefore.IsZero():
 			line += ", retried: " + j.Why
+		case j.Why != "":
+			line += ", " + j.Why // waiting for more to be checked with (host.batch.min)
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -20,7 +20,8 @@ func TestStatusShowsTheHostsQueue(t *testing.T) {
 	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	q := `{"at":"2026-03-01T09:00:00Z","target":"main","max_parallel":2,
 	"running":[{"run":7,"kind":"check","c":"api","ref":"b1/api","queued":"2026-03-01T08:59:00Z","started":"2026-03-01T08:59:30Z"}],
-	"waiting":[{"run":8,"kind":"check","c":"db","ref":"b2/db","queued":"2026-03-01T08:59:50Z","why":"the repository is locked"}],
+	"waiting":[{"run":8,"kind":"check","c":"db","ref":"b2/db","queued":"2026-03-01T08:59:50Z","not_before":"2026-03-01T09:00:20Z","why":"the repository is locked"},
+	           {"run":10,"kind":"check","c":"ui","ref":"b5/ui","queued":"2026-03-01T08:59:55Z","why":"waiting for more READYs to be checked with it (host.batch.min 3), until 09:00:55 at the latest"}],
 	"train":[{"c":"cart","ref":"b3/cart","on":"main","state":"passed","eta":"2026-03-01T09:00:00Z"},
 	         {"c":"pay","ref":"b4/pay","on":"main+cart","state":"checking","run":9,"eta":"2026-03-01T09:02:00Z"}],
 	"flaky":{"make test":2,"go vet":1},
@@ -34,7 +35,8 @@ func TestStatusShowsTheHostsQueue(t *testing.T) {
 	assert.Equal(t, `
 CI queue (foreman host, target main, max_parallel 2, as of 3s ago):
   running  check api              b1/api for 30s
-  waiting  check db               b2/db (1 of 1), retried: the repository is locked
+  waiting  check db               b2/db (1 of 2), retried: the repository is locked
+  waiting  check ui               b5/ui (2 of 2), waiting for more READYs to be checked with it (host.batch.min 3), until 09:00:55 at the latest
   train 1  passed   cart             on main, lands in about 0s
   train 2  checking pay              on main+cart, lands in about 2m0s
   flaky checks (failed, then passed on the same tree): go vet 1 make test 2

@@ -61,7 +61,7 @@
     });
     (q.waiting || []).forEach(function (j, i) {
       let t = 'waiting ' + (i + 1) + ': ' + j.kind + ' ' + j.c + ' (' + j.ref + ')';
-      if (j.why) t += ', retried: ' + j.why;
+      if (j.why) t += (j.not_before ? ', retried: ' : ', ') + j.why;
       list.appendChild(item(t, 'waiting'));
     });
     (q.train || []).forEach(function (c, i) {
