@@ -86,11 +86,18 @@ func (w *watcher) check(procs []*Process) {
 	for pid, u := range w.measure(roots) {
 		p := roots[pid]
 		l := p.s.c.Limits
-		switch {
-		case u.memory > l.Memory:
-			p.stop(fmt.Sprintf("used more than %s of memory (host.sandbox_limits.memory)", Size(l.Memory)))
-		case u.tasks > l.Tasks:
-			p.stop(fmt.Sprintf("ran more than %d processes and threads (host.sandbox_limits.processes)", l.Tasks))
+		// Each limit it is over is said, processes first: a fork bomb's
+		// memory is its processes', and which one a late poll sees first
+		// must not change what the check is told.
+		var over []string
+		if u.tasks > l.Tasks {
+			over = append(over, fmt.Sprintf("ran more than %d processes and threads (host.sandbox_limits.processes)", l.Tasks))
+		}
+		if u.memory > l.Memory {
+			over = append(over, fmt.Sprintf("used more than %s of memory (host.sandbox_limits.memory)", Size(l.Memory)))
+		}
+		if len(over) > 0 {
+			p.stop(strings.Join(over, ", and "))
 		}
 	}
 }
