@@ -50,6 +50,11 @@ func newHost(w *world, id *agentchat.Identity, coordinator string, comps []strin
 	// host.retries: a failure counts at once, or once seen twice on its
 	// tree (a run once, Job.Once, is checked again before blame).
 	cfg.Retries = w.rnd.IntN(2)
+	// host.batch.min and wait: fewer cars, or READYs, wait for more, up to
+	// a few minutes (the host must wake when the wait is up, or the seed
+	// never completes).
+	cfg.BatchMin = 1 + w.rnd.IntN(cfg.Batch)
+	cfg.BatchWait = time.Duration(1+w.rnd.IntN(5)) * time.Minute
 	return &simHost{w: w, id: cfg.Self, cfg: cfg, jobs: map[int]*job{}}
 }
 
