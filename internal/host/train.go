@@ -278,10 +278,10 @@ func (h *Core) passOf(c *comp) (Pass, bool) {
 // failure that no result vouches for are cut in as many parts plus one as
 // slots are free, the last car of each part checked at once (each as if
 // the one ahead of it will pass), and so on until the failure is one
-// car's own (blameOne). Nothing behind a failure
-// is checked: its chain holds the failure. A car whose approved commit is
-// not known yet (no check before review), or on record as landed, ends a
-// batch: its own job finds it.
+// car's own (blameOne). Nothing behind a failure is checked: its chain
+// holds the failure. A car whose approved commit is not known yet (no
+// check before review), or on record as landed, ends a batch: its own job
+// finds it.
 func (h *Core) toCheck() []int {
 	out, _ := h.batches()
 	return out
