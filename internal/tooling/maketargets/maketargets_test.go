@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,7 +59,8 @@ type run struct {
 }
 
 // commands reads what make would run for targets (make -n), and keeps the
-// go test commands that take a flag (-bench or -fuzz).
+// go test commands that take a flag (-bench or -fuzz), and for -fuzz the
+// runs of scripts/fuzz PACKAGE TARGET (go test -fuzz '^TARGET$').
 func commands(t *testing.T, flag string, targets ...string) []run {
 	t.Helper()
 	cmd := exec.Command("make", append([]string{"-n", "-s"}, targets...)...)
@@ -68,6 +70,10 @@ func commands(t *testing.T, flag string, targets ...string) []run {
 	var runs []run
 	for _, line := range strings.Split(string(out), "\n") {
 		words := strings.Fields(line)
+		if i := slices.Index(words, "scripts/fuzz"); flag == "-fuzz" && i >= 0 && i+2 < len(words) {
+			runs = append(runs, run{pkgs: map[string]bool{words[i+1]: true}, pattern: regexp.MustCompile("^" + words[i+2] + "$")})
+			continue
+		}
 		if len(words) < 2 || words[1] != "test" {
 			continue
 		}
