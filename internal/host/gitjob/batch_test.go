@@ -56,6 +56,13 @@ func (s *shell) hear(from, line string) {
 	s.take(s.core.Heard(s.now, from, true, line))
 }
 
+// approve takes c, built by @bc on b/c, through review to approval.
+func (s *shell) approve(c string) {
+	s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
+	s.hear("@aud", "AUDIT "+c+" PASS")
+	s.hear("@foreman", "STATUS "+c+" review owner=@b"+c+" pr=b/"+c+" approved=yes")
+}
+
 // drain runs every job started, in order, until none is left.
 func (s *shell) drain() {
 	for len(s.jobs) > 0 {
@@ -98,9 +105,7 @@ func TestABatchOfSixWithOneCulpritFoundByBisection(t *testing.T) {
 	require.NotContains(t, strings.Join(s.said, "\n"), "FAIL")
 	for _, c := range []string{"a", "b", "c", "d", "e", "f"} {
 		require.Contains(t, strings.Join(s.said, "\n"), "CI "+c+" PASS "+passOf(s.said, c), "each passed")
-		s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
-		s.hear("@aud", "AUDIT "+c+" PASS")
-		s.hear("@foreman", "STATUS "+c+" review owner=@b"+c+" pr=b/"+c+" approved=yes")
+		s.approve(c)
 	}
 	s.drain()
 	assert.Contains(t, strings.Join(s.said, "\n"), "CI d FAIL")
@@ -167,9 +172,7 @@ func TestSharedChecksAndABatchLandFourWithThreeRuns(t *testing.T) {
 		require.Contains(t, strings.Join(s.said, "\n"), "CI "+c+" PASS "+passOf(s.said, c)+" (checked merged with main as b+c+d: one run for 3)")
 	}
 	for _, c := range comps {
-		s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
-		s.hear("@aud", "AUDIT "+c+" PASS")
-		s.hear("@foreman", "STATUS "+c+" review owner=@b"+c+" pr=b/"+c+" approved=yes")
+		s.approve(c)
 	}
 	s.drain()
 	for _, c := range comps {
@@ -198,9 +201,7 @@ func TestAFailureThatWaitsLandsWithTheCarBehindIt(t *testing.T) {
 		})
 		for _, c := range comps {
 			s.hear("@foreman", "ACK "+c+" @b"+c)
-			s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
-			s.hear("@aud", "AUDIT "+c+" PASS")
-			s.hear("@foreman", "STATUS "+c+" review owner=@b"+c+" pr=b/"+c+" approved=yes")
+			s.approve(c)
 		}
 		s.drain()
 		if depth == 0 {
@@ -235,9 +236,7 @@ func TestAFailureThatWaitsIsFixedByTheCarBehindIt(t *testing.T) {
 		})
 		for _, c := range comps {
 			s.hear("@foreman", "ACK "+c+" @b"+c)
-			s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
-			s.hear("@aud", "AUDIT "+c+" PASS")
-			s.hear("@foreman", "STATUS "+c+" review owner=@b"+c+" pr=b/"+c+" approved=yes")
+			s.approve(c)
 		}
 		s.drain()
 		if depth == 0 {
@@ -280,9 +279,7 @@ func TestAFlakeInABatchIsCheckedAgainNotBlamed(t *testing.T) {
 	require.Equal(t, 3, f.checked(), "each on main")
 	require.NoError(t, os.Remove(flaked)) // the next run flakes
 	for _, c := range comps {
-		s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
-		s.hear("@aud", "AUDIT "+c+" PASS")
-		s.hear("@foreman", "STATUS "+c+" review owner=@b"+c+" pr=b/"+c+" approved=yes")
+		s.approve(c)
 	}
 	s.drain()
 	assert.NotContains(t, strings.Join(s.said, "\n"), "FAIL")
