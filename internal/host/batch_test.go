@@ -20,6 +20,24 @@ func batchHarness(t *testing.T, parallel, batch, depth int) *harness {
 	return s
 }
 
+// aThenFive approves a, whose car takes the last free slot, then b to f
+// behind it; a passes: a's landing and one check of f's chain, on a to e,
+// start. It returns a's car, its landing and f's check.
+func (s *harness) aThenFive() (first, land, whole Job) {
+	s.t.Helper()
+	first = s.started(s.approved("a"))
+	require.Equal(s.t, Car, first.Kind)
+	for _, c := range []string{"b", "c", "d", "e", "f"} {
+		assert.Empty(s.t, queued(s.approved(c)), "the slots are busy")
+	}
+	a := s.finish(first.Run, chainOut(Passed, "a"))
+	land, whole = jobsBy(a)["a"], jobsBy(a)["f"]
+	require.Equal(s.t, Land, land.Kind)
+	require.Equal(s.t, Car, whole.Kind, "one check for the five, behind a's landing")
+	assert.Equal(s.t, links("a", "b", "c", "d", "e"), whole.Ahead)
+	return first, land, whole
+}
+
 // chainOut is what a car's check of the chain T+names says, each link's
 // commit m-<the names up to it> with tree tr-<the same>.
 func chainOut(r Result, names ...string) Outcome {
@@ -55,17 +73,8 @@ func TestABatchIsBisectedToItsCulprit(t *testing.T) {
 	for _, c := range []string{"a", "b", "c", "d", "e", "f"} {
 		s.checked(c, "old")
 	}
-	first := s.started(s.approved("a"))
-	require.Equal(t, Car, first.Kind)
-	for _, c := range []string{"b", "c", "d", "e", "f"} {
-		assert.Empty(t, queued(s.approved(c)), "the one slot is busy")
-	}
-	a := s.finish(first.Run, chainOut(Passed, "a"))
-	land, whole := jobsBy(a)["a"], jobsBy(a)["f"]
-	require.Equal(t, Land, land.Kind)
+	_, land, whole := s.aThenFive()
 	assert.Empty(t, land.Batch, "a alone")
-	assert.Equal(t, Car, whole.Kind, "one check for the five, behind a's landing")
-	assert.Equal(t, links("a", "b", "c", "d", "e"), whole.Ahead)
 	assert.Empty(t, queued(s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})))
 
 	// f's chain fails: the middle of b..e is checked, as if the rest passes.
@@ -77,7 +86,7 @@ func TestABatchIsBisectedToItsCulprit(t *testing.T) {
 	assert.Equal(t, "in the batch checked with c", view[0].Why, "b")
 	// c's chain passed: b and c land at once, by one compare-and-swap to
 	// c's chain; d, the middle of d..e, is checked meanwhile.
-	a = s.finish(half.Run, chainOut(Passed, "a", "b", "c"))
+	a := s.finish(half.Run, chainOut(Passed, "a", "b", "c"))
 	batch, next := jobsBy(a)["c"], jobsBy(a)["d"]
 	require.Equal(t, Land, batch.Kind)
 	assert.Equal(t, "m-a", batch.From())
@@ -383,16 +392,9 @@ func TestABatchIsBisectedAcrossTheSlotsAndItsCulpritCheckedAgain(t *testing.T) {
 		s.built(c, "@b"+c)
 		busy = append(busy, s.started(s.hear("@b"+c, "READY "+c+" b/"+c)))
 	}
-	first := s.started(s.approved("a"))
+	first, land, whole := s.aThenFive()
 	assert.False(t, first.Once, "the front car: its failure is its own, retried in its run")
-	for _, c := range []string{"b", "c", "d", "e", "f"} {
-		assert.Empty(t, queued(s.approved(c)), "the slots are busy")
-	}
-	a := s.finish(first.Run, chainOut(Passed, "a"))
-	land, whole := jobsBy(a)["a"], jobsBy(a)["f"]
-	require.Equal(t, Car, whole.Kind)
 	assert.True(t, whole.Once, "behind cars with no result: a failure is bisected, not retried")
-	assert.Equal(t, links("a", "b", "c", "d", "e"), whole.Ahead)
 	assert.Empty(t, queued(s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"})))
 	for _, j := range busy {
 		s.finish(j.Run, Outcome{Result: Passed, Commit: "m-" + j.Component, Tip: "t-" + j.Component, Base: "m-a", Tree: "tr-" + j.Component})
@@ -401,7 +403,7 @@ func TestABatchIsBisectedAcrossTheSlotsAndItsCulpritCheckedAgain(t *testing.T) {
 	// f's chain fails once: b..e, four cars, three free slots: b, c and d
 	// are checked at once, each judged by the run just ahead of it (its
 	// own failure retried in its run).
-	a = s.finish(whole.Run, chainOut(Failed, "a", "b", "c", "d", "e", "f"))
+	a := s.finish(whole.Run, chainOut(Failed, "a", "b", "c", "d", "e", "f"))
 	assert.Empty(t, a.Say)
 	points := jobsBy(a)
 	require.Len(t, points, 3, "%v", points)

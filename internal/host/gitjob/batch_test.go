@@ -184,73 +184,62 @@ func TestSharedChecksAndABatchLandFourWithThreeRuns(t *testing.T) {
 }
 
 // A failure that waits (host.failure_depth 1), with real git: without CI
-// gating each car finds its approved commit; a's chain fails (a flake: the
-// check fails the first time it runs), b's chain, which holds a, passes:
-// a's failure was not its to carry, and the two land by one move of main.
-// With no depth, a is blamed at once.
+// gating each car finds its approved commit; a's chain fails, b's chain,
+// which holds a, passes: a's failure was not its to carry, and the two
+// land by one move of main, no tree of a alone on it. The failure is a
+// flake (the check fails the first time it runs), or a's own and fixed by
+// b (a adds a file that holds BUG; b's branch, built on a's, fixes it).
+// With no depth, a is blamed at once and b lands alone: what b holds
+// passed.
 func TestAFailureThatWaitsLandsWithTheCarBehindIt(t *testing.T) {
-	for _, depth := range []int{1, 0} {
-		f := newFixture(t, true, func(o *Options) { o.Env[0], o.Retries = "HELPER=flaky", 0 })
-		comps := []string{"a", "b"}
-		for _, c := range comps {
-			f.commit("b/"+c, "main", map[string]string{c: c}, c)
-		}
-		start := f.tip("main")
-		s := newShell(t, f, func(c *host.Config) {
-			c.Gating, c.MaxParallel, c.FailureDepth, c.Components = false, 2, depth, comps
-		})
-		for _, c := range comps {
-			s.hear("@foreman", "ACK "+c+" @b"+c)
-			s.approve(c)
-		}
-		s.drain()
-		if depth == 0 {
-			assert.Contains(t, strings.Join(s.said, "\n"), "CI a FAIL", "blamed at once")
-			assert.Contains(t, s.said, "MERGED b")
-			continue
-		}
-		assert.NotContains(t, strings.Join(s.said, "\n"), "FAIL")
-		assert.Contains(t, s.said, "MERGED a")
-		assert.Contains(t, s.said, "MERGED b")
-		assert.Equal(t, 1, s.counts[host.Land], "one move of main")
-		s.verified(start, 2)
+	cases := map[string]struct {
+		options  func(*Options)
+		branches func(*fixture)
+	}{
+		"a flake": {
+			options: func(o *Options) { o.Env[0], o.Retries = "HELPER=flaky", 0 },
+			branches: func(f *fixture) {
+				for _, c := range []string{"a", "b"} {
+					f.commit("b/"+c, "main", map[string]string{c: c}, c)
+				}
+			},
+		},
+		"fixed by the car behind it": {
+			branches: func(f *fixture) {
+				f.commit("b/a", "main", map[string]string{"a": "BUG: half done"}, "a, half done")
+				f.commit("b/b", "b/a", map[string]string{"a": "a, done", "b": "b"}, "b, and a done")
+			},
+		},
 	}
-}
-
-// A failure that waits and is then fixed by a car behind it, with real
-// git (host.failure_depth 1, no CI gating: each car finds its approved
-// commit): a adds a file that holds BUG, b's branch, built on a's, fixes
-// it. a's chain fails; b's chain, which holds a, passes: a was not to be
-// blamed, and the two land by one move of main, neither tree of a alone
-// on it. With no depth, a is blamed at once and b, which holds a's
-// commit, lands with it: what b holds passed.
-func TestAFailureThatWaitsIsFixedByTheCarBehindIt(t *testing.T) {
-	for _, depth := range []int{1, 0} {
-		f := newFixture(t, true, nil)
-		comps := []string{"a", "b"}
-		f.commit("b/a", "main", map[string]string{"a": "BUG: half done"}, "a, half done")
-		f.commit("b/b", "b/a", map[string]string{"a": "a, done", "b": "b"}, "b, and a done")
-		start := f.tip("main")
-		s := newShell(t, f, func(c *host.Config) {
-			c.Gating, c.MaxParallel, c.FailureDepth, c.Components = false, 2, depth, comps
-		})
-		for _, c := range comps {
-			s.hear("@foreman", "ACK "+c+" @b"+c)
-			s.approve(c)
+	for name, tc := range cases {
+		for _, depth := range []int{1, 0} {
+			t.Run(fmt.Sprintf("%s, depth %d", name, depth), func(t *testing.T) {
+				f := newFixture(t, true, tc.options)
+				comps := []string{"a", "b"}
+				tc.branches(f)
+				start := f.tip("main")
+				s := newShell(t, f, func(c *host.Config) {
+					c.Gating, c.MaxParallel, c.FailureDepth, c.Components = false, 2, depth, comps
+				})
+				for _, c := range comps {
+					s.hear("@foreman", "ACK "+c+" @b"+c)
+					s.approve(c)
+				}
+				s.drain()
+				if depth == 0 {
+					assert.Contains(t, strings.Join(s.said, "\n"), "CI a FAIL", "blamed at once")
+					assert.NotContains(t, s.said, "MERGED a")
+					assert.Contains(t, s.said, "MERGED b")
+					s.verified(start, 1)
+					return
+				}
+				assert.NotContains(t, strings.Join(s.said, "\n"), "FAIL")
+				assert.Contains(t, s.said, "MERGED a")
+				assert.Contains(t, s.said, "MERGED b")
+				assert.Equal(t, 1, s.counts[host.Land], "one move of main")
+				s.verified(start, 2)
+			})
 		}
-		s.drain()
-		if depth == 0 {
-			assert.Contains(t, strings.Join(s.said, "\n"), "CI a FAIL", "blamed at once")
-			assert.NotContains(t, s.said, "MERGED a")
-			assert.Contains(t, s.said, "MERGED b")
-			s.verified(start, 1)
-			continue
-		}
-		assert.NotContains(t, strings.Join(s.said, "\n"), "FAIL")
-		assert.Contains(t, s.said, "MERGED a")
-		assert.Contains(t, s.said, "MERGED b")
-		assert.Equal(t, 1, s.counts[host.Land], "one move of main")
-		s.verified(start, 2)
 	}
 }
 
