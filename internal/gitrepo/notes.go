@@ -131,3 +131,9 @@ func (r *Repo) Blobs(ctx context.Context, ids []string) (map[string][]byte, erro
 	}
 	return out, cmd.Wait()
 }
+
+// WriteBlob stores data as a blob and names it.
+func (r *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
+	out, _, err := r.run(ctx, r.dir, data, "hash-object", "-w", "--stdin")
+	return strings.TrimSpace(out), err
+}

@@ -56,8 +56,15 @@ type Config struct {
 	OverlapInterval time.Duration
 	// Sign makes a landing's receipt of its statement (receipt.Sign with
 	// the host's key): recorded before the landing, kept as the landed
-	// commit's note. Without it nothing lands.
-	Sign func(receipt.Statement) ([]byte, error)
+	// commit's note; and the host's signed head. Without it nothing lands.
+	Sign func(receipt.Signed) ([]byte, error)
+	// Repository is the repository's name as receipts give it
+	// (host.repository): a verifier refuses receipts naming another.
+	// Without it nothing lands.
+	Repository string
+	// HeadEvery is how often, at most, the host signs its head again while
+	// nothing lands (default receipt.HeadEvery).
+	HeadEvery time.Duration
 }
 
 func (c *Config) defaults() {
@@ -79,5 +86,8 @@ func (c *Config) defaults() {
 	}
 	if c.Target == "" {
 		c.Target = "main"
+	}
+	if c.HeadEvery <= 0 {
+		c.HeadEvery = receipt.HeadEvery
 	}
 }

@@ -49,7 +49,7 @@ var testKey = agentchat.IdentityFromSeed("host", [32]byte{7})
 func newHarness(t *testing.T, mutate func(*Config)) *harness {
 	cfg := Config{Self: "@host", Coordinator: "@foreman", Gating: true, External: true, MaxParallel: 1,
 		Components: []string{"db", "api", "web"}, Mentions: []string{"@foreman"},
-		Sign: func(s receipt.Statement) ([]byte, error) { return receipt.Sign(s, testKey) }}
+		Repository: "shop", Sign: func(s receipt.Signed) ([]byte, error) { return receipt.Sign(s, testKey) }}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -92,13 +92,14 @@ func (s *harness) started(a Actions) Job {
 }
 
 // queued is the jobs of the queue a step started: no scan, no pin, no
-// note; each without the receipt, the trees that passed and the auditors
+// note, no signed head; each without the receipt and its place in the
+// chain, the trees that passed and the auditors
 // named in its commit's message, which landing_test.go looks at.
 func queued(a Actions) []Job {
 	var q []Job
 	for _, j := range a.Start {
-		if j.Kind != Scan && j.Kind != Pin && j.Kind != Note {
-			j.Receipt, j.Passed, j.Auditors = nil, nil, nil
+		if j.Kind != Scan && j.Kind != Pin && j.Kind != Note && j.Kind != Head {
+			j.Receipt, j.Passed, j.Auditors, j.Chain = nil, nil, nil, nil
 			for i := range j.Ahead {
 				j.Ahead[i].Auditors = nil
 			}
@@ -289,7 +290,7 @@ func TestLandingIsConfirmedThenOneAtATime(t *testing.T) {
 	assert.Equal(t, []string{"queue: api landed on main at m1; receipt: git notes --ref foreman show m1", "MERGED api"}, a.Say)
 	assert.Equal(t, Record{Op: OpLanded, Component: "api", Commit: "m1", Base: "base", Tip: "t1"}, a.Records[1])
 	assert.Equal(t, Record{Op: OpNoted, Commit: "m1"}, a.Records[2])
-	assert.Empty(t, a.Start, "db's check is still running")
+	assert.Empty(t, queued(a), "db's check is still running")
 	assert.Empty(t, s.foreman("OK MERGED api").Cancel)
 
 	// What would land fails now: the merger says so (contract section 7).
@@ -351,7 +352,7 @@ func TestMovedIsCheckedAgain(t *testing.T) {
 // for it.
 func TestRestartLearnsFromStatus(t *testing.T) {
 	cfg := Config{Self: "@host", Coordinator: "@foreman", Gating: true, External: true, MaxParallel: 4,
-		Components: []string{"db", "api", "web", "cart"}, Sign: newHarness(t, nil).h.cfg.Sign}
+		Components: []string{"db", "api", "web", "cart"}, Repository: "shop", Sign: newHarness(t, nil).h.cfg.Sign}
 	pass := Pass{Component: "db", Owner: "@b1", Ref: "b1/db", Tip: "t", Commit: "m", Base: "b", Tree: "tr"}
 	h := New(cfg, State{Passes: map[string]Pass{"db": pass}, LastRun: 7, Trees: []receipt.Checks{{Run: 3, Tree: "tr"}},
 		InFlight: []Record{{Op: OpStart, Run: 7, Kind: "check", Component: "api"}}})
@@ -385,7 +386,10 @@ func TestRestartLearnsFromStatus(t *testing.T) {
 	a = h.Finished(now, Outcome{Run: 8, Result: Passed, Reused: true, Commit: "m2", Tip: "t", Base: "b", Tree: "tr"})
 	require.Len(t, a.Start, 1)
 	land := a.Start[0]
-	land.Receipt = nil
+	require.NotNil(t, land.Chain)
+	assert.Equal(t, receipt.Link{Seq: 1, Digest: receipt.StatementDigest(land.Receipt), Commit: "m2", Start: "b"}, *land.Chain,
+		"the chain's first landing: where the host began is the target it lands on")
+	land.Receipt, land.Chain = nil, nil
 	assert.Equal(t, Job{Run: 11, Kind: Land, Component: "db", Ref: "b1/db", Owner: "@b1", Base: "b", Tip: "t", Commit: "m2", Tree: "tr"}, land,
 		"the commit the car made, whose message names the auditors")
 }

@@ -32,6 +32,9 @@ const (
 	// Commit is on the target: a landing whose note a stop or a crash cut
 	// off. No slot.
 	Note
+	// Head keeps Receipt, the host's signed head (receipt.HeadStatement)
+	// naming Commit, the newest landing, at receipt.HeadRef. No slot.
+	Head
 )
 
 func (k Kind) String() string {
@@ -48,6 +51,8 @@ func (k Kind) String() string {
 		return "pin"
 	case Note:
 		return "note"
+	case Head:
+		return "head"
 	}
 	return "?"
 }
@@ -110,8 +115,10 @@ type Job struct {
 	Tree string
 	// Land, Note: the landing's signed receipt (package receipt), recorded
 	// before the job starts and kept as Commit's note once it is on the
-	// target.
+	// target. Head: the signed head.
 	Receipt []byte
+	// Land: the landing's place in the chain of receipts.
+	Chain *receipt.Link
 
 	Others []Link // Scan: the other refs in flight (Component, Ref, Owner)
 

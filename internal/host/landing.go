@@ -167,7 +167,7 @@ func (h *Core) keepLanded(tip, commit string) {
 // so that it never holds a commit of the batch whose tree did not pass.
 // Nothing lands that the records do not vouch for (mayLand).
 func (h *Core) land() {
-	if h.landing != nil || len(h.train) == 0 || h.target == "" {
+	if h.landing != nil || len(h.train) == 0 || h.target == "" || h.unsettled() {
 		return
 	}
 	last := 0
@@ -214,8 +214,8 @@ func (h *Core) land() {
 		return
 	}
 	for _, j := range jobs {
-		h.record(Record{Op: OpReceipt, Run: j.Run, Component: j.Component, Commit: j.Commit, Base: j.Base, Tip: j.Tip, Receipt: j.Receipt})
-		h.receipts[j.Commit] = &Receipt{Component: j.Component, Commit: j.Commit, Base: j.Base, Tip: j.Tip, Envelope: j.Receipt}
+		h.record(Record{Op: OpReceipt, Run: j.Run, Component: j.Component, Commit: j.Commit, Base: j.Base, Tip: j.Tip, Receipt: j.Receipt, Chain: j.Chain})
+		h.receipts[j.Commit] = &Receipt{Component: j.Component, Commit: j.Commit, Base: j.Base, Tip: j.Tip, Envelope: j.Receipt, Link: j.Chain}
 	}
 	j := jobs[len(jobs)-1]
 	if len(jobs) > 1 {
@@ -234,8 +234,11 @@ func (h *Core) land() {
 
 // landings are the Land jobs of cars, the front of the train up to the
 // one whose chain passed (ev), each with its signed receipt: one car's
-// own, or a batch's.
+// own, or a batch's, each chained to the one before it (head.go).
 func (h *Core) landings(cars []*car, ev receipt.Checks) ([]Job, error) {
+	if h.cfg.Repository == "" {
+		return nil, fmt.Errorf("the host has no repository name for its receipts (host.repository)")
+	}
 	h.lastRun++
 	head := cars[len(cars)-1].done
 	var batch *receipt.Batch
@@ -248,19 +251,24 @@ func (h *Core) landings(cars []*car, ev receipt.Checks) ([]Job, error) {
 		}
 	}
 	var jobs []Job
-	on := h.target
+	on, prev := h.target, h.chain
 	for i, k := range cars {
 		c := k.c
 		l := receipt.Landing{Host: h.cfg.Self, Target: "refs/heads/" + h.cfg.Target, Component: c.name, Builder: c.owner,
 			Ref: c.ref, Approved: h.approvals[c.name].Approval, LandedOn: on, Commit: made[i].Commit, Tree: made[i].Tree,
-			Checks: ev, At: h.now, LandedAs: h.landAs(), Batch: batch}
+			Checks: ev, At: h.now, LandedAs: h.landAs(), Batch: batch, Repository: h.cfg.Repository, Chain: h.link(prev, on)}
 		env, err := h.sign(receipt.New(l))
 		if err != nil {
 			return nil, err
 		}
+		start := prev.Start
+		if start == "" {
+			start = l.Chain.Start
+		}
+		link := &receipt.Link{Seq: l.Chain.Seq, Digest: receipt.StatementDigest(env), Commit: l.Commit, Start: start}
 		jobs = append(jobs, Job{Run: h.lastRun, Kind: Land, Component: c.name, Ref: c.ref, Owner: c.owner,
-			Base: on, Tip: k.tip, Commit: l.Commit, Tree: l.Tree, Receipt: env, Prune: h.cfg.Prune, Squash: h.cfg.Squash})
-		on = l.Commit
+			Base: on, Tip: k.tip, Commit: l.Commit, Tree: l.Tree, Receipt: env, Chain: link, Prune: h.cfg.Prune, Squash: h.cfg.Squash})
+		on, prev = l.Commit, *link
 	}
 	return jobs, nil
 }
@@ -284,7 +292,7 @@ func (h *Core) mayLand(k *car) string {
 	return ""
 }
 
-func (h *Core) sign(s receipt.Statement) ([]byte, error) {
+func (h *Core) sign(s receipt.Signed) ([]byte, error) {
 	if h.cfg.Sign == nil {
 		return nil, fmt.Errorf("the host has no key to sign with")
 	}
@@ -304,12 +312,15 @@ func (h *Core) landFinished(r *run, o Outcome) {
 	}
 	switch o.Result {
 	case Landed:
-		h.target = o.Commit
+		// What landed is what the job was to land, whatever else it says:
+		// the target is at r.Commit, each landing at its own.
+		h.target = r.Commit
 		left := false // a car of it left the train while it landed
 		for i, l := range landings {
 			c, lo := h.get(l.Component), o
+			lo.Commit, lo.Tree = l.Commit, l.Tree
 			if l.Commit != r.Commit {
-				lo.Commit, lo.Tree, lo.ReceiptFile = l.Commit, l.Tree, ""
+				lo.ReceiptFile = ""
 				lo.Pruned = slices.Contains(o.PrunedOf, l.Component)
 			}
 			if len(o.ReceiptFiles) == len(landings) {
@@ -369,8 +380,15 @@ func (h *Core) landFinished(r *run, o Outcome) {
 		}
 	default:
 		// Cancelled: the shell stopped before the compare-and-swap, or
-		// cannot say; the receipt is settled at the next start.
+		// cannot say. Whether it landed is found out (a Note job each)
+		// before anything else lands: the next receipt must follow the
+		// chain's true newest landing.
 		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+		for _, l := range landings {
+			if x := h.receipts[l.Commit]; x != nil {
+				h.settle(*x)
+			}
+		}
 	}
 }
 
@@ -416,6 +434,7 @@ func (h *Core) landedNow(c *comp, r *run, o Outcome) (string, bool) {
 	if x != nil {
 		known = true
 		x.Landed = true
+		h.chained(x.Link)
 		if o.Noted {
 			h.noted(commit)
 		} else {
@@ -472,6 +491,7 @@ func (h *Core) noteFinished(r *run, o Outcome) {
 			x.Landed = true
 			h.record(Record{Op: OpLanded, Component: x.Component, Commit: x.Commit, Base: x.Base, Tip: x.Tip})
 			h.keepLanded(x.Tip, x.Commit)
+			h.chained(x.Link)
 		}
 		h.noted(x.Commit)
 	case Moved:

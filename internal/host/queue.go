@@ -79,6 +79,7 @@ func (h *Core) schedule() {
 	if r := h.nextScan(); r != nil {
 		h.begin(r)
 	}
+	h.head()
 	for h.busy() < h.cfg.MaxParallel {
 		r := h.nextCar()
 		if r == nil {
@@ -314,6 +315,10 @@ func (h *Core) Finished(at time.Time, o Outcome) Actions {
 		return h.take()
 	case Note:
 		h.noteFinished(r, o)
+		h.schedule()
+		return h.take()
+	case Head:
+		h.headFinished(r, o)
 		h.schedule()
 		return h.take()
 	}

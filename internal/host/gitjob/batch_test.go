@@ -39,7 +39,7 @@ func newShell(t *testing.T, f *fixture, mutate func(*host.Config)) *shell {
 	require.NoError(t, err)
 	cfg := host.Config{Self: "@host", Coordinator: "@foreman", Gating: true, External: true, MaxParallel: 1,
 		Components: []string{"a", "b", "c", "d", "e", "f"}, Mentions: []string{"@foreman"},
-		Sign: func(s receipt.Statement) ([]byte, error) { return receipt.Sign(s, id) }}
+		Repository: "shop", Sign: func(s receipt.Signed) ([]byte, error) { return receipt.Sign(s, id) }}
 	mutate(&cfg)
 	s := &shell{t: t, f: f, core: host.New(cfg, host.State{}), now: time.Unix(1e9, 0), key: key, counts: map[host.Kind]int{}}
 	s.take(s.core.Target(s.now, f.tip("main")))
@@ -132,10 +132,12 @@ func TestABatchOfSixWithOneCulpritFoundByBisection(t *testing.T) {
 // verified: foreman verify accepts every commit on main since start, n of
 // them landed by the host.
 func (s *shell) verified(start string, n int) {
-	rep, err := verify.Run(ctx, verify.Options{Repo: s.f.repo, Target: "main", Trusted: []receipt.Key{s.key}, Since: start})
+	rep, err := verify.Run(ctx, verify.Options{Repo: s.f.repo, Target: "main", Trusted: []receipt.Key{s.key}, Repository: "shop", Now: s.now})
 	require.NoError(s.t, err)
 	s.t.Logf("foreman verify:\n%s", rep.Table())
 	assert.True(s.t, rep.OK())
+	assert.Equal(s.t, start, rep.Since, "the chain's signed start")
+	assert.NotEmpty(s.t, rep.Anchors, "the host's signed head anchors its newest landing")
 	assert.Equal(s.t, n, rep.Landed)
 }
 

@@ -151,10 +151,12 @@ func (r *Runner) Run(ctx context.Context, j host.Job) host.Outcome {
 		o = r.land(ctx, j)
 	case host.Note:
 		o = r.note(ctx, j)
+	case host.Head:
+		o = r.head(ctx, j)
 	default:
 		o = host.Outcome{Result: host.Invalid, Line: "unknown job"}
 	}
-	if ctx.Err() != nil && j.Kind != host.Land && j.Kind != host.Note {
+	if ctx.Err() != nil && j.Kind != host.Land && j.Kind != host.Note && j.Kind != host.Head {
 		// A landing says what its compare-and-swap did, cancelled or not.
 		o = host.Outcome{Result: host.Cancelled}
 	}

@@ -40,7 +40,7 @@ type job struct {
 func newHost(w *world, id *agentchat.Identity, coordinator string, comps []string) *simHost {
 	cfg := host.Config{Self: id.AgentID(), Coordinator: coordinator, Components: comps, Mentions: []string{"@foreman", coordinator},
 		Gating: true, External: true, MaxParallel: 1 + w.rnd.IntN(4), Target: "main", Backoff: 30 * time.Second,
-		Sign: func(s receipt.Statement) ([]byte, error) { return receipt.Sign(s, id) }}
+		Repository: "shop", Sign: func(s receipt.Signed) ([]byte, error) { return receipt.Sign(s, id) }}
 	// host.batch.max: 1, each car checked, or one check vouching for up to
 	// 2 to 4 cars, which land together (a batch);
 	// host.failure_depth: a failure blamed at once, or once the car behind
@@ -147,6 +147,9 @@ func (h *simHost) run(j host.Job) {
 			o = h.w.repo.land(j)
 		case j.Kind == host.Note:
 			o = h.w.repo.noteJob(j)
+		case j.Kind == host.Head:
+			h.w.repo.head = j.Receipt
+			o = host.Outcome{Result: host.Landed, Commit: j.Commit}
 		case j.Kind == host.Pin:
 			h.pins++
 			o = host.Outcome{Result: host.Pinned, Commit: h.w.repo.refs[ref(j.Ref)], N: h.pins}

@@ -21,6 +21,7 @@ type repo struct {
 	commits map[string]*commit
 	refs    map[string]string // branch (main included) -> commit
 	notes   map[string][]byte // commit -> its receipt
+	head    []byte            // the host's signed head (receipt.HeadRef)
 
 	broken map[string]bool    // file versions the checks fail on
 	passed map[string]bool    // trees a run of the checks passed on
