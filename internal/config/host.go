@@ -197,6 +197,9 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 	if err := atMost(h.FailureDepth, 16, "host.failure_depth"); err != nil {
 		return err
 	}
+	if h.FailureDepth > 0 && h.Batch == 1 {
+		return errorf("host.failure_depth", "%d needs host.batch.max above 1: a car behind a failed one that passes lands it with itself, as a batch; set host.batch.max, or failure_depth 0", h.FailureDepth)
+	}
 	limit, err := count(v, "host.log_limit", 1024)
 	if err != nil {
 		return err

@@ -29,7 +29,7 @@ type Config struct {
 	BatchWait time.Duration
 	// FailureDepth is host.failure_depth: how many cars behind a failed
 	// one, whose chains hold it, are still checked before it is blamed
-	// (train.go); 0, the default: none.
+	// (train.go); 0, the default: none. Only with Batch above 1.
 	FailureDepth int
 	Target       string // the target branch, short name, for what the host says
 	Prune        bool   // host.prune: a landed component's branch is deleted
@@ -65,6 +65,12 @@ type Config struct {
 	// HeadEvery is how often, at most, the host signs its head again while
 	// nothing lands (default receipt.HeadEvery).
 	HeadEvery time.Duration
+	// Checks are the configured checks (host.checks), each named as
+	// checks.Quote names it: a pass counts only if its report shows each
+	// of them passing, in order (rules.go). None: a clean merge passes.
+	Checks []string
+	// Rules decide what passed and what may land (nil: StrictRules).
+	Rules Rules
 }
 
 func (c *Config) defaults() {
@@ -73,6 +79,11 @@ func (c *Config) defaults() {
 	}
 	if c.Batch < 1 {
 		c.Batch = 1
+	}
+	if c.Batch == 1 {
+		// A car behind that passes never lands a failed one with it: that
+		// would be a batch.
+		c.FailureDepth = 0
 	}
 	c.BatchMin = max(1, min(c.BatchMin, c.Batch))
 	if c.Backoff <= 0 {

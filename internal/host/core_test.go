@@ -43,6 +43,15 @@ func (s *harness) restarted(target string) *harness {
 	return n
 }
 
+// ranChecks is the report of a run in which each of cmds passed.
+func ranChecks(cmds ...string) *receipt.Checks {
+	ev := &receipt.Checks{Commands: []receipt.Command{}}
+	for _, c := range cmds {
+		ev.Commands = append(ev.Commands, receipt.Command{Command: c, Result: "passed"})
+	}
+	return ev
+}
+
 // testKey signs the harness's receipts.
 var testKey = agentchat.IdentityFromSeed("host", [32]byte{7})
 
@@ -69,12 +78,16 @@ func (s *harness) hear(from, line string) Actions {
 func (s *harness) foreman(line string) Actions { return s.hear("@foreman", line) }
 
 // finish ends a job as the shell would report it: what passed names its
-// tree, and a landing has its note written (unless the test says how).
+// tree and says each check passed (the harness's config has none), and a
+// landing has its note written (unless the test says how).
 func (s *harness) finish(run int, o Outcome) Actions {
 	s.now = s.now.Add(time.Second)
 	o.Run = run
 	if o.Result == Passed && o.Tree == "" && o.Commit != "" {
 		o.Tree = "tr-" + o.Commit
+	}
+	if o.Result == Passed && !o.Reused && o.Checks == nil {
+		o.Checks = ranChecks(s.h.cfg.Checks...)
 	}
 	if o.Result == Landed && !o.Already {
 		o.Noted = true
@@ -93,13 +106,13 @@ func (s *harness) started(a Actions) Job {
 
 // queued is the jobs of the queue a step started: no scan, no pin, no
 // note, no signed head; each without the receipt and its place in the
-// chain, the trees that passed and the auditors
+// chain, its tries, the trees that passed and the auditors
 // named in its commit's message, which landing_test.go looks at.
 func queued(a Actions) []Job {
 	var q []Job
 	for _, j := range a.Start {
 		if j.Kind != Scan && j.Kind != Pin && j.Kind != Note && j.Kind != Head {
-			j.Receipt, j.Passed, j.Auditors, j.Chain = nil, nil, nil, nil
+			j.Receipt, j.Passed, j.Auditors, j.Chain, j.Tries = nil, nil, nil, nil, 0
 			for i := range j.Ahead {
 				j.Ahead[i].Auditors = nil
 			}
@@ -374,12 +387,12 @@ func TestRestartLearnsFromStatus(t *testing.T) {
 		started = append(started, h.Heard(now, "@foreman", true, l).Start...)
 	}
 	require.Len(t, started, 3)
-	assert.Equal(t, Job{Run: 8, Kind: Car, Component: "db", Ref: "b1/db", Owner: "@b1", Base: "b", Tip: "t", Target: "b", Pass: &pass,
+	assert.Equal(t, Job{Run: 8, Kind: Car, Component: "db", Ref: "b1/db", Owner: "@b1", Base: "b", Tip: "t", Target: "b", Pass: &pass, Tries: 1,
 		Passed: []string{"tr"}, Auditors: []string{}}, started[0],
 		"what passed lands, if the target is still where it was checked: its tree passed, so nothing is checked again")
-	assert.Equal(t, Job{Run: 9, Kind: Check, Component: "api", Ref: "b2/api", Owner: "@b2", Passed: []string{"tr"}}, started[1],
+	assert.Equal(t, Job{Run: 9, Kind: Check, Component: "api", Ref: "b2/api", Owner: "@b2", Passed: []string{"tr"}, Tries: 1}, started[1],
 		"a check is told the trees that passed: one of them is not checked again")
-	assert.Equal(t, Job{Run: 10, Kind: Check, Component: "cart", Ref: "b3/cart", Owner: "@b3", Passed: []string{"tr"}}, started[2], "the READY after the view")
+	assert.Equal(t, Job{Run: 10, Kind: Check, Component: "cart", Ref: "b3/cart", Owner: "@b3", Passed: []string{"tr"}, Tries: 1}, started[2], "the READY after the view")
 	_, ok := h.NextWake()
 	assert.False(t, ok, "answered: nothing to ask again")
 
@@ -502,7 +515,7 @@ func TestOlderViewsDoNotRestartWhatWasReported(t *testing.T) {
 // receipt names those checks), and no run is counted. A tree forgotten
 // meanwhile is checked.
 func TestAReadyOfATreeThatPassedIsNotCheckedAgain(t *testing.T) {
-	s := newHarness(t, nil)
+	s := newHarness(t, func(c *Config) { c.Checks = []string{"make test"} })
 	s.built("api", "@b1")
 	j := s.started(s.hear("@b1", "READY api b1/api"))
 	s.finish(j.Run, Outcome{Result: Passed, Commit: "m", Tip: "t", Base: "T", Tree: "tr",

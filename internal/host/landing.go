@@ -181,10 +181,18 @@ func (h *Core) land() {
 		return
 	}
 	ev, ok := h.trees.get(head.done.Tree)
-	if !ok || !ev.Passed() {
+	if !ok {
 		// Its tree's run is no longer on record (the oldest trees are
 		// forgotten): nothing lands on a pass it cannot show; the chain
 		// is checked again.
+		head.done = nil
+		h.reconcile()
+		return
+	}
+	if why := h.rules().Passed(h.cfg.Checks, &ev); why != "" {
+		// On record, and it does not count (the checks changed since):
+		// checked again.
+		h.say("queue: not landing " + head.c.name + " yet: the run that passed on its tree does not count: " + why + "; checked again")
 		head.done = nil
 		h.reconcile()
 		return
@@ -273,23 +281,19 @@ func (h *Core) landings(cars []*car, ev receipt.Checks) ([]Job, error) {
 	return jobs, nil
 }
 
-// mayLand is why the records say k may not land now ("": it may): no
-// approval of what it holds, or that landed before. (Whether its tree, or
-// its batch's, passed, land looks up.)
+// mayLand is why the records say k may not land now ("": it may), by the
+// rules (rules.go): no approval of what it holds, or that landed before.
+// (Whether its tree, or its batch's, passed, land looks up.)
 func (h *Core) mayLand(k *car) string {
 	c := k.c
-	a, ok := h.approvals[c.name]
-	switch {
-	case !ok || a.Owner != c.owner || a.Ref != c.ref:
-		return "no approval of " + c.owner + "'s " + c.ref + " is on record"
-	case a.Tip == "" || a.Tip != k.tip:
-		return fmt.Sprintf("its car holds %s, and %s was approved", short(k.tip), short(a.Tip))
+	l := Landable{Component: c.name, Owner: c.owner, Ref: c.ref, Tip: k.tip, Target: h.cfg.Target}
+	if a, ok := h.approvals[c.name]; ok {
+		l.Approval = &a
+		if at, ok := h.landedAt.get(a.Tip); ok {
+			l.LandedAt = at
+		}
 	}
-	if at, ok := h.landedAt.get(a.Tip); ok {
-		return fmt.Sprintf("%s landed before, at %s, and %s no longer holds it: it does not land twice (MERGED %s or RELEASE %s decides)",
-			short(a.Tip), short(at), h.cfg.Target, c.name, c.name)
-	}
-	return ""
+	return h.rules().MayLand(l)
 }
 
 func (h *Core) sign(s receipt.Signed) ([]byte, error) {
@@ -358,7 +362,25 @@ func (h *Core) landFinished(r *run, o Outcome) {
 		if h.carOf(h.get(r.Component)) != nil {
 			h.retryLanding(r, o.Line)
 		}
-	case Invalid:
+	case Refused:
+		// The last check before the compare-and-swap found a commit that
+		// is not exactly its approved landing: nothing moved. Never
+		// expected (these jobs are the core's): said, and the cars are
+		// checked again, after a wait, as if they had not passed.
+		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+		var names []string
+		for _, l := range landings {
+			h.void(l.Commit)
+			names = append(names, l.Component)
+			if k := h.carOf(h.get(l.Component)); k != nil {
+				k.done, k.seen = nil, 0
+				k.tries++
+				k.notBefore = h.now.Add(h.backoff(k.tries))
+			}
+		}
+		h.say(fmt.Sprintf("queue: not landing %s: the check before the compare-and-swap refused it: %s; checked again",
+			strings.Join(names, " "), bound(o.Line, detailRoom)))
+	case Invalid, Stale:
 		// A branch moved after approval (o.Culprit's, in a batch): it
 		// steps back, and the cars behind it are checked again without it.
 		for _, l := range landings {

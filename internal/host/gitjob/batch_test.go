@@ -40,6 +40,7 @@ func newShell(t *testing.T, f *fixture, mutate func(*host.Config)) *shell {
 	cfg := host.Config{Self: "@host", Coordinator: "@foreman", Gating: true, External: true, MaxParallel: 1,
 		Components: []string{"a", "b", "c", "d", "e", "f"}, Mentions: []string{"@foreman"},
 		Repository: "shop", Sign: func(s receipt.Signed) ([]byte, error) { return receipt.Sign(s, id) }}
+	cfg.Checks = CheckNames(f.runner.o.Checks)
 	mutate(&cfg)
 	s := &shell{t: t, f: f, core: host.New(cfg, host.State{}), now: time.Unix(1e9, 0), key: key, counts: map[host.Kind]int{}}
 	s.take(s.core.Target(s.now, f.tip("main")))
@@ -199,7 +200,7 @@ func TestAFailureThatWaitsLandsWithTheCarBehindIt(t *testing.T) {
 		branches func(*fixture)
 	}{
 		"a flake": {
-			options: func(o *Options) { o.Env[0], o.Retries = "HELPER=flaky", 0 },
+			options: func(o *Options) { o.Env[0] = "HELPER=flaky" },
 			branches: func(f *fixture) {
 				for _, c := range []string{"a", "b"} {
 					f.commit("b/"+c, "main", map[string]string{c: c}, c)
@@ -221,7 +222,7 @@ func TestAFailureThatWaitsLandsWithTheCarBehindIt(t *testing.T) {
 				tc.branches(f)
 				start := f.tip("main")
 				s := newShell(t, f, func(c *host.Config) {
-					c.Gating, c.MaxParallel, c.FailureDepth, c.Components = false, 2, depth, comps
+					c.Gating, c.MaxParallel, c.Batch, c.FailureDepth, c.Components = false, 2, 2, depth, comps
 				})
 				for _, c := range comps {
 					s.hear("@foreman", "ACK "+c+" @b"+c)
@@ -253,7 +254,7 @@ func TestAFailureThatWaitsLandsWithTheCarBehindIt(t *testing.T) {
 // once only, so c's chain is checked once more, passes, and lands: nobody
 // hears FAIL.
 func TestAFlakeInABatchIsCheckedAgainNotBlamed(t *testing.T) {
-	f := newFixture(t, true, func(o *Options) { o.Env[0], o.Retries = "HELPER=flaky", 1 })
+	f := newFixture(t, true, func(o *Options) { o.Env[0] = "HELPER=flaky" })
 	comps := []string{"a", "b", "c"}
 	for _, c := range comps {
 		f.commit("b/"+c, "main", map[string]string{c: c}, c)

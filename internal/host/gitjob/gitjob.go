@@ -37,7 +37,6 @@ type Options struct {
 	LogLimit   int64         // bytes kept of one log
 	LogURL     string        // where the board serves Logs ("" if it does not), e.g. http://127.0.0.1:9090/ci/logs
 	Work       string        // the host's private directory for worktrees
-	Retries    int           // a failed check is run again this many times on the same tree (host.retries)
 	// Sandbox confines the checks; nil runs them unconfined (host.sandbox
 	// off).
 	Sandbox *sandbox.Sandbox
@@ -54,6 +53,9 @@ type Options struct {
 	// trustSlots skips the check of a slot's .git before the host's own
 	// git runs there: for the test that shows the attack it stops.
 	trustSlots bool
+	// trustLandings skips the land job's check that each commit is
+	// exactly its approved landing: for the test that shows what it stops.
+	trustLandings bool
 }
 
 // Runner runs jobs. Its methods may be called from several goroutines.

@@ -97,6 +97,7 @@ type fixture struct {
 	gate   string
 	record string
 	run    int
+	tries  int      // how many times a job's checks run while they fail (Job.Tries, the core's)
 	passed []string // the trees that passed, as the core keeps them
 }
 
@@ -198,7 +199,7 @@ func (f *fixture) tipOrEmpty(branch string) string {
 
 func (f *fixture) job(kind host.Kind, c, ref string, pass *host.Pass) host.Job {
 	f.run++
-	return host.Job{Run: f.run, Kind: kind, Component: c, Ref: ref, Owner: "@b1", Pass: pass}
+	return host.Job{Run: f.run, Kind: kind, Component: c, Ref: ref, Owner: "@b1", Pass: pass, Tries: f.tries}
 }
 
 // check checks ref; what passes is noted as the core would note it.
@@ -215,11 +216,18 @@ func (f *fixture) noted(o host.Outcome) host.Outcome {
 	return o
 }
 
-// land moves main from base to commit, whose tree passed (the core's word).
+// land moves main from base to commit, whose tree passed (the core's
+// word), a merge of the approved commit (its second parent) on base.
 func (f *fixture) land(c, ref, base, commit string) host.Outcome {
+	f.t.Helper()
 	j := f.job(host.Land, c, ref, nil)
 	j.Base, j.Commit = base, commit
-	j.Tree, _ = f.repo.TreeOf(ctx, commit)
+	made, err := f.repo.CommitOf(ctx, commit)
+	require.NoError(f.t, err)
+	j.Tree = made.Tree
+	if len(made.Parents) == 2 {
+		j.Tip = made.Parents[1]
+	}
 	return f.runner.Run(ctx, j)
 }
 

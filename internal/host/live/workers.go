@@ -86,7 +86,7 @@ func prepareWorkers(ctx context.Context, c *config.Config, repo *gitrepo.Repo, s
 		Queue: q, Repo: repo, Serve: c.Host.Serve, ServeURL: c.Host.ServeURL,
 		Build: c.Build.Name, Host: self, Name: c.Host.Name, Target: c.Host.Target,
 		Checks: c.Host.Checks, Labels: c.Host.CheckLabels, Env: c.Host.Env, Timeout: c.Rules.CITimeout,
-		LogLimit: c.Host.LogLimit, Retries: c.Host.Retries, Logs: c.Host.Logs,
+		LogLimit: c.Host.LogLimit, Logs: c.Host.Logs,
 		Sandbox: workq.Sandbox{Required: !c.Host.Unconfined, Net: c.Host.SandboxNet,
 			Memory: limits.Memory, Tasks: limits.Tasks, FileSize: limits.FileSize},
 		MaxParallel: c.Host.MaxParallel, Lease: c.Cluster.Lease, Trust: trust,

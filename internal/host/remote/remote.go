@@ -37,6 +37,7 @@ import (
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/checks"
 	"github.com/agentforeman/foreman/internal/host/gitjob"
+	"github.com/agentforeman/foreman/internal/host/receipt"
 	"github.com/agentforeman/foreman/internal/workq"
 )
 
@@ -56,7 +57,6 @@ type Options struct {
 	Env      []string   // host.env, as written
 	Timeout  time.Duration
 	LogLimit int64
-	Retries  int
 	Sandbox  workq.Sandbox // what the host requires of the workers' sandbox
 	Logs     string        // host.logs: the workers' logs are copied there
 
@@ -364,7 +364,7 @@ func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, tree string,
 		Build: r.o.Build, Host: r.o.Host, Run: j.Run, Group: g,
 		Component: j.Component, Ref: j.Ref, Owner: j.Owner, Commit: req.Commit, Base: req.Base, Target: r.o.Target,
 		Checks: grp.checks, Labels: grp.labels, Env: r.o.Env, TimeoutMS: r.o.Timeout.Milliseconds(),
-		LogLimit: r.o.LogLimit, Retries: j.Retries(r.o.Retries), Sandbox: r.o.Sandbox,
+		LogLimit: r.o.LogLimit, Retries: j.Retries(), Sandbox: r.o.Sandbox,
 		Fetch: workq.Fetch{URL: git.URL(), Ref: pinRef(j.Run), Token: git.Grant(pinRef(j.Run))},
 		Avoid: avoid, Log: first}
 	w := &waiter{job: job, tree: tree, since: time.Now(), done: done, git: git}
@@ -457,9 +457,27 @@ func (r *Remote) verdict(ctx context.Context, ws []*waiter, res []*workq.Result)
 		}
 	}
 	out.Logs = append(out.Logs, r.copyLogs(ctx, ws[decide].job, res[decide])...)
+	out.Commands = r.commands(res)
 	x := res[decide]
 	out.Result = checks.Result{Passed: x.Outcome == workq.Passed, Command: x.Command, Line: x.Line, Silent: x.Silent,
 		TimedOut: x.TimedOut, Stopped: x.Stopped, Duration: time.Duration(x.TookMS) * time.Millisecond}
+	return out
+}
+
+// commands is how each check of host.checks ended, in its order, from the
+// result of the group that ran it: the core decides from these what
+// passed, not from one word of the workers'.
+func (r *Remote) commands(res []*workq.Result) []receipt.Command {
+	n := 0
+	for _, g := range r.groups {
+		n += len(g.at)
+	}
+	out := make([]receipt.Command, n)
+	for gi, g := range r.groups {
+		for i, c := range gitjob.Results(g.checks, res[gi].Outcome == workq.Passed, res[gi].Command) {
+			out[g.at[i]] = c
+		}
+	}
 	return out
 }
 

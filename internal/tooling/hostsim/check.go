@@ -104,6 +104,9 @@ func (c *checker) step() {
 		switch {
 		case !ok:
 			c.w.fail("main holds %s, which no landing of the host's put there", short(id))
+		case l.head != "" && c.w.host.cfg.Batch == 1:
+			c.w.fail("main holds %s (%s), which landed in a batch (head %s) with host.batch.max 1: its own tree was never checked",
+				short(id), l.component, short(l.head))
 		case l.head == "" && !r.passed[cm.tree]:
 			c.w.fail("main holds %s (%s), whose tree %s no run of the checks passed", short(id), l.component, short(cm.tree))
 		case l.head != "" && !above[l.head]:

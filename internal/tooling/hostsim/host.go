@@ -40,13 +40,15 @@ type job struct {
 func newHost(w *world, id *agentchat.Identity, coordinator string, comps []string) *simHost {
 	cfg := host.Config{Self: id.AgentID(), Coordinator: coordinator, Components: comps, Mentions: []string{"@foreman", coordinator},
 		Gating: true, External: true, MaxParallel: 1 + w.rnd.IntN(4), Target: "main", Backoff: 30 * time.Second,
-		Repository: "shop", Sign: func(s receipt.Signed) ([]byte, error) { return receipt.Sign(s, id) }}
+		Repository: "shop", Checks: []string{"make test"}, Sign: func(s receipt.Signed) ([]byte, error) { return receipt.Sign(s, id) }}
 	// host.batch.max: 1, each car checked, or one check vouching for up to
 	// 2 to 4 cars, which land together (a batch);
 	// host.failure_depth: a failure blamed at once, or once the car behind
 	// it (whose chain holds it) said whether it passes.
 	cfg.Batch = 1 + w.rnd.IntN(4)
-	cfg.FailureDepth = w.rnd.IntN(2)
+	if depth := w.rnd.IntN(2); cfg.Batch > 1 {
+		cfg.FailureDepth = depth // needs batches: a car behind lands a failed one with it
+	}
 	// host.retries: a failure counts at once, or once seen twice on its
 	// tree (a run once, Job.Once, is checked again before blame).
 	cfg.Retries = w.rnd.IntN(2)
@@ -141,7 +143,7 @@ func (h *simHost) run(j host.Job) {
 				o = end(o)
 			}
 			if o.Result == host.Failed {
-				o.Tries = 1 + j.Retries(h.cfg.Retries) // a broken version fails each try
+				o.Tries = max(j.Tries, 1) // a broken version fails each try
 			}
 		case j.Kind == host.Land:
 			o = h.w.repo.land(j)
