@@ -168,11 +168,21 @@ func readHead(ctx context.Context, o Options) (*receipt.Head, error) {
 	if blob == "" {
 		return nil, nil
 	}
-	data, err := o.Repo.Blobs(ctx, []string{blob})
-	if err != nil {
-		return nil, err
+	x, cached := openedHead{}, false
+	if o.Cache != nil {
+		x, cached = o.Cache.heads[blob]
 	}
-	h, _, err := receipt.OpenHead(data[blob], o.Trusted)
+	if !cached {
+		data, err := o.Repo.Blobs(ctx, []string{blob})
+		if err != nil {
+			return nil, err
+		}
+		x.h, _, x.err = receipt.OpenHead(data[blob], o.Trusted)
+		if o.Cache != nil {
+			o.Cache.heads[blob] = x
+		}
+	}
+	h, err := x.h, x.err
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("the host's signed head at %s does not hold: %v", ref, err)

@@ -70,7 +70,26 @@ type Options struct {
 	// a fresh signed head anchors: rollback is then not checked, and the
 	// report says so.
 	Unanchored bool
+	// Cache keeps the receipts opened, by their blob's id, for a caller
+	// that verifies the same repository again and again with the same
+	// trusted keys (the host simulator, after every step). Nil: none.
+	Cache *Cache
 }
+
+// Cache is receipts opened before, by blob id (a blob's id is its
+// content's hash, so a receipt changed is another blob).
+type Cache struct {
+	m     map[string]*opened
+	heads map[string]openedHead
+}
+
+type openedHead struct {
+	h   receipt.Head
+	err error
+}
+
+// NewCache makes an empty cache.
+func NewCache() *Cache { return &Cache{m: map[string]*opened{}, heads: map[string]openedHead{}} }
 
 // DefaultMaxAge is how old a signed head may be by default: the host signs
 // its head at least hourly, so one a day old means the host is stopped, or
@@ -258,7 +277,7 @@ func openAll(ctx context.Context, o Options, line []gitrepo.Commit) (map[string]
 	}
 	var blobs []string
 	for _, c := range line {
-		if b, ok := notes[c.ID]; ok {
+		if b, ok := notes[c.ID]; ok && (o.Cache == nil || o.Cache.m[b] == nil) {
 			blobs = append(blobs, b)
 		}
 	}
@@ -266,16 +285,23 @@ func openAll(ctx context.Context, o Options, line []gitrepo.Commit) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*opened, len(blobs))
+	out := make(map[string]*opened, len(notes))
 	for _, c := range line {
 		b, ok := notes[c.ID]
 		if !ok {
+			continue
+		}
+		if o.Cache != nil && o.Cache.m[b] != nil {
+			out[c.ID] = o.Cache.m[b]
 			continue
 		}
 		note := data[b]
 		x := &opened{digest: receipt.StatementDigest(note)}
 		x.st, x.signer, x.err = receipt.Open(note, o.Trusted)
 		out[c.ID] = x
+		if o.Cache != nil {
+			o.Cache.m[b] = x
+		}
 	}
 	return out, nil
 }

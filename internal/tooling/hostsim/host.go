@@ -20,6 +20,7 @@ import (
 type simHost struct {
 	w      *world
 	id     string
+	key    *agentchat.Identity
 	cfg    host.Config
 	core   *host.Core
 	ledger []host.Record
@@ -57,7 +58,7 @@ func newHost(w *world, id *agentchat.Identity, coordinator string, comps []strin
 	// never completes).
 	cfg.BatchMin = 1 + w.rnd.IntN(cfg.Batch)
 	cfg.BatchWait = time.Duration(1+w.rnd.IntN(5)) * time.Minute
-	return &simHost{w: w, id: cfg.Self, cfg: cfg, jobs: map[int]*job{}}
+	return &simHost{w: w, id: cfg.Self, key: id, cfg: cfg, jobs: map[int]*job{}}
 }
 
 // start is the host starting: from its ledger, on the repository as it is.
@@ -146,7 +147,12 @@ func (h *simHost) run(j host.Job) {
 				o.Tries = max(j.Tries, 1) // a broken version fails each try
 			}
 		case j.Kind == host.Land:
+			h.w.repo.noteFails = h.w.rnd.Float64() < h.w.lockP
+			if h.w.repo.noteFails {
+				h.w.count("notes not written")
+			}
 			o = h.w.repo.land(j)
+			h.w.repo.noteFails = false
 		case j.Kind == host.Note:
 			o = h.w.repo.noteJob(j)
 		case j.Kind == host.Head:
