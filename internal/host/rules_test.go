@@ -2,6 +2,7 @@ package host
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,4 +76,54 @@ func TestRulesThatRefuseEverythingLandNothing(t *testing.T) {
 	assert.False(t, landing)
 	require.NotEmpty(t, a.Say)
 	assert.Contains(t, a.Say[0], "these rules refuse everything")
+}
+
+// An approval is the builder's: a component given to another builder on
+// the same branch is approved anew, never at the commit the first
+// builder's approval fixed.
+func TestAnotherBuildersApprovalOnTheSameBranchIsItsOwn(t *testing.T) {
+	s := newHarness(t, func(c *Config) { c.Gating = false; c.Components = []string{"a"} })
+	s.h.Target(s.now, "T")
+	s.built("a", "@b1")
+	s.foreman("REVIEW a @b1 b/a")
+	car := s.started(s.foreman("STATUS a review owner=@b1 pr=b/a approved=yes approved_by=@aud"))
+	a := s.finish(car.Run, Outcome{Result: Passed, Commit: "m-a", Tip: "t-1", Base: "T"})
+	land := s.started(a)
+	require.Equal(t, Land, land.Kind)
+	assert.Equal(t, "t-1", s.h.approvals["a"].Tip)
+	// b1 force-pushes before the landing: it steps back.
+	s.finish(land.Run, Outcome{Result: Stale, Culprit: "a", Found: "t-x"})
+
+	// Given to b2, on the same branch, and approved again.
+	s.foreman("ACK a @b2")
+	s.foreman("REVIEW a @b2 b/a")
+	car = s.started(s.foreman("STATUS a review owner=@b2 pr=b/a approved=yes approved_by=@aud"))
+	assert.Equal(t, Car, car.Kind)
+	assert.Empty(t, car.Tip, "b2's approval is of what the branch holds now, found by its car, never b1's t-1")
+	assert.Equal(t, "@b2", s.h.approvals["a"].Owner)
+}
+
+// A full batch just in front of a car whose run is under way is checked
+// again after its run could not be done: the run under way does not
+// stand in for it (batches' boundary: e-s >= batch.max).
+func TestAFullBatchBeforeARunUnderWayIsTriedAgain(t *testing.T) {
+	s := batchHarness(t, 3, 2, 0)
+	for _, c := range []string{"a", "b", "c"} {
+		s.checked(c, "old")
+	}
+	var runs []Job
+	for _, c := range []string{"a", "b", "c"} {
+		runs = append(runs, queued(s.approved(c))...)
+	}
+	byC := map[string]Job{}
+	for _, j := range runs {
+		byC[j.Component] = j
+	}
+	require.Contains(t, byC, "b", "a and b, a batch: b's chain checked")
+	require.Contains(t, byC, "c", "c's chain, behind it")
+	s.finish(byC["a"].Run, Outcome{Result: Retry, Line: "the repository is locked"})
+	s.finish(byC["b"].Run, Outcome{Result: Retry, Line: "the repository is locked"})
+	again := jobsBy(s.tick(time.Hour))
+	require.Contains(t, again, "b", "b's batch tried again while c's run is under way")
+	assert.Equal(t, links("a"), again["b"].Ahead)
 }

@@ -118,3 +118,42 @@ func (f *fixture) landJob(base, approved, commit string, squash bool) host.Job {
 	j.Base, j.Tip, j.Commit, j.Tree, j.Squash = base, approved, commit, made.Tree, squash
 	return j
 }
+
+// Before the compare-and-swap every landing of a batch has its branch
+// checked, not only the head's: a branch below the head that moved after
+// its approval holds the whole batch back, and is named.
+func TestEveryBranchOfABatchIsCheckedBeforeItLands(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.commit("b1/api", "main", map[string]string{"api": "api"}, "api")
+	f.commit("b2/db", "main", map[string]string{"db": "db"}, "db")
+	main, api, db := f.tip("main"), f.tip("b1/api"), f.tip("b2/db")
+	first := f.merge(main, api, false)
+	below := f.landJob(main, api, first, false)
+	j := f.landJob(first, db, f.merge(first, db, false), false)
+	j.Component, j.Ref = "db", "b2/db"
+	j.Batch = []host.Job{below}
+	f.commit("b1/api", "b1/api", map[string]string{"api": "more"}, "pushed after approval")
+	o := f.runner.Run(ctx, j)
+	assert.Equal(t, host.Stale, o.Result, "%+v", o)
+	assert.Equal(t, "api", o.Culprit)
+	assert.Equal(t, f.tip("b1/api"), o.Found)
+	assert.Equal(t, main, f.tip("main"))
+}
+
+// A squash keeps the approved commit where verify finds it
+// (host.SquashedRef) before the target moves: its branch pruned and the
+// repository collected, verify still makes the squash again.
+func TestASquashKeepsTheApprovedCommitForVerify(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.commit("b/a", "main", map[string]string{"a": "a"}, "a")
+	start := f.tip("main")
+	s := newShell(t, f, func(c *host.Config) { c.Gating, c.Squash, c.Prune, c.Components = false, true, true, []string{"a"} })
+	s.hear("@foreman", "ACK a @ba")
+	s.approve("a")
+	s.drain()
+	require.Contains(t, s.said, "MERGED a")
+	assert.Empty(t, f.tipOrEmpty("b/a"), "pruned")
+	f.git("reflog", "expire", "--expire=now", "--all")
+	f.git("gc", "--prune=now", "--quiet")
+	s.verified(start, 1)
+}

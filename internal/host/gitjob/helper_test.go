@@ -33,8 +33,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// helper is a check. Every mode records the tree it was run on (for the
-// tests that every landed tree passed), then:
+// helper is a check. Every mode records the commit it was run on (for the
+// tests that count runs), and, when it passes, in RECORD.passed (for the
+// landing invariant: every landed tree passed), then:
 //
 //	content  fails when a file holds BUG, or when files BUG1 and BUG2
 //	         are both there (each passes alone)
@@ -81,6 +82,13 @@ func helper(mode string) int {
 			fmt.Println("checking", len(entries), "files")
 			fmt.Printf("FAIL: %s holds BUG\n", e.Name())
 			return 1
+		}
+	}
+	if rec := os.Getenv("RECORD"); rec != "" {
+		f, err := os.OpenFile(rec+".passed", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, os.Getenv("FOREMAN_COMMIT"))
+			f.Close()
 		}
 	}
 	fmt.Println("ok")
