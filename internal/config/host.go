@@ -343,6 +343,16 @@ func boolean(v *viper.Viper, key string) (bool, error) {
 	return false, errorf(key, "%q is not on or off", s)
 }
 
+// RepositoryName is the repository's name in the landing receipts:
+// host.repository, else build.name (a configuration made in code, not
+// read, may leave it unset).
+func (c *Config) RepositoryName() string {
+	if c.Host.Repository != "" {
+		return c.Host.Repository
+	}
+	return c.Build.Name
+}
+
 // RequireHost refuses a configuration foreman host cannot work with: no
 // repository, or rules that give it nothing to do.
 func (c *Config) RequireHost() error {

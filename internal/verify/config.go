@@ -25,7 +25,7 @@ func Configure(ctx context.Context, c *config.Config, trust []string, since stri
 	if err != nil {
 		return Options{}, fmt.Errorf("host.repo: %w", err)
 	}
-	o := Options{Repo: repo, Target: c.Host.Target, Since: since, Repository: c.Host.Repository}
+	o := Options{Repo: repo, Target: c.Host.Target, Since: since, Repository: c.RepositoryName()}
 	if o.Target == "" {
 		o.Target = "main"
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -257,29 +256,6 @@ func TestLoadKey(t *testing.T) {
 	}
 	_, err := receipt.LoadKey(filepath.Join(dir, "junk"))
 	assert.ErrorContains(t, err, "neither a PEM public key nor an identity file")
-}
-
-// BenchmarkVerify is foreman verify over VERIFY_LANDINGS landed commits
-// [1,000] (docs/PERFORMANCE.md: at most 2 s).
-func BenchmarkVerify(b *testing.B) {
-	n := 1000
-	if v, err := strconv.Atoi(os.Getenv("VERIFY_LANDINGS")); err == nil && v > 0 {
-		n = v
-	}
-	g := newTarget(b)
-	for i := range n {
-		c := fmt.Sprintf("c%04d", i)
-		g.land(c, g.approved(c), g.key, nil)
-	}
-	b.ResetTimer()
-	for b.Loop() {
-		rep := g.verify(g.key)
-		if !rep.OK() || rep.Landed != n {
-			b.Fatalf("%d landed of %d:\n%s", rep.Landed, n, rep.Table())
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/verify")
-	b.ReportMetric(float64(n), "commits")
 }
 
 // landSquash lands c's approved commit tip on main as host.land_as squash
