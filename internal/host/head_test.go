@@ -168,3 +168,43 @@ func TestTheSignedHeadFollowsTheChain(t *testing.T) {
 	_, ok = startedOf(s.tick(s.h.cfg.Backoff), Head)
 	assert.True(t, ok)
 }
+
+// The ledger read back: each record counted, the trees that passed, where
+// the chain began (the first landing's base, never a later one's), the jobs
+// a crash cut short in the order they began; compacted, the same.
+func TestTheLedgerReadBack(t *testing.T) {
+	ev := receipt.Checks{Tree: "tr-a", Commands: []receipt.Command{}}
+	recs := []Record{
+		{Op: OpStart, Run: 7, Kind: "car", Component: "c"},
+		{Op: OpStart, Run: 3, Kind: "car", Component: "a"},
+		{Op: OpStart, Run: 5, Kind: "car", Component: "b"},
+		{Op: OpTree, Run: 2, Component: "a", Checks: &ev},
+		{Op: OpTree, Run: 2, Component: "a"}, // a record with no checks changes nothing
+		{Op: OpLanded, Component: "a", Commit: "m-a", Base: "T", Tip: "t-a"},
+		{Op: OpLanded, Component: "b", Commit: "m-b", Base: "m-a", Tip: "t-b"},
+	}
+	var rp Replay
+	for _, r := range recs {
+		rp.Apply(r)
+	}
+	assert.Equal(t, len(recs), rp.Records())
+	st := rp.State()
+	assert.Equal(t, "T", st.First, "where the first landing was made")
+	require.Len(t, st.Trees, 1)
+	assert.Equal(t, "tr-a", st.Trees[0].Tree)
+	var runs []int
+	for _, r := range st.InFlight {
+		runs = append(runs, r.Run)
+	}
+	assert.Equal(t, []int{3, 5, 7}, runs, "in the order they began")
+
+	var again Replay
+	for _, r := range Compacted(st) {
+		again.Apply(r)
+	}
+	assert.Equal(t, "T", again.State().First, "compaction keeps where the chain began")
+	var first Replay
+	first.Apply(Record{Op: OpFirst, Commit: "T0"})
+	first.Apply(Record{Op: OpFirst, Commit: "T1"})
+	assert.Equal(t, "T0", first.State().First)
+}

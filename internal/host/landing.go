@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -426,12 +427,9 @@ func (h *Core) movedByHand(to string) {
 // its receipt is written as a note now, if the job did not. It says which
 // commit landed it and whether the host holds its receipt.
 func (h *Core) landedNow(c *comp, r *run, o Outcome) (string, bool) {
-	tip := r.Tip
-	if tip == "" {
-		if k := h.carOf(c); k != nil {
-			tip = k.tip
-		}
-	}
+	// The approved commit: the job's, or, for a car that went out before
+	// it was known (no check before review), the one it found landed.
+	tip := cmp.Or(r.Tip, o.Tip)
 	commit, base := o.Commit, r.Base
 	known := !o.Already
 	if o.Already {

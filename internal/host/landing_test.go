@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -323,4 +324,59 @@ func TestANoteTriedAgainIsNotDropped(t *testing.T) {
 	require.Len(t, a.Start, 1, "a's note, tried again")
 	assert.Equal(t, Note, a.Start[0].Kind)
 	assert.Equal(t, "m-a", a.Start[0].Commit)
+}
+
+// A landing that ends after its component left approval and came back
+// with a new READY does not take that READY's check with it: the check's
+// verdict is said.
+func TestALandingEndingDoesNotDropAnotherRunOfItsComponent(t *testing.T) {
+	s := trainHarness(t, 2)
+	land := s.signedLanding(s.approve("a", "T"))
+	s.foreman("OK RELEASE a")
+	s.foreman("ACK a @ba")
+	check := s.started(s.hear("@ba", "READY a b/a"))
+	require.Equal(t, Check, check.Kind)
+	s.finish(land.Run, Outcome{Result: Landed, Commit: land.Commit})
+	a := s.finish(check.Run, Outcome{Result: Passed, Commit: "m-a2", Tip: "t-a2", Base: "m-a", Tree: "tr-a2"})
+	assert.Contains(t, a.Say, "CI a PASS m-a2", "the check's verdict, not dropped as stale")
+}
+
+// Each landing of a batch says its own: the head's branch pruned is the
+// head's, a member's is the member's (PrunedOf).
+func TestABatchSaysWhichBranchesWerePruned(t *testing.T) {
+	s := batchHarness(t, 1, 6, 0)
+	s.h.cfg.Prune = true
+	for _, c := range []string{"a", "b", "c", "d", "e", "f"} {
+		s.checked(c, "old")
+	}
+	_, land, whole := s.aThenFive()
+	s.finish(land.Run, Outcome{Result: Landed, Commit: land.Commit})
+	batch := s.started(s.finish(whole.Run, chainOut(Passed, "a", "b", "c", "d", "e", "f")))
+	require.Len(t, batch.Batch, 4)
+	a := s.finish(batch.Run, Outcome{Result: Landed, Commit: batch.Commit, Pruned: true, PrunedOf: []string{"c"}})
+	said := strings.Join(a.Say, "\n")
+	for _, c := range []string{"b", "c", "d", "e", "f"} {
+		line := ""
+		for _, l := range a.Say {
+			if strings.HasPrefix(l, "queue: "+c+" landed") {
+				line = l
+			}
+		}
+		require.NotEmpty(t, line, said)
+		if c == "f" || c == "c" {
+			assert.Contains(t, line, "branch b/"+c+" deleted (host.prune)")
+		} else {
+			assert.NotContains(t, line, "deleted", line)
+		}
+	}
+}
+
+// What landed is kept in memory as the records keep it: the same life
+// will not land an approved commit twice.
+func TestALandedApprovalIsKnownLanded(t *testing.T) {
+	s := trainHarness(t, 2)
+	land := s.signedLanding(s.approve("a", "T"))
+	s.finish(land.Run, Outcome{Result: Landed, Commit: land.Commit})
+	k := &car{c: s.h.get("a"), tip: "t-a"}
+	assert.Contains(t, s.h.mayLand(k), "t-a landed before, at m-a")
 }

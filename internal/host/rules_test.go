@@ -127,3 +127,12 @@ func TestAFullBatchBeforeARunUnderWayIsTriedAgain(t *testing.T) {
 	require.Contains(t, again, "b", "b's batch tried again while c's run is under way")
 	assert.Equal(t, links("a"), again["b"].Ahead)
 }
+
+// The strict rules' words, which the host says.
+func TestTheStrictRulesSayWhy(t *testing.T) {
+	r := StrictRules{}
+	assert.Equal(t, "it says make test (no result)", r.Passed([]string{"make test"}, &receipt.Checks{Commands: []receipt.Command{{Command: "make test"}}}))
+	assert.Equal(t, "it names make test passed, and the checks are none", r.Passed(nil, &receipt.Checks{Commands: []receipt.Command{{Command: "make test", Result: "passed"}}}))
+	assert.Equal(t, "it names none passed, and the checks are make lint, make test", r.Passed([]string{"make lint", "make test"}, &receipt.Checks{}))
+	assert.Equal(t, "", r.Passed(nil, &receipt.Checks{}), "no check configured: a clean merge passes")
+}
