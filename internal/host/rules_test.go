@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -135,4 +136,69 @@ func TestTheStrictRulesSayWhy(t *testing.T) {
 	assert.Equal(t, "it names make test passed, and the checks are none", r.Passed(nil, &receipt.Checks{Commands: []receipt.Command{{Command: "make test", Result: "passed"}}}))
 	assert.Equal(t, "it names none passed, and the checks are make lint, make test", r.Passed([]string{"make lint", "make test"}, &receipt.Checks{}))
 	assert.Equal(t, "", r.Passed(nil, &receipt.Checks{}), "no check configured: a clean merge passes")
+}
+
+// May it land: only the approved commit of the builder and ref approved,
+// once.
+func TestTheStrictRulesOnLanding(t *testing.T) {
+	r := StrictRules{}
+	a := &Approval{Component: "a", Owner: "@b1", Ref: "b/a", Approval: receipt.Approval{Tip: "t-1"}}
+	l := Landable{Component: "a", Owner: "@b1", Ref: "b/a", Tip: "t-1", Approval: a, Target: "main"}
+	assert.Empty(t, r.MayLand(l))
+	for want, change := range map[string]func(*Landable){
+		"no approval of @b1's b/a is on record":   func(l *Landable) { l.Approval = nil },
+		"no approval of @b2's b/a is on record":   func(l *Landable) { l.Owner = "@b2" },
+		"no approval of @b1's b/x is on record":   func(l *Landable) { l.Ref = "b/x" },
+		"its car holds t-2, and t-1 was approved": func(l *Landable) { l.Tip = "t-2" },
+		"its car holds , and  was approved": func(l *Landable) {
+			l.Tip = ""
+			l.Approval = &Approval{Component: "a", Owner: "@b1", Ref: "b/a"}
+		},
+		"t-1 landed before, at m-1, and main no longer holds it: it does not land twice (MERGED a or RELEASE a decides)": func(l *Landable) { l.LandedAt = "m-1" },
+	} {
+		c := l
+		change(&c)
+		assert.Equal(t, want, r.MayLand(c))
+	}
+}
+
+// A receipt that cannot be signed holds the landing back, said once, tried
+// again after a wait that doubles.
+func TestALandingWhoseReceiptCannotBeSignedWaits(t *testing.T) {
+	s := trainHarness(t, 2)
+	fail := true
+	sign := s.h.cfg.Sign
+	s.h.cfg.Sign = func(st receipt.Signed) ([]byte, error) {
+		if fail {
+			return nil, errors.New("the key is locked")
+		}
+		return sign(st)
+	}
+	s.checked("a", "T")
+	car := s.started(s.approved("a"))
+	a := s.finish(car.Run, Outcome{Result: Passed, Reused: true, Commit: "m-a", Tip: "t-a", Base: "T", Tree: "tr-a"})
+	_, landing := startedOf(a, Land)
+	assert.False(t, landing)
+	assert.Equal(t, []string{"queue: cannot land a yet: cannot sign its receipt: the key is locked; trying again in 30s"}, a.Say)
+	a = s.tick(30 * time.Second)
+	assert.Empty(t, a.Say, "said once")
+	_, landing = startedOf(a, Land)
+	assert.False(t, landing)
+	fail = false
+	_, landing = startedOf(s.tick(time.Minute), Land)
+	assert.True(t, landing, "after the wait, signed")
+}
+
+// A landing the last check before the compare-and-swap refused lands
+// nothing: said, its receipts voided, its cars checked again after a wait.
+func TestARefusedLandingIsCheckedAgain(t *testing.T) {
+	s := trainHarness(t, 2)
+	land := s.signedLanding(s.approve("a", "T"))
+	a := s.finish(land.Run, Outcome{Result: Refused, Culprit: "a", Line: "a's commit m-a is not made on T"})
+	assert.Contains(t, a.Records, Record{Op: OpVoid, Commit: "m-a"})
+	assert.Equal(t, []string{"queue: not landing a: the check before the compare-and-swap refused it: a's commit m-a is not made on T; checked again"}, a.Say)
+	assert.Empty(t, queued(a), "after a wait")
+	again := jobsBy(s.tick(time.Hour))
+	assert.Equal(t, Car, again["a"].Kind, "checked again")
+	assert.Equal(t, 0, s.h.chain.Seq, "nothing landed")
 }
