@@ -51,7 +51,8 @@ func Permissions(role string) jwt.Permissions {
 			"$JS.API.CONSUMER.LIST.FOREMAN_JOBS", "$JS.API.CONSUMER.MSG.NEXT.>", "$JS.FC.>",
 			"foreman-host.{{tag(build)}}.ledger", "foreman-host.{{tag(build)}}.fence",
 			"$KV.FOREMAN_HOST_LEASES.>", "$KV.FOREMAN_HOST_NODES.>",
-			"foreman-jobs.>", "$KV.FOREMAN_RESULTS.x.>", "$KV.FOREMAN_WORKERS.h.>")
+			"foreman-jobs.>", "$KV.FOREMAN_RESULTS.x.>", "$KV.FOREMAN_WORKERS.h.>",
+			ClaimsSubject)
 		p.Sub.Allow.Add(natsname.Inbox(RoleHost, "") + ".>")
 	case RoleWorker:
 		// Filled in by the server for each user: {{name()}} its name,
