@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/internal/natsauth"
@@ -21,7 +24,7 @@ worker, reader), so that each user has its role's permissions and nothing
 else. Every worker is a user of its own: adding one is foreman nats creds,
 never an edit of the server's configuration (docs/NATS.md).`,
 	}
-	cmd.AddCommand(a.natsInitCommand(), a.natsCredsCommand())
+	cmd.AddCommand(a.natsInitCommand(), a.natsCredsCommand(), a.natsRevokeCommand())
 	return cmd
 }
 
@@ -104,5 +107,64 @@ its public key to the file a host counts workers' results by
 	cmd.Flags().StringP("output", "o", "", "write the .creds file here (mode 0600) rather than to standard output")
 	_ = cmd.MarkFlagRequired("role")
 	_ = cmd.MarkFlagRequired("name")
+	return cmd
+}
+
+func (a *app) natsRevokeCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "revoke DIR NAME --nats URL",
+		Short: "Revoke every user made in DIR under NAME, on a running server, with no restart",
+		Long: `revoke puts the keys of every user foreman nats creds made under NAME into
+the account's revocations, signs the account's JWT again (DIR/account.jwt,
+and DIR/accounts.conf, which a server started again preloads), and hands
+it to the running server at --nats through NATS's own resolver, as the
+system account's user nats init made (DIR/sys.creds). The server closes
+the revoked user's connections at once and refuses it from then on; a
+host reads the revocation and gives the jobs the worker held to others.`,
+		Example: `  foreman nats revoke /etc/nats/foreman w1 --nats tls://nats.example.com:4222 \
+      --tls-ca ca.pem --tls-cert admin.pem --tls-key admin-key.pem`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			url, _ := cmd.Flags().GetString("nats")
+			ca, _ := cmd.Flags().GetString("tls-ca")
+			cert, _ := cmd.Flags().GetString("tls-cert")
+			key, _ := cmd.Flags().GetString("tls-key")
+			if (cert == "") != (key == "") {
+				return errors.New("--tls-cert and --tls-key: give both, a client certificate and its key")
+			}
+			accJWT, keys, err := natsauth.Revoke(args[0], args[1], time.Now())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "revoked %s (%s) in %s\n", args[1], strings.Join(keys, ", "), args[0])
+			if url == "" {
+				fmt.Fprintln(a.stdout, "not pushed (no --nats): a server takes it when it starts again; give --nats to take the user out now")
+				return nil
+			}
+			opts := []nats.Option{nats.UserCredentials(natsauth.SystemCreds(args[0])), nats.Name("foreman nats revoke")}
+			if ca != "" {
+				opts = append(opts, nats.RootCAs(ca))
+			}
+			if cert != "" {
+				opts = append(opts, nats.ClientCert(cert, key))
+			}
+			nc, err := nats.Connect(url, opts...)
+			if err != nil {
+				return fmt.Errorf("--nats: cannot reach NATS at %s as the system account's user (%s): %w", url, natsauth.SystemCreds(args[0]), err)
+			}
+			defer nc.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := natsauth.Push(ctx, nc, accJWT); err != nil {
+				return fmt.Errorf("--nats: %w; the revocation is kept in %s, and a server started again takes it", err, args[0])
+			}
+			fmt.Fprintf(a.stdout, "the server at %s took it: %s's connections are closed, and it cannot sign in again\n", url, args[1])
+			return nil
+		},
+	}
+	cmd.Flags().String("nats", "", "the running server to hand the account's JWT to (its URL)")
+	cmd.Flags().String("tls-ca", "", "the CA that signed the server's certificate")
+	cmd.Flags().String("tls-cert", "", "a client certificate, for a server that asks for one")
+	cmd.Flags().String("tls-key", "", "the client certificate's key")
 	return cmd
 }

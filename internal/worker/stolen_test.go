@@ -30,7 +30,8 @@ import (
 )
 
 // sharedWorker is the worker's permissions as they were before each
-// worker had a user of its own (one user for every worker, the queue's
+// worker had a user and a consumer of its own (one user for every worker,
+// any consumer's pulls and acks, the streams' information, the queue's
 // names as they are now): the control, what a stolen credential could do
 // then.
 func sharedWorker() jwt.Permissions {
@@ -63,6 +64,10 @@ type arena struct {
 
 	mu      sync.Mutex
 	started []workq.Job
+
+	listed  string // what a listing of the results' subjects showed the thief
+	stolen  string // a job the thief pulled from another's consumer
+	fetched bool
 }
 
 func (a *arena) conn(creds, name, inbox string, errs chan<- string) *nats.Conn {
@@ -140,6 +145,7 @@ func newArena(t *testing.T, guarded bool) *arena {
 		trust, err := workq.OpenTrust(a.ns.Trust)
 		require.NoError(t, err)
 		ro.Trust = trust
+		ro.Claims = func(ctx context.Context) (*jwt.AccountClaims, error) { return natsauth.Claims(ctx, hc) }
 	}
 	a.r = remote.New(ro)
 	require.NoError(t, a.r.Start(ctx, 0))
@@ -152,7 +158,9 @@ func newArena(t *testing.T, guarded bool) *arena {
 	require.NoError(t, err)
 	kp, _, err := natsauth.Seed(seed)
 	require.NoError(t, err)
-	w, err := New(Options{JS: wjs, ID: "w1", Work: t.TempDir(), Lease: 500 * time.Millisecond, Unconfined: true, Key: kp,
+	uj, err := jwt.ParseDecoratedJWT(seed)
+	require.NoError(t, err)
+	w, err := New(Options{JS: wjs, ID: "w1", Work: t.TempDir(), Lease: 500 * time.Millisecond, Unconfined: true, Key: kp, JWT: uj,
 		Logger: zerolog.Nop(), Started: func(j workq.Job) {
 			a.mu.Lock()
 			a.started = append(a.started, j)
@@ -212,10 +220,16 @@ type attack struct {
 }
 
 func attacks(sniffed <-chan *nats.Msg) []attack {
-	kv := func(a *arena) jetstream.KeyValue {
-		k, err := a.tjs.KeyValue(context.Background(), workq.ResultBucket)
-		require.NoError(a.t, err)
-		return k
+	// A worker's user has no KV handle (that reads the stream's
+	// information): it writes its keys as KV does, by publishing.
+	put := func(ctx context.Context, a *arena, key, value string, header ...string) error {
+		m := nats.NewMsg("$KV." + workq.ResultBucket + "." + key)
+		m.Data = []byte(value)
+		for i := 0; i+1 < len(header); i += 2 {
+			m.Header.Set(header[i], header[i+1])
+		}
+		_, err := a.tjs.PublishMsg(ctx, m)
+		return err
 	}
 	results := func(ctx context.Context, a *arena, j workq.Job) int {
 		all, _ := a.q.Results(ctx, "shop", j.ID)
@@ -236,6 +250,51 @@ func attacks(sniffed <-chan *nats.Msg) []attack {
 					}
 				}
 			}},
+		{name: "list every build's jobs, words and results (STREAM.INFO with a subjects filter)", defence: "permissions: a worker reads no stream's information",
+			try: func(ctx context.Context, a *arena, j workq.Job) error {
+				m, err := a.thief.RequestWithContext(ctx, "$JS.API.STREAM.INFO.KV_"+workq.ResultBucket, []byte(`{"subjects_filter":">"}`))
+				if err == nil {
+					a.listed = string(m.Data)
+				}
+				return err
+			},
+			worked: func(_ context.Context, a *arena, j workq.Job) bool {
+				return strings.Contains(a.listed, workq.TakenKey("shop", j.ID, "w1"))
+			}},
+		{name: "answer another worker's delivery (NAK it, and pull the job from its consumer)",
+			defence: "permissions: a worker pulls and acks from its own consumer only ($JS.ACK.FOREMAN_JOBS.worker-<id>.>)",
+			try: func(ctx context.Context, a *arena, j workq.Job) error {
+				c, err := a.hjs.Consumer(ctx, workq.JobStream, workq.WorkerConsumer("w1"))
+				if err != nil {
+					return err
+				}
+				info := c.CachedInfo()
+				ack := fmt.Sprintf("$JS.ACK.%s.%s.1.%d.%d.%d.0", workq.JobStream, workq.WorkerConsumer("w1"), a.seq(ctx, j),
+					info.Delivered.Consumer, time.Now().UnixNano())
+				if err := a.thief.Publish(ack, []byte("-NAK")); err != nil {
+					return err
+				}
+				m, err := a.thief.RequestWithContext(ctx, "$JS.API.CONSUMER.MSG.NEXT."+workq.JobStream+"."+workq.WorkerConsumer("w1"),
+					[]byte(`{"batch":1,"expires":1000000000}`))
+				if err == nil {
+					a.stolen = string(m.Data)
+				}
+				return err
+			},
+			worked: func(_ context.Context, a *arena, j workq.Job) bool { return strings.Contains(a.stolen, j.ID) }},
+		{name: "fetch another worker's commit with its job's token", defence: "the host's git server: a token fetches only with the signature of the worker the job was given to",
+			try: func(ctx context.Context, a *arena, j workq.Job) error {
+				m, err := gitrepo.InitBare(ctx, filepath.Join(a.t.TempDir(), "thief.git"))
+				if err != nil {
+					return err
+				}
+				_, err = m.Fetch(ctx, j.Fetch.URL, j.Fetch.Ref, "refs/stolen", remote.Header(j.Fetch.Token))
+				if err == nil {
+					a.fetched = true
+				}
+				return err
+			},
+			worked: func(context.Context, *arena, workq.Job) bool { return true }},
 		{name: "store a PASS under the other worker's name", defence: "permissions: a worker writes keys of its own name only",
 			try: func(ctx context.Context, a *arena, j workq.Job) error {
 				tree, _ := a.repo.TreeOf(ctx, j.Commit)
@@ -251,13 +310,11 @@ func attacks(sniffed <-chan *nats.Msg) []attack {
 			settled: func(a *arena) bool { taken, _, _, _ := a.r.Counts(); return taken == 1 }},
 		{name: "overwrite its own result", defence: "stream: one message per key, a second refused",
 			try: func(ctx context.Context, a *arena, j workq.Job) error {
-				k := kv(a)
 				key := workq.ResultKey("shop", "1-0-0000000000000000", "w2")
-				if _, err := k.Create(ctx, key, []byte(`{"outcome":"failed"}`)); err != nil {
+				if err := put(ctx, a, key, `{"outcome":"failed"}`); err != nil {
 					return err
 				}
-				_, err := k.Put(ctx, key, []byte(`{"outcome":"passed"}`))
-				return err
+				return put(ctx, a, key, `{"outcome":"passed"}`)
 			},
 			worked: func(ctx context.Context, a *arena, _ workq.Job) bool {
 				x, _ := a.q.Result(ctx, "shop", "1-0-0000000000000000", "w2")
@@ -265,7 +322,7 @@ func attacks(sniffed <-chan *nats.Msg) []attack {
 			}},
 		{name: "delete a result (KV delete)", defence: "stream: a delete marker is a second message on the key, refused",
 			try: func(ctx context.Context, a *arena, _ workq.Job) error {
-				return kv(a).Delete(ctx, workq.ResultKey("shop", "1-0-0000000000000000", "w2"))
+				return put(ctx, a, workq.ResultKey("shop", "1-0-0000000000000000", "w2"), "", "KV-Operation", "DEL")
 			},
 			worked: func(ctx context.Context, a *arena, _ workq.Job) bool {
 				x, _ := a.q.Result(ctx, "shop", "1-0-0000000000000000", "w2")
@@ -286,20 +343,20 @@ func attacks(sniffed <-chan *nats.Msg) []attack {
 				return err
 			},
 			worked: func(context.Context, *arena, workq.Job) bool { return true }},
-		{name: "re-create workers-any with another filter", defence: "permissions: only the host makes consumers (and puts them back)",
+		{name: "re-create worker-w1's consumer with another filter", defence: "permissions: only the host makes consumers (and puts them back)",
 			try: func(ctx context.Context, a *arena, _ workq.Job) error {
-				_, err := a.tjs.CreateOrUpdateConsumer(ctx, workq.JobStream, jetstream.ConsumerConfig{Durable: workq.ConsumerName(workq.Any),
+				_, err := a.tjs.CreateOrUpdateConsumer(ctx, workq.JobStream, jetstream.ConsumerConfig{Durable: workq.WorkerConsumer("w1"),
 					FilterSubject: "foreman-jobs.*.none", AckPolicy: jetstream.AckExplicitPolicy})
 				return err
 			},
 			worked: func(ctx context.Context, a *arena, _ workq.Job) bool {
-				c, err := a.hjs.Consumer(ctx, workq.JobStream, workq.ConsumerName(workq.Any))
+				c, err := a.hjs.Consumer(ctx, workq.JobStream, workq.WorkerConsumer("w1"))
 				return err == nil && c.CachedInfo().Config.FilterSubject == "foreman-jobs.*.none"
 			}},
-		{name: "squat a label with a push consumer", defence: "permissions: only the host makes consumers",
+		{name: "squat a worker's jobs with a push consumer", defence: "permissions: only the host makes consumers",
 			try: func(ctx context.Context, a *arena, _ workq.Job) error {
 				_, err := a.tjs.CreateOrUpdateConsumer(ctx, workq.JobStream, jetstream.ConsumerConfig{Durable: "squat",
-					FilterSubject: "foreman-jobs.*.gpu", DeliverSubject: "_INBOX_worker.squat", AckPolicy: jetstream.AckExplicitPolicy})
+					FilterSubject: "foreman-jobs.*.w9", DeliverSubject: "_INBOX_worker.squat", AckPolicy: jetstream.AckExplicitPolicy})
 				return err
 			},
 			worked: func(ctx context.Context, a *arena, _ workq.Job) bool {

@@ -48,19 +48,23 @@ func Fits(set string, have []string) bool {
 	return true
 }
 
-// JobSubject is the subject a job of build asking for set goes on.
-func JobSubject(build, set string) string {
-	return "foreman-jobs." + cluster.Key(build) + "." + cluster.Key(set)
+// JobSubject is the subject a job of build goes on when the host gives
+// it to worker: only that worker's consumer takes it (WorkerConsumer).
+func JobSubject(build, worker string) string {
+	return "foreman-jobs." + cluster.Key(build) + "." + cluster.Key(worker)
 }
 
-// buildJobs is every job subject of build, whatever it asks for.
+// buildJobs is every job subject of build, whoever it was given to.
 func buildJobs(build string) string { return "foreman-jobs." + cluster.Key(build) + ".>" }
 
-// ConsumerName is the durable consumer the workers that fit set share.
-func ConsumerName(set string) string { return "workers-" + cluster.Key(set) }
+// WorkerConsumer is the durable consumer of worker's jobs, and of no one
+// else's: its NATS user may pull and acknowledge from it alone
+// ($JS.ACK.FOREMAN_JOBS.worker-<id>.>), so no worker can take, release,
+// delay or answer a job the host gave another.
+func WorkerConsumer(worker string) string { return "worker-" + cluster.Key(worker) }
 
-// consumerFilter is every build's jobs of set.
-func consumerFilter(set string) string { return "foreman-jobs.*." + cluster.Key(set) }
+// workerFilter is every build's jobs given to worker.
+func workerFilter(worker string) string { return "foreman-jobs.*." + cluster.Key(worker) }
 
 // The keys of ResultBucket. Each worker writes under its own name, which
 // its NATS user's permissions name (docs/nats): what it took (t.) and how
