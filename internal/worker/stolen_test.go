@@ -88,7 +88,7 @@ func (a *arena) conn(creds, name, inbox string, errs chan<- string) *nats.Conn {
 	return nc
 }
 
-func newArena(t *testing.T, guarded bool) *arena {
+func newArena(t *testing.T, guarded bool, change ...func(*remote.Options)) *arena {
 	t.Helper()
 	a := &arena{t: t, guarded: guarded, ns: natstest.StartSecured(t), refused: make(chan string, 64)}
 	ctx := context.Background()
@@ -147,31 +147,41 @@ func newArena(t *testing.T, guarded bool) *arena {
 		ro.Trust = trust
 		ro.Claims = func(ctx context.Context) (*jwt.AccountClaims, error) { return natsauth.Claims(ctx, hc) }
 	}
+	for _, f := range change {
+		f(&ro)
+	}
 	a.r = remote.New(ro)
 	require.NoError(t, a.r.Start(ctx, 0))
 	t.Cleanup(a.r.Close)
 
 	// The real worker, w1.
-	wc := a.conn(w1creds, "w1", w1inbox, nil)
+	a.worker("w1", w1creds, w1inbox)
+	return a
+}
+
+// worker starts a real worker named name, signing in with creds, that
+// tells the arena each job it starts.
+func (a *arena) worker(name, creds, inbox string) {
+	t := a.t
+	wc := a.conn(creds, name, inbox, nil)
 	wjs, _ := jetstream.New(wc)
-	seed, err := os.ReadFile(w1creds)
+	seed, err := os.ReadFile(creds)
 	require.NoError(t, err)
 	kp, _, err := natsauth.Seed(seed)
 	require.NoError(t, err)
 	uj, err := jwt.ParseDecoratedJWT(seed)
 	require.NoError(t, err)
-	w, err := New(Options{JS: wjs, ID: "w1", Work: t.TempDir(), Lease: 500 * time.Millisecond, Unconfined: true, Key: kp, JWT: uj,
+	w, err := New(Options{JS: wjs, ID: name, Work: t.TempDir(), Lease: 500 * time.Millisecond, Unconfined: true, Key: kp, JWT: uj,
 		Logger: zerolog.Nop(), Started: func(j workq.Job) {
 			a.mu.Lock()
 			a.started = append(a.started, j)
 			a.mu.Unlock()
 		}})
 	require.NoError(t, err)
-	wctx, cancel := context.WithCancel(ctx)
+	wctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(wctx) }()
 	t.Cleanup(func() { cancel(); <-done; _ = w.Close() })
-	return a
 }
 
 // check has the host check the commit, for run; its verdict comes on the
@@ -509,4 +519,55 @@ func refusal(err error, a *arena) string {
 		return err.Error()
 	}
 	return "nothing happened"
+}
+
+// foreman nats revoke takes a worker out while it holds a job: the server
+// closes its connection (it cannot answer the job, nor sign in again),
+// the host reads the revocation (the account's JWT) and gives up on the
+// job at once, not after the worker's silence, and the run tried again
+// goes to another worker, which does it. Without the host reading the
+// revocations (Claims unset: the control), it waits out the worker's
+// silence (10 s) before it gives up on the job.
+func TestARevokedWorkersJobIsDoneElsewhere(t *testing.T) {
+	for _, reads := range []bool{true, false} {
+		t.Run(fmt.Sprintf("the host reads the revocations: %v", reads), func(t *testing.T) { revokeMidJob(t, reads) })
+	}
+}
+
+func revokeMidJob(t *testing.T, reads bool) {
+	a := newArena(t, true, func(o *remote.Options) {
+		if !reads {
+			o.Claims = nil
+		}
+	})
+	ctx := context.Background()
+	first := make(chan error, 1)
+	go func() {
+		_, err := a.r.Check(ctx, gitjob.CheckRequest{Job: host.Job{Run: 1, Component: "db", Ref: "b1/db"}, Commit: a.commit, Base: a.commit})
+		first <- err
+	}()
+	j := a.running(1)
+	require.Equal(t, "w1", j.Worker)
+	a.worker("w3", a.ns.Creds(t, natsauth.RoleWorker, "w3"), natsname.Inbox(natsauth.RoleWorker, "w3"))
+
+	sysc := a.conn(natsauth.SystemCreds(a.ns.Dir), "sys", "_INBOX_sys", nil)
+	accJWT, _, err := natsauth.Revoke(a.ns.Dir, "w1", time.Now())
+	require.NoError(t, err)
+	require.NoError(t, natsauth.Push(ctx, sysc, accJWT))
+	select {
+	case err := <-first:
+		require.Error(t, err)
+		if reads {
+			assert.Contains(t, err.Error(), "worker w1: it is revoked (foreman nats revoke)")
+		} else {
+			assert.Contains(t, err.Error(), "worker w1 has not been heard from for", "no revocation read: its silence waited out")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the host went on waiting for the revoked worker")
+	}
+	require.NoError(t, os.WriteFile(a.gate, nil, 0o644))
+	c, err := a.r.Check(ctx, gitjob.CheckRequest{Job: host.Job{Run: 2, Component: "db", Ref: "b1/db"}, Commit: a.commit, Base: a.commit})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"worker w3"}, c.RanOn, "done elsewhere")
+	assert.False(t, c.Passed)
 }
