@@ -56,7 +56,7 @@ func (a *app) natsCredsCommand() *cobra.Command {
 		Long: `creds makes a user for one foreman process: its JWT, signed by ROLE's
 scoped key (so its permissions are ROLE's, filled in with its own name),
 and its seed, as a .creds file (cluster.creds). NAME is the process's
-cluster.id. A host is made for the builds it hosts (--builds). A worker is
+cluster.id. A host or a foreman is made for the builds it leads (--builds). A worker is
 made for its labels (worker.labels) and, unless
 --unconfined, the label of workers that sandbox their checks; --trust adds
 its public key to the file a host counts workers' results by
@@ -75,8 +75,8 @@ its public key to the file a host counts workers' results by
 			if role != natsauth.RoleWorker && (len(labels) > 0 || unconfined || trust != "") {
 				return fmt.Errorf("--labels, --unconfined and --trust are for --role worker")
 			}
-			if role != natsauth.RoleHost && len(builds) > 0 {
-				return fmt.Errorf("--builds is for --role host")
+			if role != natsauth.RoleHost && role != natsauth.RoleForeman && len(builds) > 0 {
+				return fmt.Errorf("--builds is for --role host or foreman")
 			}
 			creds, pub, err := natsauth.Creds(args[0], natsauth.User{Role: role, Name: name, Labels: labels, Confined: !unconfined, Builds: builds})
 			if err != nil {
@@ -101,7 +101,7 @@ its public key to the file a host counts workers' results by
 	cmd.Flags().String("role", "", "foreman, host, worker or reader")
 	cmd.Flags().String("name", "", "the process's cluster.id (a worker's NATS user name)")
 	cmd.Flags().StringSlice("labels", nil, "a worker's labels (worker.labels)")
-	cmd.Flags().StringSlice("builds", nil, "the builds a host hosts (build.name): the only ledgers it may make or purge")
+	cmd.Flags().StringSlice("builds", nil, "the builds a host or a foreman leads (build.name): the only ledgers (a host's) or logs (foreman's) it may make or purge")
 	cmd.Flags().Bool("unconfined", false, "a worker that runs checks unconfined (host.sandbox: off)")
 	cmd.Flags().String("trust", "", "add a worker's public key to this file (host.workers)")
 	cmd.Flags().StringP("output", "o", "", "write the .creds file here (mode 0600) rather than to standard output")

@@ -56,9 +56,10 @@ func TestNatsInitAndCreds(t *testing.T) {
 		{[]string{"--role", "worker", "--name", "w.1"}, `name "w.1"`},
 		{[]string{"--role", "worker", "--name", "w2", "--labels", "GPU"}, `label "GPU": lower-case`},
 		{[]string{"--role", "host", "--name", "h1", "--labels", "gpu"}, "--labels, --unconfined and --trust are for --role worker"},
-		{[]string{"--role", "host", "--name", "h1"}, "a host's user is made for the builds it hosts"},
+		{[]string{"--role", "host", "--name", "h1"}, "a host's user is made for the builds it leads"},
+		{[]string{"--role", "foreman", "--name", "f1"}, "a foreman's user is made for the builds it leads"},
 		{[]string{"--role", "host", "--name", "h1", "--builds", "Shop"}, `build "Shop": a host's NATS user names its builds as tags`},
-		{[]string{"--role", "worker", "--name", "w1", "--builds", "shop"}, "--builds is for --role host"},
+		{[]string{"--role", "worker", "--name", "w1", "--builds", "shop"}, "--builds is for --role host or foreman"},
 	} {
 		code, _, errOut := foreman(t, append([]string{"nats", "creds", dir}, bad.args...)...)
 		assert.Equal(t, 1, code, bad.args)

@@ -258,8 +258,9 @@ type User struct {
 	// label of workers that sandbox their checks (host.sandbox on).
 	Labels   []string
 	Confined bool
-	// Builds a host leads (build.name): its ledgers are the only streams
-	// of a build's it may make or purge.
+	// Builds a host or a foreman leads (build.name): their ledgers (a
+	// host's) or logs (foreman's) are the only streams of a build's it
+	// may make or purge.
 	Builds []string
 }
 
@@ -295,13 +296,13 @@ func Creds(dir string, u User) (creds []byte, pub string, err error) {
 	// Its permissions and limits are its role's scope's, and only those:
 	// a scoped user carries none of its own.
 	uc.UserPermissionLimits = jwt.UserPermissionLimits{}
-	if u.Role == RoleHost {
+	if u.Role == RoleHost || u.Role == RoleForeman {
 		if len(u.Builds) == 0 {
-			return nil, "", errors.New("a host's user is made for the builds it hosts (build.name): give them")
+			return nil, "", fmt.Errorf("a %s's user is made for the builds it leads (build.name): give them", u.Role)
 		}
 		for _, b := range u.Builds {
 			if k := natsname.Key(b); k != strings.ToLower(k) {
-				return nil, "", fmt.Errorf("build %q: a host's NATS user names its builds as tags, which NATS lower-cases: a build of lower-case letters, digits and - only", b)
+				return nil, "", fmt.Errorf("build %q: a %s's NATS user names its builds as tags, which NATS lower-cases: a build of lower-case letters, digits and - only", b, u.Role)
 			}
 			uc.Tags.Add("build:" + natsname.Key(b))
 		}

@@ -19,18 +19,28 @@ func Permissions(role string) jwt.Permissions {
 	var p jwt.Permissions
 	switch role {
 	case RoleForeman:
-		// A stream per build is granted by *, which the denies narrow:
-		// nothing of the hosts' or the workers' by name.
+		// Only its own builds ({{tag(build)}}: the builds it was made
+		// for): their logs, and foreman's buckets and snapshots. No
+		// stream API on any other stream (never a host's ledger, the job
+		// queue, the workers' results or logs), and no * of the stream
+		// API but its information: NATS matches whole tokens, so a grant
+		// on * streams would take in every host's ledger too.
+		const build = "{{tag(build)}}"
+		const log = "FOREMAN_LOG_" + build
 		p.Pub.Allow.Add(
-			"$JS.API.INFO", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.CREATE.*",
-			"$JS.API.STREAM.DELETE.*", "$JS.API.STREAM.PURGE.*", "$JS.API.STREAM.MSG.GET.*", "$JS.API.DIRECT.GET.>",
-			"$JS.API.CONSUMER.CREATE.>", "$JS.API.CONSUMER.DELETE.>", "$JS.API.CONSUMER.INFO.>", "$JS.API.CONSUMER.MSG.NEXT.>",
-			"$JS.FC.>", "foreman.*.log", "foreman.*.fence",
+			"$JS.API.INFO", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*",
+			"$JS.API.STREAM.CREATE."+log, "$JS.API.STREAM.UPDATE."+log, "$JS.API.STREAM.DELETE."+log, "$JS.API.STREAM.PURGE."+log,
+			"$JS.API.STREAM.PURGE.OBJ_FOREMAN_SNAPSHOTS", "$JS.API.STREAM.PURGE.KV_FOREMAN_STATE",
+			"$JS.FC.>", "foreman."+build+".log", "foreman."+build+".fence",
 			"$KV.FOREMAN_LEASES.>", "$KV.FOREMAN_STATE.>", "$KV.FOREMAN_NODES.>", "$O.FOREMAN_SNAPSHOTS.>")
-		p.Pub.Deny.Add(
-			"$JS.API.STREAM.*.KV_FOREMAN_HOST_LEASES", "$JS.API.STREAM.*.KV_FOREMAN_HOST_NODES",
-			"$JS.API.STREAM.*.FOREMAN_JOBS", "$JS.API.STREAM.*.KV_FOREMAN_RESULTS",
-			"$JS.API.STREAM.*.FOREMAN_CHECK_LOGS", "$JS.API.STREAM.*.KV_FOREMAN_WORKERS")
+		for _, stream := range []string{"KV_FOREMAN_LEASES", "KV_FOREMAN_STATE", "KV_FOREMAN_NODES", "OBJ_FOREMAN_SNAPSHOTS"} {
+			p.Pub.Allow.Add("$JS.API.STREAM.CREATE."+stream, "$JS.API.STREAM.UPDATE."+stream)
+		}
+		for _, stream := range []string{log, "KV_FOREMAN_LEASES", "KV_FOREMAN_STATE", "KV_FOREMAN_NODES", "OBJ_FOREMAN_SNAPSHOTS"} {
+			p.Pub.Allow.Add("$JS.API.STREAM.MSG.GET."+stream, "$JS.API.DIRECT.GET."+stream, "$JS.API.DIRECT.GET."+stream+".>",
+				"$JS.API.CONSUMER.CREATE."+stream, "$JS.API.CONSUMER.CREATE."+stream+".>", "$JS.API.CONSUMER.DURABLE.CREATE."+stream+".>",
+				"$JS.API.CONSUMER.DELETE."+stream+".>", "$JS.API.CONSUMER.INFO."+stream+".>", "$JS.API.CONSUMER.MSG.NEXT."+stream+".>")
+		}
 		p.Sub.Allow.Add(natsname.Inbox(RoleForeman, "") + ".>")
 	case RoleHost:
 		// Only its own builds ({{tag(build)}}: the builds it was made

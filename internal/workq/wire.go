@@ -280,6 +280,9 @@ type HostStatus struct {
 	MaxParallel int            `json:"max_parallel"`
 	LabelSets   []string       `json:"label_sets"`
 	InFlight    []HostInFlight `json:"in_flight"`
+	// Unassigned is how many jobs wait for a free worker that may run
+	// them (given to none yet).
+	Unassigned int `json:"unassigned,omitempty"`
 	// Counters since it started.
 	Results uint64    `json:"results"` // results taken
 	Refused uint64    `json:"refused"` // results refused: for a job it did not give, or another commit

@@ -87,7 +87,7 @@ func (r *Remote) poolChanged() {
 // there (it says so every lease); gone, how long until a job given to it
 // is given to another.
 func (r *Remote) alive() time.Duration { return 3*r.o.Lease + time.Second }
-func (r *Remote) gone() time.Duration  { return max(10*r.o.Lease, 10*time.Second) }
+func (r *Remote) gone() time.Duration  { return 3*r.o.Lease + 2*time.Second }
 
 // fits reports whether p may run a job asking for labels.
 func (p *pooled) fits(labels []string) bool {
@@ -136,6 +136,14 @@ func (r *Remote) pick(labels, avoid []string) string {
 // choose waits for a worker to give a job asking for labels to, and
 // counts the job as given to it.
 func (r *Remote) choose(ctx context.Context, labels, avoid []string) (string, error) {
+	r.mu.Lock()
+	r.unassigned++
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.unassigned--
+		r.mu.Unlock()
+	}()
 	for {
 		r.mu.Lock()
 		id := r.pick(labels, avoid)

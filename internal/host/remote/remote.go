@@ -113,6 +113,8 @@ type Remote struct {
 	last   map[string]time.Time // by worker: when it was last given a job
 	wake   chan struct{}        // closed when a worker may be free
 	claims *jwt.AccountClaims   // the account's JWT, as last read (nil: none)
+	// unassigned counts the jobs waiting for a free worker.
+	unassigned int
 
 	results uint64
 	refused uint64
@@ -336,6 +338,9 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 	for g := range r.groups {
 		w, err := r.give(ctx, req, tree, g, git, done)
 		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn().Err(err).Int("run", j.Run).Msg("cannot give the job to a worker: the run is tried again")
+			}
 			r.withdraw(ws)
 			return gitjob.Checked{}, err
 		}
@@ -367,6 +372,7 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 			if len(r.groups) > 1 {
 				what += " (" + labelsSaid(r.groups[t.group].labels) + ")"
 			}
+			r.log.Warn().Str("job", t.res.Job).Str("worker", x.Worker).Str("why", x.Why).Msg("a worker could not check the commit: the run is tried again")
 			return gitjob.Checked{}, fmt.Errorf("%s could not check %s: %s", who, what, x.Why)
 		}
 	}
@@ -842,7 +848,7 @@ func (r *Remote) Status() workq.HostStatus {
 		serve = r.git.URL()
 	}
 	st := workq.HostStatus{Build: r.o.Build, Host: r.o.Host, Name: r.o.Name, Serve: serve, MaxParallel: r.o.MaxParallel,
-		InFlight: []workq.HostInFlight{}, Results: r.results, Refused: r.refused, Retried: r.retried,
+		InFlight: []workq.HostInFlight{}, Unassigned: r.unassigned, Results: r.results, Refused: r.refused, Retried: r.retried,
 		UpMS: time.Since(r.start).Milliseconds(), At: time.Now()}
 	for _, g := range r.groups {
 		st.LabelSets = append(st.LabelSets, workq.LabelSet(g.labels))

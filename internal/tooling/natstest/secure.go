@@ -168,11 +168,12 @@ func exampleOptions(t *testing.T, confDir string, edit func(string) string) (*se
 
 // Creds makes a user of role named name, as foreman nats creds does
 // (a worker with labels, confining its checks, and trusted in s.Trust; a
-// host for its builds, "shop" if none), and writes its .creds file.
+// host or a foreman for its builds, "shop" if none), and writes its
+// .creds file.
 func (s *Secured) Creds(t testing.TB, role, name string, labelsOrBuilds ...string) string {
 	t.Helper()
 	u := natsauth.User{Role: role, Name: name, Labels: labelsOrBuilds, Confined: true}
-	if role == natsauth.RoleHost {
+	if role == natsauth.RoleHost || role == natsauth.RoleForeman {
 		u.Labels, u.Builds = nil, labelsOrBuilds
 		if len(u.Builds) == 0 {
 			u.Builds = []string{"shop"}
