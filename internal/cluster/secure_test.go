@@ -156,7 +156,7 @@ func TestExampleAccounts(t *testing.T) {
 	settled, err := wc.nc.Request("$JS.API.DIRECT.GET.KV_"+ResultBucket+".$KV."+ResultBucket+".x.shop.2", nil, 10*time.Second) // how the host settled one
 	require.NoError(t, err)
 	assert.Contains(t, string(settled.Data), "cancelled")
-	ack, err := wjs.Publish(ctx, "foreman-logs.shop.1.w1.1_2elog", []byte("ok\n"))
+	ack, err := wjs.Publish(ctx, "foreman-logs.w1", []byte("ok\n"))
 	require.NoError(t, err)
 	_, err = wjs.Publish(ctx, "$KV."+ResultBucket+".r.shop.1.w1", []byte(`{"result":"passed"}`))
 	require.NoError(t, err)

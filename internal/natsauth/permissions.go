@@ -96,7 +96,7 @@ func Permissions(role string) jwt.Permissions {
 			"$JS.API.DIRECT.GET.KV_FOREMAN_RESULTS.$KV.FOREMAN_RESULTS.x.>",
 			"$KV.FOREMAN_RESULTS.t.*.*.{{name()}}",
 			"$KV.FOREMAN_RESULTS.r.*.*.{{name()}}",
-			"foreman-logs.*.*.{{name()}}.*",
+			"foreman-logs.{{name()}}",
 			"$KV.FOREMAN_WORKERS.w.{{name()}}")
 		p.Sub.Allow.Add(natsname.Inbox(RoleWorker, "") + "{{name()}}.>") // a name is its own key (Creds)
 	case RoleReader:

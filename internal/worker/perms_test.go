@@ -75,7 +75,7 @@ func TestAWorkerNeedsOnlyItsRights(t *testing.T) {
 	}, time.Minute, 20*time.Millisecond)
 	assert.Equal(t, workq.Passed, x.Outcome)
 	require.Len(t, x.Logs, 1)
-	require.NoError(t, q.GetLog(context.Background(), x.Logs[0], filepath.Join(t.TempDir(), "log")), "its log stored")
+	require.NoError(t, q.GetLog(context.Background(), "shop", j.ID, x.Logs[0], filepath.Join(t.TempDir(), "log")), "its log stored")
 	require.Eventually(t, func() bool {
 		workers, _, _, err := q.Status(context.Background())
 		return err == nil && len(workers) == 1 && workers[0].Done == 1

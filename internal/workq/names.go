@@ -89,9 +89,18 @@ func SettledKey(build, job string) string { return "x." + cluster.Key(build) + "
 // resultsOf is every result key of build (jobKey "*": of any job).
 func resultsOf(build, jobKey string) string { return "r." + cluster.Key(build) + "." + jobKey + ".*" }
 
-// LogSubject is where worker stores a log of a job of build, in chunks.
-func LogSubject(build, job, worker, name string) string {
-	return "foreman-logs." + cluster.Key(build) + "." + cluster.Key(job) + "." + cluster.Key(worker) + "." + cluster.Key(name)
+// LogSubject is where worker stores its logs, in chunks: one subject for
+// all of a worker's logs, so that the log stream's limit per subject
+// (LogChunks) bounds what each worker may store. Each chunk names its log
+// (LogHeader: LogOf).
+func LogSubject(worker string) string { return "foreman-logs." + cluster.Key(worker) }
+
+// LogHeader is the header each chunk of a log names its log in.
+const LogHeader = "Foreman-Log"
+
+// LogOf is what a chunk of a log of a job of build says in LogHeader.
+func LogOf(build, job, name string) string {
+	return cluster.Key(build) + "/" + cluster.Key(job) + "/" + cluster.Key(name)
 }
 
 // workerKey and hostKey are where a worker and a host say they are there.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,7 +39,9 @@ var ErrNotReady = errors.New("the job queue is not there yet: a foreman host wit
 const (
 	resultTTL = 24 * time.Hour
 	jobTTL    = 48 * time.Hour
-	logTTL    = 24 * time.Hour
+	// A worker's logs are copied by the host as it takes the result; the
+	// hour bounds how long a worker's log subject stays full (LogChunks).
+	logTTL    = time.Hour
 	statusTTL = 10 * time.Minute // a worker that stopped saying it is there is dropped after this
 )
 
@@ -87,15 +90,62 @@ func lockedDown(c jetstream.StreamConfig, oncePerKey bool) []string {
 	return out
 }
 
+// The streams' limits (docs/NATS.md): what any credential may put in
+// each, whatever it tries. A message past its size, or a stream past its
+// bytes, is refused.
+const (
+	JobMsgSize    = 512 << 10 // a job
+	JobBytes      = 256 << 20 // every job queued
+	ResultMsgSize = 64 << 10  // a word, a result, a settlement
+	ResultBytes   = 256 << 20 // every key of FOREMAN_RESULTS
+	StatusMsgSize = 64 << 10  // what a worker or a host says of itself
+	StatusBytes   = 64 << 20  // every worker's and host's word
+)
+
 // kvStream is the stream behind a KV bucket, as nats.go makes one, with
-// lockDown's settings.
-func kvStream(bucket, about string, ttl time.Duration, replicas int, oncePerKey bool) jetstream.StreamConfig {
+// lockDown's settings and the bucket's limits.
+func kvStream(bucket, about string, ttl time.Duration, replicas int, oncePerKey bool, msgSize int32, bytes int64) jetstream.StreamConfig {
 	c := jetstream.StreamConfig{Name: "KV_" + bucket, Subjects: []string{"$KV." + bucket + ".>"}, Description: about,
 		MaxMsgsPerSubject: 1, MaxAge: ttl, Storage: jetstream.FileStorage, Replicas: replicas,
-		Duplicates: min(ttl, 2*time.Minute), AllowDirect: true, MaxMsgSize: -1, MaxMsgs: -1, MaxBytes: -1}
+		Duplicates: min(ttl, 2*time.Minute), AllowDirect: true, MaxMsgSize: msgSize, MaxMsgs: -1, MaxBytes: bytes}
 	lockDown(&c, oncePerKey)
 	return c
 }
+
+// limitsWrong says what of have's limits is not as want's.
+func limitsWrong(have, want jetstream.StreamConfig) []string {
+	var out []string
+	if have.MaxMsgSize != want.MaxMsgSize {
+		out = append(out, fmt.Sprintf("message size %d", have.MaxMsgSize))
+	}
+	if have.MaxBytes != want.MaxBytes {
+		out = append(out, fmt.Sprintf("bytes %d", have.MaxBytes))
+	}
+	if want.MaxMsgsPerSubject > 1 && (have.MaxMsgsPerSubject != want.MaxMsgsPerSubject || !have.DiscardNewPerSubject) {
+		out = append(out, fmt.Sprintf("%d messages per subject", have.MaxMsgsPerSubject))
+	}
+	if !slices.Equal(have.Subjects, want.Subjects) {
+		out = append(out, fmt.Sprintf("subjects %v", have.Subjects))
+	}
+	return out
+}
+
+// logStream is the workers' logs: a subject per worker, LogChunks chunks
+// of at most LogChunk bytes each on it (a second refused, not the oldest
+// dropped: a worker's logs are evidence), for logTTL; and the stream's
+// whole at most LogBytes.
+func logStream(replicas int) jetstream.StreamConfig {
+	c := jetstream.StreamConfig{Name: CheckLogStream, Subjects: []string{CheckLogSubjects}, MaxAge: logTTL,
+		Storage: jetstream.FileStorage, Replicas: replicas, AllowDirect: true,
+		MaxMsgsPerSubject: LogChunks, MaxMsgSize: LogChunk + 1024, MaxBytes: LogBytes, MaxMsgs: -1,
+		Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
+		Description: "foreman workers' check logs, in chunks, a subject per worker, for the host"}
+	lockDown(&c, false)
+	return c
+}
+
+// LogBytes bounds the log stream whole: every worker's logs.
+const LogBytes = 2 << 30
 
 // ensure opens the stream c names, making it if it is not there, and
 // puts lockDown's settings back on one that lacks them.
@@ -111,8 +161,12 @@ func ensure(ctx context.Context, js jetstream.JetStream, c jetstream.StreamConfi
 		return nil, err
 	}
 	have := s.CachedInfo().Config
-	if wrong := lockedDown(have, oncePerKey); len(wrong) > 0 {
+	if wrong := append(lockedDown(have, oncePerKey), limitsWrong(have, c)...); len(wrong) > 0 {
 		lockDown(&have, oncePerKey)
+		have.MaxMsgSize, have.MaxBytes, have.Subjects = c.MaxMsgSize, c.MaxBytes, c.Subjects
+		if c.MaxMsgsPerSubject > 1 {
+			have.MaxMsgsPerSubject, have.Discard, have.DiscardNewPerSubject = c.MaxMsgsPerSubject, c.Discard, c.DiscardNewPerSubject
+		}
 		if s, err = js.UpdateStream(ctx, have); err != nil {
 			return nil, fmt.Errorf("%s has %s, and cannot be put back: %w", c.Name, strings.Join(wrong, ", "), err)
 		}
@@ -137,7 +191,7 @@ func Make(ctx context.Context, js jetstream.JetStream, c Config) (*Queue, error)
 			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: c.Replicas,
 			// A job of a worker gone for good (its consumer gone after a
 			// day unused) ages out.
-			MaxAge:      jobTTL,
+			MaxAge: jobTTL, MaxMsgSize: JobMsgSize, MaxBytes: JobBytes, Discard: jetstream.DiscardNew,
 			Description: "foreman host's check jobs, each given to one foreman worker"})
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			q.stream, err = js.Stream(ctx, JobStream)
@@ -147,18 +201,14 @@ func Make(ctx context.Context, js jetstream.JetStream, c Config) (*Queue, error)
 		return nil, fmt.Errorf("%s: %w", JobStream, err)
 	}
 	if _, err := ensure(ctx, js, kvStream(ResultBucket, "what foreman workers took and how it ended; how the host settled it",
-		resultTTL, c.Replicas, true), true, c.Said); err != nil {
+		resultTTL, c.Replicas, true, ResultMsgSize, ResultBytes), true, c.Said); err != nil {
 		return nil, fmt.Errorf("%s: %w", ResultBucket, err)
 	}
 	if _, err := ensure(ctx, js, kvStream(WorkerBucket, "foreman workers and hosts, for cluster status",
-		statusTTL, c.Replicas, false), false, c.Said); err != nil {
+		statusTTL, c.Replicas, false, StatusMsgSize, StatusBytes), false, c.Said); err != nil {
 		return nil, fmt.Errorf("%s: %w", WorkerBucket, err)
 	}
-	logs := jetstream.StreamConfig{Name: CheckLogStream, Subjects: []string{CheckLogSubjects}, MaxAge: logTTL,
-		Storage: jetstream.FileStorage, Replicas: c.Replicas, AllowDirect: true,
-		Description: "foreman workers' check logs, in chunks, for the host"}
-	lockDown(&logs, false)
-	if _, err := ensure(ctx, js, logs, false, c.Said); err != nil {
+	if _, err := ensure(ctx, js, logStream(c.Replicas), false, c.Said); err != nil {
 		return nil, fmt.Errorf("%s: %w", CheckLogStream, err)
 	}
 	return bind(ctx, js, q)

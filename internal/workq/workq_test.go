@@ -99,43 +99,91 @@ func TestTheStreamsArePutBack(t *testing.T) {
 	_, err = Make(bg, js, Config{Said: func(s string) { said = append(said, s) }})
 	require.NoError(t, err)
 	require.Len(t, said, 1)
-	assert.Equal(t, "KV_FOREMAN_RESULTS had rollups allowed, purges allowed, a key may be written again: put back", said[0])
+	assert.Equal(t, "KV_FOREMAN_RESULTS had rollups allowed, purges allowed, a key may be written again, message size -1, bytes -1: put back", said[0])
 	info, err := s.Info(bg)
 	require.NoError(t, err)
 	assert.Empty(t, lockedDown(info.Config, true))
 }
 
-// A log goes in chunks on its own subject and comes back whole, checked
-// against what the result says of it.
+// A log goes in chunks on its worker's subject and comes back whole,
+// checked against what the result says of it, another log of the same
+// worker written meanwhile skipped.
 func TestLogsInChunks(t *testing.T) {
 	q, _ := open(t)
 	dir := t.TempDir()
-	data := bytes.Repeat([]byte("0123456789abcdef"), 3*logChunk/16+7)
+	data := bytes.Repeat([]byte("0123456789abcdef"), 3*LogChunk/16+7)
 	src := filepath.Join(dir, "src.log")
 	require.NoError(t, os.WriteFile(src, data, 0o644))
-	l, err := q.PutLog(bg, "shop", "1-0-aa", "w1", "db-3.log", src)
-	require.NoError(t, err)
+	small := filepath.Join(dir, "small.log")
+	require.NoError(t, os.WriteFile(small, []byte("another\n"), 0o644))
+	// Two logs of w1's at once (two slots): their chunks interleave on its
+	// subject.
+	done := make(chan Log)
+	go func() {
+		l, err := q.PutLog(bg, "shop", "1-0-aa", "w1", "db-3.log", src)
+		assert.NoError(t, err)
+		done <- l
+	}()
+	for range 4 {
+		_, err := q.PutLog(bg, "shop", "1-0-bb", "w1", "db-4.log", small)
+		require.NoError(t, err)
+	}
+	l := <-done
 	assert.Equal(t, int64(len(data)), l.Size)
-	// Another log meanwhile, on its own subject.
-	_, err = q.PutLog(bg, "shop", "1-0-bb", "w2", "db-4.log", src)
-	require.NoError(t, err)
 	dst := filepath.Join(dir, "dst.log")
-	require.NoError(t, q.GetLog(bg, l, dst))
+	require.NoError(t, q.GetLog(bg, "shop", "1-0-aa", l, dst))
 	got, err := os.ReadFile(dst)
 	require.NoError(t, err)
 	assert.Equal(t, data, got)
 	bad := l
 	bad.SHA256 = strings.Repeat("0", 64)
-	assert.ErrorContains(t, q.GetLog(bg, bad, dst), "its SHA-256 differs")
+	assert.ErrorContains(t, q.GetLog(bg, "shop", "1-0-aa", bad, dst), "its SHA-256 differs")
+	assert.ErrorContains(t, q.GetLog(bg, "shop", "1-0-zz", l, dst), "another log's", "a log is the job's it names")
 
 	empty := filepath.Join(dir, "empty.log")
 	require.NoError(t, os.WriteFile(empty, nil, 0o644))
 	l, err = q.PutLog(bg, "shop", "1-0-cc", "w1", "db-5.log", empty)
 	require.NoError(t, err)
-	require.NoError(t, q.GetLog(bg, l, dst))
+	require.NoError(t, q.GetLog(bg, "shop", "1-0-cc", l, dst))
 	got, err = os.ReadFile(dst)
 	require.NoError(t, err)
 	assert.Empty(t, got)
+}
+
+// The limits, each filled to its figure and refused past it: a worker
+// stores LogChunks chunks of logs at most (LogChunks*LogChunk bytes, its
+// subject's limit), and another worker's logs are not pushed out; a chunk,
+// a job, a result, a word of a worker's may be no larger than its figure.
+func TestLimits(t *testing.T) {
+	q, js := open(t)
+	dir := t.TempDir()
+	full := filepath.Join(dir, "full.log")
+	require.NoError(t, os.WriteFile(full, bytes.Repeat([]byte("x"), LogChunks*LogChunk), 0o644))
+	l, err := q.PutLog(bg, "shop", "1-0-aa", "w1", "db-1.log", full)
+	require.NoError(t, err, "filled to its figure")
+	assert.Equal(t, int64(LogChunks*LogChunk), l.Size)
+	one := filepath.Join(dir, "one.log")
+	require.NoError(t, os.WriteFile(one, []byte("x"), 0o644))
+	_, err = q.PutLog(bg, "shop", "1-0-bb", "w1", "db-2.log", one)
+	assert.ErrorContains(t, err, "maximum messages per subject exceeded", "past it")
+	_, err = q.PutLog(bg, "shop", "1-0-cc", "w2", "db-3.log", one)
+	assert.NoError(t, err, "another worker's logs have their own bound")
+	require.NoError(t, q.GetLog(bg, "shop", "1-0-aa", l, filepath.Join(dir, "dst.log")), "what was stored stays")
+
+	for _, c := range []struct {
+		subject string
+		size    int
+	}{
+		{LogSubject("w3"), LogChunk + 1024},
+		{JobSubject("shop", "w1"), JobMsgSize},
+		{"$KV." + ResultBucket + "." + ResultKey("shop", "2-0-aa", "w1"), ResultMsgSize},
+		{"$KV." + WorkerBucket + ".w.w1", StatusMsgSize},
+	} {
+		_, err := js.Publish(bg, c.subject, bytes.Repeat([]byte("x"), c.size+1))
+		assert.ErrorContains(t, err, "message size exceeds maximum allowed", "%s past %d bytes", c.subject, c.size)
+		_, err = js.Publish(bg, c.subject, bytes.Repeat([]byte("x"), c.size-64))
+		assert.NoError(t, err, "%s at its figure (less the headers)", c.subject)
+	}
 }
 
 // The host puts its consumers back: a filter changed, a push consumer in

@@ -543,10 +543,13 @@ func (r *Remote) copyLogs(ctx context.Context, j workq.Job, x *workq.Result) []s
 	for try, l := range x.Logs {
 		dst := filepath.Join(r.o.Logs, workq.TryLog(j.Log, try))
 		var err error
-		if want := workq.LogSubject(r.o.Build, j.ID, x.Worker, workq.TryLog(j.Log, try)); l.Subject != want {
-			err = fmt.Errorf("the worker named %q, which is not where its log of this job goes", l.Subject)
-		} else {
-			err = r.o.Queue.GetLog(ctx, l, dst)
+		switch {
+		case l.Subject != workq.LogSubject(x.Worker):
+			err = fmt.Errorf("the worker named %q, which is not where its logs go", l.Subject)
+		case l.Name != workq.TryLog(j.Log, try):
+			err = fmt.Errorf("the worker named log %q, which is not this try's", l.Name)
+		default:
+			err = r.o.Queue.GetLog(ctx, r.o.Build, j.ID, l, dst)
 		}
 		if err != nil {
 			_ = os.WriteFile(dst, []byte(fmt.Sprintf("[the log of this check, run by worker %s, could not be copied from NATS: %v]\n", x.Worker, err)), 0o644)
