@@ -132,7 +132,7 @@ host reads the revocation and gives the jobs the worker held to others.`,
 			if (cert == "") != (key == "") {
 				return errors.New("--tls-cert and --tls-key: give both, a client certificate and its key")
 			}
-			accJWT, keys, err := natsauth.Revoke(args[0], args[1], time.Now())
+			accJWT, keys, err := natsauth.Revoke(args[0], args[1])
 			if err != nil {
 				return err
 			}

@@ -16,12 +16,20 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// revokedFrom is the time a key is revoked at: every JWT issued to it
+// before then, which is every JWT it will ever have (a key is made for
+// one user, never again). Not the clock of the machine that revokes: a
+// user JWT stamped by a clock a minute ahead would be issued "after" a
+// revocation at now, and stay valid.
+var revokedFrom = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // Revoke revokes every user made in dir under name (foreman nats creds):
-// their keys go into the account's revocations, the account's JWT is
-// signed again by the operator and kept in dir (account.jwt, and the
-// accounts.conf a server starts from). It returns the JWT, for Push to
-// hand a running server, and the keys revoked.
-func Revoke(dir, name string, at time.Time) (accJWT string, keys []string, err error) {
+// their keys go into the account's revocations (every JWT of theirs,
+// whenever issued), the account's JWT is signed again by the operator and
+// kept in dir (account.jwt, and the accounts.conf a server starts from).
+// It returns the JWT, for Push to hand a running server, and the keys
+// revoked.
+func Revoke(dir, name string) (accJWT string, keys []string, err error) {
 	users, err := os.ReadFile(filepath.Join(dir, usersFile))
 	if err != nil {
 		return "", nil, fmt.Errorf("%w (foreman nats creds records each user it makes there)", err)
@@ -49,7 +57,7 @@ func Revoke(dir, name string, at time.Time) (accJWT string, keys []string, err e
 		return "", nil, err
 	}
 	for _, k := range keys {
-		ac.RevokeAt(k, at)
+		ac.RevokeAt(k, revokedFrom)
 	}
 	accJWT, err = ac.Encode(op)
 	if err != nil {

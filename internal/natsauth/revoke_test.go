@@ -90,7 +90,7 @@ func revokeOnce(t *testing.T, s *natstest.Secured, sys, host *nats.Conn, name st
 	require.NoError(t, err, "not revoked yet")
 
 	began := time.Now()
-	accJWT, keys, err := natsauth.Revoke(s.Dir, name, time.Now())
+	accJWT, keys, err := natsauth.Revoke(s.Dir, name)
 	require.NoError(t, err)
 	assert.Equal(t, []string{key}, keys)
 	require.NoError(t, natsauth.Push(ctx, sys, accJWT))

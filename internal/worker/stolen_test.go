@@ -551,7 +551,7 @@ func revokeMidJob(t *testing.T, reads bool) {
 	a.worker("w3", a.ns.Creds(t, natsauth.RoleWorker, "w3"), natsname.Inbox(natsauth.RoleWorker, "w3"))
 
 	sysc := a.conn(natsauth.SystemCreds(a.ns.Dir), "sys", "_INBOX_sys", nil)
-	accJWT, _, err := natsauth.Revoke(a.ns.Dir, "w1", time.Now())
+	accJWT, _, err := natsauth.Revoke(a.ns.Dir, "w1")
 	require.NoError(t, err)
 	require.NoError(t, natsauth.Push(ctx, sysc, accJWT))
 	select {
