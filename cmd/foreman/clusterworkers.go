@@ -69,7 +69,11 @@ func writeWorkersStatus(w io.Writer, workers []workq.WorkerStatus, hosts []workq
 	table(w, rows)
 	rows = [][]string{{"HOST", "BUILD", "IN FLIGHT", "MAX", "RESULTS", "REFUSED", "RETRIED", "SERVES", "LAST SEEN"}}
 	for _, h := range hosts {
-		rows = append(rows, []string{h.Name + " " + h.Host, h.Build, fmt.Sprint(len(h.InFlight)), fmt.Sprint(h.MaxParallel),
+		inFlight := fmt.Sprint(len(h.InFlight))
+		if h.Unassigned > 0 {
+			inFlight += fmt.Sprintf(" (+%d waiting for a worker)", h.Unassigned)
+		}
+		rows = append(rows, []string{h.Name + " " + h.Host, h.Build, inFlight, fmt.Sprint(h.MaxParallel),
 			fmt.Sprint(h.Results), fmt.Sprint(h.Refused), fmt.Sprint(h.Retried), h.Serve, ago(now, h.Seen)})
 	}
 	table(w, rows)

@@ -11,8 +11,9 @@ import (
 )
 
 // Version is the format of jobs and results: a worker refuses a job of
-// another, rather than guess what it asks.
-const Version = 2
+// another, rather than guess what it asks. 3: a job is given to one
+// worker (Job.Worker), on its subject.
+const Version = 3
 
 // Job is one run of a host's checks on one commit, for one worker.
 type Job struct {
