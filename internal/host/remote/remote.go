@@ -400,9 +400,14 @@ func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, tree string,
 	_, made := r.checked[worker]
 	p := r.pool[worker]
 	r.gaveTo[worker] = p
+	// The fetch token is the worker's alone: its trusted key's, or,
+	// without host.workers, the key of the user JWT the account vouched
+	// for.
 	key := ""
 	if r.o.Trust != nil {
 		key = r.o.Trust.Key(worker)
+	} else if r.claims != nil && p != nil {
+		key = jwtSubject(p.st.JWT)
 	}
 	r.mu.Unlock()
 	if !made {
