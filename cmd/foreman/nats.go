@@ -22,7 +22,8 @@ func (a *app) natsCommand() *cobra.Command {
 FOREMAN with JetStream, and a scoped signing key per role (foreman, host,
 worker, reader), so that each user has its role's permissions and nothing
 else. Every worker is a user of its own: adding one is foreman nats creds,
-never an edit of the server's configuration (docs/NATS.md).`,
+never an edit of the server's configuration; revoking one is foreman nats revoke,
+with no reload or restart (docs/NATS.md).`,
 	}
 	cmd.AddCommand(a.natsInitCommand(), a.natsCredsCommand(), a.natsRevokeCommand())
 	return cmd
