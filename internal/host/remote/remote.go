@@ -133,6 +133,7 @@ type waiter struct {
 	worker string       // the one worker it was given to
 	// released: it no longer counts as one of its worker's jobs (r.mu).
 	released bool
+	ignored  map[string]bool // the results of it ignored, by key (r.mu)
 }
 
 // taken is a result taken for the job of a run's group.
@@ -723,6 +724,15 @@ func (r *Remote) take(ctx context.Context, s workq.Stored) {
 		return
 	}
 	if verdict == ignored {
+		// Counted and said once: the watch and every sweep bring it.
+		if w.ignored[s.Key] {
+			r.mu.Unlock()
+			return
+		}
+		if w.ignored == nil {
+			w.ignored = map[string]bool{}
+		}
+		w.ignored[s.Key] = true
 		r.refused++
 		r.mu.Unlock()
 		r.log.Warn().Str("job", s.Job).Str("worker", s.Worker).Str("why", why).Msg("ignored a result: not the word of the worker that took the job")
