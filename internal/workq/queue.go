@@ -606,6 +606,12 @@ func (q *Queue) get(ctx context.Context, key string, v any) (bool, error) {
 // lastOf is the last message on subject of stream, by a direct get: nil
 // when there is none, or it was deleted.
 func (q *Queue) lastOf(ctx context.Context, stream, subject string) ([]byte, error) {
+	data, _, err := q.lastWithSeq(ctx, stream, subject)
+	return data, err
+}
+
+// lastWithSeq is lastOf and the message's sequence in its stream.
+func (q *Queue) lastWithSeq(ctx context.Context, stream, subject string) ([]byte, uint64, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
@@ -613,19 +619,20 @@ func (q *Queue) lastOf(ctx context.Context, stream, subject string) ([]byte, err
 	}
 	m, err := q.js.Conn().RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream+"."+subject, nil)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	switch m.Header.Get("Status") {
 	case "":
 	case "404":
-		return nil, nil
+		return nil, 0, nil
 	default:
-		return nil, fmt.Errorf("%s: %s %s", subject, m.Header.Get("Status"), m.Header.Get("Description"))
+		return nil, 0, fmt.Errorf("%s: %s %s", subject, m.Header.Get("Status"), m.Header.Get("Description"))
 	}
 	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
-		return nil, nil
+		return nil, 0, nil
 	}
-	return m.Data, nil
+	seq, _ := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+	return m.Data, seq, nil
 }
 
 // Settle stores how the host settled a job of build, unless it was

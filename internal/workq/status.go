@@ -3,6 +3,7 @@ package workq
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -131,7 +132,7 @@ func (q *Queue) WatchWorkers(ctx context.Context) (<-chan WorkerSeen, error) {
 					if json.Unmarshal(e.Value(), &st) != nil || st.ID != id {
 						continue // a word not its own: a worker writes only its key
 					}
-					st.Seen = e.Created()
+					st.Seen, st.Rev = e.Created(), e.Revision()
 					s.Status = &st
 				}
 				select {
@@ -143,4 +144,20 @@ func (q *Queue) WatchWorkers(ctx context.Context) (<-chan WorkerSeen, error) {
 		}
 	}()
 	return out, nil
+}
+
+// WorkerSaid is what worker id said of itself last, read directly (nil
+// when it said nothing, or that it stopped): for a host whose watch may
+// have been cut (a NATS restart) before it counts a worker silent.
+func (q *Queue) WorkerSaid(ctx context.Context, id string) (*WorkerStatus, error) {
+	data, seq, err := q.lastWithSeq(ctx, "KV_"+WorkerBucket, "$KV."+WorkerBucket+"."+workerKey(id))
+	if err != nil || data == nil {
+		return nil, err
+	}
+	var st WorkerStatus
+	if err := json.Unmarshal(data, &st); err != nil || st.ID != id {
+		return nil, fmt.Errorf("%s: not a worker's word", workerKey(id))
+	}
+	st.Rev = seq
+	return &st, nil
 }

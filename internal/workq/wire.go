@@ -260,6 +260,7 @@ type WorkerStatus struct {
 	JWT string `json:"jwt,omitempty"`
 
 	Seen time.Time `json:"-"` // when NATS stored it (the server's clock), as read
+	Rev  uint64    `json:"-"` // its message in the bucket's stream, as read
 }
 
 // HostInFlight is a job a host waits for.

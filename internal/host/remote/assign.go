@@ -83,6 +83,36 @@ func (r *Remote) poolChanged() {
 	r.wake = make(chan struct{})
 }
 
+// recheck reads directly what each worker that would count as lost for
+// its silence said last: one that said something the watch did not bring
+// is heard now, and true says the watch has stopped bringing words (a
+// NATS restart cut it): the caller starts it again.
+func (r *Remote) recheck(ctx context.Context) (stale bool) {
+	r.mu.Lock()
+	var quiet []string
+	for id, p := range r.pool {
+		if time.Since(p.at) > r.o.Lease+time.Second {
+			quiet = append(quiet, id)
+		}
+	}
+	r.mu.Unlock()
+	for _, id := range quiet {
+		st, err := r.o.Queue.WorkerSaid(ctx, id)
+		if err != nil || st == nil {
+			continue
+		}
+		r.mu.Lock()
+		p := r.pool[id]
+		newer := p != nil && st.Rev > p.st.Rev
+		r.mu.Unlock()
+		if newer {
+			r.heard(workq.WorkerSeen{ID: id, Status: st})
+			stale = true
+		}
+	}
+	return stale
+}
+
 // alive is how long after a worker's last word the host still counts it
 // there (it says so every lease); gone, how long until a job given to it
 // is given to another.

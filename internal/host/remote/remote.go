@@ -571,6 +571,11 @@ func (r *Remote) copyLogs(ctx context.Context, j workq.Job, x *workq.Result) []s
 // miss one) and says the host is there.
 func (r *Remote) follow(ctx context.Context, results <-chan workq.Stored, workers <-chan workq.WorkerSeen, done chan struct{}) {
 	defer close(done)
+	// The workers' watch has a context of its own: one that stopped
+	// bringing words (a NATS restart) is started again.
+	var watch watchCtx
+	wctx := watch.renew(ctx)
+	defer watch.stop()
 	tick := time.NewTicker(r.o.Lease)
 	defer tick.Stop()
 	r.say(ctx)
@@ -607,8 +612,13 @@ func (r *Remote) follow(ctx context.Context, results <-chan workq.Stored, worker
 					results = w
 				}
 			}
+			if r.recheck(ctx) && workers != nil {
+				r.log.Info().Msg("the workers' watch brought nothing while they spoke: started again")
+				wctx = watch.renew(ctx)
+				workers = nil
+			}
 			if workers == nil {
-				if w, err := r.o.Queue.WatchWorkers(ctx); err == nil {
+				if w, err := r.o.Queue.WatchWorkers(wctx); err == nil {
 					workers = w
 				}
 			}
@@ -616,6 +626,23 @@ func (r *Remote) follow(ctx context.Context, results <-chan workq.Stored, worker
 			r.sweep(ctx)
 			r.say(ctx)
 		}
+	}
+}
+
+// watchCtx is the context of the workers' watch, ended when it is
+// started again.
+type watchCtx struct{ cancel context.CancelFunc }
+
+func (w *watchCtx) renew(parent context.Context) context.Context {
+	w.stop()
+	ctx, cancel := context.WithCancel(parent)
+	w.cancel = cancel
+	return ctx
+}
+
+func (w *watchCtx) stop() {
+	if w.cancel != nil {
+		w.cancel()
 	}
 }
 
