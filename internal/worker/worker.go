@@ -356,15 +356,28 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.Ack()
 		return
 	}
+	// A job delivered again while another slot of this worker runs it (its
+	// in-progress acks lost to a NATS restart past the ack wait) is that
+	// slot's: its run answers and acknowledges it, the copy runs nothing.
+	w.mu.Lock()
+	if _, held := w.inHand[job.ID]; held {
+		w.mu.Unlock()
+		log.Info().Uint64("delivered", meta.NumDelivered).Msg("delivered again while this worker runs it: the run under way answers it")
+		return
+	}
+	w.inHand[job.ID] = &inHand{job: job, since: time.Now()}
+	w.mu.Unlock()
 	// Its word that it took the job, before it runs: the host counts a
 	// result only from a worker that said so.
 	if err := w.sayTaken(ctx, job, meta.Sequence.Stream); err != nil {
 		log.Warn().Err(err).Msg("cannot say the job is taken; given back")
+		w.mu.Lock()
+		delete(w.inHand, job.ID)
+		w.mu.Unlock()
 		_ = msg.NakWithDelay(w.poll())
 		return
 	}
 	w.mu.Lock()
-	w.inHand[job.ID] = &inHand{job: job, since: time.Now()}
 	if meta.NumDelivered > 1 {
 		w.counts.again++
 	}
