@@ -380,7 +380,7 @@ func (w *world) startHost() {
 // wrap (if set) and its options changed by each of change.
 func (w *world) startHostWith(wrap func(Jobs) Jobs, change ...func(*Options)) {
 	c := w.config()
-	s, err := Prepare(bg, c, zerolog.Nop())
+	s, err := Prepare(bg, c, zerolog.New(zerolog.NewTestWriter(w.t)).Level(zerolog.InfoLevel))
 	require.NoError(w.t, err)
 	if wrap != nil {
 		s.Options.Jobs = wrap(s.Options.Jobs)

@@ -174,7 +174,7 @@ func TestWorkersCheckAndTheHostReports(t *testing.T) {
 	logPath = strings.Fields(logPath)[0]
 	assert.Equal(t, filepath.Join(w.dir, ".foreman", "host", "logs"), filepath.Dir(logPath), "kept with the host's own logs, where the board serves them")
 	assert.Contains(t, w.readFile(logPath), "FAIL: db holds BUG")
-	assert.Equal(t, "db-1.again1.log", filepath.Base(logPath), "the verdict's is the last try's (host.retries)")
+	assert.Equal(t, "db-1.again1.log", filepath.Base(logPath), "the verdict's is the last try's (host.retries):\n%s", w.dump())
 	assert.Contains(t, w.readFile(filepath.Join(filepath.Dir(logPath), "db-1.log")), "FAIL: db holds BUG", "the first try's log kept too")
 
 	w.expect(w.foreman, "FIX db")
