@@ -103,7 +103,7 @@ func (r *Runner) car(ctx context.Context, j host.Job) host.Outcome {
 		return retry(err)
 	}
 	if !res.Passed {
-		return failed(res, o)
+		return r.failed(ctx, res, o)
 	}
 	o.Result = host.Passed
 	return o

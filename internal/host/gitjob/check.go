@@ -85,7 +85,7 @@ func (r *Runner) check(ctx context.Context, j host.Job) host.Outcome {
 		}
 	}
 	if !res.Passed {
-		return failed(res, o)
+		return r.failed(ctx, res, o)
 	}
 	o.Result = host.Passed
 	return o
@@ -172,7 +172,7 @@ func (r *Runner) shared(ctx context.Context, j host.Job) host.Outcome {
 		}
 	}
 	if !res.Passed {
-		return failed(res, o)
+		return r.failed(ctx, res, o)
 	}
 	o.Result = host.Passed
 	return o

@@ -343,6 +343,25 @@ func (r *Runner) runChecks(ctx context.Context, s CheckSpec, out *Checked, try i
 // failed is the outcome of checks that did not pass: the check, named
 // short, and its first failing line; a check that said nothing is named
 // whole, with how it ended (sh -c 'test -f README': exited with status 1).
+func (r *Runner) failed(ctx context.Context, res checks.Result, o host.Outcome) host.Outcome {
+	o = failed(res, o)
+	if res.NotRun == "" {
+		return o
+	}
+	// The check never started: the core judges whose fault that is, from
+	// where its program is and how the target holds it.
+	o.NotRun, o.Program = res.NotRun, res.Program
+	if prog := res.Program; strings.Contains(prog, "/") && !filepath.IsAbs(prog) && o.Base != "" {
+		o.InTree = true
+		mode, err := r.o.Repo.Mode(ctx, o.Base, prog)
+		if err != nil {
+			return retry(err)
+		}
+		o.OnTarget = mode
+	}
+	return o
+}
+
 func failed(res checks.Result, o host.Outcome) host.Outcome {
 	o.Result = host.Failed
 	name := shortCommand(res.Command)
