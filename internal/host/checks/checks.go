@@ -279,8 +279,10 @@ func interpreter(dir, program string) string {
 	return words[0]
 }
 
-// inTree reports whether a program is named as a path in the worktree
+// InTree reports whether a program is named as a path in the worktree
 // (./check.sh, scripts/ci): the repository's file, not the host's.
+func InTree(program string) bool { return inTree(program) }
+
 func inTree(program string) bool {
 	return strings.Contains(program, "/") && !filepath.IsAbs(program)
 }
