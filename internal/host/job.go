@@ -318,6 +318,11 @@ type Made struct {
 	Commit string
 	Tree   string
 	Tip    string
+	// ChecksChanged: the repository's files that define the checks
+	// (./check.sh, a Makefile for make) this commit changes from the one
+	// before it in the chain: its own checks ran as it defines them, and
+	// its receipt says so.
+	ChecksChanged []string
 }
 
 // Rebase says the host rebased a builder's branch onto the target.

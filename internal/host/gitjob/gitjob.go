@@ -69,6 +69,8 @@ type Runner struct {
 
 	changes map[string][]string // scans: files a commit changed since it left a base
 	merged  map[string][]string // scans: files two commits conflict in
+
+	checkFiles map[string]bool // the repository's files that define the checks (checkFiles)
 }
 
 // New makes a runner; it makes the log and work directories.
@@ -85,7 +87,7 @@ func New(o Options) (*Runner, error) {
 			return nil, err
 		}
 	}
-	return &Runner{o: o, changes: map[string][]string{}, merged: map[string][]string{}}, nil
+	return &Runner{o: o, changes: map[string][]string{}, merged: map[string][]string{}, checkFiles: checkFiles(o.Checks)}, nil
 }
 
 // Prune ends and removes what a crash left in the work directory: the

@@ -110,3 +110,42 @@ func TestNotRunNamesAgree(t *testing.T) {
 	assert.Equal(t, []string{checks.NotFound, checks.NotExecutable, checks.SandboxFailed},
 		[]string{host.NotFound, host.NotExecutable, host.SandboxFailed})
 }
+
+// The files that define the checks are the repository's that host.checks
+// names: a program of the worktree, a file an argument names, a Makefile
+// for make; never the host's own programs, options or patterns.
+func TestCheckFiles(t *testing.T) {
+	got := checkFiles([][]string{
+		{"./check.sh", "--fast"},
+		{"sh", "-c", "./ci/a.sh && test -f ci/b.sh; go test ./..."},
+		{"make", "-f", "ci.mk", "test"},
+		{"/usr/bin/env", "FOO=1", "scripts/run", "*.go"},
+	})
+	for _, f := range []string{"check.sh", "ci/a.sh", "ci/b.sh", "ci.mk", "Makefile", "scripts/run"} {
+		assert.True(t, got[f], "%s defines the checks", f)
+	}
+	for _, f := range []string{"sh", "go", "make", "/usr/bin/env", "--fast", "-c", "./...", "FOO=1", "*.go"} {
+		assert.False(t, got[f], "%s is not a file of the repository's checks", f)
+	}
+}
+
+// A car whose merge changes a file that defines the checks says so, for
+// its receipt; one that does not, says nothing.
+func TestACarSaysWhenItChangesTheChecks(t *testing.T) {
+	f := newFixture(t, false, func(o *Options) { o.Checks = [][]string{{"./check.sh"}} })
+	f.commitFile("main", "main", "check.sh", "#!/bin/sh\nexit 0\n", gitrepo.ModeFile)
+	base := f.tip("main")
+	fix := f.commitFile("op/fix", "main", "check.sh", "#!/bin/sh\nexit 0\n", gitrepo.ModeExecutable)
+	o := f.car("fix", "op/fix", base, fix)
+	require.Equal(t, host.Passed, o.Result, o.Line)
+	require.NotEmpty(t, o.Chain)
+	assert.Equal(t, []string{"check.sh"}, o.Chain[len(o.Chain)-1].ChecksChanged, "chmod +x is a change of the checks")
+	assert.Equal(t, o.Commit, o.Chain[len(o.Chain)-1].Commit)
+
+	api := f.commit("b1/api", fix, map[string]string{"api.txt": "api\n"}, "api")
+	o = f.car("api", "b1/api", base, api, host.Link{Component: "fix", Tip: fix, Ref: "op/fix", Owner: "@op"})
+	require.Equal(t, host.Passed, o.Result, o.Line)
+	require.Len(t, o.Chain, 2)
+	assert.Equal(t, []string{"check.sh"}, o.Chain[0].ChecksChanged, "the car ahead's merge")
+	assert.Empty(t, o.Chain[1].ChecksChanged, "api's own merge changes no check")
+}
