@@ -70,8 +70,10 @@ func (e *Engine) heldForHost(c *component, what string) {
 	if what == "" {
 		what = "the host could not run the checks"
 	}
-	e.holdFor(c, protocol.HostFault, fmt.Sprintf("%s (on %s by %s; not counted against %s)", what, c.pr, c.owner, c.owner),
-		fmt.Sprintf("fix it as said, then RESOLVE %s", c.name))
+	// The host's text says what fixes it; the suggestion keeps to what
+	// fits beside it.
+	e.holdFor(c, protocol.HostFault, what,
+		fmt.Sprintf("nothing counted against %s; fix it as said, then RESOLVE %s", c.owner, c.name))
 }
 
 // mergerVerdict handles CI about an approved component (merge mode
@@ -127,7 +129,7 @@ func (e *Engine) ciFailed(c *component, kind ciFailure, details string) {
 	advice := fmt.Sprintf("fix CI or the branch, then RESOLVE %s, or RELEASE %s", c.name, c.name)
 	if kind == checksFailed {
 		// A fix to the checks lands as any change does, through the host.
-		advice = fmt.Sprintf("fix the branch, or land a fix to the checks (ADD fix, ASSIGN fix @you, READY fix <branch>), then RESOLVE %s; or RELEASE %s", c.name, c.name)
+		advice = fmt.Sprintf("fix the branch, or land a fix to the checks (ADD hotfix, ASSIGN hotfix @you, READY hotfix <branch>), then RESOLVE %s; or RELEASE %s", c.name, c.name)
 	}
 	e.holdFor(c, protocol.CIExhausted, fmt.Sprintf("%s (%d/%d) on %s by %s", text, *n, max, c.pr, c.owner), advice)
 }

@@ -30,7 +30,7 @@ func TestHostFaultHoldsAndChargesNothing(t *testing.T) {
 		for round := range 3 { // more than ci_attempts: none of them counts
 			out := e.doReceive(msg("@host", fault, time.Duration(10+round*10)*time.Second))
 			require.Len(t, out, 1, "round %d", round)
-			assert.Equal(t, "ESCALATE api host-fault ./check.sh is not executable on main (on b2/api by @b2; not counted against @b2); fix it as said, then RESOLVE api", out[0])
+			assert.Equal(t, "ESCALATE api host-fault ./check.sh is not executable on main; nothing counted against @b2; fix it as said, then RESOLVE api", out[0])
 			c := e.comps[1]
 			assert.Equal(t, Held, c.state)
 			assert.Equal(t, "@b2", c.owner, "its builder keeps it")
@@ -52,6 +52,13 @@ func TestHostFaultHoldsAndChargesNothing(t *testing.T) {
 		assert.Equal(t, Held, c.state)
 		assert.False(t, c.approved)
 		assert.Zero(t, c.ciFails)
+	})
+	t.Run("the host's whole remedy fits", func(t *testing.T) {
+		e := approvedAPI(t, func(c *Config) { c.Roles.CI = []string{"@host"} })
+		remedy := "check program ./scripts/check-all.sh is not executable on main: make it executable (git update-index --chmod=+x scripts/check-all.sh) on a branch and land it through the host: ADD hotfix, ASSIGN hotfix @you, READY hotfix <branch>"
+		out := e.doReceive(msg("@host", "CI api FAIL host-fault: "+remedy, 20*time.Second))
+		require.Len(t, out, 1)
+		assert.Equal(t, "ESCALATE api host-fault "+remedy+"; nothing counted against @b2; fix it as said, then RESOLVE api", out[0])
 	})
 	t.Run("only the first word", func(t *testing.T) {
 		e := approvedAPI(t, func(c *Config) { c.Roles.CI = []string{"@host"} })

@@ -50,7 +50,7 @@ func landAFix(program string, chmod bool) string {
 	if chmod {
 		how = "make it executable (git update-index --chmod=+x " + path.Clean(program) + ")"
 	}
-	return how + " on a branch and land it through the host: ADD fix, ASSIGN fix @you, READY fix <branch>"
+	return how + " on a branch and land it through the host: ADD hotfix, ASSIGN hotfix @you, READY hotfix <branch>"
 }
 
 // hostFaultLine is the CI role's line for a check the host could not run

@@ -21,10 +21,10 @@ func TestACheckThatNeverStartedIsJudgedByTheCore(t *testing.T) {
 	}{
 		{"in the tree, not executable on the target either",
 			Outcome{NotRun: NotExecutable, Program: "./check.sh", InTree: true, OnTarget: "100644"},
-			"host-fault: check program ./check.sh is not executable on main: make it executable (git update-index --chmod=+x check.sh) on a branch and land it through the host: ADD fix, ASSIGN fix @you, READY fix <branch>"},
+			"host-fault: check program ./check.sh is not executable on main: make it executable (git update-index --chmod=+x check.sh) on a branch and land it through the host: ADD hotfix, ASSIGN hotfix @you, READY hotfix <branch>"},
 		{"in the tree, missing from the target",
 			Outcome{NotRun: NotFound, Program: "scripts/check", InTree: true},
-			"host-fault: check program scripts/check is not in main's tree: commit it on a branch and land it through the host: ADD fix, ASSIGN fix @you, READY fix <branch>"},
+			"host-fault: check program scripts/check is not in main's tree: commit it on a branch and land it through the host: ADD hotfix, ASSIGN hotfix @you, READY hotfix <branch>"},
 		{"the host's program, not executable",
 			Outcome{NotRun: NotExecutable, Program: "/opt/ci/check"},
 			"host-fault: check program /opt/ci/check: not executable in the checks' sandbox: chmod +x /opt/ci/check, or add its directory to host.sandbox_paths.ro"},
