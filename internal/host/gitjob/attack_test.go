@@ -2,6 +2,7 @@ package gitjob
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"os"
@@ -42,6 +43,7 @@ type arena struct {
 	rootOnly string        // a file of root's that only root may read, where checks may look
 	fd       int           // the host's key, open on a descriptor the host inherited
 	mark     string        // in the command lines of processes an attack leaves
+	token    string        // a secret host.env hands the checks
 	// expect is whether the attack is expected to work (its defence off):
 	// then what it leaves may take a moment to show, and is waited for.
 	expect bool
@@ -99,6 +101,7 @@ func newArena(t *testing.T) *arena {
 	require.NoError(t, syscall.Close(low))
 	t.Cleanup(func() { syscall.Close(a.fd) })
 	a.mark = fmt.Sprintf("%d.%d", 700000+os.Getpid()%100000, time.Now().UnixNano()%1000000)
+	a.token = "ghp_" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-host-env-token"
 	t.Cleanup(func() { a.killLeftovers() })
 	return a
 }
@@ -107,7 +110,8 @@ func newArena(t *testing.T) *arena {
 func (a *arena) env() []string {
 	return []string{"IDENTITY=" + a.identity, "CONFIG=" + a.config, "OUTSIDE=" + a.outside,
 		"PORT=" + strconv.Itoa(a.ln.Addr().(*net.TCPAddr).Port), "MARK=" + a.mark, "HOSTPID=" + strconv.Itoa(os.Getpid()),
-		"SOCK=" + a.sock.Addr().String(), "FD=" + strconv.Itoa(a.fd), "TESTBIN=" + os.Args[0], "ROOTONLY=" + a.rootOnly}
+		"SOCK=" + a.sock.Addr().String(), "FD=" + strconv.Itoa(a.fd), "TESTBIN=" + os.Args[0], "ROOTONLY=" + a.rootOnly,
+		"TOKEN=" + a.token}
 }
 
 // deny are the host's files, as foreman host hands them to the sandbox.
@@ -268,6 +272,12 @@ func attacks() []attack {
 		{name: "read a file only root may read", defence: "nobody",
 			script: `cat "$ROOTONLY"`,
 			worked: func(a *arena, _ *fixture, _ host.Outcome, log string) bool { return strings.Contains(log, a.secret) }},
+		// Issue 45.
+		{name: "print a host.env secret in base64", defence: "encoded redaction",
+			script: `printf %s "$TOKEN" | base64`,
+			worked: func(a *arena, _ *fixture, _ host.Outcome, log string) bool {
+				return strings.Contains(log, base64.StdEncoding.EncodeToString([]byte(a.token)))
+			}},
 		{name: "point the worktree's .git at host.repo", defence: "slot check",
 			script: `printf 'gitdir: %s\n' "$(git rev-parse --git-common-dir)" > .git`,
 			worked: func(_ *arena, f *fixture, _ host.Outcome, _ string) bool {
@@ -381,11 +391,13 @@ func runAttack(t *testing.T, at attack, defended bool) (worked bool, o host.Outc
 		if at.timeout > 0 {
 			o.Timeout = at.timeout
 		}
+		o.Secrets = []checks.Secret{{Name: "host.env TOKEN", Value: a.token}}
+		o.secretsAsIs = at.defence == "encoded redaction" && !defended
 		o.Sandbox = nil
 		c := sandbox.Config{Deny: a.deny(), Limits: sandbox.Limits{Memory: 64 << 20, Tasks: 100, FileSize: 1 << 20},
 			RO: []string{filepath.Dir(os.Args[0]), filepath.Dir(a.rootOnly)}}
 		switch {
-		case defended || at.defence == "slot check":
+		case defended || at.defence == "slot check" || at.defence == "encoded redaction":
 		case at.defence == "allowlist":
 			c.Without.Allowlist = true // today's: the host's filesystem, filtered by Landlock
 		case at.defence == "descriptors":

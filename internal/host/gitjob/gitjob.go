@@ -54,6 +54,9 @@ type Options struct {
 	// trustSlots skips the check of a slot's .git before the host's own
 	// git runs there: for the test that shows the attack it stops.
 	trustSlots bool
+	// secretsAsIs redacts each secret as it is only, not encoded: for
+	// the test that shows what the encoded forms stop.
+	secretsAsIs bool
 }
 
 // Runner runs jobs. Its methods may be called from several goroutines.
@@ -333,7 +336,7 @@ func (r *Runner) runChecks(ctx context.Context, s CheckSpec, out *Checked, try i
 	env := checks.Env(tmp, s.Env, set)
 	started := func(pgid int) { _ = os.WriteFile(pgids, []byte(pgidRecord(pgid)), 0o644) }
 	return checks.Run(ctx, checks.Spec{Dir: sl.dir, Commands: s.Checks, Env: env, Timeout: s.Timeout,
-		Log: log, LogLimit: s.LogLimit, Started: started, Sandbox: s.Sandbox, Private: tmp, Layer: s.Job.Owner, Secrets: s.Secrets})
+		Log: log, LogLimit: s.LogLimit, Started: started, Sandbox: s.Sandbox, Private: tmp, Layer: s.Job.Owner, Secrets: s.Secrets, SecretsAsIs: r.o.secretsAsIs})
 }
 
 // failed is the outcome of checks that did not pass: the check, named
