@@ -47,6 +47,7 @@ type arena struct {
 	// expect is whether the attack is expected to work (its defence off):
 	// then what it leaves may take a moment to show, and is waited for.
 	expect bool
+	during bool // what the attack's during saw
 }
 
 func newArena(t *testing.T) *arena {
@@ -199,6 +200,11 @@ type attack struct {
 	// check's own root), "descriptors" (the inherited ones closed).
 	defence string
 	timeout time.Duration // rules.ci_timeout (default 10s)
+	// second, if set, is a second check command, run after sh check.sh.
+	second []string
+	// during, if set, is started before the check runs and stopped after
+	// it: what it saw is in arena.during.
+	during func(a *arena, f *fixture) (stop func() bool)
 	// worked says whether the attack did what it wanted.
 	worked func(a *arena, f *fixture, o host.Outcome, log string) bool
 	// stopped, if set, is what the verdict says when it did not.
@@ -278,6 +284,19 @@ func attacks() []attack {
 			worked: func(a *arena, _ *fixture, _ host.Outcome, log string) bool {
 				return strings.Contains(log, base64.StdEncoding.EncodeToString([]byte(a.token)))
 			}},
+		// The host reads the worktree's .git before each check command
+		// (for the admin directory the check may read): a check's first
+		// command leaves it a fifo, or a link to one (as to /dev/zero),
+		// and the host's read before the second blocks until the test
+		// feeds it, and takes all it is fed.
+		{name: "make .git a fifo the host reads before the next command", defence: "no follow",
+			script: `rm -f .git && mkfifo .git`, second: []string{"true"},
+			during: feedFifo(".git"),
+			worked: func(a *arena, _ *fixture, _ host.Outcome, _ string) bool { return a.during }},
+		{name: "make .git a link to a fifo (as to /dev/zero)", defence: "no follow",
+			script: `mkfifo "$TMPDIR/fifo" && rm -f .git && ln -s "$TMPDIR/fifo" .git`, second: []string{"true"},
+			during: feedFifo("fifo"),
+			worked: func(a *arena, _ *fixture, _ host.Outcome, _ string) bool { return a.during }},
 		{name: "point the worktree's .git at host.repo", defence: "slot check",
 			script: `printf 'gitdir: %s\n' "$(git rev-parse --git-common-dir)" > .git`,
 			worked: func(_ *arena, f *fixture, _ host.Outcome, _ string) bool {
@@ -324,6 +343,49 @@ func hog(mode string) int {
 	fmt.Println("held", size)
 	time.Sleep(3 * time.Second)
 	return 0
+}
+
+// feedFifo watches for the check's fifo named name, in its worktree or
+// its private directory, and reports whether the host opened it to read
+// (a writer then opens it without blocking): if so it writes the host a
+// megabyte, which the host takes whole, then ends it.
+func feedFifo(name string) func(a *arena, f *fixture) func() bool {
+	return func(_ *arena, f *fixture) func() bool {
+		done := make(chan struct{})
+		fed := make(chan bool, 1)
+		go func() {
+			for {
+				select {
+				case <-done:
+					fed <- false
+					return
+				default:
+				}
+				for _, pattern := range []string{filepath.Join(f.dir, "work", "*", name), filepath.Join(f.dir, "work", "*", "*", name)} {
+					paths, _ := filepath.Glob(pattern)
+					for _, p := range paths {
+						if fi, err := os.Lstat(p); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+							continue
+						}
+						fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+						if err != nil {
+							continue // nobody reads it
+						}
+						_ = unix.SetNonblock(fd, false)
+						n, err := unix.Write(fd, bytes.Repeat([]byte("x"), 1<<20))
+						unix.Close(fd)
+						fed <- err == nil && n == 1<<20
+						return
+					}
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+		return func() bool {
+			close(done)
+			return <-fed
+		}
+	}
 }
 
 func exists(path string) bool {
@@ -380,6 +442,9 @@ func runAttack(t *testing.T, at attack, defended bool) (worked bool, o host.Outc
 	bare := at.defence != "slot check" // the .git attack goes for a repository with a work tree
 	f := newFixtureWith(t, bare, func(f *fixture, o *Options) {
 		o.Checks = [][]string{{"sh", "check.sh"}}
+		if at.second != nil {
+			o.Checks = append(o.Checks, at.second)
+		}
 		o.Env = a.env()
 		o.Timeout = 10 * time.Second
 		if !defended {
@@ -404,6 +469,8 @@ func runAttack(t *testing.T, at attack, defended bool) (worked bool, o host.Outc
 			c.Without.CloseFDs = true
 		case at.defence == "shared memory":
 			c.Without.SharedMemory = true
+		case at.defence == "no follow":
+			c.Without.NoFollow = true
 		case at.defence == "nobody":
 			c.Without.Nobody = true
 		default:
@@ -416,7 +483,14 @@ func runAttack(t *testing.T, at attack, defended bool) (worked bool, o host.Outc
 	_, err := f.repo.Git(ctx, "config", "remote.origin.url", "https://builder:"+a.secret+"@git.example.com/shop.git")
 	require.NoError(t, err)
 	f.commit("b1/attack", "main", map[string]string{"check.sh": at.script + "\n"}, "a check that attacks")
+	var stop func() bool
+	if at.during != nil {
+		stop = at.during(a, f)
+	}
 	o = f.check("attack", "b1/attack")
+	if stop != nil {
+		a.during = stop()
+	}
 	require.Contains(t, []host.Result{host.Passed, host.Failed}, o.Result, "%+v", o)
 	if at.defence == "slot check" {
 		// The slot is used again: the host's own git runs there.

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentforeman/foreman/internal/host/sandbox/stage"
+	"github.com/agentforeman/foreman/internal/nofollow"
 )
 
 // ruleset builds the Landlock ruleset of one run: everything the check may
@@ -68,7 +69,7 @@ func under(dir string, paths ...string) bool {
 }
 
 // spec is what the stage does for cmd in run r.
-func (s *Sandbox) spec(cmd *exec.Cmd, r Run) stage.Spec {
+func (s *Sandbox) spec(cmd *exec.Cmd, r Run) (stage.Spec, error) {
 	dir := cmd.Dir
 	if dir == "" {
 		dir = r.Worktree
@@ -100,9 +101,11 @@ func (s *Sandbox) spec(cmd *exec.Cmd, r Run) stage.Spec {
 		sp.Uid, sp.Gid, sp.Userns = Nobody, Nobody, true
 	}
 	if !s.c.Without.Allowlist {
-		s.allowlist(&sp, r)
+		if err := s.allowlist(&sp, r); err != nil {
+			return sp, err
+		}
 	}
-	return sp
+	return sp, nil
 }
 
 // allowlist fills in the check's own filesystem (stage.Spec.Root): the
@@ -112,7 +115,7 @@ func (s *Sandbox) spec(cmd *exec.Cmd, r Run) stage.Spec {
 // read the objects and refs, with a config of the host's making: never the
 // repository's own (a token in a remote's URL), its hooks, or other
 // worktrees' directories.
-func (s *Sandbox) allowlist(sp *stage.Spec, r Run) {
+func (s *Sandbox) allowlist(sp *stage.Spec, r Run) error {
 	sp.Root = filepath.Join(r.Private, rootDir)
 	sp.Shm = s.c.Limits.Memory
 	sp.Mounts = append(sp.Mounts, s.rootMounts...)
@@ -132,7 +135,11 @@ func (s *Sandbox) allowlist(sp *stage.Spec, r Run) {
 		}
 		// No check writes what another builder's checks will run: each
 		// builder has its own of this directory, kept between its checks.
-		sp.Mounts = append(sp.Mounts, stage.Mount{Source: s.layer(r, i), Target: p, Write: true, Idmap: s.nobody})
+		layer, err := s.layer(r, i)
+		if err != nil {
+			return fmt.Errorf("sandbox: %s's copy for this run: %w", p, err)
+		}
+		sp.Mounts = append(sp.Mounts, stage.Mount{Source: layer, Target: p, Write: true, Idmap: s.nobody})
 		sp.Grants = append(sp.Grants, stage.Grant{Path: p, Access: write})
 	}
 	for _, p := range s.rw.files {
@@ -142,6 +149,7 @@ func (s *Sandbox) allowlist(sp *stage.Spec, r Run) {
 	if s.c.GitDir != "" {
 		s.gitMounts(sp, r)
 	}
+	return nil
 }
 
 // layer is what run r sees at the i-th RW directory: its builder's own
@@ -149,13 +157,19 @@ func (s *Sandbox) allowlist(sp *stage.Spec, r Run) {
 // the next, never seen by another builder's), or, for a run of nobody's,
 // one in its private directory, gone with it. Made on first use, owned by
 // the user checks run as.
-func (s *Sandbox) layer(r Run, i int) string {
-	dir := filepath.Join(r.Private, ".layers", strconv.Itoa(i))
+//
+// The one in the private directory is made without following a link: an
+// earlier command of the run may have left one there.
+func (s *Sandbox) layer(r Run, i int) (string, error) {
 	if s.c.Layers != "" && r.Layer != "" {
-		dir = filepath.Join(s.c.Layers, layerName(r.Layer), strconv.Itoa(i))
+		dir := filepath.Join(s.c.Layers, layerName(r.Layer), strconv.Itoa(i))
+		return dir, os.MkdirAll(dir, 0o700)
 	}
-	_ = os.MkdirAll(dir, 0o700)
-	return dir
+	rel := filepath.Join(".layers", strconv.Itoa(i))
+	if s.c.Without.NoFollow {
+		return filepath.Join(r.Private, rel), os.MkdirAll(filepath.Join(r.Private, rel), 0o700)
+	}
+	return filepath.Join(r.Private, rel), nofollow.MkdirAll(r.Private, rel, 0o700)
 }
 
 // layerName is a builder's id made a safe directory name.
@@ -200,7 +214,7 @@ func (s *Sandbox) gitMounts(sp *stage.Spec, r Run) {
 			sp.Mounts = append(sp.Mounts, stage.Mount{Source: filepath.Join(gd, name), File: true})
 		}
 	}
-	if admin := worktreeAdmin(r.Worktree, gd); admin != "" {
+	if admin := s.worktreeAdmin(r.Worktree, gd); admin != "" {
 		sp.Mounts = append(sp.Mounts, stage.Mount{Source: admin})
 	}
 	read := uint64(s.ll.HandledAccessFS & (ll.AccessFSReadFile | ll.AccessFSReadDir))
@@ -218,8 +232,18 @@ const gitGlobal = "/.foreman/gitconfig"
 // worktreeAdmin is the admin directory, in gitDir's worktrees/, of the
 // worktree at dir, as its .git file names it; "" when it names none there
 // (a check that rewrote it is caught by the host's slot check).
-func worktreeAdmin(dir, gitDir string) string {
-	data, err := os.ReadFile(filepath.Join(dir, ".git"))
+//
+// The check may have made its .git anything (a link to /dev/zero, a fifo):
+// the host reads it without following a link, only if it is a regular
+// file, and no more than a .git file holds.
+func (s *Sandbox) worktreeAdmin(dir, gitDir string) string {
+	var data []byte
+	var err error
+	if s.c.Without.NoFollow {
+		data, err = os.ReadFile(filepath.Join(dir, ".git"))
+	} else {
+		data, err = nofollow.ReadFile(dir, ".git", 4096)
+	}
 	if err != nil {
 		return ""
 	}
@@ -251,9 +275,13 @@ type Process struct {
 // confined, in run r: cmd then starts the stage, which confines itself and
 // execs the program. After cmd.Start, call Started; after cmd.Wait, Done.
 func (s *Sandbox) Command(cmd *exec.Cmd, r Run) (*Process, error) {
-	sp := s.spec(cmd, r)
+	sp, err := s.spec(cmd, r)
+	if err != nil {
+		return nil, err
+	}
 	if sp.Root != "" {
-		if err := os.Mkdir(sp.Root, 0o700); err != nil && !os.IsExist(err) {
+		// An earlier command of the run may have left a link there.
+		if err := nofollow.MkdirAll(r.Private, rootDir, 0o700); err != nil {
 			return nil, fmt.Errorf("sandbox: the check's root: %w", err)
 		}
 	}

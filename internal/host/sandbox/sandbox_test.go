@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -360,4 +362,35 @@ func TestSizes(t *testing.T) {
 	assert.Equal(t, "4GiB", Size(4<<30))
 	assert.Equal(t, "1536MiB", Size(1536<<20))
 	assert.Equal(t, "1000", Size(1000))
+}
+
+// Before each check command the host reads the worktree's .git (for the
+// admin directory the check may read): one left a link to /dev/zero, or a
+// fifo, is not read at all; read, the first would never end (the host's
+// memory), the second never start. gitjob's TestAttacks shows the host
+// reading them without this defence (a link to a fifo standing in for
+// /dev/zero, which the test machine could not survive).
+func TestTheWorktreesGitIsNotFollowed(t *testing.T) {
+	s := &Sandbox{}
+	gitDir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(gitDir, "worktrees", "slot-1"), 0o755))
+	r := box(t)
+	gitFile := filepath.Join(r.Worktree, ".git")
+	require.NoError(t, os.WriteFile(gitFile, []byte("gitdir: "+filepath.Join(gitDir, "worktrees", "slot-1")+"\n"), 0o644))
+	assert.Equal(t, filepath.Join(gitDir, "worktrees", "slot-1"), s.worktreeAdmin(r.Worktree, gitDir))
+	for name, plant := range map[string]func() error{
+		"a link to /dev/zero": func() error { return os.Symlink("/dev/zero", gitFile) },
+		"a fifo":              func() error { return syscall.Mkfifo(gitFile, 0o644) },
+	} {
+		require.NoError(t, os.Remove(gitFile))
+		require.NoError(t, plant(), name)
+		done := make(chan string)
+		go func() { done <- s.worktreeAdmin(r.Worktree, gitDir) }()
+		select {
+		case admin := <-done:
+			assert.Empty(t, admin, name)
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the host's read never ended", name)
+		}
+	}
 }
