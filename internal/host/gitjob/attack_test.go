@@ -284,6 +284,17 @@ func attacks() []attack {
 			worked: func(a *arena, _ *fixture, _ host.Outcome, log string) bool {
 				return strings.Contains(log, base64.StdEncoding.EncodeToString([]byte(a.token)))
 			}},
+		// A root host's check writes through an idmapped bind: what it
+		// writes is root's on disk, and its owner may set the setuid bit.
+		// Another local user (nobody, here) runs it while the check waits,
+		// and after.
+		{name: "leave a setuid root binary for another user", defence: "setid",
+			script: `cp /usr/bin/id suid-id; chmod 4755 suid-id; echo planted; i=0
+while [ ! -e "$TMPDIR/go-on" ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done`,
+			during: runPlanted,
+			worked: func(a *arena, f *fixture, _ host.Outcome, _ string) bool {
+				return a.during || rootAsNobody(f) // while it waited, or after
+			}},
 		// The host reads the worktree's .git before each check command
 		// (for the admin directory the check may read): a check's first
 		// command leaves it a fifo, or a link to one (as to /dev/zero),
@@ -388,6 +399,51 @@ func feedFifo(name string) func(a *arena, f *fixture) func() bool {
 	}
 }
 
+// runPlanted waits for the check's suid-id, runs it as nobody, and then
+// lets the check end: whether it ran as root.
+func runPlanted(_ *arena, f *fixture) func() bool {
+	done := make(chan struct{})
+	root := make(chan bool, 1)
+	go func() {
+		for {
+			select {
+			case <-done:
+				root <- false
+				return
+			default:
+			}
+			if planted, _ := filepath.Glob(filepath.Join(f.dir, "work", "*", "suid-id")); len(planted) > 0 {
+				got := rootAsNobody(f)
+				tmps, _ := filepath.Glob(filepath.Join(f.dir, "work", "run-*.tmp"))
+				for _, tmp := range tmps {
+					_ = os.WriteFile(filepath.Join(tmp, "go-on"), nil, 0o644)
+				}
+				root <- got
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return func() bool {
+		close(done)
+		return <-root
+	}
+}
+
+// rootAsNobody runs every suid-id a check left in the work directory as
+// nobody, a local user: whether one ran as root.
+func rootAsNobody(f *fixture) bool {
+	planted, _ := filepath.Glob(filepath.Join(f.dir, "work", "*", "suid-id"))
+	for _, p := range planted {
+		cmd := exec.Command(p, "-u")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: sandbox.Nobody, Gid: sandbox.Nobody}}
+		if out, err := cmd.Output(); err == nil && strings.TrimSpace(string(out)) == "0" {
+			return true
+		}
+	}
+	return false
+}
+
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
@@ -402,7 +458,7 @@ func TestAttacks(t *testing.T) {
 	var table []string
 	for _, at := range attacks() {
 		t.Run(at.name, func(t *testing.T) {
-			if at.defence == "nobody" && os.Getuid() != 0 {
+			if (at.defence == "nobody" || at.defence == "setid") && os.Getuid() != 0 {
 				t.Skip("only a host running as root runs its checks as another user")
 			}
 			if strings.Contains(at.script, "bash") {
@@ -471,6 +527,8 @@ func runAttack(t *testing.T, at attack, defended bool) (worked bool, o host.Outc
 			c.Without.SharedMemory = true
 		case at.defence == "no follow":
 			c.Without.NoFollow = true
+		case at.defence == "setid":
+			c.Without.SetID = true
 		case at.defence == "nobody":
 			c.Without.Nobody = true
 		default:
@@ -480,6 +538,21 @@ func runAttack(t *testing.T, at attack, defended bool) (worked bool, o host.Outc
 		require.NotNil(t, o.Sandbox)
 		o.trustSlots = at.defence == "slot check" && !defended
 	})
+	if at.defence == "setid" {
+		// Another user may reach the test's directories, as the host's
+		// would be reached on a machine; host.work itself is the host's
+		// alone (0700), but for the leg without the defence.
+		for _, d := range []string{filepath.Dir(f.dir), f.dir} {
+			require.NoError(t, os.Chmod(d, 0o755))
+		}
+		if !defended {
+			require.NoError(t, os.Chmod(filepath.Join(f.dir, "work"), 0o755))
+		} else {
+			fi, err := os.Stat(filepath.Join(f.dir, "work"))
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "host.work is the host's alone")
+		}
+	}
 	_, err := f.repo.Git(ctx, "config", "remote.origin.url", "https://builder:"+a.secret+"@git.example.com/shop.git")
 	require.NoError(t, err)
 	f.commit("b1/attack", "main", map[string]string{"check.sh": at.script + "\n"}, "a check that attacks")

@@ -86,6 +86,11 @@ func New(o Options) (*Runner, error) {
 			return nil, err
 		}
 	}
+	// The slots hold what checks wrote: no other user of the machine
+	// may reach them (a file a check left is run by nobody else).
+	if err := os.Chmod(o.Work, 0o700); err != nil {
+		return nil, fmt.Errorf("host.work: %w", err)
+	}
 	return &Runner{o: o, changes: map[string][]string{}, merged: map[string][]string{}}, nil
 }
 

@@ -94,6 +94,8 @@ func (s *Sandbox) spec(cmd *exec.Cmd, r Run) (stage.Spec, error) {
 	}
 	sp.HideRun = s.c.Net == NetNone && !under("/run", needed...)
 	sp.KeepFDs = s.c.Without.CloseFDs
+	sp.RefuseSetID = !s.c.Without.SetID && stage.SetIDRefusable()
+	sp.SetIDOK = s.c.Without.SetID
 	if s.nobody {
 		// Its writable paths are mapped for it (stage.Mount.Idmap): the
 		// files stay root's on disk, ctimes and all, and the host's git

@@ -81,6 +81,9 @@ type Without struct {
 	// links, whatever it is, however big, and makes a run's own copy of an
 	// RW path in its private directory through whatever is there.
 	NoFollow bool
+	// SetID: a check may set setuid and setgid bits, and the binds it
+	// writes are not nosuid.
+	SetID bool
 }
 
 // Nobody is the user a host running as root runs its checks as.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -224,6 +225,14 @@ func (s *Sandbox) Describe() []string {
 			" (read-only; /etc readable only where every user may read it), its worktree and private directory (read-write), host.sandbox_paths.ro (read-only), each builder's own copy of host.sandbox_paths.rw (read-write, kept between its checks, never another builder's), of host.repo's git directory its objects, refs, packed-refs, HEAD, info and shallow and the check's worktree's admin directory (read-only) with a config of the host's making, a fresh /proc, a /dev of null zero full random urandom tty, and a private /dev/shm within the memory limit; nothing else (no /run, /var, /home, /root, /sys, /tmp of the host's) can be named, so no unix socket, key or file outside is reachable")
 	}
 	out = append(out, "descriptors: all but 0, 1 and 2 closed at the check's exec")
+	switch {
+	case s.c.Without.SetID:
+		out = append(out, "setuid and setgid bits: NOT refused (a test's)")
+	case stage.SetIDRefusable():
+		out = append(out, "setuid and setgid bits: refused (seccomp: chmod, fchmod, fchmodat, fchmodat2, open, openat, creat, mknod and mknodat with S_ISUID or S_ISGID fail with EPERM; openat2 and io_uring_setup with ENOSYS); every mount it can write is nosuid and nodev")
+	default:
+		out = append(out, "setuid and setgid bits: not refused on "+runtime.GOARCH+" (the filter knows amd64, arm64 and riscv64); every mount it can write is nosuid and nodev, and host.work is the host's alone")
+	}
 	switch {
 	case s.nobody:
 		out = append(out, fmt.Sprintf("user: the host is root; checks run as nobody (uid %d), owning none of root's files; their worktree and private directory are nobody's while they run", Nobody))

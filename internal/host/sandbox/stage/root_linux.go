@@ -31,7 +31,7 @@ func buildRoot(s *Spec) error {
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m,mode=755"); err != nil {
 		return fmt.Errorf("a tmpfs for the new root at %s: %w", root, err)
 	}
-	b := &builder{root: root}
+	b := &builder{root: root, setIDOK: s.SetIDOK}
 	mounts := append([]Mount(nil), s.Mounts...)
 	if s.Tmp != "" {
 		mounts = append(mounts, Mount{Source: s.Tmp, Target: "/tmp", Write: true})
@@ -88,6 +88,7 @@ func depth(p string) int { return strings.Count(filepath.Clean(p), "/") }
 type builder struct {
 	root    string
 	mounted []string // targets mounted so far
+	setIDOK bool     // writable binds without nosuid (a test's)
 }
 
 // inside reports whether target lies inside something already mounted:
@@ -175,12 +176,20 @@ func (b *builder) mount(m Mount) error {
 	if err != nil {
 		return err
 	}
+	// What the check may write is nosuid and nodev: a setuid file it
+	// leaves there gives nobody anything, whoever runs it through the
+	// check's mounts (/proc/<pid>/root).
+	nosuid := m.Write && !b.setIDOK
 	if m.Idmap {
-		if err := idmapped(m.Source, dst); err != nil {
+		if err := idmapped(m.Source, dst, nosuid); err != nil {
 			return err
 		}
 	} else if err := unix.Mount(m.Source, dst, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("binding %s: %w", m.Source, err)
+	} else if nosuid {
+		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+			return fmt.Errorf("making %s nosuid: %w", m.Source, err)
+		}
 	}
 	b.mounted = append(b.mounted, target)
 	if m.Write {
@@ -192,13 +201,16 @@ func (b *builder) mount(m Mount) error {
 // idmapped binds src at dst through the user namespace on UsernsFD: a
 // detached copy of the mount (open_tree), given the mapping
 // (mount_setattr), then put in place (move_mount).
-func idmapped(src, dst string) error {
+func idmapped(src, dst string, nosuid bool) error {
 	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
 		return fmt.Errorf("cloning the mount of %s: %w", src, err)
 	}
 	defer unix.Close(fd)
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: UsernsFD}
+	if nosuid {
+		attr.Attr_set |= unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
 		return fmt.Errorf("mapping %s's owners for the check's user (an idmapped mount, which its filesystem may not support): %w", src, err)
 	}

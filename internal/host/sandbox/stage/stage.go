@@ -94,6 +94,12 @@ type Spec struct {
 	// Userns says the host passed a user namespace on UsernsFD, for the
 	// Idmap mounts.
 	Userns bool
+	// RefuseSetID has seccomp refuse every call that would set a setuid
+	// or setgid bit (see setid_linux.go).
+	RefuseSetID bool
+	// SetIDOK leaves the binds the check may write without nosuid: only
+	// the test that proves it asks for that.
+	SetIDOK bool
 }
 
 // Mount is one path of the check's filesystem: Source of the host's, shown
