@@ -80,6 +80,7 @@ type Host struct {
 	// the defaults.
 	Unconfined    bool           // host.sandbox: off
 	SandboxNet    string         // host.sandbox_net: none ("") or all
+	SandboxMemory string         // host.sandbox_memory: cgroup or watcher
 	SandboxRO     []string       // host.sandbox_paths.ro: absolute, ~ expanded
 	SandboxRW     []string       // host.sandbox_paths.rw
 	SandboxLimits sandbox.Limits // host.sandbox_limits.*
@@ -124,6 +125,7 @@ func hostDefaults(d map[string]any) {
 	d["host.workers"] = ""
 	d["host.sandbox"] = "on"
 	d["host.sandbox_net"] = sandbox.NetNone
+	d["host.sandbox_memory"] = sandbox.MemoryCgroup
 	d["host.sandbox_paths.ro"] = []string{}
 	d["host.sandbox_paths.rw"] = []string{}
 	d["host.sandbox_limits.memory"] = sandbox.Size(sandbox.DefaultMemory)
@@ -265,6 +267,11 @@ func decodeSandbox(v *viper.Viper, h *Host, src sources) error {
 	case sandbox.NetNone, sandbox.NetAll:
 	default:
 		return errorf("host.sandbox_net", "%q is not none (a network of the check's own: its loopback, nothing else) or all (the host's network, unconfined)", h.SandboxNet)
+	}
+	switch h.SandboxMemory = strings.ToLower(strings.TrimSpace(v.GetString("host.sandbox_memory"))); h.SandboxMemory {
+	case sandbox.MemoryCgroup, sandbox.MemoryWatcher:
+	default:
+		return errorf("host.sandbox_memory", "%q is not cgroup (the kernel counts each check's memory, in a cgroup of its own) or watcher (the host polls its processes: weaker)", h.SandboxMemory)
 	}
 	for _, list := range []struct {
 		key string

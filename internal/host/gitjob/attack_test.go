@@ -275,6 +275,20 @@ func attacks() []attack {
 			worked: func(_ *arena, _ *fixture, o host.Outcome, log string) bool {
 				return o.Result == host.Passed && strings.Contains(log, "held 400000000")
 			}},
+		// Issue 45: memory the watcher never saw, since no process maps
+		// it.
+		{name: "hold 512 MB of SysV shared memory, detached", defence: "memory cgroup",
+			script:  `HOG=sysv SIZE=512000000 "$TESTBIN"`,
+			stopped: "stopped: used more than 64MiB of memory (host.sandbox_limits.memory)",
+			worked: func(_ *arena, _ *fixture, o host.Outcome, log string) bool {
+				return o.Result == host.Passed && strings.Contains(log, "held 512000000")
+			}},
+		{name: "hold 512 MB in memfds in flight on a unix socket", defence: "memory cgroup",
+			script:  `HOG=inflight SIZE=512000000 "$TESTBIN"`,
+			stopped: "stopped: used more than 64MiB of memory (host.sandbox_limits.memory)",
+			worked: func(_ *arena, _ *fixture, o host.Outcome, log string) bool {
+				return o.Result == host.Passed && strings.Contains(log, "held 512000000")
+			}},
 		{name: "read a file only root may read", defence: "nobody",
 			script: `cat "$ROOTONLY"`,
 			worked: func(a *arena, _ *fixture, _ host.Outcome, log string) bool { return strings.Contains(log, a.secret) }},
@@ -321,8 +335,10 @@ while [ ! -e "$TMPDIR/go-on" ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); do
 
 // hog is a check's program that makes memory no process's anonymous
 // pages hold (HOG=mapshared: MAP_SHARED anonymous memory, every page
-// touched; HOG=memfd: a memfd filled by write(), never mapped), SIZE
-// bytes of it, then holds it a few seconds and says so.
+// touched; HOG=memfd: memfds filled by write(), never mapped; HOG=sysv: a
+// SysV segment, detached; HOG=inflight: memfds whose only reference is in
+// flight on a unix socket), SIZE bytes of it, then holds it a few seconds
+// and says so.
 func hog(mode string) int {
 	size, _ := strconv.Atoi(os.Getenv("SIZE"))
 	switch mode {
@@ -348,6 +364,63 @@ func hog(mode string) int {
 			if _, err := unix.Write(fd, chunk); err != nil {
 				fmt.Println("write:", err)
 				return 1
+			}
+		}
+	case "sysv":
+		// Segments of its own IPC namespace, each touched then detached:
+		// no process maps them (one at most, 16 MiB, at a time), and they
+		// outlive the process that made them.
+		const seg = 16 << 20
+		for n := 0; n < size; n += seg {
+			id, err := unix.SysvShmGet(unix.IPC_PRIVATE, seg, unix.IPC_CREAT|0o600)
+			if err != nil {
+				fmt.Println("shmget:", err)
+				return 1
+			}
+			mem, err := unix.SysvShmAttach(id, 0, 0)
+			if err != nil {
+				fmt.Println("shmat:", err)
+				return 1
+			}
+			for i := 0; i < len(mem); i += 4096 {
+				mem[i] = 1
+			}
+			if err := unix.SysvShmDetach(mem); err != nil {
+				fmt.Println("shmdt:", err)
+				return 1
+			}
+		}
+	case "inflight":
+		// memfds, each filled and sent over a socket to its other end,
+		// which never reads them: the only reference to each is in
+		// flight, in the socket's queue.
+		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			fmt.Println("socketpair:", err)
+			return 1
+		}
+		chunk := make([]byte, 1<<20) // host.sandbox_limits.file_size bounds one memfd
+		var batch []int
+		for n := 0; n < size; n += len(chunk) {
+			fd, err := unix.MemfdCreate("hog", unix.MFD_CLOEXEC)
+			if err != nil {
+				fmt.Println("memfd_create:", err)
+				return 1
+			}
+			if _, err := unix.Write(fd, chunk); err != nil {
+				fmt.Println("write:", err)
+				return 1
+			}
+			batch = append(batch, fd)
+			if len(batch) == 8 || n+len(chunk) >= size { // 8 MiB held open at most
+				if err := unix.Sendmsg(pair[0], []byte{0}, unix.UnixRights(batch...), nil, 0); err != nil {
+					fmt.Println("sendmsg:", err)
+					return 1
+				}
+				for _, fd := range batch {
+					unix.Close(fd)
+				}
+				batch = batch[:0]
 			}
 		}
 	}
@@ -529,6 +602,8 @@ func runAttack(t *testing.T, at attack, defended bool) (worked bool, o host.Outc
 			c.Without.NoFollow = true
 		case at.defence == "setid":
 			c.Without.SetID = true
+		case at.defence == "memory cgroup":
+			c.Memory = sandbox.MemoryWatcher
 		case at.defence == "nobody":
 			c.Without.Nobody = true
 		default:

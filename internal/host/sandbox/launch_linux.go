@@ -271,6 +271,8 @@ type Process struct {
 	mu      sync.Mutex
 	stopped string // the limit that stopped it
 	watched bool
+	cg      *cgroup // its memory and pids cgroup; nil with the watcher
+	cgDone  bool    // removed
 }
 
 // Command makes cmd (its Path, Args, Env and Dir say what to run) start
@@ -339,6 +341,22 @@ func (s *Sandbox) Command(cmd *exec.Cmd, r Run) (*Process, error) {
 	// The host gone (killed outright), its checks go too: the namespace
 	// ends with its first process.
 	attr.Pdeathsig = syscall.SIGKILL
+	if s.cg != nil {
+		cg, err := s.cg.make(s.c.Limits)
+		if err != nil {
+			p.closeChild()
+			specW.Close()
+			repR.Close()
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		p.cg = cg
+		if cg.dir != nil {
+			// cgroup v2: the stage is born in it (clone3 with
+			// CLONE_INTO_CGROUP), its every child after it.
+			attr.UseCgroupFD = true
+			attr.CgroupFD = int(cg.dir.Fd())
+		}
+	}
 	cmd.SysProcAttr = attr
 	return p, nil
 }
@@ -353,7 +371,30 @@ func (e *StageError) Error() string { return e.Msg }
 // not run (StageError: the stage's reason); the caller still waits for
 // cmd. Then the check is watched against its limits until Done.
 func (p *Process) Started() error {
+	if err := p.handOver(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.watched = true
+	p.mu.Unlock()
+	p.s.watch.add(p)
+	return nil
+}
+
+// handOver gives the stage, which waits for it before doing anything,
+// its cgroup (cgroup v1: the stage is put in it; v2: it was born there),
+// then what to do, and reads what it reports: nothing when the check's
+// program runs.
+func (p *Process) handOver() error {
 	p.closeChild()
+	if p.cg != nil {
+		if err := p.cg.join(p.pid()); err != nil {
+			p.specW.Close()
+			p.report.Close()
+			_ = p.cmd.Process.Kill()
+			return fmt.Errorf("sandbox: %w", err)
+		}
+	}
 	_, werr := p.specW.Write(p.spec)
 	p.specW.Close()
 	msg, _ := io.ReadAll(p.report)
@@ -364,10 +405,6 @@ func (p *Process) Started() error {
 	if werr != nil {
 		return fmt.Errorf("sandbox: handing the stage its work: %w", werr)
 	}
-	p.mu.Lock()
-	p.watched = true
-	p.mu.Unlock()
-	p.s.watch.add(p)
 	return nil
 }
 
@@ -380,6 +417,9 @@ func (p *Process) closeChild() {
 
 // Done ends the watch (call it after cmd.Wait, or when cmd.Start failed)
 // and says which limit stopped the check, "" if none did.
+//
+// The check's cgroup is looked at once more (a limit the kernel enforced
+// between two looks of the watcher's is said too), then removed.
 func (p *Process) Done() string {
 	p.closeChild()
 	p.specW.Close()
@@ -387,6 +427,15 @@ func (p *Process) Done() string {
 	p.s.watch.remove(p)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.cg != nil && !p.cgDone {
+		p.cgDone = true
+		if over := p.cg.over(p.s.c.Limits); len(over) > 0 && p.stopped == "" && p.watched {
+			p.stopped = strings.Join(over, ", and ")
+		}
+		if err := p.cg.remove(); err != nil && p.stopped == "" {
+			p.stopped = err.Error()
+		}
+	}
 	return p.stopped
 }
 
@@ -420,21 +469,17 @@ func (s *Sandbox) runProbe(r Run) (string, error) {
 		p.Done()
 		return "", fmt.Errorf("starting a confined process: %w", err)
 	}
-	p.closeChild()
-	_, werr := p.specW.Write(p.spec)
-	p.specW.Close()
-	msg, _ := io.ReadAll(p.report)
+	err = p.handOver()
 	waitErr := cmd.Wait()
 	p.Done()
+	var said *StageError
 	switch {
-	case werr != nil:
-		return "", werr
-	case waitErr != nil && len(msg) > 0:
-		return "", errors.New(string(msg)) // a step of the stage failed
+	case errors.As(err, &said) && waitErr == nil:
+		return said.Msg, nil // what the probe found
+	case err != nil:
+		return "", err // a step of the stage failed
 	case waitErr != nil:
 		return "", waitErr
-	case len(msg) == 0:
-		return "", errors.New("the probe said nothing")
 	}
-	return string(msg), nil
+	return "", errors.New("the probe said nothing")
 }

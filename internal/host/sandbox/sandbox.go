@@ -33,6 +33,17 @@ import (
 	"strings"
 )
 
+// How a check's memory is counted (host.sandbox_memory).
+const (
+	// MemoryCgroup: by the kernel, each check in a memory cgroup of its
+	// own (the default; a host that cannot make one refuses to start).
+	MemoryCgroup = "cgroup"
+	// MemoryWatcher: by the host, polling each check's processes: what
+	// no process maps (a SysV segment held detached, a memfd in flight
+	// on a socket) escapes it.
+	MemoryWatcher = "watcher"
+)
+
 // Net is what network a check has.
 const (
 	NetNone = "none" // a private network namespace: its own loopback, nothing else
@@ -43,6 +54,7 @@ const (
 // must keep from its checks.
 type Config struct {
 	Net    string   // NetNone (default) or NetAll
+	Memory string   // MemoryCgroup (default) or MemoryWatcher
 	RO, RW []string // host.sandbox_paths: absolute, ~ expanded
 	Limits Limits
 	// GitDir is host.repo's git directory: a check reads it (git log,
@@ -185,15 +197,16 @@ func ParseSize(s string) (int64, error) {
 }
 
 // Digest names what the sandbox enforces, as Describe says it, less how
-// long its probe took: a landing's receipt records it ("off" for no
-// sandbox), and two hosts confining their checks alike give the same one.
+// long its probe took and where its cgroups are: a landing's receipt
+// records it ("off" for no sandbox), and two hosts confining their checks
+// alike give the same one.
 func (s *Sandbox) Digest() string {
 	if s == nil {
 		return "off"
 	}
 	var keep []string
 	for _, l := range s.Describe() {
-		if !strings.HasPrefix(l, "probe:") {
+		if !strings.HasPrefix(l, "probe:") && !strings.HasPrefix(l, "cgroups:") {
 			keep = append(keep, l)
 		}
 	}

@@ -43,6 +43,7 @@ type Sandbox struct {
 	idmap  *os.File        // with nobody: a user namespace mapping root to Nobody, for the checks' writable paths
 	probe  time.Duration   // how long the probe at New took
 	watch  *watcher
+	cg     *cgroups // where each check's memory and pids cgroup is made; nil: the watcher counts
 	// rootMounts are the system's paths in every check's own root (its
 	// worktree, private directory and the configured paths are added per
 	// run); gitConfig is the config git finds there for host.repo.
@@ -67,7 +68,24 @@ func New(c Config) (*Sandbox, error) {
 		c.Without.CacheLayers = true
 	}
 	c.Limits = c.Limits.WithDefaults()
+	switch c.Memory {
+	case "", MemoryCgroup:
+		c.Memory = MemoryCgroup
+	case MemoryWatcher:
+	default:
+		return nil, fmt.Errorf("host.sandbox_memory: %q is not cgroup (the kernel counts a check's memory) or watcher (the host polls it: weaker)", c.Memory)
+	}
+	if c.Without.SharedMemory {
+		c.Memory = MemoryWatcher
+	}
 	s := &Sandbox{c: c, watch: newWatcher()}
+	if c.Memory == MemoryCgroup {
+		cg, err := findCgroups()
+		if err != nil {
+			return nil, fmt.Errorf("host.sandbox_memory: cannot make a memory cgroup for each check (%v); run the host as root where the cgroup v1 memory controller is mounted read-write, or delegate it a cgroup v2 with the memory and pids controllers, or set host.sandbox_memory: watcher (weaker: the host polls each check's processes, and misses memory no process maps)", err)
+		}
+		s.cg = cg
+	}
 	s.abi = landlockABI()
 	if s.abi < 1 {
 		return nil, errors.New("this kernel has no Landlock (Linux 5.13 or later, built with CONFIG_SECURITY_LANDLOCK and landlock in the lsm= boot list): checks cannot be sandboxed; upgrade the kernel or enable Landlock, or set host.sandbox: off to run them unconfined")
@@ -239,10 +257,24 @@ func (s *Sandbox) Describe() []string {
 	case !s.userns:
 		out = append(out, "user: checks run as the host's uid, with every capability dropped")
 	}
-	if s.c.Without.SharedMemory {
+	switch {
+	case s.cg != nil:
+		where, swap := "cgroup v1", "memory.memsw.limit_in_bytes the same, so no swap"
+		if s.cg.v2 {
+			where, swap = "cgroup v2", "memory.swap.max 0, memory.oom.group 1"
+		} else if s.cg.swapKey == "" {
+			swap = "memory.swappiness 0, so no swap"
+		}
+		out = append(out, fmt.Sprintf("memory: counted by the kernel (host.sandbox_memory: cgroup): each check in a memory cgroup of its own from before its exec (%s), at host.sandbox_limits.memory (%s): all it holds counts, its processes' pages, shared memory none of them maps, SysV segments, memfds in flight, tmpfs files and the page cache it fills; at the limit the kernel reclaims, then kills, and the host stops the check and says why", where, swap))
+		if s.cg.v2 || s.cg.pids != "" {
+			out = append(out, "processes: counted by the kernel (a pids cgroup, pids.max at host.sandbox_limits.processes): a fork past it fails, and the host stops the check and says why")
+		} else {
+			out = append(out, "processes: polled by the host every 100 ms (no pids cgroup hierarchy is mounted)")
+		}
+	case s.c.Without.SharedMemory:
 		out = append(out, "memory: anonymous pages only (resident less shared)")
-	} else {
-		out = append(out, "memory: anonymous and shared pages of every process (RssAnon + RssShmem), the memfds they hold, and its /dev/shm")
+	default:
+		out = append(out, "memory: polled by the host every 100 ms (host.sandbox_memory: watcher, weaker than a cgroup): anonymous and shared pages of every process (RssAnon + RssShmem), the memfds they hold, and its /dev/shm; not a SysV segment no process maps, a memfd in flight on a socket, tmpfs files elsewhere or the page cache, and a check can overshoot by what it allocates in 100 ms")
 	}
 	if s.c.Without.CacheLayers {
 		out = append(out, "host.sandbox_paths.rw: SHARED between every check as they are ("+SharedRWEnv+" or a test): one check's writes are every later check's")
@@ -274,6 +306,13 @@ func (s *Sandbox) Describe() []string {
 	}
 	rw := append(append([]string{"its worktree,", "its private TMPDIR and HOME,"}, s.rw.dirs...), s.rw.files...)
 	out = append(out, "writes: "+strings.Join(append(rw, devices...), " "))
+	if s.cg != nil {
+		where := s.cg.memory
+		if s.cg.pids != "" {
+			where += " and " + s.cg.pids
+		}
+		out = append(out, "cgroups: made under "+where)
+	}
 	out = append(out, fmt.Sprintf("probe: a confined no-op ran and found itself confined (%d ms)", s.probe.Milliseconds()))
 	return out
 }

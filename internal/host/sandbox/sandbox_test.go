@@ -240,6 +240,20 @@ func TestLimits(t *testing.T) {
 		assert.Equal(t, "ran more than 50 processes and threads (host.sandbox_limits.processes)", res.stopped)
 		assert.Empty(t, leftover(mark))
 	})
+	// Forks refused while it holds memory: told of the processes, and
+	// nothing of it is left, its cgroup included.
+	t.Run("processes while holding memory", func(t *testing.T) {
+		s := newSandbox(t, Config{Limits: Limits{Tasks: 50, Memory: 256 << 20}})
+		mark := fmt.Sprintf("%d.%d", 810000+os.Getpid()%1000, os.Getpid())
+		res := run(t, s, box(t), `x=$(head -c 40000000 /dev/zero | tr '\0' x); i=0; while [ $i -lt 2000 ]; do sleep `+mark+` & i=$((i+1)); done; wait; echo "${#x}"`)
+		assert.Error(t, res.err)
+		assert.Equal(t, "ran more than 50 processes and threads (host.sandbox_limits.processes)", res.stopped)
+		assert.Empty(t, leftover(mark))
+		if s.cg != nil {
+			left, _ := filepath.Glob(filepath.Join(s.cg.memory, fmt.Sprintf("%s%d-*", cgroupPrefix, os.Getpid())))
+			assert.Empty(t, left, "its cgroup was removed")
+		}
+	})
 	t.Run("file size", func(t *testing.T) {
 		s := newSandbox(t, Config{Limits: Limits{FileSize: 1 << 20}})
 		r := box(t)
