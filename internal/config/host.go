@@ -131,6 +131,8 @@ func hostDefaults(d map[string]any) {
 	d["host.sandbox_limits.memory"] = sandbox.Size(sandbox.DefaultMemory)
 	d["host.sandbox_limits.processes"] = sandbox.DefaultTasks
 	d["host.sandbox_limits.file_size"] = sandbox.Size(sandbox.DefaultFileSize)
+	d["host.sandbox_limits.disk"] = sandbox.Size(sandbox.DefaultDisk)
+	d["host.sandbox_limits.caches"] = sandbox.Size(sandbox.DefaultCaches)
 }
 
 func decodeHost(v *viper.Viper, c *Config, src sources) error {
@@ -302,15 +304,17 @@ func decodeSandbox(v *viper.Viper, h *Host, src sources) error {
 		}
 	}
 	for _, l := range []struct {
-		key string
-		to  *int64
-	}{{"host.sandbox_limits.memory", &h.SandboxLimits.Memory}, {"host.sandbox_limits.file_size", &h.SandboxLimits.FileSize}} {
+		key   string
+		to    *int64
+		least int64
+	}{{"host.sandbox_limits.memory", &h.SandboxLimits.Memory, 1 << 20}, {"host.sandbox_limits.file_size", &h.SandboxLimits.FileSize, 1 << 20},
+		{"host.sandbox_limits.disk", &h.SandboxLimits.Disk, sandbox.MinDisk}, {"host.sandbox_limits.caches", &h.SandboxLimits.Caches, sandbox.MinDisk}} {
 		n, err := sandbox.ParseSize(v.GetString(l.key))
 		if err != nil {
 			return errorf(l.key, "%v", err)
 		}
-		if n < 1<<20 {
-			return errorf(l.key, "%s is below the least allowed, 1MiB", sandbox.Size(n))
+		if n < l.least {
+			return errorf(l.key, "%s is below the least allowed, %s", sandbox.Size(n), sandbox.Size(l.least))
 		}
 		*l.to = n
 	}

@@ -35,7 +35,8 @@ func TestHostDefaultsAndPaths(t *testing.T) {
 	assert.Equal(t, "none", h.SandboxNet)
 	assert.Equal(t, "cgroup", h.SandboxMemory)
 	assert.Empty(t, h.SandboxRO)
-	assert.Equal(t, sandbox.Limits{Memory: sandbox.DefaultMemory, Tasks: sandbox.DefaultTasks, FileSize: sandbox.DefaultFileSize}, h.SandboxLimits)
+	assert.Equal(t, sandbox.Limits{Memory: sandbox.DefaultMemory, Tasks: sandbox.DefaultTasks, FileSize: sandbox.DefaultFileSize,
+		Disk: sandbox.DefaultDisk, Caches: sandbox.DefaultCaches}, h.SandboxLimits)
 	assert.ErrorContains(t, c.RequireHost(), "rules.ci_gating: off, and rules.merge is accept: foreman host would have nothing to do")
 	c.Rules.CIGating = true
 	assert.NoError(t, c.RequireHost())
@@ -68,6 +69,7 @@ func TestHostErrorsNameTheKey(t *testing.T) {
 		"sandbox":        {"host:\n  sandbox: maybe\n", `host.sandbox: "maybe" is not on or off`},
 		"sandbox net":    {"host:\n  sandbox_net: loopback-deny\n", `host.sandbox_net: "loopback-deny" is not none`},
 		"sandbox memory": {"host:\n  sandbox_memory: rss\n", `host.sandbox_memory: "rss" is not cgroup (the kernel counts`},
+		"disk too small": {"host:\n  sandbox_limits:\n    disk: 1MiB\n", "host.sandbox_limits.disk: 1MiB is below the least allowed, 16MiB"},
 		"land as":        {"host:\n  land_as: rebase\n", `host.land_as: "rebase" is not merge (a merge commit`},
 		"sandbox paths":  {"host:\n  sandbox_paths: [/x]\n", "host.sandbox_paths: unknown key"},
 		"tilde user":     {"host:\n  sandbox_paths:\n    ro: [\"~bob/x\"]\n", "host.sandbox_paths.ro[0]: ~bob/x: only ~ (the host user's HOME) is expanded"},
@@ -87,7 +89,7 @@ func TestHostErrorsNameTheKey(t *testing.T) {
 func TestHostSandboxPaths(t *testing.T) {
 	home, err := os.UserHomeDir()
 	require.NoError(t, err)
-	path := writeConfig(t, minimal+"host:\n  sandbox: off\n  sandbox_net: all\n  sandbox_paths:\n    ro: [tools, /opt/sdk]\n    rw: [~/.cache/go-build, \"~\"]\n  sandbox_limits:\n    memory: 2GiB\n    processes: 100\n    file_size: 64MiB\n")
+	path := writeConfig(t, minimal+"host:\n  sandbox: off\n  sandbox_net: all\n  sandbox_paths:\n    ro: [tools, /opt/sdk]\n    rw: [~/.cache/go-build, \"~\"]\n  sandbox_limits:\n    memory: 2GiB\n    processes: 100\n    file_size: 64MiB\n    disk: 512MiB\n")
 	c, err := Load(path, nil, nil)
 	require.NoError(t, err)
 	h := c.Host
@@ -95,7 +97,7 @@ func TestHostSandboxPaths(t *testing.T) {
 	assert.Equal(t, "all", h.SandboxNet)
 	assert.Equal(t, []string{filepath.Join(filepath.Dir(path), "tools"), "/opt/sdk"}, h.SandboxRO, "relative to the file")
 	assert.Equal(t, []string{filepath.Join(home, ".cache/go-build"), home}, h.SandboxRW, "~ is the HOME (foreman host refuses all of it later)")
-	assert.Equal(t, sandbox.Limits{Memory: 2 << 30, Tasks: 100, FileSize: 64 << 20}, h.SandboxLimits)
+	assert.Equal(t, sandbox.Limits{Memory: 2 << 30, Tasks: 100, FileSize: 64 << 20, Disk: 512 << 20, Caches: sandbox.DefaultCaches}, h.SandboxLimits)
 }
 
 func make40(c byte) []byte {

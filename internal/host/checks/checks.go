@@ -77,6 +77,13 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	defer f.Close()
 	log := &capped{f: f, limit: s.LogLimit}
 	red := newRedactor(log, s.Secrets, s.SecretsAsIs)
+	if s.Sandbox != nil {
+		// What the last run in this worktree wrote is gone: this run
+		// gets all of its disk.
+		if err := s.Sandbox.Fresh(sandbox.Run{Worktree: s.Dir, Private: s.Private, Layer: s.Layer}); err != nil {
+			return Result{}, err
+		}
+	}
 	start := time.Now()
 	limit := ctx
 	var cancel context.CancelFunc = func() {}

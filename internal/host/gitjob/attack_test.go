@@ -205,6 +205,10 @@ type attack struct {
 	// during, if set, is started before the check runs and stopped after
 	// it: what it saw is in arena.during.
 	during func(a *arena, f *fixture) (stop func() bool)
+	// onDisk has the check write the host's disk itself, as where no
+	// volume can be made (a host that is not root), with its defence and
+	// without: the defences that matter there.
+	onDisk bool
 	// worked says whether the attack did what it wanted.
 	worked func(a *arena, f *fixture, o host.Outcome, log string) bool
 	// stopped, if set, is what the verdict says when it did not.
@@ -314,15 +318,15 @@ while [ ! -e "$TMPDIR/go-on" ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); do
 		// command leaves it a fifo, or a link to one (as to /dev/zero),
 		// and the host's read before the second blocks until the test
 		// feeds it, and takes all it is fed.
-		{name: "make .git a fifo the host reads before the next command", defence: "no follow",
+		{name: "make .git a fifo the host reads before the next command", defence: "no follow", onDisk: true,
 			script: `rm -f .git && mkfifo .git`, second: []string{"true"},
 			during: feedFifo(".git"),
 			worked: func(a *arena, _ *fixture, _ host.Outcome, _ string) bool { return a.during }},
-		{name: "make .git a link to a fifo (as to /dev/zero)", defence: "no follow",
+		{name: "make .git a link to a fifo (as to /dev/zero)", defence: "no follow", onDisk: true,
 			script: `mkfifo "$TMPDIR/fifo" && rm -f .git && ln -s "$TMPDIR/fifo" .git`, second: []string{"true"},
 			during: feedFifo("fifo"),
 			worked: func(a *arena, _ *fixture, _ host.Outcome, _ string) bool { return a.during }},
-		{name: "point the worktree's .git at host.repo", defence: "slot check",
+		{name: "point the worktree's .git at host.repo", defence: "slot check", onDisk: true,
 			script: `printf 'gitdir: %s\n' "$(git rev-parse --git-common-dir)" > .git`,
 			worked: func(_ *arena, f *fixture, _ host.Outcome, _ string) bool {
 				// The host's next reset in that slot ran in host.repo's
@@ -421,6 +425,22 @@ func hog(mode string) int {
 					unix.Close(fd)
 				}
 				batch = batch[:0]
+			}
+		}
+	case "fill":
+		// A writer at full speed: 1 MiB files (host.sandbox_limits.
+		// file_size bounds one), in its worktree and its TMPDIR by turns,
+		// until a write fails.
+		chunk := bytes.Repeat([]byte{'x'}, 1<<20)
+		n := 0
+		for ; ; n++ {
+			dir := "."
+			if n%2 == 1 {
+				dir = os.Getenv("TMPDIR")
+			}
+			if err := os.WriteFile(filepath.Join(dir, "fill-"+strconv.Itoa(n)), chunk, 0o644); err != nil {
+				fmt.Printf("wrote %d MiB, then: %v\n", n, err)
+				return 0
 			}
 		}
 	}
@@ -601,13 +621,18 @@ func runAttack(t *testing.T, at attack, defended bool) (worked bool, o host.Outc
 		case at.defence == "no follow":
 			c.Without.NoFollow = true
 		case at.defence == "setid":
-			c.Without.SetID = true
+			// As before issue 45: the check's writes land on the
+			// host's disk, root's, and it may set the bits.
+			c.Without.SetID, c.Without.Volumes = true, true
 		case at.defence == "memory cgroup":
 			c.Memory = sandbox.MemoryWatcher
 		case at.defence == "nobody":
 			c.Without.Nobody = true
 		default:
 			return // unconfined
+		}
+		if at.onDisk {
+			c.Without.Volumes = true
 		}
 		o.Sandbox = f.sandbox(c)
 		require.NotNil(t, o.Sandbox)
@@ -654,6 +679,106 @@ func runAttack(t *testing.T, at attack, defended bool) (worked bool, o host.Outc
 	worked = at.worked(a, f, o, log)
 	a.killLeftovers()
 	return worked, o, log
+}
+
+// A check that fills the disk it writes fills the host's too, where the
+// ledger and the logs are: with host.work, host.logs and a ledger on one
+// filesystem (a tmpfs of 256 MiB, here), a writer at full speed takes it
+// all, and the ledger written meanwhile, as a host writes it, fails. With
+// the check's writes in a volume of its own (64 MiB and some slack), it is
+// stopped and told why (or, faster than the host looks, told ENOSPC by the
+// kernel first), and the ledger and the log are written whole.
+func TestACheckCannotFillTheHostsDisk(t *testing.T) {
+	sandboxtest.New(t, sandbox.Config{}) // skips where there is no sandbox
+	if os.Getuid() != 0 {
+		t.Skip("only root mounts the small filesystem the test fills (and only a root host gives checks volumes)")
+	}
+	for _, defended := range []bool{false, true} {
+		small := smallDisk(t, 256<<20)
+		f := newFixtureIn(t, small, true, func(f *fixture, o *Options) {
+			o.Checks = [][]string{{"sh", "check.sh"}}
+			o.Env = []string{"TESTBIN=" + os.Args[0]}
+			o.Timeout = 3 * time.Minute
+			c := sandbox.Config{RO: []string{filepath.Dir(os.Args[0])}, Limits: sandbox.Limits{FileSize: 1 << 20, Disk: 64 << 20}}
+			c.Without.Disk = !defended
+			o.Sandbox = f.sandbox(c)
+			require.NotNil(t, o.Sandbox)
+		})
+		f.commit("b1/fill", "main", map[string]string{"check.sh": `HOG=fill "$TESTBIN"` + "\n"}, "a check that fills its disk")
+
+		// The host's ledger, written as the check runs.
+		ledger := filepath.Join(small, "ledger.jsonl")
+		done := make(chan struct{})
+		failed := make(chan error, 1)
+		go func() {
+			record := append(bytes.Repeat([]byte("r"), 4095), '\n')
+			for {
+				select {
+				case <-done:
+					failed <- nil
+					return
+				default:
+				}
+				if err := appendTo(ledger, record); err != nil {
+					failed <- err
+					return
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+		o := f.check("fill", "b1/fill")
+		close(done)
+		ledgerErr := <-failed
+		if ledgerErr == nil {
+			ledgerErr = appendTo(ledger, []byte("after the check\n"))
+		}
+		if !defended {
+			require.Error(t, ledgerErr, "without the bound the check fills the host's disk, or the test proves nothing (%+v)", o)
+			t.Logf("without the bound: the ledger's write failed: %v; the check: %s %s", ledgerErr, o.Result, o.Line)
+			continue
+		}
+		require.NoError(t, ledgerErr, "the ledger stays writable")
+		require.Equal(t, host.Failed, o.Result, "%+v", o)
+		assert.Equal(t, "sh check.sh: stopped: wrote more than 64MiB to its worktree and TMPDIR (host.sandbox_limits.disk)", o.Line)
+		log, err := os.ReadFile(o.Log)
+		require.NoError(t, err)
+		// Stopped as it passed 64 MiB, or, faster than the host looked,
+		// told ENOSPC at the volume's size first (its bound and 16 MiB).
+		var wrote int
+		if _, err := fmt.Sscanf(string(log[strings.Index(string(log), "\n")+1:]), "wrote %d MiB", &wrote); err == nil {
+			assert.LessOrEqual(t, wrote, 64+16)
+		}
+		assert.Contains(t, string(log), "[stopped: wrote more than 64MiB", "and the log, on the same disk, written to its end")
+		t.Logf("with the bound: %s", strings.TrimSpace(string(log)))
+	}
+}
+
+// smallDisk is a filesystem of size bytes of the test's own (a tmpfs),
+// unmounted at its end.
+func smallDisk(t *testing.T, size int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size="+strconv.FormatInt(size, 10)+",mode=0700"))
+	t.Cleanup(func() {
+		// The volumes on it are let go of first (the sandbox's Close,
+		// registered after this): its loop devices may take a moment.
+		if err := unix.Unmount(dir, 0); err != nil {
+			_ = unix.Unmount(dir, unix.MNT_DETACH)
+		}
+	})
+	return dir
+}
+
+func appendTo(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Defence in depth: a check that prints the host's key with no sandbox to

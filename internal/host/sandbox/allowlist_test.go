@@ -194,7 +194,8 @@ func copyTree(t *testing.T, from, to string) {
 // there to a directory of the host's, and the next command, given its
 // copy of the RW path, would write through it into the host's directory.
 // The host makes that copy without following a link, and the second
-// command does not run.
+// command does not run. (Where a check's writes go to a volume of its
+// own, the copy is there, out of the host's directories.)
 func TestALinkLeftForTheNextCommandIsNotFollowed(t *testing.T) {
 	cache := t.TempDir()
 	victim := t.TempDir()
@@ -202,7 +203,7 @@ func TestALinkLeftForTheNextCommandIsNotFollowed(t *testing.T) {
 	next := `echo pwned > "$CACHE/x" && echo wrote`
 	env := []string{"VICTIM=" + victim, "CACHE=" + cache}
 
-	s := newSandbox(t, Config{RW: []string{cache}, Without: Without{NoFollow: true}})
+	s := newSandbox(t, Config{RW: []string{cache}, Without: Without{NoFollow: true, Volumes: true}})
 	r := box(t)
 	res := run(t, s, r, plant, env...)
 	require.NoError(t, res.err, res.out)
@@ -212,7 +213,7 @@ func TestALinkLeftForTheNextCommandIsNotFollowed(t *testing.T) {
 
 	victim2 := t.TempDir()
 	env = []string{"VICTIM=" + victim2, "CACHE=" + cache}
-	s = newSandbox(t, Config{RW: []string{cache}})
+	s = newSandbox(t, Config{RW: []string{cache}, Without: Without{Volumes: true}})
 	r = box(t)
 	res = run(t, s, r, plant, env...)
 	require.NoError(t, res.err, res.out)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -69,7 +70,7 @@ func under(dir string, paths ...string) bool {
 }
 
 // spec is what the stage does for cmd in run r.
-func (s *Sandbox) spec(cmd *exec.Cmd, r Run) (stage.Spec, error) {
+func (s *Sandbox) spec(cmd *exec.Cmd, r Run, d *diskUse) (stage.Spec, error) {
 	dir := cmd.Dir
 	if dir == "" {
 		dir = r.Worktree
@@ -103,11 +104,16 @@ func (s *Sandbox) spec(cmd *exec.Cmd, r Run) (stage.Spec, error) {
 		sp.Uid, sp.Gid, sp.Userns = Nobody, Nobody, true
 	}
 	if !s.c.Without.Allowlist {
-		if err := s.allowlist(&sp, r); err != nil {
+		if err := s.allowlist(&sp, r, d); err != nil {
 			return sp, err
 		}
 	}
 	return sp, nil
+}
+
+// diskUse are the volumes a check's writes go to (nil: the host's disk).
+type diskUse struct {
+	vol, caches *volume
 }
 
 // allowlist fills in the check's own filesystem (stage.Spec.Root): the
@@ -117,19 +123,41 @@ func (s *Sandbox) spec(cmd *exec.Cmd, r Run) (stage.Spec, error) {
 // read the objects and refs, with a config of the host's making: never the
 // repository's own (a token in a remote's URL), its hooks, or other
 // worktrees' directories.
-func (s *Sandbox) allowlist(sp *stage.Spec, r Run) error {
+//
+// With volumes, what the check writes to its worktree and private
+// directory lands in its own volume (an overlay over each: the host's
+// below, never written), and its builder's copies of the RW paths in the
+// caches' volume: nothing of it reaches the host's disk.
+func (s *Sandbox) allowlist(sp *stage.Spec, r Run, d *diskUse) error {
 	sp.Root = filepath.Join(r.Private, rootDir)
 	sp.Shm = s.c.Limits.Memory
 	sp.Mounts = append(sp.Mounts, s.rootMounts...)
-	sp.Mounts = append(sp.Mounts, stage.Mount{Source: r.Worktree, Write: true, Idmap: s.nobody}, stage.Mount{Source: r.Private, Write: true, Idmap: s.nobody})
+	write := uint64(s.ll.HandledAccessFS & (ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSWriteFile | ll.AccessFSRemoveFile |
+		ll.AccessFSRemoveDir | ll.AccessFSMakeReg | ll.AccessFSMakeDir | ll.AccessFSMakeSym | ll.AccessFSTruncate | ll.AccessFSRefer))
+	if s.disk == diskVolumes {
+		v, err := s.checkVolume(r)
+		if err != nil {
+			return fmt.Errorf("sandbox: the check's disk: %w", err)
+		}
+		d.vol = v
+		sp.Volumes = append(sp.Volumes, v.dev)
+		sp.Mounts = append(sp.Mounts, stage.Mount{Source: r.Worktree, Write: true, Idmap: s.nobody, Volume: 1, Upper: "tree"},
+			stage.Mount{Source: r.Private, Write: true, Idmap: s.nobody, Volume: 1, Upper: "home"})
+		// The overlays are not the host's directories the ruleset names:
+		// they get what it grants those (landlock.RWDirs).
+		rwDirs := uint64(s.ll.HandledAccessFS & (ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSWriteFile |
+			ll.AccessFSRemoveDir | ll.AccessFSRemoveFile | ll.AccessFSMakeChar | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock |
+			ll.AccessFSMakeFifo | ll.AccessFSMakeBlock | ll.AccessFSMakeSym | ll.AccessFSTruncate | ll.AccessFSRefer))
+		sp.Grants = append(sp.Grants, stage.Grant{Path: r.Worktree, Access: rwDirs}, stage.Grant{Path: r.Private, Access: rwDirs})
+	} else {
+		sp.Mounts = append(sp.Mounts, stage.Mount{Source: r.Worktree, Write: true, Idmap: s.nobody}, stage.Mount{Source: r.Private, Write: true, Idmap: s.nobody})
+	}
 	for _, p := range s.ro.dirs {
 		sp.Mounts = append(sp.Mounts, stage.Mount{Source: p})
 	}
 	for _, p := range s.ro.files {
 		sp.Mounts = append(sp.Mounts, stage.Mount{Source: p, File: true})
 	}
-	write := uint64(s.ll.HandledAccessFS & (ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSWriteFile | ll.AccessFSRemoveFile |
-		ll.AccessFSRemoveDir | ll.AccessFSMakeReg | ll.AccessFSMakeDir | ll.AccessFSMakeSym | ll.AccessFSTruncate | ll.AccessFSRefer))
 	for i, p := range s.rw.dirs {
 		if s.c.Without.CacheLayers {
 			sp.Mounts = append(sp.Mounts, stage.Mount{Source: p, Write: true})
@@ -137,11 +165,12 @@ func (s *Sandbox) allowlist(sp *stage.Spec, r Run) error {
 		}
 		// No check writes what another builder's checks will run: each
 		// builder has its own of this directory, kept between its checks.
-		layer, err := s.layer(r, i)
+		m, err := s.layerMount(sp, r, i, d)
 		if err != nil {
 			return fmt.Errorf("sandbox: %s's copy for this run: %w", p, err)
 		}
-		sp.Mounts = append(sp.Mounts, stage.Mount{Source: layer, Target: p, Write: true, Idmap: s.nobody})
+		m.Target = p
+		sp.Mounts = append(sp.Mounts, m)
 		sp.Grants = append(sp.Grants, stage.Grant{Path: p, Access: write})
 	}
 	for _, p := range s.rw.files {
@@ -152,6 +181,36 @@ func (s *Sandbox) allowlist(sp *stage.Spec, r Run) error {
 		s.gitMounts(sp, r)
 	}
 	return nil
+}
+
+// layerMount is the mount of run r's copy of the i-th RW directory: in the
+// caches' volume (its builder's) or in its own (the run's), or, without
+// volumes, as layer says.
+func (s *Sandbox) layerMount(sp *stage.Spec, r Run, i int, d *diskUse) (stage.Mount, error) {
+	if s.disk != diskVolumes {
+		layer, err := s.layer(r, i)
+		return stage.Mount{Source: layer, Write: true, Idmap: s.nobody}, err
+	}
+	if s.c.Layers == "" || r.Layer == "" {
+		rel := filepath.Join("layers", strconv.Itoa(i))
+		if err := os.MkdirAll(d.vol.path(rel), 0o755); err != nil {
+			return stage.Mount{}, err
+		}
+		if err := os.Chown(d.vol.path(rel), d.vol.uid, d.vol.uid); err != nil {
+			return stage.Mount{}, err
+		}
+		return stage.Mount{Source: rel, Write: true, Volume: 1}, nil
+	}
+	if d.caches == nil {
+		v, err := s.cachesVolume()
+		if err != nil {
+			return stage.Mount{}, fmt.Errorf("the caches' disk: %w", err)
+		}
+		d.caches = v
+		sp.Volumes = append(sp.Volumes, v.dev)
+	}
+	rel, err := s.builderLayer(d.caches, r.Layer, i)
+	return stage.Mount{Source: rel, Write: true, Volume: len(sp.Volumes)}, err
 }
 
 // layer is what run r sees at the i-th RW directory: its builder's own
@@ -272,16 +331,31 @@ type Process struct {
 	stopped string // the limit that stopped it
 	watched bool
 	cg      *cgroup // its memory and pids cgroup; nil with the watcher
-	cgDone  bool    // removed
+	done    bool    // Done was called: its cgroup removed
+	run     Run
+	vol     *volume // where it writes; nil: the host's disk
+	caches  *volume // where its builder's copies of the RW paths are
+	// polled disk: when its worktree and private directory were last
+	// summed, and how long that took (the watcher's goroutine's alone).
+	polled   time.Time
+	pollCost time.Duration
 }
 
 // Command makes cmd (its Path, Args, Env and Dir say what to run) start
 // confined, in run r: cmd then starts the stage, which confines itself and
 // execs the program. After cmd.Start, call Started; after cmd.Wait, Done.
 func (s *Sandbox) Command(cmd *exec.Cmd, r Run) (*Process, error) {
-	sp, err := s.spec(cmd, r)
+	var d diskUse
+	sp, err := s.spec(cmd, r, &d)
 	if err != nil {
 		return nil, err
+	}
+	if s.disk == diskPolled {
+		s.disks.mu.Lock()
+		if _, ok := s.disks.baseline[r.Worktree]; !ok {
+			s.disks.baseline[r.Worktree] = diskUsage(r.Worktree, r.Private)
+		}
+		s.disks.mu.Unlock()
 	}
 	if sp.Root != "" {
 		// An earlier command of the run may have left a link there.
@@ -310,7 +384,11 @@ func (s *Sandbox) Command(cmd *exec.Cmd, r Run) (*Process, error) {
 		specW.Close()
 		return nil, err
 	}
-	p := &Process{s: s, cmd: cmd, spec: spec, child: []*os.File{specR, repW, rules}, specW: specW, report: repR}
+	p := &Process{s: s, cmd: cmd, spec: spec, child: []*os.File{specR, repW, rules}, specW: specW, report: repR,
+		run: r, vol: d.vol, caches: d.caches}
+	if d.caches != nil {
+		s.using(r.Layer, 1)
+	}
 	cmd.Path = "/proc/self/exe"
 	cmd.Args = []string{stage.Marker}
 	cmd.Env = []string{}
@@ -427,14 +505,23 @@ func (p *Process) Done() string {
 	p.s.watch.remove(p)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cg != nil && !p.cgDone {
-		p.cgDone = true
+	if p.done {
+		return p.stopped
+	}
+	p.done = true
+	if p.cg != nil {
 		if over := p.cg.over(p.s.c.Limits); len(over) > 0 && p.stopped == "" && p.watched {
 			p.stopped = strings.Join(over, ", and ")
 		}
 		if err := p.cg.remove(); err != nil && p.stopped == "" {
 			p.stopped = err.Error()
 		}
+	}
+	if over := p.s.overDisk(p, true); over != "" && p.stopped == "" && p.watched {
+		p.stopped = over
+	}
+	if p.caches != nil {
+		p.s.using(p.run.Layer, -1)
 	}
 	return p.stopped
 }

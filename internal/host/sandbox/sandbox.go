@@ -96,7 +96,16 @@ type Without struct {
 	// SetID: a check may set setuid and setgid bits, and the binds it
 	// writes are not nosuid.
 	SetID bool
+	// Volumes: a check writes the host's disk itself, and the host polls
+	// what it wrote (as where no volume can be made).
+	Volumes bool
+	// Disk: nothing bounds what a check writes but the disk.
+	Disk bool
 }
+
+// MinDisk is the least host.sandbox_limits.disk and .caches may be: an
+// ext4 of its own wants room for its metadata.
+const MinDisk = 16 << 20
 
 // Nobody is the user a host running as root runs its checks as.
 const Nobody = 65534
@@ -119,6 +128,12 @@ type Limits struct {
 	Memory   int64 // bytes of anonymous memory of all its processes
 	Tasks    int   // its processes and threads, together
 	FileSize int64 // bytes: the largest file it may write
+	// Disk is bytes it may write to its worktree and private directory
+	// (TMPDIR, HOME) together, in one run of the checks.
+	Disk int64
+	// Caches is bytes every builder's copies of the RW paths hold
+	// together: the host's, not one check's.
+	Caches int64
 }
 
 // The defaults leave room three to four times over for a `go test ./...`
@@ -128,6 +143,12 @@ const (
 	DefaultMemory   = 4 << 30
 	DefaultTasks    = 1024
 	DefaultFileSize = 1 << 30
+	// A check's disk and the caches are sparse images: they take on the
+	// host's disk what is written in them, and these bounds only cap it.
+	// host.max_parallel × Disk + Caches should fit beside the ledger and
+	// logs (the host warns at start when it does not).
+	DefaultDisk   = 8 << 30
+	DefaultCaches = 32 << 30
 )
 
 // WithDefaults fills what is zero.
@@ -141,6 +162,12 @@ func (l Limits) WithDefaults() Limits {
 	if l.FileSize <= 0 {
 		l.FileSize = DefaultFileSize
 	}
+	if l.Disk <= 0 {
+		l.Disk = DefaultDisk
+	}
+	if l.Caches <= 0 {
+		l.Caches = DefaultCaches
+	}
 	return l
 }
 
@@ -151,6 +178,8 @@ type Run struct {
 	// Layer is whose writes to the RW paths this run sees and adds to:
 	// the builder whose work is checked. "" keeps them for this run only.
 	Layer string
+
+	diskSize int64 // the probe's: a small volume
 }
 
 // Size writes a byte count as the configuration takes it: 4GiB, 512MiB,

@@ -44,6 +44,10 @@ type Sandbox struct {
 	probe  time.Duration   // how long the probe at New took
 	watch  *watcher
 	cg     *cgroups // where each check's memory and pids cgroup is made; nil: the watcher counts
+	// disk is how what a check writes is bounded: diskVolumes, diskPolled
+	// (diskWhy says why no volume), or "" (Without.Disk).
+	disk, diskWhy string
+	disks         *disks
 	// rootMounts are the system's paths in every check's own root (its
 	// worktree, private directory and the configured paths are added per
 	// run); gitConfig is the config git finds there for host.repo.
@@ -78,7 +82,7 @@ func New(c Config) (*Sandbox, error) {
 	if c.Without.SharedMemory {
 		c.Memory = MemoryWatcher
 	}
-	s := &Sandbox{c: c, watch: newWatcher()}
+	s := &Sandbox{c: c, watch: newWatcher(), disks: newDisks()}
 	if c.Memory == MemoryCgroup {
 		cg, err := findCgroups()
 		if err != nil {
@@ -141,8 +145,32 @@ func New(c Config) (*Sandbox, error) {
 			return nil, fmt.Errorf("a user namespace that maps root to nobody, for the checks' writable paths: %w; %s", err, s.advice())
 		}
 	}
+	switch {
+	case c.Without.Disk:
+	case c.Without.Volumes:
+		s.disk, s.diskWhy = diskPolled, "no volumes (a test's)"
+	case s.userns:
+		s.disk, s.diskWhy = diskPolled, "the host is not root, and a loop device and its mount need root"
+	case c.Without.Allowlist:
+		s.disk, s.diskWhy = diskPolled, "the check's filesystem is the host's (a test's)"
+	default:
+		s.disk = diskVolumes
+		if _, err := mkfs(); err != nil {
+			s.disk, s.diskWhy = diskPolled, err.Error()
+		}
+	}
 	start := time.Now()
-	if err := s.selfTest(); err != nil {
+	err := s.selfTest()
+	if err != nil && s.disk == diskVolumes {
+		// Confined without volumes, the checks' writes are polled: said
+		// where the sandbox describes itself.
+		why := err.Error()
+		s.disk = diskPolled
+		if s.selfTest() == nil {
+			s.diskWhy, err = "a check's volume could not be made or mounted here ("+why+")", nil
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	s.probe = time.Since(start)
@@ -194,12 +222,13 @@ func (s *Sandbox) selfTest() error {
 		return fmt.Errorf("sandbox probe: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	r := Run{Worktree: filepath.Join(dir, "worktree"), Private: filepath.Join(dir, "private")}
+	r := Run{Worktree: filepath.Join(dir, "worktree"), Private: filepath.Join(dir, "private"), diskSize: MinDisk}
 	for _, d := range []string{r.Worktree, r.Private} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("sandbox probe: %w", err)
 		}
 	}
+	defer s.forget(r)
 	got, err := s.runProbe(r)
 	if err != nil {
 		return fmt.Errorf("checks cannot be sandboxed here: %v; %s", err, s.advice())
@@ -279,6 +308,18 @@ func (s *Sandbox) Describe() []string {
 	if s.c.Without.CacheLayers {
 		out = append(out, "host.sandbox_paths.rw: SHARED between every check as they are ("+SharedRWEnv+" or a test): one check's writes are every later check's")
 	}
+	l := s.c.Limits
+	switch s.disk {
+	case diskVolumes:
+		out = append(out, fmt.Sprintf("disk: bounded by the kernel: what a check writes to its worktree and private directory lands in a volume of its own (an ext4 image beside its worktree, sparse, on a loop device, mounted only in its namespace: an overlay over each, the host's files below never written), %s at most (host.sandbox_limits.disk): past it the kernel says ENOSPC, and the host stops the check and says why; nothing it writes reaches the host's disk, where the ledger and logs are", Size(l.Disk)))
+		if !s.c.Without.CacheLayers && len(s.rw.dirs) > 0 {
+			out = append(out, fmt.Sprintf("caches: every builder's copies of host.sandbox_paths.rw in one volume, %s at most (host.sandbox_limits.caches); past three quarters full, the copies least recently used are dropped at a run's start, down to half", Size(l.Caches)))
+		}
+	case diskPolled:
+		out = append(out, fmt.Sprintf("disk: polled by the host (%s), every %d ms or less often where summing takes long: what a check's worktree and private directory hold past their run's start, at most %s (host.sandbox_limits.disk); a check can overshoot by what it writes between two sums; the caches are summed at each run's start (host.sandbox_limits.caches, %s)", s.diskWhy, Interval.Milliseconds(), Size(l.Disk), Size(l.Caches)))
+	default:
+		out = append(out, "disk: NOT bounded (a test's): a check may fill the host's disk")
+	}
 	ns := "pid, mount, ipc"
 	if s.c.Net == NetNone {
 		ns += ", network (host.sandbox_net none: its own loopback, nothing else)"
@@ -294,7 +335,6 @@ func (s *Sandbox) Describe() []string {
 		ns += " (the host has CAP_SYS_ADMIN: checks run as its uid with every capability dropped)"
 	}
 	out = append(out, "namespaces: "+ns)
-	l := s.c.Limits
 	out = append(out, fmt.Sprintf("limits: memory %s (host.sandbox_limits.memory), processes and threads %d (host.sandbox_limits.processes), file size %s (host.sandbox_limits.file_size), core dumps off", Size(l.Memory), l.Tasks, Size(l.FileSize)))
 	reads := append(append(append([]string{}, s.system.dirs...), s.system.files...), "/etc (what every user may read)", "/proc (its own)")
 	if s.c.GitDir != "" {

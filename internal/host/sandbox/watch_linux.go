@@ -81,6 +81,10 @@ type usage struct {
 func (w *watcher) check(procs []*Process) {
 	roots := make(map[int]*Process, len(procs))
 	for _, p := range procs {
+		if over := p.s.overDisk(p, false); over != "" {
+			p.stop(over)
+			continue
+		}
 		if p.cg != nil {
 			// The kernel keeps it under its limits: the watcher only
 			// says when it refused something, and stops the check.
