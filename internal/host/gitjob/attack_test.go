@@ -307,7 +307,7 @@ func attacks() []attack {
 		// Another local user (nobody, here) runs it while the check waits,
 		// and after.
 		{name: "leave a setuid root binary for another user", defence: "setid",
-			script: `cp /usr/bin/id suid-id; chmod 4755 suid-id; echo planted; i=0
+			script: `cp /usr/bin/id suid-id && chmod 4755 suid-id && echo planted && i=0 &&
 while [ ! -e "$TMPDIR/go-on" ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done`,
 			during: runPlanted,
 			worked: func(a *arena, f *fixture, _ host.Outcome, _ string) bool {

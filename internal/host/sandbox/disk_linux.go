@@ -31,17 +31,53 @@ const (
 // own copies of the RW paths when no builder is known.
 var volumeDirs = []string{"tree", "tree.work", "home", "home.work", "layers"}
 
-// disks are the volumes a sandbox made, and what it polls.
+// disks are what a sandbox polls.
 type disks struct {
 	mu       sync.Mutex
-	vols     map[string]*volume // each worktree's
-	caches   *volume
 	baseline map[string]int64 // polled: what a worktree and private directory held at their run's start
-	inUse    map[string]int   // builders with a check running now (their caches are not evicted)
 }
 
 func newDisks() *disks {
-	return &disks{vols: map[string]*volume{}, baseline: map[string]int64{}, inUse: map[string]int{}}
+	return &disks{baseline: map[string]int64{}}
+}
+
+// volumes are every volume this process holds, by image: one image is
+// attached once, whichever sandbox asks for it (a worker makes one per set
+// of limits, over the same slots and caches), since two loop devices on
+// one image would be two filesystems writing it. Each volume is let go of
+// by the sandbox that last used it.
+var volumes = struct {
+	sync.Mutex
+	by    map[string]*volume
+	user  map[*volume]*Sandbox
+	inUse map[string]int // builders with a check running now (their caches are not evicted)
+}{by: map[string]*volume{}, user: map[*volume]*Sandbox{}, inUse: map[string]int{}}
+
+// volumeFor is the volume of image, bound as asked, taken by s: the one
+// held already, or, of another bound, that one let go of and the image
+// made again.
+func (s *Sandbox) volumeFor(image string, bound int64, fresh func(*volume) error) (*volume, error) {
+	volumes.Lock()
+	defer volumes.Unlock()
+	if v := volumes.by[image]; v != nil {
+		if v.bound == bound && v.uid == s.owner() {
+			volumes.user[v] = s
+			return v, nil
+		}
+		v.close()
+		delete(volumes.by, image)
+		delete(volumes.user, v)
+	}
+	v, err := openVolume(image, bound, s.owner())
+	if err != nil {
+		return nil, err
+	}
+	if err := fresh(v); err != nil {
+		v.close()
+		return nil, err
+	}
+	volumes.by[image], volumes.user[v] = v, s
+	return v, nil
 }
 
 // owner is who owns what a check may write in a volume: the user it runs
@@ -56,42 +92,20 @@ func (s *Sandbox) owner() int {
 // checkVolume is the volume of r's worktree (an image beside it, made on
 // first use), sized host.sandbox_limits.disk.
 func (s *Sandbox) checkVolume(r Run) (*volume, error) {
-	s.disks.mu.Lock()
-	defer s.disks.mu.Unlock()
-	if v := s.disks.vols[r.Worktree]; v != nil {
-		return v, nil
-	}
-	size := s.c.Limits.Disk
+	bound := s.c.Limits.Disk
 	if r.diskSize > 0 {
-		size = r.diskSize
+		bound = r.diskSize
 	}
-	v, err := openVolume(filepath.Clean(r.Worktree)+".disk", size, s.owner())
-	if err != nil {
-		return nil, err
-	}
-	if err := v.clear(volumeDirs...); err != nil {
-		v.close()
-		return nil, err
-	}
-	s.disks.vols[r.Worktree] = v
-	return v, nil
+	return s.volumeFor(filepath.Clean(r.Worktree)+".disk", bound, func(v *volume) error { return v.clear(volumeDirs...) })
 }
 
 // cachesVolume is the volume of every builder's copies of the RW paths,
 // beside Config.Layers, sized host.sandbox_limits.caches.
 func (s *Sandbox) cachesVolume() (*volume, error) {
-	s.disks.mu.Lock()
-	defer s.disks.mu.Unlock()
-	if s.disks.caches != nil {
-		return s.disks.caches, nil
-	}
-	v, err := openVolume(filepath.Clean(s.c.Layers)+".disk", s.c.Limits.Caches, s.owner())
-	if err != nil {
-		return nil, err
-	}
-	v.measureBase() // what the builders' copies hold counts, not ext4's own
-	s.disks.caches = v
-	return v, nil
+	return s.volumeFor(filepath.Clean(s.c.Layers)+".disk", s.c.Limits.Caches, func(v *volume) error {
+		v.measureBase() // what the builders' copies hold counts, not ext4's own
+		return nil
+	})
 }
 
 // builderLayer makes, in the caches volume, the builder's copy of the
@@ -164,16 +178,16 @@ func (s *Sandbox) evict(keep string) {
 		at   time.Time
 	}
 	var layers []layer
-	s.disks.mu.Lock()
+	volumes.Lock()
 	for _, e := range entries {
-		if !e.IsDir() || e.Name() == "lost+found" || e.Name() == layerName(keep) || s.disks.inUse[e.Name()] > 0 {
+		if !e.IsDir() || e.Name() == "lost+found" || e.Name() == layerName(keep) || volumes.inUse[e.Name()] > 0 {
 			continue
 		}
 		if fi, err := e.Info(); err == nil {
 			layers = append(layers, layer{name: e.Name(), at: fi.ModTime()})
 		}
 	}
-	s.disks.mu.Unlock()
+	volumes.Unlock()
 	sort.Slice(layers, func(i, j int) bool { return layers[i].at.Before(layers[j].at) })
 	for _, l := range layers {
 		if used <= size/2 {
@@ -192,9 +206,9 @@ func (s *Sandbox) using(builder string, n int) {
 	if builder == "" {
 		return
 	}
-	s.disks.mu.Lock()
-	defer s.disks.mu.Unlock()
-	s.disks.inUse[layerName(builder)] += n
+	volumes.Lock()
+	defer volumes.Unlock()
+	volumes.inUse[layerName(builder)] += n
 }
 
 // overDisk says the disk bound p's check met, "" if none: its volume, or
@@ -241,34 +255,37 @@ func diskUsage(dirs ...string) int64 {
 	return n
 }
 
-// Close lets go of the volumes the sandbox holds: once the checks it
-// confined ended, and no other runs. A host's end does it too.
+// Close lets go of the volumes the sandbox was the last to use: once the
+// checks it confined ended. A host's end does it too.
 func (s *Sandbox) Close() {
-	if s == nil || s.disks == nil {
+	if s == nil {
 		return
 	}
-	s.disks.mu.Lock()
-	defer s.disks.mu.Unlock()
-	for k, v := range s.disks.vols {
-		v.close()
-		delete(s.disks.vols, k)
-	}
-	if s.disks.caches != nil {
-		s.disks.caches.close()
-		s.disks.caches = nil
+	volumes.Lock()
+	defer volumes.Unlock()
+	for image, v := range volumes.by {
+		if volumes.user[v] == s {
+			v.close()
+			delete(volumes.by, image)
+			delete(volumes.user, v)
+		}
 	}
 }
 
 // forget lets go of r's volume (the probe's, whose image goes with its
 // directory).
 func (s *Sandbox) forget(r Run) {
-	s.disks.mu.Lock()
-	defer s.disks.mu.Unlock()
-	if v := s.disks.vols[r.Worktree]; v != nil {
+	image := filepath.Clean(r.Worktree) + ".disk"
+	volumes.Lock()
+	if v := volumes.by[image]; v != nil {
 		v.close()
-		delete(s.disks.vols, r.Worktree)
+		delete(volumes.by, image)
+		delete(volumes.user, v)
 	}
+	volumes.Unlock()
+	s.disks.mu.Lock()
 	delete(s.disks.baseline, r.Worktree)
+	s.disks.mu.Unlock()
 }
 
 // DiskRoom says, when the filesystem of dir (host.work) has less room

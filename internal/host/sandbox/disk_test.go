@@ -13,6 +13,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// needVolumes skips a test of the checks' volumes where the host makes
+// none (not root), and fails it where it should (root, and CI's
+// FOREMANTEST_REQUIRE_SANDBOX).
+func needVolumes(t *testing.T, s *Sandbox) {
+	t.Helper()
+	if s.disk == diskVolumes {
+		return
+	}
+	if os.Getuid() == 0 && os.Getenv("FOREMANTEST_REQUIRE_SANDBOX") != "" {
+		t.Fatalf("no volumes for the checks on this machine, as root: %s", s.diskWhy)
+	}
+	t.Skipf("no volumes here: %s", s.diskWhy)
+}
+
 // fill writes n MiB, 1 MiB a file, in its worktree and TMPDIR by turns,
 // then says how much it wrote.
 func fill(n int) string {
@@ -29,9 +43,7 @@ done; echo "wrote $i MiB"`, n)
 // stopped and told. Run again fresh, it has all its disk again.
 func TestAChecksWritesAreBoundedByItsVolume(t *testing.T) {
 	s := newSandbox(t, Config{Limits: Limits{Disk: 32 << 20}})
-	if s.disk != diskVolumes {
-		t.Skipf("no volumes here: %s", s.diskWhy)
-	}
+	needVolumes(t, s)
 	r := box(t)
 	require.NoError(t, os.WriteFile(filepath.Join(r.Worktree, "tracked"), []byte("the host's\n"), 0o644))
 	require.NoError(t, s.Fresh(r))
@@ -60,9 +72,7 @@ func TestAChecksWritesAreBoundedByItsVolume(t *testing.T) {
 // under a 16 MiB bound passes; one that copies it is stopped and told.
 func TestADiskBoundSmallerThanTheWorktree(t *testing.T) {
 	s := newSandbox(t, Config{Limits: Limits{Disk: 16 << 20}})
-	if s.disk != diskVolumes {
-		t.Skipf("no volumes here: %s", s.diskWhy)
-	}
+	needVolumes(t, s)
 	r := box(t)
 	for i := 0; i < 6; i++ {
 		require.NoError(t, os.WriteFile(filepath.Join(r.Worktree, fmt.Sprintf("data-%d", i)), make([]byte, 8<<20), 0o644))
@@ -99,9 +109,7 @@ func TestAChecksWritesArePolledWithoutAVolume(t *testing.T) {
 func TestTheCachesAreBounded(t *testing.T) {
 	cache := t.TempDir()
 	s := newSandbox(t, Config{RW: []string{cache}, Layers: filepath.Join(t.TempDir(), "layers"), Limits: Limits{Caches: 64 << 20}})
-	if s.disk != diskVolumes {
-		t.Skipf("no volumes here: %s", s.diskWhy)
-	}
+	needVolumes(t, s)
 	write := func(builder string, mib int) result {
 		r := box(t)
 		r.Layer = builder

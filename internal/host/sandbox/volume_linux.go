@@ -38,6 +38,7 @@ import (
 // and a check that fills the volume anyway (faster than the host looks)
 // has written more than its bound too: told ENOSPC, then stopped.
 type volume struct {
+	mu    sync.Mutex // mnt: the watcher reads it as a sandbox's Close lets go of it
 	image string
 	bound int64
 	size  int64
@@ -191,8 +192,10 @@ func (v *volume) path(rel string) string {
 // written is what was written in the volume since it was last emptied,
 // and whether it has no file left to make.
 func (v *volume) written() (int64, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	var st unix.Statfs_t
-	if err := unix.Fstatfs(int(v.mnt.Fd()), &st); err != nil {
+	if v.mnt == nil || unix.Fstatfs(int(v.mnt.Fd()), &st) != nil {
 		return 0, false
 	}
 	return int64(st.Blocks-st.Bfree)*st.Bsize - v.base, st.Ffree == 0
@@ -232,6 +235,8 @@ func (v *volume) measureBase() {
 }
 
 func (v *volume) close() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if v.mnt != nil {
 		v.mnt.Close()
 		v.mnt = nil
