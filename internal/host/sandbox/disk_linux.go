@@ -139,8 +139,12 @@ func (s *Sandbox) Fresh(r Run) error {
 		if err != nil {
 			return fmt.Errorf("sandbox: the check's disk: %w", err)
 		}
-		if err := v.clear(volumeDirs...); err != nil {
-			return fmt.Errorf("sandbox: the check's disk: %w", err)
+		// A volume the last run wrote nothing to (as most checks of
+		// their worktree) is left as it is.
+		if n, _ := v.written(); n != 0 || !v.pristine() {
+			if err := v.clear(volumeDirs...); err != nil {
+				return fmt.Errorf("sandbox: the check's disk: %w", err)
+			}
 		}
 	case diskPolled:
 		held := diskUsage(r.Worktree, r.Private)

@@ -47,19 +47,22 @@ func TestAChecksWritesAreBoundedByItsVolume(t *testing.T) {
 	r := box(t)
 	require.NoError(t, os.WriteFile(filepath.Join(r.Worktree, "tracked"), []byte("the host's\n"), 0o644))
 	require.NoError(t, s.Fresh(r))
-	res := run(t, s, r, `echo changed > tracked && `+fill(100))
-	assert.Equal(t, "wrote more than 32MiB to its worktree and TMPDIR (host.sandbox_limits.disk)", res.stopped, res.out)
-	assert.Error(t, res.err)
+	res := run(t, s, r, `echo changed > tracked && `+fill(8))
+	require.NoError(t, res.err, res.out)
 	data, err := os.ReadFile(filepath.Join(r.Worktree, "tracked"))
 	require.NoError(t, err)
 	assert.Equal(t, "the host's\n", string(data), "the host's worktree is never written")
 	assert.NoFileExists(t, filepath.Join(r.Worktree, "fill-0"))
 	assert.NoFileExists(t, filepath.Join(r.Private, "fill-1"))
 
-	// A later command of the run sees what the first wrote; a new run
-	// does not.
-	res = run(t, s, r, `cat tracked; ls fill-0`)
-	assert.Contains(t, res.out, "changed\nfill-0\n")
+	// A later command of the run sees what the first wrote, and what it
+	// writes counts with it.
+	res = run(t, s, r, `cat tracked; ls fill-0; test -e "$TMPDIR/fill-1" && echo "fill-1 in TMPDIR"; `+fill(100))
+	assert.Contains(t, res.out, "changed\nfill-0\nfill-1 in TMPDIR\n")
+	assert.Equal(t, "wrote more than 32MiB to its worktree and TMPDIR (host.sandbox_limits.disk)", res.stopped, res.out)
+	assert.Error(t, res.err)
+
+	// A new run does not.
 	require.NoError(t, s.Fresh(r))
 	res = run(t, s, r, `cat tracked; ls fill-0 2>/dev/null || echo "no fill-0"; `+fill(8))
 	require.NoError(t, res.err, res.out)

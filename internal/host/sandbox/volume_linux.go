@@ -226,6 +226,19 @@ func (v *volume) clear(dirs ...string) error {
 	return nil
 }
 
+// pristine reports whether the volume's directories hold nothing: no
+// file, no directory, no link (what written cannot see: a file of no
+// blocks, a link that fits in its inode).
+func (v *volume) pristine() bool {
+	for _, d := range volumeDirs {
+		entries, err := os.ReadDir(v.path(d))
+		if err != nil || len(entries) > 0 && !(d == "tree.work" || d == "home.work") {
+			return false
+		}
+	}
+	return true
+}
+
 // measureBase takes what the volume holds that no file does (ext4's own
 // blocks) as its empty state.
 func (v *volume) measureBase() {
