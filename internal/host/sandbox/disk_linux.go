@@ -159,7 +159,7 @@ func (s *Sandbox) Fresh(r Run) error {
 // evict makes room in the caches (see Fresh), never taking a copy of a
 // builder whose check runs now, nor keep's.
 func (s *Sandbox) evict(keep string) {
-	if s.c.Layers == "" || s.c.Without.CacheLayers || s.disk == "" {
+	if s.c.Layers == "" || s.c.Without.CacheLayers || s.disk == "" || len(s.rw.dirs) == 0 {
 		return
 	}
 	root, size, used := s.c.Layers, s.c.Limits.Caches, int64(0)
@@ -226,7 +226,13 @@ func (s *Sandbox) overDisk(p *Process, last bool) string {
 		return disk
 	case p.caches != nil && p.caches.over():
 		return fmt.Sprintf("filled the caches: every builder's copies of host.sandbox_paths.rw hold %s together (host.sandbox_limits.caches)", Size(l.Caches))
-	case s.disk == diskPolled && (last || time.Since(p.polled) >= max(Interval, 10*p.pollCost)):
+	case s.disk == diskPolled:
+		// The watcher's look and Done's last one do not overlap.
+		p.pollMu.Lock()
+		defer p.pollMu.Unlock()
+		if !last && time.Since(p.polled) < max(Interval, 10*p.pollCost) {
+			return ""
+		}
 		s.disks.mu.Lock()
 		base, ok := s.disks.baseline[p.run.Worktree]
 		s.disks.mu.Unlock()

@@ -336,7 +336,8 @@ type Process struct {
 	vol     *volume // where it writes; nil: the host's disk
 	caches  *volume // where its builder's copies of the RW paths are
 	// polled disk: when its worktree and private directory were last
-	// summed, and how long that took (the watcher's goroutine's alone).
+	// summed, and how long that took.
+	pollMu   sync.Mutex
 	polled   time.Time
 	pollCost time.Duration
 }
