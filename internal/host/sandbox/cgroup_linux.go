@@ -34,8 +34,11 @@ type cgroups struct {
 	memory  string // the directory checks' cgroups are made in (v2: both controllers)
 	pids    string // v1: the pids hierarchy's ("" if not mounted)
 	swapKey string // the file that bounds memory and swap together ("" if none)
-	seq     atomic.Int64
 }
+
+// cgroupSeq numbers this process's check cgroups: one sequence whatever
+// the sandbox (a worker has several), so no two names meet.
+var cgroupSeq atomic.Int64
 
 // cgroupPrefix names the host's check cgroups: foreman-check-<host pid>-<n>.
 const cgroupPrefix = "foreman-check-"
@@ -279,7 +282,7 @@ type cgroup struct {
 
 // make makes a check's cgroup with limits l.
 func (g *cgroups) make(l Limits) (*cgroup, error) {
-	name := cgroupPrefix + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(g.seq.Add(1), 10)
+	name := cgroupPrefix + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(cgroupSeq.Add(1), 10)
 	c := &cgroup{g: g, memory: filepath.Join(g.memory, name)}
 	if err := os.Mkdir(c.memory, 0o755); err != nil {
 		return nil, fmt.Errorf("making the check's cgroup %s: %w", c.memory, err)

@@ -137,7 +137,7 @@ func (s *Sandbox) allowlist(sp *stage.Spec, r Run, d *diskUse) error {
 	if s.disk == diskVolumes {
 		v, err := s.checkVolume(r)
 		if err != nil {
-			return fmt.Errorf("sandbox: the check's disk: %w", err)
+			return fmt.Errorf("the check's disk: %w", err)
 		}
 		d.vol = v
 		sp.Volumes = append(sp.Volumes, v.dev)
@@ -167,7 +167,7 @@ func (s *Sandbox) allowlist(sp *stage.Spec, r Run, d *diskUse) error {
 		// builder has its own of this directory, kept between its checks.
 		m, err := s.layerMount(sp, r, i, d)
 		if err != nil {
-			return fmt.Errorf("sandbox: %s's copy for this run: %w", p, err)
+			return fmt.Errorf("%s's copy for this run: %w", p, err)
 		}
 		m.Target = p
 		sp.Mounts = append(sp.Mounts, m)
@@ -361,7 +361,7 @@ func (s *Sandbox) Command(cmd *exec.Cmd, r Run) (*Process, error) {
 	if sp.Root != "" {
 		// An earlier command of the run may have left a link there.
 		if err := nofollow.MkdirAll(r.Private, rootDir, 0o700); err != nil {
-			return nil, fmt.Errorf("sandbox: the check's root: %w", err)
+			return nil, fmt.Errorf("the check's root: %w", err)
 		}
 	}
 
@@ -426,7 +426,7 @@ func (s *Sandbox) Command(cmd *exec.Cmd, r Run) (*Process, error) {
 			p.closeChild()
 			specW.Close()
 			repR.Close()
-			return nil, fmt.Errorf("sandbox: %w", err)
+			return nil, err
 		}
 		p.cg = cg
 		if cg.dir != nil {
