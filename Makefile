@@ -150,6 +150,24 @@ sim:
 	$(GO) run ./cmd/foreman sim --takeovers --seeds $(SIMTAKEOVERS) --from $(SIMFROM)
 	$(GO) run ./cmd/foreman sim --host --seeds $(SIMHOSTS) --from $(SIMFROM)
 
+# foreman host's simulator alone, long: SIMHOSTLONG seeds [20,000] from
+# SIMFROM, its landing invariant (package invariant) checked after every
+# step (docs/RELIABILITY.md records its time).
+SIMHOSTLONG ?= 20000
+.PHONY: sim-host-long
+sim-host-long:
+	$(GO) run ./cmd/foreman sim --host --seeds $(SIMHOSTLONG) --from $(SIMFROM)
+
+# Mutation testing (gremlins, scripts/mutation) of what decides what lands:
+# MUTATION=full [default] the host core, receipts, verify and the land job
+# (an hour or more on two CPUs); MUTATION=ci the core's decision files
+# (rules.go, landing.go, head.go, state.go), as CI runs it. A surviving
+# mutant not argued in docs/RELIABILITY.md fails it.
+MUTATION ?= full
+.PHONY: mutation
+mutation:
+	scripts/mutation $(MUTATION)
+
 # The live load goals, measured on this machine: 1,000 agents claiming over
 # 10s with no rate limit, then 200 simultaneous claims under the stock one
 # message per second. Heavy (a minute or so, both CPUs): not part of test.
@@ -190,6 +208,7 @@ ci-small:
 	$(MAKE) load LOADAGENTS=20 LOADSPREAD=2s LOADBURST=20
 	$(CHAOS_SMALL) $(MAKE) chaos
 	$(MAKE) scale CLUSTER_SCALE=6
+	$(MAKE) sim-host-long SIMHOSTLONG=20
 
 clean:
 	rm -rf bin

@@ -67,7 +67,13 @@ func ReplayWith(t *Transcript, swap Swap) (*Result, error) {
 	timed := func(i int) {
 		for ; next < len(t.Timed) && t.Timed[next].Before <= i; next++ {
 			d := t.Timed[next]
-			if d.Kind != coordinator.KindMembers { // membership moves no clock, live or here
+			switch d.Kind {
+			case coordinator.KindMembers: // membership moves no clock, live or here
+			case coordinator.KindRecover:
+				// foreman ran until From (its alive mark): its clock moved
+				// on to then, as it did live; only the rest is a pause.
+				n.Step(coordinator.Event{Kind: coordinator.KindAdvance, At: Epoch.Add(d.From)})
+			default:
 				n.Wake(Epoch.Add(d.From))
 			}
 			heard = d.Pos

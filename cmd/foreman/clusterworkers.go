@@ -69,17 +69,21 @@ func writeWorkersStatus(w io.Writer, workers []workq.WorkerStatus, hosts []workq
 	table(w, rows)
 	rows = [][]string{{"HOST", "BUILD", "IN FLIGHT", "MAX", "RESULTS", "REFUSED", "RETRIED", "SERVES", "LAST SEEN"}}
 	for _, h := range hosts {
-		rows = append(rows, []string{h.Name + " " + h.Host, h.Build, fmt.Sprint(len(h.InFlight)), fmt.Sprint(h.MaxParallel),
+		inFlight := fmt.Sprint(len(h.InFlight))
+		if h.Unassigned > 0 {
+			inFlight += fmt.Sprintf(" (+%d waiting for a worker)", h.Unassigned)
+		}
+		rows = append(rows, []string{h.Name + " " + h.Host, h.Build, inFlight, fmt.Sprint(h.MaxParallel),
 			fmt.Sprint(h.Results), fmt.Sprint(h.Refused), fmt.Sprint(h.Retried), h.Serve, ago(now, h.Seen)})
 	}
 	table(w, rows)
-	rows = [][]string{{"JOBS FOR", "QUEUED", "NOTE"}}
+	rows = [][]string{{"JOBS GIVEN TO", "QUEUED", "NOTE"}}
 	for _, b := range backlog {
 		note := ""
-		if b.Queued > 0 && !anyFits(workers, b.Set) {
-			note = "no worker has these labels"
+		if b.Queued > 0 && !anyIs(workers, b.Worker) {
+			note = "not there: its host gives them to another"
 		}
-		rows = append(rows, []string{b.Set, fmt.Sprint(b.Queued), note})
+		rows = append(rows, []string{b.Worker, fmt.Sprint(b.Queued), note})
 	}
 	table(w, rows)
 }
@@ -98,9 +102,9 @@ func table(w io.Writer, rows [][]string) {
 	}
 }
 
-func anyFits(workers []workq.WorkerStatus, set string) bool {
+func anyIs(workers []workq.WorkerStatus, id string) bool {
 	for _, s := range workers {
-		if workq.Fits(set, s.Labels) {
+		if s.ID == id {
 			return true
 		}
 	}

@@ -5,11 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/natsauth"
+	"github.com/agentforeman/foreman/internal/tooling/natstest"
 	"github.com/agentforeman/foreman/internal/workq"
 )
 
@@ -53,13 +56,50 @@ func TestNatsInitAndCreds(t *testing.T) {
 		{[]string{"--role", "worker", "--name", "w.1"}, `name "w.1"`},
 		{[]string{"--role", "worker", "--name", "w2", "--labels", "GPU"}, `label "GPU": lower-case`},
 		{[]string{"--role", "host", "--name", "h1", "--labels", "gpu"}, "--labels, --unconfined and --trust are for --role worker"},
-		{[]string{"--role", "host", "--name", "h1"}, "a host's user is made for the builds it hosts"},
+		{[]string{"--role", "host", "--name", "h1"}, "a host's user is made for the builds it leads"},
+		{[]string{"--role", "foreman", "--name", "f1"}, "a foreman's user is made for the builds it leads"},
 		{[]string{"--role", "host", "--name", "h1", "--builds", "Shop"}, `build "Shop": a host's NATS user names its builds as tags`},
-		{[]string{"--role", "worker", "--name", "w1", "--builds", "shop"}, "--builds is for --role host"},
+		{[]string{"--role", "worker", "--name", "w1", "--builds", "shop"}, "--builds is for --role host or foreman"},
 	} {
 		code, _, errOut := foreman(t, append([]string{"nats", "creds", dir}, bad.args...)...)
 		assert.Equal(t, 1, code, bad.args)
 		assert.Contains(t, errOut, bad.line)
 		assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
 	}
+}
+
+// foreman nats revoke takes a worker out of a running server (the example
+// configuration as shipped, TLS and all) with no restart: its connection
+// closes and it cannot sign in again; a name never made, or a server not
+// reached, is one line.
+func TestNatsRevoke(t *testing.T) {
+	s := natstest.StartSecured(t)
+	creds := s.Creds(t, natsauth.RoleWorker, "w1")
+	cert, key := s.Client(t, "w1")
+	closed := make(chan struct{})
+	wc, err := nats.Connect(s.URL(), nats.UserCredentials(creds), nats.RootCAs(s.PKI.CA), nats.ClientCert(cert, key),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }), nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
+	require.NoError(t, err)
+	defer wc.Close()
+
+	code, _, errOut := foreman(t, "nats", "revoke", s.Dir, "w7", "--nats", s.URL())
+	assert.Equal(t, 1, code)
+	assert.Equal(t, `foreman: no user named "w7" was made in `+s.Dir+" (foreman nats creds records each user it makes in users)\n", errOut)
+
+	acert, akey := s.Client(t, "admin")
+	code, out, errOut := foreman(t, "nats", "revoke", s.Dir, "w1", "--nats", s.URL(), "--tls-ca", s.PKI.CA, "--tls-cert", acert, "--tls-key", akey)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "the server at "+s.URL()+" took it")
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		t.Fatal("the revoked worker's connection was not closed")
+	}
+	_, err = nats.Connect(s.URL(), nats.UserCredentials(creds), nats.RootCAs(s.PKI.CA), nats.ClientCert(cert, key))
+	require.Error(t, err, "it signed in again")
+
+	code, _, errOut = foreman(t, "nats", "revoke", s.Dir, "w1", "--nats", s.URL(), "--tls-ca", s.PKI.CA)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--nats: cannot reach NATS at "+s.URL()+" as the system account's user")
+	assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
 }

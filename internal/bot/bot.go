@@ -28,6 +28,12 @@ const (
 	// aliveEvery is how often foreman notes it is running, so that a
 	// restart can tell the time it was away from time it merely idled.
 	aliveEvery = 2 * time.Second
+	// heartbeatEvery: a room quiet this long is asked its clock, so that
+	// the alive mark (the room's time, the last time foreman surely was in
+	// the room) follows a quiet stretch: after a stop, even a kill -9, the
+	// time counted as away is off by at most this and aliveEvery (contract
+	// section 3). At most one frame every 3 s, of the room's flood limit.
+	heartbeatEvery = 3 * time.Second
 	// minPingGap spaces the clock readings a due deadline asks for: the
 	// room counts them against its frame-flood limit.
 	minPingGap = 200 * time.Millisecond
@@ -76,6 +82,10 @@ type Options struct {
 	// false holds it back. A cluster leader's gate closes once its lease
 	// may lapse, so that a deposed leader never says a line.
 	Gate func() bool
+
+	// aliveEvery and heartbeatEvery are the constants of those names,
+	// shorter in tests.
+	aliveEvery, heartbeatEvery time.Duration
 }
 
 // Bot is foreman in a room.
@@ -95,6 +105,7 @@ type Bot struct {
 	tag       string
 	room      roomClock
 	lastPing  time.Time
+	lastHeard time.Time           // when, by our clock, the room last sent a timestamp
 	history   []agentchat.Message // the room's replay at the latest join
 	operators []string            // as last configured: who is told of a refused reload
 
@@ -124,6 +135,12 @@ func New(opts Options) (*Bot, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.aliveEvery <= 0 {
+		opts.aliveEvery = aliveEvery
+	}
+	if opts.heartbeatEvery <= 0 {
+		opts.heartbeatEvery = heartbeatEvery
 	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = defaultGrace
@@ -254,7 +271,7 @@ func (b *Bot) Run(ctx context.Context) error {
 
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	alive := time.NewTicker(aliveEvery)
+	alive := time.NewTicker(b.opts.aliveEvery)
 	defer alive.Stop()
 	batches := b.client.Batches()
 	b.log.Info().Str("url", b.cfg.Server.URL).Str("channel", b.cfg.Server.Channel).Str("agent", b.AgentID()).
@@ -291,6 +308,10 @@ func (b *Bot) Run(ctx context.Context) error {
 			b.lastPing = time.Now()
 			b.client.Ping()
 		case <-alive.C:
+			if b.sess.InRoom() && time.Since(b.lastHeard) >= b.opts.heartbeatEvery && time.Since(b.lastPing) >= b.opts.heartbeatEvery {
+				b.lastPing = time.Now()
+				b.client.Ping()
+			}
 			b.saveAlive()
 		case <-b.opts.Reload:
 			b.reload()
@@ -354,10 +375,10 @@ func (b *Bot) handle(ev agentchat.Event) error {
 	case agentchat.Message:
 		return b.heard(ev)
 	case agentchat.Delivered:
-		b.room.saw(ev.TS)
+		b.saw(ev.TS)
 		b.delivered(ev)
 	case agentchat.Clock:
-		b.room.saw(ev.TS)
+		b.saw(ev.TS)
 		b.sess.Clock(ev.TS)
 	case agentchat.Disconnected:
 		b.setHealth(func(h *Health) { h.Connected, h.Joined = false, false })
@@ -384,7 +405,7 @@ func (b *Bot) handle(ev agentchat.Event) error {
 
 // heard handles a message from the room.
 func (b *Bot) heard(m agentchat.Message) error {
-	b.room.saw(m.TS)
+	b.saw(m.TS)
 	b.sess.Saw(m.TS)
 	if m.Self {
 		return b.ownMessage(m)

@@ -20,3 +20,10 @@ func (r *roomClock) localFor(t time.Time) time.Time { return r.c.LocalFor(t) }
 
 // now is the room's estimated time; see recovery.RoomClock.
 func (b *Bot) now() time.Time { return b.room.now() }
+
+// saw notes a room timestamp that has just arrived, and that the room was
+// heard from now (the heartbeat asks its clock only when it is quiet).
+func (b *Bot) saw(ts time.Time) {
+	b.room.saw(ts)
+	b.lastHeard = time.Now()
+}

@@ -21,7 +21,7 @@ func (b *Bot) joinedRoom(ev agentchat.Joined) error {
 	if at.IsZero() {
 		at = b.now()
 	}
-	b.room.saw(at)
+	b.saw(at)
 	b.setHealth(func(h *Health) { h.Joined = true })
 	b.log.Info().Str("channel", ev.Channel).Int("agents", len(ev.Agents)).Bool("created", ev.Created).Msg("joined the channel")
 	j, err := b.sess.Join(recovery.Join{At: at, History: ev.History, Created: ev.Created, Replayed: ev.Replayed, Overlap: ev.Overlap,

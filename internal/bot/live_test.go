@@ -1,7 +1,9 @@
 package bot
 
 import (
+	"encoding/binary"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -244,4 +246,60 @@ func TestAClaimBeforeForemanJoinedIsToldToClaimAgain(t *testing.T) {
 	early.Await(bot, "ACK db "+early.ID)
 	require.NoError(t, stop())
 	replayRecording(t, cfg.Record)
+}
+
+// Only the time foreman was away counts as a pause, never a quiet stretch
+// before it stopped (contract section 3): while the room is quiet, foreman
+// asks the room's clock, and the alive mark follows it, so a restart's
+// time away begins where foreman stopped, not at the last line said.
+func TestAQuietStretchBeforeAStopIsNotDowntime(t *testing.T) {
+	r := roomtest.Start(t)
+	b1 := r.Join(t, "b1")
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	cfg := fastConfig(t, r.URL(), dir, coordinator.Component{Name: "db"})
+	cfg.Rules.CheckinInterval = 10 * time.Minute // no deadline comes due to read the room's clock
+	bot := id.AgentID()
+	fast := func(o *Options) { o.aliveEvery, o.heartbeatEvery = 50*time.Millisecond, 100*time.Millisecond }
+
+	_, stop := runBot(t, cfg, id, fast)
+	b1.Await(bot, "TASKS")
+	b1.Say("CLAIM db")
+	b1.Await(bot, "ACK db "+b1.ID)
+	lastLine := time.Now()
+	// Quiet: nobody says anything; the alive mark moves on by itself.
+	require.Eventually(t, func() bool {
+		mark := aliveMark(t, cfg.Journal)
+		return mark.After(lastLine.Add(time.Second))
+	}, 20*time.Second, 20*time.Millisecond, "the alive mark never moved past the last line while the room was quiet")
+	require.NoError(t, stop())
+	stopped := time.Now()
+
+	_, stop = runBot(t, cfg, id, fast)
+	b1.Say("STATUS db")
+	b1.Await(bot, "STATUS db")
+	restarted := time.Now()
+	require.NoError(t, stop())
+	tr := replayRecording(t, cfg.Record)
+	var away []transcript.Timed
+	for _, d := range tr.Timed {
+		if d.Kind == coordinator.KindRecover {
+			away = append(away, d)
+		}
+	}
+	require.Len(t, away, 1)
+	assert.LessOrEqual(t, away[0].At-away[0].From, restarted.Sub(stopped)+400*time.Millisecond,
+		"the time away is the time foreman was down (and a heartbeat), not the quiet stretch before it (over a second)")
+}
+
+// aliveMark reads the journal's alive mark (journal.Journal's format: its
+// first 8 bytes, Unix ms).
+func aliveMark(t *testing.T, dir string) time.Time {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "alive"))
+	if err != nil || len(data) < 8 {
+		return time.Time{}
+	}
+	return time.UnixMilli(int64(binary.LittleEndian.Uint64(data[:8])))
 }

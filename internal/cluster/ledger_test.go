@@ -68,7 +68,10 @@ func TestHostLeaseAndLedger(t *testing.T) {
 	ctx := context.Background()
 	e, err := b.hosts.kv.Get(ctx, Key("shop"))
 	require.NoError(t, err)
-	lb, err := b.AcquireHost(ctx, "shop", "cfg", Observed{Rec: la.rec, Rev: e.Revision()})
+	la.mu.Lock()
+	seen := la.rec // its renewal writes it meanwhile
+	la.mu.Unlock()
+	lb, err := b.AcquireHost(ctx, "shop", "cfg", Observed{Rec: seen, Rev: e.Revision()})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), lb.Epoch())
 	lgb, err := b.OpenLedger(ctx, lb)

@@ -104,8 +104,8 @@ func TestExampleAccounts(t *testing.T) {
 	js := h.js
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: JobStream, Subjects: []string{JobSubjects}, Retention: jetstream.WorkQueuePolicy})
 	require.NoError(t, err)
-	_, err = js.CreateOrUpdateConsumer(ctx, JobStream, jetstream.ConsumerConfig{Durable: "workers-any",
-		FilterSubject: "foreman-jobs.*.any", AckPolicy: jetstream.AckExplicitPolicy})
+	_, err = js.CreateOrUpdateConsumer(ctx, JobStream, jetstream.ConsumerConfig{Durable: "worker-w1",
+		FilterSubject: "foreman-jobs.*.w1", AckPolicy: jetstream.AckExplicitPolicy})
 	require.NoError(t, err)
 	hresults, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ResultBucket})
 	require.NoError(t, err)
@@ -119,7 +119,7 @@ func TestExampleAccounts(t *testing.T) {
 	require.NoError(t, err)
 	_, err = hworkers.Put(ctx, "h.shop", []byte(`{}`)) // the host says it gives jobs
 	require.NoError(t, err)
-	_, err = js.Publish(ctx, JobSubject("shop", ""), []byte(`{"job":"1"}`))
+	_, err = js.Publish(ctx, "foreman-jobs.shop.w1", []byte(`{"job":"1"}`)) // a job given to w1
 	require.NoError(t, err)
 
 	// The reader: status of the builds and their hosts.
@@ -139,7 +139,7 @@ func TestExampleAccounts(t *testing.T) {
 	wo := secured(t, s, RoleWorker, "w1", &wlog)
 	wc := connectWith(t, wo)
 	wjs := wc.js
-	cons, err := wjs.Consumer(ctx, JobStream, "workers-any")
+	cons, err := wjs.Consumer(ctx, JobStream, "worker-w1")
 	require.NoError(t, err)
 	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
 	require.NoError(t, err)
@@ -149,22 +149,18 @@ func TestExampleAccounts(t *testing.T) {
 	}
 	require.NotNil(t, job, "the worker took no job: %v\n%s", batch.Error(), &wlog)
 	assert.JSONEq(t, `{"job":"1"}`, string(job.Data()))
-	results, err := wjs.KeyValue(ctx, ResultBucket)
+	// It reads no stream's information (KV handles would): it publishes
+	// its keys and asks for a settled key directly.
+	_, err = wjs.Publish(ctx, "$KV."+ResultBucket+".t.shop.1.w1", []byte(`{"worker":"w1"}`)) // it says it took the job
 	require.NoError(t, err)
-	_, err = results.Create(ctx, "t.shop.1.w1", []byte(`{"worker":"w1"}`)) // it says it took the job
+	settled, err := wc.nc.Request("$JS.API.DIRECT.GET.KV_"+ResultBucket+".$KV."+ResultBucket+".x.shop.2", nil, 10*time.Second) // how the host settled one
 	require.NoError(t, err)
-	settled, err := results.Get(ctx, "x.shop.2") // it reads how the host settled one
+	assert.Contains(t, string(settled.Data), "cancelled")
+	ack, err := wjs.Publish(ctx, "foreman-logs.w1", []byte("ok\n"))
 	require.NoError(t, err)
-	assert.Contains(t, string(settled.Value()), "cancelled")
-	_, err = wjs.Stream(ctx, CheckLogStream)
+	_, err = wjs.Publish(ctx, "$KV."+ResultBucket+".r.shop.1.w1", []byte(`{"result":"passed"}`))
 	require.NoError(t, err)
-	ack, err := wjs.Publish(ctx, "foreman-logs.shop.1.w1.1_2elog", []byte("ok\n"))
-	require.NoError(t, err)
-	_, err = results.Create(ctx, "r.shop.1.w1", []byte(`{"result":"passed"}`))
-	require.NoError(t, err)
-	workers, err := wjs.KeyValue(ctx, WorkerBucket)
-	require.NoError(t, err)
-	_, err = workers.Put(ctx, "w.w1", []byte(`{}`))
+	_, err = wjs.Publish(ctx, "$KV."+WorkerBucket+".w.w1", []byte(`{}`))
 	require.NoError(t, err)
 	require.NoError(t, job.DoubleAck(ctx))
 	m, err := logs.GetMsg(ctx, ack.Sequence)

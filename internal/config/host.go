@@ -21,7 +21,11 @@ import (
 // Host configures foreman host: the CI and merge queue over a git
 // repository (host.* keys).
 type Host struct {
-	Repo       string     // the repository checked and landed in; "" until set
+	Repo string // the repository checked and landed in; "" until set
+	// Repository is the repository's name as the landing receipts give it
+	// (host.repository), which foreman verify expects: build.name when not
+	// set. Two repositories whose hosts share a key (a fork) must differ.
+	Repository string
 	Target     string     // the branch things land on
 	Checks     [][]string // each a program and its arguments, split from what was written
 	CheckLines []string   // the checks as written
@@ -98,6 +102,7 @@ const MaxParallel = 64
 
 func hostDefaults(d map[string]any) {
 	d["host.repo"] = ""
+	d["host.repository"] = ""
 	d["host.target"] = "main"
 	d["host.checks"] = []string{}
 	d["host.auto_rebase"] = true
@@ -138,6 +143,7 @@ func hostDefaults(d map[string]any) {
 func decodeHost(v *viper.Viper, c *Config, src sources) error {
 	h := Host{
 		Repo:        src.path("host.repo", strings.TrimSpace(v.GetString("host.repo"))),
+		Repository:  strings.TrimSpace(v.GetString("host.repository")),
 		Target:      strings.TrimSpace(v.GetString("host.target")),
 		Logs:        src.path("host.logs", v.GetString("host.logs")),
 		Ledger:      src.path("host.ledger", v.GetString("host.ledger")),
@@ -156,6 +162,12 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 		return errorf("host.target", "%q is not a branch name: %s", h.Target, why)
 	}
 	h.Target = t.String()
+	if h.Repository == "" {
+		h.Repository = c.Build.Name
+	}
+	if len(h.Repository) > 200 || strings.ContainsFunc(h.Repository, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return errorf("host.repository", "%q is not a name: one word of at most 200 bytes, such as github.com/acme/shop", h.Repository)
+	}
 	if h.AutoRebase, err = boolean(v, "host.auto_rebase"); err != nil {
 		return err
 	}
@@ -188,6 +200,9 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 	}
 	if err := atMost(h.FailureDepth, 16, "host.failure_depth"); err != nil {
 		return err
+	}
+	if h.FailureDepth > 0 && h.Batch == 1 {
+		return errorf("host.failure_depth", "%d needs host.batch.max above 1: a car behind a failed one that passes lands it with itself, as a batch; set host.batch.max, or failure_depth 0", h.FailureDepth)
 	}
 	limit, err := count(v, "host.log_limit", 1024)
 	if err != nil {
@@ -337,6 +352,16 @@ func boolean(v *viper.Viper, key string) (bool, error) {
 		return b, nil
 	}
 	return false, errorf(key, "%q is not on or off", s)
+}
+
+// RepositoryName is the repository's name in the landing receipts:
+// host.repository, else build.name (a configuration made in code, not
+// read, may leave it unset).
+func (c *Config) RepositoryName() string {
+	if c.Host.Repository != "" {
+		return c.Host.Repository
+	}
+	return c.Build.Name
 }
 
 // RequireHost refuses a configuration foreman host cannot work with: no

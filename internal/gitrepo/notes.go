@@ -131,3 +131,22 @@ func (r *Repo) Blobs(ctx context.Context, ids []string) (map[string][]byte, erro
 	}
 	return out, cmd.Wait()
 }
+
+// WriteBlob stores data as a blob and names it.
+func (r *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
+	out, _, err := r.run(ctx, r.dir, data, "hash-object", "-w", "--stdin")
+	return strings.TrimSpace(out), err
+}
+
+// CommitOf reads one commit: its tree, parents, author and subject.
+func (r *Repo) CommitOf(ctx context.Context, id string) (Commit, error) {
+	out, err := r.git(ctx, "log", "-1", "--no-walk", "--format=%H%x00%T%x00%P%x00%an <%ae>%x00%s%x00", "--end-of-options", id+"^{commit}")
+	if err != nil {
+		return Commit{}, err
+	}
+	f := strings.Split(out, "\x00")
+	if len(f) < 5 {
+		return Commit{}, fmt.Errorf("git log said %q of %s", out, id)
+	}
+	return Commit{ID: strings.TrimSpace(f[0]), Tree: f[1], Parents: strings.Fields(f[2]), Author: f[3], Subject: f[4]}, nil
+}

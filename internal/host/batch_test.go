@@ -134,7 +134,7 @@ func TestABatchIsBisectedToItsCulprit(t *testing.T) {
 // the car's to carry (a flake, or an interaction a car behind resolves):
 // it lands with that chain.
 func TestAFailureThatWaits(t *testing.T) {
-	s := batchHarness(t, 2, 1, 1)
+	s := batchHarness(t, 2, 2, 1)
 	for _, c := range []string{"a", "b"} {
 		s.checked(c, "old")
 	}
@@ -154,9 +154,11 @@ func TestAFailureThatWaits(t *testing.T) {
 	assert.Contains(t, a.Say, "MERGED b")
 
 	// Covered before its own result came: its run is stopped, it lands.
-	s = batchHarness(t, 2, 1, 0)
+	s = batchHarness(t, 2, 2, 0)
 	for _, c := range []string{"a", "b"} {
 		s.checked(c, "old")
+	}
+	for _, c := range []string{"a", "b"} {
 		cars[c] = s.started(s.approved(c))
 	}
 	a = s.finish(cars["b"].Run, chainOut(Passed, "a", "b"))
@@ -166,11 +168,11 @@ func TestAFailureThatWaits(t *testing.T) {
 }
 
 // A failure that waits, and the cars behind it fail too: it was its own.
-// Without host.failure_depth it is blamed at once, and the car behind it
-// is not checked with it.
+// Without host.failure_depth it is blamed at once, and the cars behind it
+// are checked without it.
 func TestAFailureThatWaitsInVain(t *testing.T) {
 	for _, depth := range []int{0, 2} {
-		s := batchHarness(t, 1, 1, depth)
+		s := batchHarness(t, 1, 3, depth)
 		for _, c := range []string{"a", "b", "c"} {
 			s.checked(c, "old")
 		}
@@ -180,20 +182,53 @@ func TestAFailureThatWaitsInVain(t *testing.T) {
 		a := s.finish(first.Run, chainOut(Failed, "a"))
 		if depth == 0 {
 			assert.Contains(t, a.Say, "CI a FAIL m-a make test: FAIL")
-			assert.Equal(t, links(), s.started(a).Ahead, "b, without a")
+			next := s.started(a)
+			assert.Equal(t, "c", next.Component)
+			assert.Equal(t, links("b"), next.Ahead, "b and c, without a")
 			continue
 		}
 		assert.Empty(t, a.Say)
-		b := s.started(a)
-		assert.Equal(t, links("a"), b.Ahead, "b with a")
-		a = s.finish(b.Run, chainOut(Failed, "a", "b"))
-		assert.Empty(t, a.Say)
 		c := s.started(a)
-		assert.Equal(t, links("a", "b"), c.Ahead, "two cars behind a")
+		assert.Equal(t, links("a", "b"), c.Ahead, "the two cars behind a, with a")
 		a = s.finish(c.Run, chainOut(Failed, "a", "b", "c"))
+		assert.Empty(t, a.Say)
+		b := s.started(a)
+		assert.Equal(t, "b", b.Component, "bisected")
+		assert.Equal(t, links("a"), b.Ahead)
+		a = s.finish(b.Run, chainOut(Failed, "a", "b"))
 		assert.Contains(t, a.Say, "CI a FAIL m-a make test: FAIL")
-		assert.Equal(t, links(), s.started(a).Ahead, "b again, without a")
+		assert.Equal(t, links("b"), s.started(a).Ahead, "b and c again, without a")
 	}
+}
+
+// With batching off (host.batch.max 1) every commit the target holds had
+// its own tree pass: a car behind whose chain passed while the car ahead's
+// run was lost (a worker killed, a standby taking over) waits for the car
+// ahead, which is checked again, and each lands on its own.
+func TestWithBatchingOffACarBehindThatPassedFirstWaits(t *testing.T) {
+	s := batchHarness(t, 2, 1, 0)
+	for _, c := range []string{"a", "b"} {
+		s.checked(c, "old")
+	}
+	cars := map[string]Job{}
+	for _, c := range []string{"a", "b"} {
+		cars[c] = s.started(s.approved(c))
+	}
+	a := s.finish(cars["a"].Run, Outcome{Result: Retry, Line: "the worker running it was killed"})
+	assert.Empty(t, jobsBy(a))
+	a = s.finish(cars["b"].Run, chainOut(Passed, "a", "b"))
+	assert.Empty(t, a.Cancel)
+	for _, j := range queued(a) {
+		assert.NotEqual(t, Land, j.Kind, "b's pass does not land a, whose own tree nothing passed")
+	}
+	again := s.started(s.tick(time.Hour))
+	assert.Equal(t, "a", again.Component, "a checked again")
+	land := s.started(s.finish(again.Run, chainOut(Passed, "a")))
+	assert.Equal(t, "a", land.Component)
+	assert.Empty(t, land.Batch)
+	land = s.started(s.finish(land.Run, Outcome{Result: Landed, Commit: "m-a"}))
+	assert.Equal(t, "b", land.Component, "then b, on its own pass")
+	assert.Empty(t, land.Batch)
 }
 
 // READYs queued behind a busy slot are checked as one tree
@@ -322,7 +357,7 @@ func TestAReadyIsCheckedOnTheTrain(t *testing.T) {
 // own.
 func TestASharedCheckThatFailsIsSplitAcrossTheFreeSlots(t *testing.T) {
 	names := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}
-	s := newHarness(t, func(c *Config) { c.MaxParallel, c.Batch, c.Components = 3, 6, names })
+	s := newHarness(t, func(c *Config) { c.MaxParallel, c.Batch, c.Retries, c.Components = 3, 6, 1, names })
 	s.h.Target(s.now, "T")
 	for _, c := range names {
 		s.built(c, "@b"+c)
@@ -339,7 +374,7 @@ func TestASharedCheckThatFailsIsSplitAcrossTheFreeSlots(t *testing.T) {
 	assert.Equal(t, "i", shared.Component)
 	assert.Len(t, shared.Ahead, 5)
 	assert.True(t, shared.Once)
-	assert.Equal(t, 0, shared.Retries(1))
+	assert.Equal(t, 1, s.h.running[shared.Run].Tries, "run once: no retry")
 	for _, j := range first[1:] {
 		s.finish(j.Run, Outcome{Result: Passed, Commit: "m-" + j.Component, Tip: "t-" + j.Component, Base: "T", Tree: "tr-" + j.Component})
 	}
@@ -368,7 +403,7 @@ func TestASharedCheckThatFailsIsSplitAcrossTheFreeSlots(t *testing.T) {
 		assert.Equal(t, c, alone[i].Component)
 		assert.Empty(t, alone[i].Ahead)
 		assert.False(t, alone[i].Once)
-		assert.Equal(t, 1, alone[i].Retries(1))
+		assert.Equal(t, 2, s.h.running[alone[i].Run].Tries, "once, then host.retries again")
 	}
 }
 

@@ -29,7 +29,7 @@ type Config struct {
 	BatchWait time.Duration
 	// FailureDepth is host.failure_depth: how many cars behind a failed
 	// one, whose chains hold it, are still checked before it is blamed
-	// (train.go); 0, the default: none.
+	// (train.go); 0, the default: none. Only with Batch above 1.
 	FailureDepth int
 	Target       string // the target branch, short name, for what the host says
 	Prune        bool   // host.prune: a landed component's branch is deleted
@@ -56,8 +56,21 @@ type Config struct {
 	OverlapInterval time.Duration
 	// Sign makes a landing's receipt of its statement (receipt.Sign with
 	// the host's key): recorded before the landing, kept as the landed
-	// commit's note. Without it nothing lands.
-	Sign func(receipt.Statement) ([]byte, error)
+	// commit's note; and the host's signed head. Without it nothing lands.
+	Sign func(receipt.Signed) ([]byte, error)
+	// Repository is the repository's name as receipts give it
+	// (host.repository): a verifier refuses receipts naming another.
+	// Without it nothing lands.
+	Repository string
+	// HeadEvery is how often, at most, the host signs its head again while
+	// nothing lands (default receipt.HeadEvery).
+	HeadEvery time.Duration
+	// Checks are the configured checks (host.checks), each named as
+	// checks.Quote names it: a pass counts only if its report shows each
+	// of them passing, in order (rules.go). None: a clean merge passes.
+	Checks []string
+	// Rules decide what passed and what may land (nil: StrictRules).
+	Rules Rules
 }
 
 func (c *Config) defaults() {
@@ -66,6 +79,11 @@ func (c *Config) defaults() {
 	}
 	if c.Batch < 1 {
 		c.Batch = 1
+	}
+	if c.Batch == 1 {
+		// A car behind that passes never lands a failed one with it: that
+		// would be a batch.
+		c.FailureDepth = 0
 	}
 	c.BatchMin = max(1, min(c.BatchMin, c.Batch))
 	if c.Backoff <= 0 {
@@ -79,5 +97,8 @@ func (c *Config) defaults() {
 	}
 	if c.Target == "" {
 		c.Target = "main"
+	}
+	if c.HeadEvery <= 0 {
+		c.HeadEvery = receipt.HeadEvery
 	}
 }

@@ -127,6 +127,14 @@ type Core struct {
 	checkRuns int                 // runs of the checks in this life (a READY's, a car's; a tree reused is none)
 	landedN   int                 // components landed in this life
 
+	// The chain of receipts (head.go): its newest landing, where it began,
+	// and the signed head.
+	chain    receipt.Link
+	first    string    // the target before the ledger's first landing: the chain's start
+	heading  *run      // the Head job writing the signed head, if any
+	headWant bool      // the signed head is to be made again now (a landing, a start)
+	headNext time.Time // when it is made again while nothing lands
+
 	out Actions
 }
 
@@ -149,6 +157,9 @@ func New(cfg Config, st State) *Core {
 		approvals:   maps.Clone(st.Approvals),
 		landedAt:    newRecent[string](maxLanded),
 		receipts:    map[string]*Receipt{},
+		chain:       st.Chain,
+		first:       st.First,
+		headWant:    st.Chain.Seq > 0,
 	}
 	for _, c := range cfg.Components {
 		h.declared[c] = true
@@ -256,6 +267,7 @@ func (h *Core) NextWake() (time.Time, bool) {
 			consider(k.notBefore)
 		}
 	}
+	consider(h.headDue())
 	// Cars and READYs waiting for more to be checked with (host.batch.min).
 	_, cars := h.batches()
 	_, readys := h.checksDue()

@@ -43,13 +43,22 @@ func (s *harness) restarted(target string) *harness {
 	return n
 }
 
+// ranChecks is the report of a run in which each of cmds passed.
+func ranChecks(cmds ...string) *receipt.Checks {
+	ev := &receipt.Checks{Commands: []receipt.Command{}}
+	for _, c := range cmds {
+		ev.Commands = append(ev.Commands, receipt.Command{Command: c, Result: "passed"})
+	}
+	return ev
+}
+
 // testKey signs the harness's receipts.
 var testKey = agentchat.IdentityFromSeed("host", [32]byte{7})
 
 func newHarness(t *testing.T, mutate func(*Config)) *harness {
 	cfg := Config{Self: "@host", Coordinator: "@foreman", Gating: true, External: true, MaxParallel: 1,
 		Components: []string{"db", "api", "web"}, Mentions: []string{"@foreman"},
-		Sign: func(s receipt.Statement) ([]byte, error) { return receipt.Sign(s, testKey) }}
+		Repository: "shop", Sign: func(s receipt.Signed) ([]byte, error) { return receipt.Sign(s, testKey) }}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -69,12 +78,16 @@ func (s *harness) hear(from, line string) Actions {
 func (s *harness) foreman(line string) Actions { return s.hear("@foreman", line) }
 
 // finish ends a job as the shell would report it: what passed names its
-// tree, and a landing has its note written (unless the test says how).
+// tree and says each check passed (the harness's config has none), and a
+// landing has its note written (unless the test says how).
 func (s *harness) finish(run int, o Outcome) Actions {
 	s.now = s.now.Add(time.Second)
 	o.Run = run
 	if o.Result == Passed && o.Tree == "" && o.Commit != "" {
 		o.Tree = "tr-" + o.Commit
+	}
+	if o.Result == Passed && !o.Reused && o.Checks == nil {
+		o.Checks = ranChecks(s.h.cfg.Checks...)
 	}
 	if o.Result == Landed && !o.Already {
 		o.Noted = true
@@ -92,13 +105,14 @@ func (s *harness) started(a Actions) Job {
 }
 
 // queued is the jobs of the queue a step started: no scan, no pin, no
-// note; each without the receipt, the trees that passed and the auditors
+// note, no signed head; each without the receipt and its place in the
+// chain, its tries, the trees that passed and the auditors
 // named in its commit's message, which landing_test.go looks at.
 func queued(a Actions) []Job {
 	var q []Job
 	for _, j := range a.Start {
-		if j.Kind != Scan && j.Kind != Pin && j.Kind != Note {
-			j.Receipt, j.Passed, j.Auditors = nil, nil, nil
+		if j.Kind != Scan && j.Kind != Pin && j.Kind != Note && j.Kind != Head {
+			j.Receipt, j.Passed, j.Auditors, j.Chain, j.Tries = nil, nil, nil, nil, 0
 			for i := range j.Ahead {
 				j.Ahead[i].Auditors = nil
 			}
@@ -289,7 +303,7 @@ func TestLandingIsConfirmedThenOneAtATime(t *testing.T) {
 	assert.Equal(t, []string{"queue: api landed on main at m1; receipt: git notes --ref foreman show m1", "MERGED api"}, a.Say)
 	assert.Equal(t, Record{Op: OpLanded, Component: "api", Commit: "m1", Base: "base", Tip: "t1"}, a.Records[1])
 	assert.Equal(t, Record{Op: OpNoted, Commit: "m1"}, a.Records[2])
-	assert.Empty(t, a.Start, "db's check is still running")
+	assert.Empty(t, queued(a), "db's check is still running")
 	assert.Empty(t, s.foreman("OK MERGED api").Cancel)
 
 	// What would land fails now: the merger says so (contract section 7).
@@ -351,7 +365,7 @@ func TestMovedIsCheckedAgain(t *testing.T) {
 // for it.
 func TestRestartLearnsFromStatus(t *testing.T) {
 	cfg := Config{Self: "@host", Coordinator: "@foreman", Gating: true, External: true, MaxParallel: 4,
-		Components: []string{"db", "api", "web", "cart"}, Sign: newHarness(t, nil).h.cfg.Sign}
+		Components: []string{"db", "api", "web", "cart"}, Repository: "shop", Sign: newHarness(t, nil).h.cfg.Sign}
 	pass := Pass{Component: "db", Owner: "@b1", Ref: "b1/db", Tip: "t", Commit: "m", Base: "b", Tree: "tr"}
 	h := New(cfg, State{Passes: map[string]Pass{"db": pass}, LastRun: 7, Trees: []receipt.Checks{{Run: 3, Tree: "tr"}},
 		InFlight: []Record{{Op: OpStart, Run: 7, Kind: "check", Component: "api"}}})
@@ -373,19 +387,22 @@ func TestRestartLearnsFromStatus(t *testing.T) {
 		started = append(started, h.Heard(now, "@foreman", true, l).Start...)
 	}
 	require.Len(t, started, 3)
-	assert.Equal(t, Job{Run: 8, Kind: Car, Component: "db", Ref: "b1/db", Owner: "@b1", Base: "b", Tip: "t", Target: "b", Pass: &pass,
+	assert.Equal(t, Job{Run: 8, Kind: Car, Component: "db", Ref: "b1/db", Owner: "@b1", Base: "b", Tip: "t", Target: "b", Pass: &pass, Tries: 1,
 		Passed: []string{"tr"}, Auditors: []string{}}, started[0],
 		"what passed lands, if the target is still where it was checked: its tree passed, so nothing is checked again")
-	assert.Equal(t, Job{Run: 9, Kind: Check, Component: "api", Ref: "b2/api", Owner: "@b2", Passed: []string{"tr"}}, started[1],
+	assert.Equal(t, Job{Run: 9, Kind: Check, Component: "api", Ref: "b2/api", Owner: "@b2", Passed: []string{"tr"}, Tries: 1}, started[1],
 		"a check is told the trees that passed: one of them is not checked again")
-	assert.Equal(t, Job{Run: 10, Kind: Check, Component: "cart", Ref: "b3/cart", Owner: "@b3", Passed: []string{"tr"}}, started[2], "the READY after the view")
+	assert.Equal(t, Job{Run: 10, Kind: Check, Component: "cart", Ref: "b3/cart", Owner: "@b3", Passed: []string{"tr"}, Tries: 1}, started[2], "the READY after the view")
 	_, ok := h.NextWake()
 	assert.False(t, ok, "answered: nothing to ask again")
 
 	a = h.Finished(now, Outcome{Run: 8, Result: Passed, Reused: true, Commit: "m2", Tip: "t", Base: "b", Tree: "tr"})
 	require.Len(t, a.Start, 1)
 	land := a.Start[0]
-	land.Receipt = nil
+	require.NotNil(t, land.Chain)
+	assert.Equal(t, receipt.Link{Seq: 1, Digest: receipt.StatementDigest(land.Receipt), Commit: "m2", Start: "b"}, *land.Chain,
+		"the chain's first landing: where the host began is the target it lands on")
+	land.Receipt, land.Chain = nil, nil
 	assert.Equal(t, Job{Run: 11, Kind: Land, Component: "db", Ref: "b1/db", Owner: "@b1", Base: "b", Tip: "t", Commit: "m2", Tree: "tr"}, land,
 		"the commit the car made, whose message names the auditors")
 }
@@ -498,7 +515,7 @@ func TestOlderViewsDoNotRestartWhatWasReported(t *testing.T) {
 // receipt names those checks), and no run is counted. A tree forgotten
 // meanwhile is checked.
 func TestAReadyOfATreeThatPassedIsNotCheckedAgain(t *testing.T) {
-	s := newHarness(t, nil)
+	s := newHarness(t, func(c *Config) { c.Checks = []string{"make test"} })
 	s.built("api", "@b1")
 	j := s.started(s.hear("@b1", "READY api b1/api"))
 	s.finish(j.Run, Outcome{Result: Passed, Commit: "m", Tip: "t", Base: "T", Tree: "tr",

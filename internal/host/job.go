@@ -32,6 +32,9 @@ const (
 	// Commit is on the target: a landing whose note a stop or a crash cut
 	// off. No slot.
 	Note
+	// Head keeps Receipt, the host's signed head (receipt.HeadStatement)
+	// naming Commit, the newest landing, at receipt.HeadRef. No slot.
+	Head
 )
 
 func (k Kind) String() string {
@@ -48,6 +51,8 @@ func (k Kind) String() string {
 		return "pin"
 	case Note:
 		return "note"
+	case Head:
+		return "head"
 	}
 	return "?"
 }
@@ -92,6 +97,11 @@ type Job struct {
 	// (host.retries): it blames nobody, and what it vouched for is checked
 	// again in parts (a shared check, or a batch's chain, bisected).
 	Once bool
+	// Check, Car: how many times at most the checks run on the tree while
+	// they fail: 1 + host.retries, or 1 for a run Once. The core's flake
+	// policy, in one place: the shell runs no more (nor fewer, unless one
+	// passes), and keeps no count of its own. 0 is 1.
+	Tries int
 
 	// Car: where the host believes the target is (its base, and what it
 	// landed since): a target found elsewhere was moved by hand, and the
@@ -110,8 +120,10 @@ type Job struct {
 	Tree string
 	// Land, Note: the landing's signed receipt (package receipt), recorded
 	// before the job starts and kept as Commit's note once it is on the
-	// target.
+	// target. Head: the signed head.
 	Receipt []byte
+	// Land: the landing's place in the chain of receipts.
+	Chain *receipt.Link
 
 	Others []Link // Scan: the other refs in flight (Component, Ref, Owner)
 
@@ -126,13 +138,8 @@ type Job struct {
 }
 
 // Retries is how many times j's checks are run again on the same tree
-// after a failure, of the configured host.retries.
-func (j Job) Retries(configured int) int {
-	if j.Once {
-		return 0
-	}
-	return configured
-}
+// after a failure (Tries, less the first).
+func (j Job) Retries() int { return max(j.Tries, 1) - 1 }
 
 // From is where a Land job moves the target from: the commit its first
 // landing lands on.
@@ -202,12 +209,21 @@ const (
 	Cancelled                    // the job was cancelled; nothing to say
 	Pinned                       // Pin: Commit is kept as the N-th handoff ref
 	Scanned                      // Scan: Overlaps found
+	// Refused: Land: the last check before the compare-and-swap found a
+	// commit that is not exactly its approved landing (Culprit's; Line
+	// says how): nothing moved. Never expected: the core makes the jobs.
+	Refused
+	// Stale: Car, Land: a branch no longer holds its approved commit
+	// (Culprit's, for a Land): Found is what it holds now, "" when it was
+	// deleted. Nothing was checked, or landed; the core says what that
+	// means for the approval.
+	Stale
 )
 
 // Note: Landed when Commit is on the target (its note written), Moved when
 // it is not (that landing was never made), Retry.
 
-var resultNames = [...]string{"", "passed", "failed", "conflicted", "invalid", "moved", "retry", "landed", "cancelled", "pinned", "scanned"}
+var resultNames = [...]string{"", "passed", "failed", "conflicted", "invalid", "moved", "retry", "landed", "cancelled", "pinned", "scanned", "refused", "stale"}
 
 func (r Result) String() string {
 	if int(r) < len(resultNames) {
@@ -248,6 +264,8 @@ type Outcome struct {
 	// was not made on it); Target is where it is now.
 	Target string
 	Pruned bool // Land: the builder's branch was deleted (host.prune)
+	// Stale: what the branch holds now ("" when it was deleted).
+	Found string
 
 	Overlaps []Overlap // Scan: the refs the scanned one would conflict with
 	N        int       // Pin: which departure of the component the ref counts

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -167,7 +168,7 @@ func (h *Core) keepLanded(tip, commit string) {
 // so that it never holds a commit of the batch whose tree did not pass.
 // Nothing lands that the records do not vouch for (mayLand).
 func (h *Core) land() {
-	if h.landing != nil || len(h.train) == 0 || h.target == "" {
+	if h.landing != nil || len(h.train) == 0 || h.target == "" || h.unsettled() {
 		return
 	}
 	last := 0
@@ -181,10 +182,18 @@ func (h *Core) land() {
 		return
 	}
 	ev, ok := h.trees.get(head.done.Tree)
-	if !ok || !ev.Passed() {
+	if !ok {
 		// Its tree's run is no longer on record (the oldest trees are
 		// forgotten): nothing lands on a pass it cannot show; the chain
 		// is checked again.
+		head.done = nil
+		h.reconcile()
+		return
+	}
+	if why := h.rules().Passed(h.cfg.Checks, &ev); why != "" {
+		// On record, and it does not count (the checks changed since):
+		// checked again.
+		h.say("queue: not landing " + head.c.name + " yet: the run that passed on its tree does not count: " + why + "; checked again")
 		head.done = nil
 		h.reconcile()
 		return
@@ -214,8 +223,8 @@ func (h *Core) land() {
 		return
 	}
 	for _, j := range jobs {
-		h.record(Record{Op: OpReceipt, Run: j.Run, Component: j.Component, Commit: j.Commit, Base: j.Base, Tip: j.Tip, Receipt: j.Receipt})
-		h.receipts[j.Commit] = &Receipt{Component: j.Component, Commit: j.Commit, Base: j.Base, Tip: j.Tip, Envelope: j.Receipt}
+		h.record(Record{Op: OpReceipt, Run: j.Run, Component: j.Component, Commit: j.Commit, Base: j.Base, Tip: j.Tip, Receipt: j.Receipt, Chain: j.Chain})
+		h.receipts[j.Commit] = &Receipt{Component: j.Component, Commit: j.Commit, Base: j.Base, Tip: j.Tip, Envelope: j.Receipt, Link: j.Chain}
 	}
 	j := jobs[len(jobs)-1]
 	if len(jobs) > 1 {
@@ -234,8 +243,11 @@ func (h *Core) land() {
 
 // landings are the Land jobs of cars, the front of the train up to the
 // one whose chain passed (ev), each with its signed receipt: one car's
-// own, or a batch's.
+// own, or a batch's, each chained to the one before it (head.go).
 func (h *Core) landings(cars []*car, ev receipt.Checks) ([]Job, error) {
+	if h.cfg.Repository == "" {
+		return nil, fmt.Errorf("the host has no repository name for its receipts (host.repository)")
+	}
 	h.lastRun++
 	head := cars[len(cars)-1].done
 	var batch *receipt.Batch
@@ -248,43 +260,44 @@ func (h *Core) landings(cars []*car, ev receipt.Checks) ([]Job, error) {
 		}
 	}
 	var jobs []Job
-	on := h.target
+	on, prev := h.target, h.chain
 	for i, k := range cars {
 		c := k.c
 		l := receipt.Landing{Host: h.cfg.Self, Target: "refs/heads/" + h.cfg.Target, Component: c.name, Builder: c.owner,
 			Ref: c.ref, Approved: h.approvals[c.name].Approval, LandedOn: on, Commit: made[i].Commit, Tree: made[i].Tree,
-			Checks: ev, At: h.now, LandedAs: h.landAs(), Batch: batch}
+			Checks: ev, At: h.now, LandedAs: h.landAs(), Batch: batch, Repository: h.cfg.Repository, Chain: h.link(prev, on)}
 		env, err := h.sign(receipt.New(l))
 		if err != nil {
 			return nil, err
 		}
+		start := prev.Start
+		if start == "" {
+			start = l.Chain.Start
+		}
+		link := &receipt.Link{Seq: l.Chain.Seq, Digest: receipt.StatementDigest(env), Commit: l.Commit, Start: start}
 		jobs = append(jobs, Job{Run: h.lastRun, Kind: Land, Component: c.name, Ref: c.ref, Owner: c.owner,
-			Base: on, Tip: k.tip, Commit: l.Commit, Tree: l.Tree, Receipt: env, Prune: h.cfg.Prune, Squash: h.cfg.Squash})
-		on = l.Commit
+			Base: on, Tip: k.tip, Commit: l.Commit, Tree: l.Tree, Receipt: env, Chain: link, Prune: h.cfg.Prune, Squash: h.cfg.Squash})
+		on, prev = l.Commit, *link
 	}
 	return jobs, nil
 }
 
-// mayLand is why the records say k may not land now ("": it may): no
-// approval of what it holds, or that landed before. (Whether its tree, or
-// its batch's, passed, land looks up.)
+// mayLand is why the records say k may not land now ("": it may), by the
+// rules (rules.go): no approval of what it holds, or that landed before.
+// (Whether its tree, or its batch's, passed, land looks up.)
 func (h *Core) mayLand(k *car) string {
 	c := k.c
-	a, ok := h.approvals[c.name]
-	switch {
-	case !ok || a.Owner != c.owner || a.Ref != c.ref:
-		return "no approval of " + c.owner + "'s " + c.ref + " is on record"
-	case a.Tip == "" || a.Tip != k.tip:
-		return fmt.Sprintf("its car holds %s, and %s was approved", short(k.tip), short(a.Tip))
+	l := Landable{Component: c.name, Owner: c.owner, Ref: c.ref, Tip: k.tip, Target: h.cfg.Target}
+	if a, ok := h.approvals[c.name]; ok {
+		l.Approval = &a
+		if at, ok := h.landedAt.get(a.Tip); ok {
+			l.LandedAt = at
+		}
 	}
-	if at, ok := h.landedAt.get(a.Tip); ok {
-		return fmt.Sprintf("%s landed before, at %s, and %s no longer holds it: it does not land twice (MERGED %s or RELEASE %s decides)",
-			short(a.Tip), short(at), h.cfg.Target, c.name, c.name)
-	}
-	return ""
+	return h.rules().MayLand(l)
 }
 
-func (h *Core) sign(s receipt.Statement) ([]byte, error) {
+func (h *Core) sign(s receipt.Signed) ([]byte, error) {
 	if h.cfg.Sign == nil {
 		return nil, fmt.Errorf("the host has no key to sign with")
 	}
@@ -304,12 +317,15 @@ func (h *Core) landFinished(r *run, o Outcome) {
 	}
 	switch o.Result {
 	case Landed:
-		h.target = o.Commit
+		// What landed is what the job was to land, whatever else it says:
+		// the target is at r.Commit, each landing at its own.
+		h.target = r.Commit
 		left := false // a car of it left the train while it landed
 		for i, l := range landings {
 			c, lo := h.get(l.Component), o
+			lo.Commit, lo.Tree = l.Commit, l.Tree
 			if l.Commit != r.Commit {
-				lo.Commit, lo.Tree, lo.ReceiptFile = l.Commit, l.Tree, ""
+				lo.ReceiptFile = ""
 				lo.Pruned = slices.Contains(o.PrunedOf, l.Component)
 			}
 			if len(o.ReceiptFiles) == len(landings) {
@@ -347,7 +363,25 @@ func (h *Core) landFinished(r *run, o Outcome) {
 		if h.carOf(h.get(r.Component)) != nil {
 			h.retryLanding(r, o.Line)
 		}
-	case Invalid:
+	case Refused:
+		// The last check before the compare-and-swap found a commit that
+		// is not exactly its approved landing: nothing moved. Never
+		// expected (these jobs are the core's): said, and the cars are
+		// checked again, after a wait, as if they had not passed.
+		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+		var names []string
+		for _, l := range landings {
+			h.void(l.Commit)
+			names = append(names, l.Component)
+			if k := h.carOf(h.get(l.Component)); k != nil {
+				k.done, k.seen = nil, 0
+				k.tries++
+				k.notBefore = h.now.Add(h.backoff(k.tries))
+			}
+		}
+		h.say(fmt.Sprintf("queue: not landing %s: the check before the compare-and-swap refused it: %s; checked again",
+			strings.Join(names, " "), bound(o.Line, detailRoom)))
+	case Invalid, Stale:
 		// A branch moved after approval (o.Culprit's, in a batch): it
 		// steps back, and the cars behind it are checked again without it.
 		for _, l := range landings {
@@ -369,8 +403,15 @@ func (h *Core) landFinished(r *run, o Outcome) {
 		}
 	default:
 		// Cancelled: the shell stopped before the compare-and-swap, or
-		// cannot say; the receipt is settled at the next start.
+		// cannot say. Whether it landed is found out (a Note job each)
+		// before anything else lands: the next receipt must follow the
+		// chain's true newest landing.
 		h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
+		for _, l := range landings {
+			if x := h.receipts[l.Commit]; x != nil {
+				h.settle(*x)
+			}
+		}
 	}
 }
 
@@ -386,12 +427,9 @@ func (h *Core) movedByHand(to string) {
 // its receipt is written as a note now, if the job did not. It says which
 // commit landed it and whether the host holds its receipt.
 func (h *Core) landedNow(c *comp, r *run, o Outcome) (string, bool) {
-	tip := r.Tip
-	if tip == "" {
-		if k := h.carOf(c); k != nil {
-			tip = k.tip
-		}
-	}
+	// The approved commit: the job's, or, for a car that went out before
+	// it was known (no check before review), the one it found landed.
+	tip := cmp.Or(r.Tip, o.Tip)
 	commit, base := o.Commit, r.Base
 	known := !o.Already
 	if o.Already {
@@ -416,6 +454,7 @@ func (h *Core) landedNow(c *comp, r *run, o Outcome) (string, bool) {
 	if x != nil {
 		known = true
 		x.Landed = true
+		h.chained(x.Link)
 		if o.Noted {
 			h.noted(commit)
 		} else {
@@ -472,6 +511,7 @@ func (h *Core) noteFinished(r *run, o Outcome) {
 			x.Landed = true
 			h.record(Record{Op: OpLanded, Component: x.Component, Commit: x.Commit, Base: x.Base, Tip: x.Tip})
 			h.keepLanded(x.Tip, x.Commit)
+			h.chained(x.Link)
 		}
 		h.noted(x.Commit)
 	case Moved:

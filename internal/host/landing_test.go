@@ -2,7 +2,9 @@ package host
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -219,4 +221,162 @@ func TestAHandOverAfterALandingLandsNothingUnreviewed(t *testing.T) {
 	a = next.finish(car.Run, Outcome{Result: Landed, Already: true, Commit: "m-a", Base: "m-a", Tip: "t-a"})
 	assert.Equal(t, []string{"queue: a was already on main at m-a; receipt: git notes --ref foreman show m-a", "MERGED a"}, a.Say)
 	assert.Empty(t, queued(a), "nothing more to land")
+}
+
+// Foreman's word that c is approved, said again without who approved it
+// or which round (an older view, a STATUS after a restart), keeps what
+// the record holds: the receipt names the auditors. And the same
+// approval is recorded once.
+func TestAnApprovalSaidAgainKeepsWhoApproved(t *testing.T) {
+	s := trainHarness(t, 2)
+	s.checked("a", "T")
+	s.foreman("REVIEW a @ba b/a")
+	a := s.foreman("STATUS a review owner=@ba pr=b/a audits=1/3 approved=yes approved_by=@aud")
+	car, ok := startedOf(a, Car)
+	require.True(t, ok)
+	a = s.foreman("STATUS a review owner=@ba pr=b/a approved=yes")
+	for _, r := range a.Records {
+		assert.NotEqual(t, OpApproved, r.Op, "the same approval, recorded once")
+	}
+	assert.Equal(t, Approval{Component: "a", Owner: "@ba", Ref: "b/a",
+		Approval: receipt.Approval{Tip: "t-a", Auditors: []string{"@aud"}, Round: 2}}, s.h.approvals["a"])
+	land, ok := startedOf(s.finish(car.Run, Outcome{Result: Passed, Reused: true, Commit: "m-a", Tip: "t-a", Base: "T", Tree: "tr-a"}), Land)
+	require.True(t, ok)
+	p := openReceipt(t, land.Receipt)
+	assert.Equal(t, []string{"@aud"}, p.Approved.Auditors)
+	assert.Equal(t, 2, p.Approved.Round)
+}
+
+// The round of review is one more than the audits foreman counts failed:
+// none failed, the first round; a count that makes no sense, none said.
+func TestTheRoundOfReview(t *testing.T) {
+	for audits, want := range map[string]int{"0/3": 1, "2/3": 3, "-1/3": 0, "x/3": 0, "": 0} {
+		s := trainHarness(t, 2)
+		s.checked("a", "T")
+		s.foreman("REVIEW a @ba b/a")
+		line := "STATUS a review owner=@ba pr=b/a approved=yes"
+		if audits != "" {
+			line += " audits=" + audits
+		}
+		s.foreman(line)
+		assert.Equal(t, want, s.h.approvals["a"].Round, "audits=%s", audits)
+	}
+}
+
+// What passed is recorded as the shell reported it: each try's log, where
+// it ran; a report without them records none (never null).
+func TestWhatPassedIsRecordedAsReported(t *testing.T) {
+	s := trainHarness(t, 2)
+	s.built("a", "@ba")
+	j := s.started(s.hear("@ba", "READY a b/a"))
+	ev := &receipt.Checks{Commands: []receipt.Command{}, Tries: []receipt.Log{{Name: "a-1.log", Digest: receipt.Digest([]byte("ok"))}},
+		RanOn: []string{"worker w1"}, Sandbox: "sha256:x"}
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m-a", Tip: "t-a", Base: "T", Tree: "tr-a", Checks: ev})
+	got, ok := s.h.trees.get("tr-a")
+	require.True(t, ok)
+	assert.Equal(t, ev.Tries, got.Tries)
+	assert.Equal(t, []string{"worker w1"}, got.RanOn)
+
+	s.built("b", "@bb")
+	j = s.started(s.hear("@bb", "READY b b/b"))
+	s.finish(j.Run, Outcome{Result: Passed, Commit: "m-b", Tip: "t-b", Base: "T", Tree: "tr-b", Checks: &receipt.Checks{Commands: []receipt.Command{}}})
+	got, ok = s.h.trees.get("tr-b")
+	require.True(t, ok)
+	assert.NotNil(t, got.Tries)
+	assert.NotNil(t, got.RanOn)
+	assert.NotNil(t, got.Commands)
+}
+
+// A batch whose landing finds a branch below its head moved steps back
+// that component, the one the job names, not the head's.
+func TestABatchStepsBackTheComponentWhoseBranchMoved(t *testing.T) {
+	s := batchHarness(t, 1, 6, 0)
+	for _, c := range []string{"a", "b", "c", "d", "e", "f"} {
+		s.checked(c, "old")
+	}
+	_, land, whole := s.aThenFive()
+	s.finish(land.Run, Outcome{Result: Landed, Commit: land.Commit})
+	batch := s.started(s.finish(whole.Run, chainOut(Passed, "a", "b", "c", "d", "e", "f")))
+	require.Len(t, batch.Batch, 4)
+	a := s.finish(batch.Run, Outcome{Result: Stale, Culprit: "c", Found: "0123456789abcdef"})
+	assert.Contains(t, a.Say, "CI c FAIL branch b/c moved to 0123456789ab after t-c was approved; say READY again to have it checked and reviewed")
+	for _, l := range a.Say {
+		assert.NotContains(t, l, "CI f FAIL", "the head's branch did not move")
+	}
+}
+
+// A note job tried again after the repository was locked is still due
+// when another note job ends first: every receipt gets its note.
+func TestANoteTriedAgainIsNotDropped(t *testing.T) {
+	env := json.RawMessage(`{"payloadType":"x"}`)
+	st := State{LastRun: 9, Receipts: []Receipt{
+		{Component: "a", Commit: "m-a", Base: "T", Tip: "t-a", Envelope: env, Landed: true},
+		{Component: "b", Commit: "m-b", Base: "m-a", Tip: "t-b", Envelope: env, Landed: true},
+	}}
+	s := newHarness(t, nil)
+	h := New(s.h.cfg, st)
+	h.Pending()
+	a := h.Tick(s.now)
+	require.Len(t, a.Start, 2)
+	h.Finished(s.now, Outcome{Run: a.Start[0].Run, Result: Retry, Line: "the notes ref is locked"})
+	h.Finished(s.now, Outcome{Run: a.Start[1].Run, Result: Landed, Commit: "m-b", Noted: true})
+	a = h.Tick(s.now.Add(time.Hour))
+	require.Len(t, a.Start, 1, "a's note, tried again")
+	assert.Equal(t, Note, a.Start[0].Kind)
+	assert.Equal(t, "m-a", a.Start[0].Commit)
+}
+
+// A landing that ends after its component left approval and came back
+// with a new READY does not take that READY's check with it: the check's
+// verdict is said.
+func TestALandingEndingDoesNotDropAnotherRunOfItsComponent(t *testing.T) {
+	s := trainHarness(t, 2)
+	land := s.signedLanding(s.approve("a", "T"))
+	s.foreman("OK RELEASE a")
+	s.foreman("ACK a @ba")
+	check := s.started(s.hear("@ba", "READY a b/a"))
+	require.Equal(t, Check, check.Kind)
+	s.finish(land.Run, Outcome{Result: Landed, Commit: land.Commit})
+	a := s.finish(check.Run, Outcome{Result: Passed, Commit: "m-a2", Tip: "t-a2", Base: "m-a", Tree: "tr-a2"})
+	assert.Contains(t, a.Say, "CI a PASS m-a2", "the check's verdict, not dropped as stale")
+}
+
+// Each landing of a batch says its own: the head's branch pruned is the
+// head's, a member's is the member's (PrunedOf).
+func TestABatchSaysWhichBranchesWerePruned(t *testing.T) {
+	s := batchHarness(t, 1, 6, 0)
+	s.h.cfg.Prune = true
+	for _, c := range []string{"a", "b", "c", "d", "e", "f"} {
+		s.checked(c, "old")
+	}
+	_, land, whole := s.aThenFive()
+	s.finish(land.Run, Outcome{Result: Landed, Commit: land.Commit})
+	batch := s.started(s.finish(whole.Run, chainOut(Passed, "a", "b", "c", "d", "e", "f")))
+	require.Len(t, batch.Batch, 4)
+	a := s.finish(batch.Run, Outcome{Result: Landed, Commit: batch.Commit, Pruned: true, PrunedOf: []string{"c"}})
+	said := strings.Join(a.Say, "\n")
+	for _, c := range []string{"b", "c", "d", "e", "f"} {
+		line := ""
+		for _, l := range a.Say {
+			if strings.HasPrefix(l, "queue: "+c+" landed") {
+				line = l
+			}
+		}
+		require.NotEmpty(t, line, said)
+		if c == "f" || c == "c" {
+			assert.Contains(t, line, "branch b/"+c+" deleted (host.prune)")
+		} else {
+			assert.NotContains(t, line, "deleted", line)
+		}
+	}
+}
+
+// What landed is kept in memory as the records keep it: the same life
+// will not land an approved commit twice.
+func TestALandedApprovalIsKnownLanded(t *testing.T) {
+	s := trainHarness(t, 2)
+	land := s.signedLanding(s.approve("a", "T"))
+	s.finish(land.Run, Outcome{Result: Landed, Commit: land.Commit})
+	k := &car{c: s.h.get("a"), tip: "t-a"}
+	assert.Contains(t, s.h.mayLand(k), "t-a landed before, at m-a")
 }

@@ -79,6 +79,7 @@ func (h *Core) schedule() {
 	if r := h.nextScan(); r != nil {
 		h.begin(r)
 	}
+	h.head()
 	for h.busy() < h.cfg.MaxParallel {
 		r := h.nextCar()
 		if r == nil {
@@ -95,6 +96,12 @@ func (h *Core) begin(r *run) {
 	r.started = h.now
 	if r.Kind == Check {
 		r.Passed = h.trees.keys() // as they are when it starts
+	}
+	if r.Kind == Check || r.Kind == Car {
+		r.Tries = 1
+		if !r.Once {
+			r.Tries += h.cfg.Retries
+		}
 	}
 	h.running[r.Run] = r
 	h.record(Record{Op: OpStart, Run: r.Run, Kind: r.Kind.String(), Component: r.Component, Ref: r.Ref})
@@ -253,8 +260,7 @@ func parts[T any](rs []T, n int) [][]T {
 func (h *Core) sharedFinished(r *run, o Outcome) {
 	h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: o.Result.String()})
 	all := append(slices.Clone(r.with), r)
-	_, known := h.trees.get(o.Tree)
-	if o.Result != Passed || len(o.Chain) != len(r.OnTrain)+len(all) || o.Reused && !known {
+	if o.Result != Passed || len(o.Chain) != len(r.OnTrain)+len(all) || h.evidenced(o) != "" {
 		if o.Result != Cancelled {
 			h.apart(r, true)
 		}
@@ -316,6 +322,10 @@ func (h *Core) Finished(at time.Time, o Outcome) Actions {
 		h.noteFinished(r, o)
 		h.schedule()
 		return h.take()
+	case Head:
+		h.headFinished(r, o)
+		h.schedule()
+		return h.take()
 	}
 	c := h.get(r.Component)
 	if c.run != r {
@@ -357,6 +367,14 @@ func (h *Core) checkFinished(c *comp, r *run, o Outcome) {
 				// Forgotten meanwhile (the oldest trees are): checked, then.
 				h.record(Record{Op: OpEnd, Run: r.Run, Component: r.Component, Result: Retry.String()})
 				h.enqueue(c)
+				return
+			}
+		}
+		if o.Result == Passed && !o.Reused {
+			if why := h.evidenced(o); why != "" {
+				// A pass whose report does not show the checks passing
+				// is not one: checked again.
+				h.retry(c, r, "the report of its checks does not hold: "+why)
 				return
 			}
 		}

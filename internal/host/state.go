@@ -30,6 +30,9 @@ type Record struct {
 	Checks   *receipt.Checks `json:"checks,omitempty"`
 	Approval *Approval       `json:"approval,omitempty"`
 	Receipt  json.RawMessage `json:"receipt,omitempty"`
+	// Chain: receipt, the landing's place in the chain of receipts;
+	// chain, the newest landing of the chain (a compacted ledger's).
+	Chain *receipt.Link `json:"chain,omitempty"`
 }
 
 // Ledger ops.
@@ -44,6 +47,7 @@ const (
 	OpLanded   = "landed"   // a component was landed at Commit, before MERGED is said
 	OpNoted    = "noted"    // Commit's receipt is its note in the repository
 	OpFirst    = "first"    // a compacted ledger's first landing was made on Commit
+	OpChain    = "chain"    // a compacted ledger's newest landing of the chain of receipts: Chain
 )
 
 // Approval is what the host knows of a component's approval.
@@ -62,7 +66,8 @@ type Receipt struct {
 	Base      string
 	Tip       string
 	Envelope  json.RawMessage
-	Landed    bool // the landing is recorded; only the note may be missing
+	Landed    bool          // the landing is recorded; only the note may be missing
+	Link      *receipt.Link // its place in the chain of receipts (nil in a receipt of version 1)
 }
 
 // State is what the ledger gives back on a restart.
@@ -72,7 +77,8 @@ type State struct {
 	Trees     []receipt.Checks    // the trees that passed, oldest first (the last maxTrees)
 	Landed    map[string]string   // the approved commits landed, each to the commit that landed it (the last maxLanded)
 	Receipts  []Receipt           // receipts whose note is not known to be written
-	First     string              // the target's commit the ledger's first landing was made on: where foreman verify starts
+	First     string              // the target's commit the ledger's first landing was made on: where the chain of receipts starts
+	Chain     receipt.Link        // the newest landing of the chain of receipts (Seq 0: none yet)
 	LastRun   int                 // the highest run number used
 	InFlight  []Record            // jobs started and never ended: a crash cut them short
 }
@@ -97,6 +103,7 @@ type Replay struct {
 	recOrder  []string
 	started   map[int]Record
 	first     string
+	chain     receipt.Link
 	n         int
 }
 
@@ -132,7 +139,7 @@ func (r *Replay) Apply(rec Record) {
 		if _, ok := r.receipts[rec.Commit]; !ok {
 			r.recOrder = append(r.recOrder, rec.Commit)
 		}
-		r.receipts[rec.Commit] = &Receipt{Component: rec.Component, Commit: rec.Commit, Base: rec.Base, Tip: rec.Tip, Envelope: rec.Receipt}
+		r.receipts[rec.Commit] = &Receipt{Component: rec.Component, Commit: rec.Commit, Base: rec.Base, Tip: rec.Tip, Envelope: rec.Receipt, Link: rec.Chain}
 	case OpVoid, OpNoted:
 		delete(r.receipts, rec.Commit)
 	case OpLanded:
@@ -145,11 +152,21 @@ func (r *Replay) Apply(rec Record) {
 		}
 		if x := r.receipts[rec.Commit]; x != nil {
 			x.Landed = true
+			r.chained(x.Link)
 		}
 	case OpFirst:
 		if r.first == "" {
 			r.first = rec.Commit
 		}
+	case OpChain:
+		r.chained(rec.Chain)
+	}
+}
+
+// chained moves the chain's newest landing to l, if l is newer.
+func (r *Replay) chained(l *receipt.Link) {
+	if l != nil && l.Seq > r.chain.Seq {
+		r.chain = *l
 	}
 }
 
@@ -159,7 +176,7 @@ func (r *Replay) Records() int { return r.n }
 // State is what the records applied so far leave.
 func (r *Replay) State() State {
 	st := State{Passes: maps.Clone(r.passes), Approvals: maps.Clone(r.approvals), Landed: map[string]string{},
-		First: r.first, LastRun: r.lastRun}
+		First: r.first, Chain: r.chain, LastRun: r.lastRun}
 	if st.Passes == nil {
 		st.Passes, st.Approvals = map[string]Pass{}, map[string]Approval{}
 	}
@@ -188,6 +205,10 @@ func Compacted(st State) []Record {
 	if st.First != "" {
 		recs = append(recs, Record{Op: OpFirst, Commit: st.First})
 	}
+	if st.Chain.Seq > 0 {
+		ch := st.Chain
+		recs = append(recs, Record{Op: OpChain, Chain: &ch})
+	}
 	for _, t := range st.Trees {
 		recs = append(recs, Record{Op: OpTree, Checks: &t})
 	}
@@ -197,7 +218,7 @@ func Compacted(st State) []Record {
 		recs = append(recs, Record{Op: OpLanded, Tip: tip, Commit: st.Landed[tip]})
 	}
 	for _, x := range st.Receipts {
-		recs = append(recs, Record{Op: OpReceipt, Component: x.Component, Commit: x.Commit, Base: x.Base, Tip: x.Tip, Receipt: x.Envelope})
+		recs = append(recs, Record{Op: OpReceipt, Component: x.Component, Commit: x.Commit, Base: x.Base, Tip: x.Tip, Receipt: x.Envelope, Chain: x.Link})
 		if x.Landed {
 			recs = append(recs, Record{Op: OpLanded, Component: x.Component, Commit: x.Commit, Base: x.Base, Tip: x.Tip})
 		}

@@ -175,8 +175,17 @@ func passed(k *car) bool { return k.done != nil && k.done.Result == Passed }
 
 // coverOf is the furthest car, at or behind car i, whose chain passed and
 // says what it was made of: that chain holds car i, so car i's work is in
-// a tree that passed, and lands with it (a batch). -1 if none.
+// a tree that passed, and lands with it (a batch). -1 if none. With
+// batching off (host.batch.max 1) only car i's own chain covers it: every
+// commit the target holds has its own tree passed, and a car behind that
+// passed first waits for the cars ahead.
 func (h *Core) coverOf(i int) int {
+	if h.cfg.Batch == 1 {
+		if passed(h.train[i]) && !h.landedBefore(h.train[i]) {
+			return i
+		}
+		return -1
+	}
 	for j := len(h.train) - 1; j >= i; j-- {
 		if k := h.train[j]; passed(k) && len(k.done.Chain) == len(k.chain)+1 && !slices.ContainsFunc(h.train[i:j+1], h.landedBefore) {
 			return j
@@ -207,7 +216,7 @@ func (h *Core) blameOne() bool {
 		switch {
 		case o == nil || o.Result == Passed:
 			continue
-		case o.Result == Invalid:
+		case o.Result == Invalid, o.Result == Stale:
 		case o.Result == Conflicted && o.Culprit != "":
 			continue // a car ahead does not merge; its own check says so
 		case i > 0 && !passed(h.train[i-1]), h.coverOf(i) >= 0, h.waits(i):
@@ -394,6 +403,13 @@ func (h *Core) carFinished(k *car, r *run, o Outcome) {
 	k.run = nil
 	if k.c.run == r {
 		k.c.run = nil
+	}
+	if _, known := h.trees.get(o.Tree); o.Result == Passed && (!o.Reused || known) {
+		if why := h.evidenced(o); why != "" {
+			// A pass whose report does not show the checks passing is
+			// not one: the chain is checked again.
+			o = Outcome{Result: Retry, Line: "the report of its checks does not hold: " + why}
+		}
 	}
 	h.record(Record{Op: OpEnd, Run: r.Run, Component: k.c.name, Result: o.Result.String(), Commit: o.Commit})
 	if o.Result == Retry {

@@ -175,8 +175,9 @@ func TestABadCommitIsBlamedAtOnce(t *testing.T) {
 	s.landed()
 	s.approve("a", "old")
 	car := s.started(s.approve("b", "old"))
-	a := s.finish(car.Run, Outcome{Result: Invalid, Line: "branch b/b moved after it was approved"})
-	assert.Equal(t, []string{"CI b FAIL branch b/b moved after it was approved"}, a.Say)
+	a := s.finish(car.Run, Outcome{Result: Stale, Found: "0123456789abcdef", Tip: "t-b"})
+	assert.Equal(t, []string{"CI b FAIL branch b/b moved to 0123456789ab after t-b was approved; say READY again to have it checked and reviewed"}, a.Say,
+		"the job said what the branch holds; the core says what that means")
 }
 
 // A car whose chain does not merge because of a car ahead waits for that
@@ -308,8 +309,8 @@ func TestABranchMovedAfterApprovalIsNotLanded(t *testing.T) {
 	land := s.landing(s.approve("a", "T"))
 	car := s.started(s.approve("b", "T"))
 	s.started(s.approve("c", "T"))
-	a := s.finish(land.Run, Outcome{Result: Invalid, Line: "branch b/a moved to 0123 after t-a was approved; say READY again"})
-	assert.Equal(t, []string{"CI a FAIL branch b/a moved to 0123 after t-a was approved; say READY again"}, a.Say)
+	a := s.finish(land.Run, Outcome{Result: Stale, Culprit: "a", Found: ""})
+	assert.Equal(t, []string{"CI a FAIL branch b/a was deleted after t-a was approved; say READY again to have it checked and reviewed"}, a.Say)
 	assert.Contains(t, a.Cancel, car.Run)
 	b := jobsBy(a)["b"]
 	assert.Equal(t, Job{Run: b.Run, Kind: Car, Component: "b", Ref: "b/b", Owner: "@bb", Base: "T", Tip: "t-b", Target: "T",

@@ -65,6 +65,8 @@ func (h *Core) report(c *comp, r *run, o Outcome) {
 		line = "CI " + c.name + " CONFLICT " + files(o.Files)
 	case Invalid:
 		line = "CI " + c.name + " FAIL " + bound(o.Line, detailRoom)
+	case Stale:
+		line = "CI " + c.name + " FAIL " + bound(h.movedAfterApproval(c, r, o), detailRoom)
 	case Landed:
 		c.phase = merged
 		delete(h.passes, c.name)
@@ -168,4 +170,20 @@ func short(oid string) string {
 		return oid[:12]
 	}
 	return oid
+}
+
+// movedAfterApproval words the end of an approval whose branch moved (or
+// was deleted) after what it held was approved: nothing stale lands, and
+// nothing unreviewed either; the builder says READY again to have what it
+// has now checked and reviewed.
+func (h *Core) movedAfterApproval(c *comp, r *run, o Outcome) string {
+	approved := r.Tip
+	if approved == "" {
+		approved = h.approvals[c.name].Tip
+	}
+	what := "was deleted"
+	if o.Found != "" {
+		what = "moved to " + short(o.Found)
+	}
+	return fmt.Sprintf("branch %s %s after %s was approved; say READY again to have it checked and reviewed", r.Ref, what, short(approved))
 }

@@ -69,7 +69,7 @@ func (h *Core) Queue() QueueView {
 	v := QueueView{At: h.now, Target: h.cfg.Target, MaxParallel: h.cfg.MaxParallel,
 		Running: []QueueItem{}, Waiting: []QueueItem{}, Recent: append([]Verdict{}, h.recent...)}
 	for _, r := range h.running {
-		if r.Kind != Scan && r.Kind != Pin { // work in progress, not the queue
+		if r.Kind != Scan && r.Kind != Pin && r.Kind != Head { // work in progress, or the signed head: not the queue
 			v.Running = append(v.Running, item(r))
 		}
 	}

@@ -14,9 +14,16 @@
 //
 //	accounts.conf   the operator, the accounts and the resolver, for the server
 //	operator.jwt    the operator's JWT
+//	account.jwt     the account FOREMAN's JWT, as last signed (revocations included)
+//	system.jwt      the system account's JWT
+//	jwt/            the resolver's store: the server keeps the accounts' JWTs there
 //	keys/*.nk       the seeds: the operator's, the account's, each role's signing key
+//	sys.creds       a user of the system account: foreman nats revoke pushes the
+//	                account's JWT to a running server with it
+//	users           every user made: "<role> <name> <public key>" a line
 //
-// The seeds are secrets of whoever makes users: the server needs none.
+// The seeds and sys.creds are secrets of whoever makes users: the server
+// needs none.
 package natsauth
 
 import (
@@ -51,7 +58,28 @@ var Roles = []string{RoleForeman, RoleHost, RoleWorker, RoleReader}
 const (
 	accountsFile = "accounts.conf"
 	operatorJWT  = "operator.jwt"
+	accountJWT   = "account.jwt"
+	systemJWT    = "system.jwt"
+	resolverDir  = "jwt"
+	sysCreds     = "sys.creds"
+	usersFile    = "users"
 	keysDir      = "keys"
+)
+
+// ClaimsSubject is where a user of the account asks the server for the
+// account's JWT as its resolver holds it now (revocations included): the
+// system account's lookup, imported into FOREMAN for its own account
+// alone. A host reads which workers are revoked there.
+const ClaimsSubject = "foreman-account.claims"
+
+// The JetStream limits of the account (foreman nats init): what every
+// foreman process of a team may store in all, whatever a credential
+// tries (docs/NATS.md).
+const (
+	AccountDisk      = 8 << 30   // bytes on disk, every stream
+	AccountMemory    = 256 << 20 // bytes in memory
+	AccountStreams   = 4096      // streams (a build's log and ledger each, a worker's logs)
+	AccountConsumers = 16384     // consumers (a worker's own; KV watches)
 )
 
 func keyFile(dir, name string) string { return filepath.Join(dir, keysDir, name+".nk") }
@@ -96,13 +124,21 @@ func Init(dir string) error {
 	}
 	sc := jwt.NewAccountClaims(sysPub)
 	sc.Name = "SYS"
+	// The resolver's lookup of an account's JWT, for each account its own
+	// (the account's key is the subject's fourth token): FOREMAN imports
+	// it, and its hosts read the revocations there.
+	sc.Exports.Add(&jwt.Export{Name: "an account's own JWT", Subject: "$SYS.REQ.ACCOUNT.*.CLAIMS.LOOKUP",
+		Type: jwt.Service, AccountTokenPosition: 4})
 	sysJWT, err := sc.Encode(op)
 	if err != nil {
 		return err
 	}
 	ac := jwt.NewAccountClaims(accPub)
 	ac.Name = Account
-	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: AccountMemory, DiskStorage: AccountDisk,
+		Streams: AccountStreams, Consumer: AccountConsumers}
+	ac.Imports.Add(&jwt.Import{Name: "the account's own JWT", Account: sysPub,
+		Subject: jwt.Subject(fmt.Sprintf("$SYS.REQ.ACCOUNT.%s.CLAIMS.LOOKUP", accPub)), LocalSubject: ClaimsSubject, Type: jwt.Service})
 	// The account's own key signs no user: each role's scoped key does.
 	seeds := map[string]nkeys.KeyPair{"operator": op, "system": sys, "account": acc}
 	for _, role := range Roles {
@@ -134,20 +170,81 @@ func Init(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, operatorJWT), []byte(opJWT+"\n"), 0o644); err != nil {
 		return err
 	}
+	// A user of the system account: what pushes the account's JWT to a
+	// running server (foreman nats revoke).
+	su, err := nkeys.CreateUser()
+	if err != nil {
+		return err
+	}
+	suPub, _ := su.PublicKey()
+	uc := jwt.NewUserClaims(suPub)
+	uc.Name = "foreman-nats-admin"
+	uj, err := uc.Encode(sys)
+	if err != nil {
+		return err
+	}
+	suSeed, _ := su.Seed()
+	creds, err := jwt.FormatUserConfig(uj, suSeed)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, sysCreds), creds, 0o600); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, resolverDir), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, systemJWT), []byte(sysJWT+"\n"), 0o644); err != nil {
+		return err
+	}
+	return writeAccount(dir, accJWT)
+}
+
+// writeAccount keeps the account's JWT in dir, and the server's
+// accounts.conf that preloads it: a server started again starts with the
+// revocations made meanwhile (a resolver keeps the newest it was given).
+func writeAccount(dir, accJWT string) error {
+	data, err := os.ReadFile(filepath.Join(dir, systemJWT))
+	if err != nil {
+		return err
+	}
+	sysJWT := strings.TrimSpace(string(data))
+	sc, err := jwt.DecodeAccountClaims(sysJWT)
+	if err != nil {
+		return err
+	}
+	ac, err := jwt.DecodeAccountClaims(accJWT)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, accountJWT), []byte(accJWT+"\n"), 0o644); err != nil {
+		return err
+	}
 	conf := fmt.Sprintf(`# Made by foreman nats init: the operator foreman's accounts are signed
-# by, and the accounts, preloaded (no resolver server to run). Users are
-# made by foreman nats creds, and need no change here.
+# by, and the accounts. The resolver is NATS's own (full): it keeps the
+# accounts' JWTs in its directory, and takes a newer one from a running
+# server's system account, so that foreman nats revoke takes a user out
+# with no reload or restart. Users are made by foreman nats creds, and
+# need no change here.
 operator: %q
 system_account: %s
-resolver: MEMORY
+resolver: {
+  type: full
+  dir: %q
+  allow_delete: false
+}
 resolver_preload: {
   # SYS
   %s: %q
   # %s
   %s: %q
 }
-`, filepath.Join(dir, operatorJWT), sysPub, sysPub, sysJWT, Account, accPub, accJWT)
-	return os.WriteFile(filepath.Join(dir, accountsFile), []byte(conf), 0o644)
+`, filepath.Join(dir, operatorJWT), sc.Subject, filepath.Join(dir, resolverDir), sc.Subject, sysJWT, Account, ac.Subject, accJWT)
+	tmp := filepath.Join(dir, accountsFile+".tmp")
+	if err := os.WriteFile(tmp, []byte(conf), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, accountsFile))
 }
 
 // ErrExists is a directory Init made before.
@@ -161,8 +258,9 @@ type User struct {
 	// label of workers that sandbox their checks (host.sandbox on).
 	Labels   []string
 	Confined bool
-	// Builds a host leads (build.name): its ledgers are the only streams
-	// of a build's it may make or purge.
+	// Builds a host or a foreman leads (build.name): their ledgers (a
+	// host's) or logs (foreman's) are the only streams of a build's it
+	// may make or purge.
 	Builds []string
 }
 
@@ -198,13 +296,13 @@ func Creds(dir string, u User) (creds []byte, pub string, err error) {
 	// Its permissions and limits are its role's scope's, and only those:
 	// a scoped user carries none of its own.
 	uc.UserPermissionLimits = jwt.UserPermissionLimits{}
-	if u.Role == RoleHost {
+	if u.Role == RoleHost || u.Role == RoleForeman {
 		if len(u.Builds) == 0 {
-			return nil, "", errors.New("a host's user is made for the builds it hosts (build.name): give them")
+			return nil, "", fmt.Errorf("a %s's user is made for the builds it leads (build.name): give them", u.Role)
 		}
 		for _, b := range u.Builds {
 			if k := natsname.Key(b); k != strings.ToLower(k) {
-				return nil, "", fmt.Errorf("build %q: a host's NATS user names its builds as tags, which NATS lower-cases: a build of lower-case letters, digits and - only", b)
+				return nil, "", fmt.Errorf("build %q: a %s's NATS user names its builds as tags, which NATS lower-cases: a build of lower-case letters, digits and - only", b, u.Role)
 			}
 			uc.Tags.Add("build:" + natsname.Key(b))
 		}
@@ -226,7 +324,18 @@ func Creds(dir string, u User) (creds []byte, pub string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
-	creds, err = jwt.FormatUserConfig(uj, seed)
+	if creds, err = jwt.FormatUserConfig(uj, seed); err != nil {
+		return nil, "", err
+	}
+	// Kept, so that foreman nats revoke finds the user by its name.
+	f, err := os.OpenFile(filepath.Join(dir, usersFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, "", err
+	}
+	_, err = fmt.Fprintf(f, "%s %s %s\n", u.Role, u.Name, pub)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	return creds, pub, err
 }
 

@@ -26,20 +26,75 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/receipt"
 )
 
+// Repository is what verify reads of a repository: *gitrepo.Repo, or a
+// simulated one (the host simulator checks its landings with Check).
+type Repository interface {
+	Dir() string
+	RevParse(ctx context.Context, name string) (string, error)
+	IsAncestor(ctx context.Context, a, b string) (bool, error)
+	FirstParents(ctx context.Context, head, since string) ([]gitrepo.Commit, error)
+	Notes(ctx context.Context, ref string) (map[string]string, error)
+	Blobs(ctx context.Context, ids []string) (map[string][]byte, error)
+	MergeTree(ctx context.Context, ours, theirs string) (gitrepo.Merge, error)
+	Refs(ctx context.Context, prefix string) (map[string]string, error)
+}
+
 // Options say what to verify and whom to trust.
 type Options struct {
-	Repo    *gitrepo.Repo
+	Repo    Repository
 	Target  string        // the branch, short name
 	Trusted []receipt.Key // whose receipts count: the host's key, and keys given
-	// Since is the commit the walk stops at (not checked itself): the
-	// target as it was before the first landing. "" walks to the root.
+	// Repository is the repository's name the receipts must give
+	// (host.repository): never taken from the history checked.
+	Repository string
+	// Since is the commit the walk stops at (not checked itself), the
+	// caller's override; "" stops where the chain of receipts began, as
+	// its first landing's receipt says (signed).
 	Since string
+	// State is the file that keeps the newest landing verify accepted for
+	// this repository and target (as a TUF client keeps the last
+	// timestamp): a target below it was rolled back. "" keeps none.
+	State string
+	// MaxAge is how old the host's signed head may be and still anchor the
+	// newest landing (default DefaultMaxAge).
+	MaxAge time.Duration
+	// Now is the verifier's time (default time.Now()).
+	Now time.Time
+	// Unanchored accepts a history whose newest landing neither State nor
+	// a fresh signed head anchors: rollback is then not checked, and the
+	// report says so.
+	Unanchored bool
+	// Cache keeps the receipts opened, by their blob's id, for a caller
+	// that verifies the same repository again and again with the same
+	// trusted keys (the host simulator, after every step). Nil: none.
+	Cache *Cache
 }
+
+// Cache is receipts opened before, by blob id (a blob's id is its
+// content's hash, so a receipt changed is another blob).
+type Cache struct {
+	m     map[string]*opened
+	heads map[string]openedHead
+}
+
+type openedHead struct {
+	h   receipt.Head
+	err error
+}
+
+// NewCache makes an empty cache.
+func NewCache() *Cache { return &Cache{m: map[string]*opened{}, heads: map[string]openedHead{}} }
+
+// DefaultMaxAge is how old a signed head may be by default: the host signs
+// its head at least hourly, so one a day old means the host is stopped, or
+// the target is frozen.
+const DefaultMaxAge = 24 * time.Hour
 
 // Verdicts of one commit.
 const (
@@ -70,29 +125,62 @@ type Row struct {
 	CheckedAs string `json:"checked_as,omitempty"`
 	Batch     string `json:"batch,omitempty"`      // the head of the batch it landed in, if it did
 	BatchSize int    `json:"batch_size,omitempty"` // how many commits that batch landed
+	Seq       int    `json:"seq,omitempty"`        // its place in the chain of receipts (0: a receipt of version 1)
 
 	batch *receipt.Batch // as its receipt says, for batches to check across rows
+	rc    *opened        // its receipt, opened
 }
 
 // Report is a whole walk, newest commit first.
 type Report struct {
-	Target string `json:"target"`
-	Head   string `json:"head"`
-	Since  string `json:"since"`
-	Rows   []Row  `json:"commits"`
-	Landed int    `json:"landed"`
-	ByHand int    `json:"by_hand"`
-	Bad    int    `json:"refused"`
+	Target     string `json:"target"`
+	Repository string `json:"repository"`
+	Head       string `json:"head"`
+	Since      string `json:"since"`
+	Rows       []Row  `json:"commits"`
+	Landed     int    `json:"landed"`
+	ByHand     int    `json:"by_hand"`
+	Bad        int    `json:"refused"`
+	// Newest is the newest landing of the chain of receipts on the target
+	// (Seq 0: none).
+	Newest receipt.Link `json:"newest"`
+	// Anchors say what vouches that Newest is the newest landing there is:
+	// the host's signed head, fresh, and the state file.
+	Anchors []string `json:"anchors,omitempty"`
+	// Rollback says why the target is refused as rolled back, or frozen,
+	// and the landings lost.
+	Rollback string `json:"rollback,omitempty"`
+	// Unanchored says that nothing anchors Newest, so rollback was not
+	// checked, and why; UnanchoredOK that the caller accepted that.
+	Unanchored   string `json:"unanchored,omitempty"`
+	UnanchoredOK bool   `json:"unanchored_accepted,omitempty"`
 }
 
-// OK reports whether every commit since Since is accounted for: landed by
-// foreman with a receipt that holds.
-func (r Report) OK() bool { return r.ByHand == 0 && r.Bad == 0 }
+// OK reports whether every commit since Since is accounted for (landed by
+// foreman with a receipt that holds), and the target was not rolled back:
+// checked, or the caller accepted that it could not be.
+func (r Report) OK() bool {
+	return r.ByHand == 0 && r.Bad == 0 && r.Rollback == "" && (r.Unanchored == "" || r.UnanchoredOK)
+}
 
-// Run walks the target and judges each commit.
+// Run walks the target and judges each commit, then the chain of their
+// receipts, and checks the newest landing against what anchors it.
 func Run(ctx context.Context, o Options) (Report, error) {
 	if len(o.Trusted) == 0 {
 		return Report{}, errors.New("no key to trust: give the host's key (host.identity) or --trust")
+	}
+	if o.Repository == "" {
+		return Report{}, errors.New("no repository name to expect: set host.repository, or give --repository")
+	}
+	if o.MaxAge <= 0 {
+		o.MaxAge = DefaultMaxAge
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	st, err := readState(o)
+	if err != nil {
+		return Report{}, err
 	}
 	ref := "refs/heads/" + o.Target
 	head, err := o.Repo.RevParse(ctx, ref)
@@ -109,30 +197,28 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 		o.Since = since
 	}
-	commits, err := o.Repo.FirstParents(ctx, head, o.Since)
+	// The whole first-parent line: where the chain began is found on it,
+	// and what anchors the newest landing may lie below --since.
+	line, err := o.Repo.FirstParents(ctx, head, "")
 	if err != nil {
 		return Report{}, err
 	}
-	notes, err := o.Repo.Notes(ctx, receipt.NotesRef)
+	slices.Reverse(line) // oldest first, so that "landed before" names the earlier one
+	rcs, err := openAll(ctx, o, line)
 	if err != nil {
 		return Report{}, err
 	}
-	var blobs []string
-	for _, c := range commits {
-		if b, ok := notes[c.ID]; ok {
-			blobs = append(blobs, b)
-		}
-	}
-	data, err := o.Repo.Blobs(ctx, blobs)
+	from, err := walkFrom(o, line, rcs)
 	if err != nil {
 		return Report{}, err
 	}
-	rep := Report{Target: o.Target, Head: head, Since: o.Since}
-	// Oldest first, so that "landed before" names the earlier one.
+	rep := Report{Target: o.Target, Repository: o.Repository, Head: head}
+	if from > 0 {
+		rep.Since = line[from-1].ID
+	}
 	var rows []Row
-	for i := len(commits) - 1; i >= 0; i-- {
-		c := commits[i]
-		row := judge(o, c, data[notes[c.ID]], notes[c.ID] != "")
+	for _, c := range line[from:] {
+		row := judge(o, c, rcs[c.ID])
 		if row.Verdict == Landed && row.LandedAs == receipt.LandedAsSquash {
 			if err := squashedAgain(ctx, o.Repo, &row); err != nil {
 				return Report{}, err
@@ -140,6 +226,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 		rows = append(rows, row)
 	}
+	chains(o, rows, o.Since == "")
 	batches(o, rows)
 	landsOnce(rows)
 	for _, row := range rows {
@@ -152,9 +239,113 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			rep.Bad++
 		}
 	}
+	if err := anchor(ctx, o, &rep, line, rcs, st); err != nil {
+		return Report{}, err
+	}
 	slices.Reverse(rows)
 	rep.Rows = rows
+	if rep.OK() && o.State != "" && rep.Newest.Seq > 0 {
+		if err := writeState(ctx, o, rep, line, rcs, st); err != nil {
+			return rep, err
+		}
+	}
 	return rep, nil
+}
+
+// opened is a receipt as read from a commit's note: its statement, if it
+// holds (signed by a trusted key), who signed it, and its digest, which
+// the next landing of its chain names it by.
+type opened struct {
+	st     receipt.Statement
+	signer string
+	err    error
+	digest string
+}
+
+// chained reports whether the receipt opened, is of version 2 and names
+// the repository expected.
+func (x *opened) chained(o Options) bool {
+	return x != nil && x.err == nil && x.st.Predicate.Chain != nil && x.st.Predicate.Repository == o.Repository
+}
+
+// openAll reads and opens the receipt of every commit of line that has
+// one, through one git cat-file.
+func openAll(ctx context.Context, o Options, line []gitrepo.Commit) (map[string]*opened, error) {
+	notes, err := o.Repo.Notes(ctx, receipt.NotesRef)
+	if err != nil {
+		return nil, err
+	}
+	var blobs []string
+	for _, c := range line {
+		if b, ok := notes[c.ID]; ok && (o.Cache == nil || o.Cache.m[b] == nil) {
+			blobs = append(blobs, b)
+		}
+	}
+	data, err := o.Repo.Blobs(ctx, blobs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*opened, len(notes))
+	for _, c := range line {
+		b, ok := notes[c.ID]
+		if !ok {
+			continue
+		}
+		if o.Cache != nil && o.Cache.m[b] != nil {
+			out[c.ID] = o.Cache.m[b]
+			continue
+		}
+		note := data[b]
+		x := &opened{digest: receipt.StatementDigest(note)}
+		x.st, x.signer, x.err = receipt.Open(note, o.Trusted)
+		out[c.ID] = x
+		if o.Cache != nil {
+			o.Cache.m[b] = x
+		}
+	}
+	return out, nil
+}
+
+// walkFrom is where the walk begins on line (oldest first): after Since,
+// or after where the chain of receipts began, as its first landing's
+// receipt says, signed, never from anything unsigned. A chain that began
+// twice begins at the first (the second is refused by chains).
+func walkFrom(o Options, line []gitrepo.Commit, rcs map[string]*opened) (int, error) {
+	at := make(map[string]int, len(line))
+	for i, c := range line {
+		at[c.ID] = i
+	}
+	if o.Since != "" {
+		i, ok := at[o.Since]
+		if !ok {
+			return 0, fmt.Errorf("--since %s is not on %s's first-parent line", short(o.Since), o.Target)
+		}
+		return i + 1, nil
+	}
+	chainedAt := -1
+	for i, c := range line {
+		x := rcs[c.ID]
+		if !x.chained(o) {
+			continue
+		}
+		if chainedAt < 0 {
+			chainedAt = i
+		}
+		if ch := x.st.Predicate.Chain; ch.Seq == 1 {
+			s, ok := at[ch.Start]
+			if !ok || s >= i {
+				return 0, fmt.Errorf("the chain of receipts on %s begins at %s (its first landing, %s), which is not on its first-parent line below that landing: the history was rewritten; give --since <commit> to check it from there",
+					o.Target, short(ch.Start), short(c.ID))
+			}
+			return s + 1, nil
+		}
+	}
+	if chainedAt >= 0 {
+		return 0, fmt.Errorf("%s holds receipts of a chain (the oldest, %s, is landing %d) whose first landing is not on it: the history below was rewritten; give --since <commit> to check it from there",
+			o.Target, short(line[chainedAt].ID), rcs[line[chainedAt].ID].st.Predicate.Chain.Seq)
+	}
+	return 0, fmt.Errorf("%s holds no chain of receipts for repository %s (none, receipts of hosts from before chains, or of another host.repository), so nothing signed says where to start; give --since <the target before the first landing>",
+		o.Target, o.Repository)
 }
 
 // landsOnce refuses a landing of an approval that an earlier commit
@@ -364,7 +555,7 @@ func refuseBatch(rows []Row, members []int, bad int, why string) {
 // squashedAgain makes a squash landing's merge again, of the commit it
 // landed on and the approved commit (host.SquashedRef keeps it in the
 // host's repository), and refuses the row unless its tree is the commit's.
-func squashedAgain(ctx context.Context, repo *gitrepo.Repo, row *Row) error {
+func squashedAgain(ctx context.Context, repo Repository, row *Row) error {
 	if id, err := repo.RevParse(ctx, row.Approved+"^{commit}"); err != nil || id == "" {
 		row.Verdict, row.Why = Refused, fmt.Sprintf("it squashes %s, which is not in this repository, so the squash cannot be made again to compare (fetch refs/foreman/squashed/* from the host's repository)", short(row.Approved))
 		return nil
@@ -380,9 +571,9 @@ func squashedAgain(ctx context.Context, repo *gitrepo.Repo, row *Row) error {
 }
 
 // judge says what one commit is.
-func judge(o Options, c gitrepo.Commit, note []byte, hasNote bool) Row {
-	row := Row{Commit: c.ID, Subject: c.Subject, Author: c.Author, Tree: c.Tree}
-	if !hasNote {
+func judge(o Options, c gitrepo.Commit, x *opened) Row {
+	row := Row{Commit: c.ID, Subject: c.Subject, Author: c.Author, Tree: c.Tree, rc: x}
+	if x == nil {
 		row.Verdict = ByHand
 		row.Why = "no receipt: not landed by foreman (pushed by " + c.Author + ")"
 		if strings.Contains(c.Subject, ") into "+o.Target) && (strings.HasPrefix(c.Subject, "Merge ") || strings.HasPrefix(c.Subject, "Squash ")) {
@@ -390,7 +581,7 @@ func judge(o Options, c gitrepo.Commit, note []byte, hasNote bool) Row {
 		}
 		return row
 	}
-	st, signer, err := receipt.Open(note, o.Trusted)
+	st, signer, err := x.st, x.signer, x.err
 	row.Signer = signer
 	if err != nil {
 		row.Verdict, row.Why = Refused, "its receipt: "+err.Error()
@@ -405,6 +596,9 @@ func judge(o Options, c gitrepo.Commit, note []byte, hasNote bool) Row {
 	if p.Batch != nil {
 		row.Batch, row.BatchSize, row.batch = p.Batch.Head, len(p.Batch.Commits), p.Batch
 	}
+	if p.Chain != nil {
+		row.Seq = p.Chain.Seq
+	}
 	if row.LandedAs == "" {
 		row.LandedAs = receipt.LandedAsMerge // receipts from before there was a choice
 	}
@@ -417,6 +611,8 @@ func judge(o Options, c gitrepo.Commit, note []byte, hasNote bool) Row {
 		return row
 	}
 	switch {
+	case p.Repository != "" && p.Repository != o.Repository:
+		return refuse("its receipt lands it in repository %s, not in %s (host.repository)", p.Repository, o.Repository)
 	case st.Commit() != c.ID || p.Commit != c.ID:
 		return refuse("its receipt is about %s, not this commit", short(st.Commit()))
 	case st.Tree() != c.Tree || p.Tree != c.Tree:
@@ -492,6 +688,17 @@ func (r Report) Table() string {
 	}
 	fmt.Fprintf(&b, "%s at %s since %s: %d commits, %d landed by foreman, %d not landed by foreman, %d receipts refused\n",
 		r.Target, short(r.Head), since, len(r.Rows), r.Landed, r.ByHand, r.Bad)
+	switch {
+	case r.Rollback != "":
+		fmt.Fprintf(&b, "REFUSED: %s\n", r.Rollback)
+	case r.Unanchored != "" && r.UnanchoredOK:
+		fmt.Fprintf(&b, "newest landing %d (%s); %s (accepted: --unanchored)\n", r.Newest.Seq, short(r.Newest.Commit), r.Unanchored)
+	case r.Unanchored != "":
+		fmt.Fprintf(&b, "NOT CHECKED: newest landing %d (%s); %s. Give --state FILE to keep what verify accepted, run it while the host signs its head (hourly), or --unanchored to accept this\n",
+			r.Newest.Seq, short(r.Newest.Commit), r.Unanchored)
+	default:
+		fmt.Fprintf(&b, "newest landing %d (%s), not rolled back: anchored by %s\n", r.Newest.Seq, short(r.Newest.Commit), strings.Join(r.Anchors, ", and "))
+	}
 	return b.String()
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +31,33 @@ type target struct {
 	key   *agentchat.Identity
 	start string // main before the first landing
 	n     int
+
+	// chained: receipts of version 2, each naming the repository and the
+	// landing before it (last), as foreman host makes them now.
+	chained bool
+	last    receipt.Link
+}
+
+// sign signs l by key, chained to the landing before it when g is, before
+// edit changes it (which may break the chain).
+func (g *target) sign(l *receipt.Landing, key *agentchat.Identity, edit func(*receipt.Landing)) []byte {
+	g.t.Helper()
+	if g.chained {
+		l.Repository = "shop"
+		l.Chain = &receipt.Chain{Seq: g.last.Seq + 1, Previous: g.last.Digest}
+		if g.last.Seq == 0 {
+			l.Chain.Start = l.LandedOn
+		}
+	}
+	if edit != nil {
+		edit(l)
+	}
+	note, err := receipt.Sign(receipt.New(*l), key)
+	require.NoError(g.t, err)
+	if l.Chain != nil {
+		g.last = receipt.Link{Seq: l.Chain.Seq, Digest: receipt.StatementDigest(note), Commit: l.Commit}
+	}
+	return note
 }
 
 func newTarget(t testing.TB) *target {
@@ -74,11 +100,7 @@ func (g *target) land(c, tip string, key *agentchat.Identity, edit func(*receipt
 		Checks: receipt.Checks{Run: g.n, Kind: "check", Commit: merge, Tree: tree, Commands: []receipt.Command{{Command: "make test", Result: "passed"}},
 			Tries: []receipt.Log{{Name: c + ".log", Digest: receipt.Digest([]byte("ok"))}}, RanOn: []string{"host"}, Sandbox: "off"},
 		At: time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)}
-	if edit != nil {
-		edit(&l)
-	}
-	note, err := receipt.Sign(receipt.New(l), key)
-	require.NoError(g.t, err)
+	note := g.sign(&l, key, edit)
 	require.NoError(g.t, g.repo.AddNote(ctx, receipt.NotesRef, merge, note))
 	require.NoError(g.t, g.repo.UpdateRef(ctx, "refs/heads/main", merge, base, "foreman host: land "+c))
 	return merge
@@ -102,7 +124,7 @@ func (g *target) verify(trusted ...*agentchat.Identity) Report {
 		require.NoError(g.t, err)
 		keys = append(keys, k)
 	}
-	rep, err := Run(ctx, Options{Repo: g.repo, Target: "main", Trusted: keys, Since: g.start})
+	rep, err := Run(ctx, Options{Repo: g.repo, Target: "main", Trusted: keys, Since: g.start, Repository: "shop", Unanchored: true})
 	require.NoError(g.t, err)
 	return rep
 }
@@ -205,9 +227,10 @@ func TestARotatedKey(t *testing.T) {
 	assert.True(t, rep.OK(), rep.Table())
 }
 
-// --since defaults to the ledger's first landing: deleting the receipts of
-// early landings does not move where verify starts, and names them.
-func TestSinceIsTheLedgersNotTheNotes(t *testing.T) {
+// Deleting the receipts of early landings does not move where verify
+// starts (--since here; the chain's signed start in chain_test.go), and
+// names them.
+func TestSinceIsNotTheNotes(t *testing.T) {
 	g := newTarget(t)
 	a := g.land("a", g.approved("a"), g.key, nil)
 	g.land("b", g.approved("b"), g.key, nil)
@@ -235,29 +258,6 @@ func TestLoadKey(t *testing.T) {
 	assert.ErrorContains(t, err, "neither a PEM public key nor an identity file")
 }
 
-// BenchmarkVerify is foreman verify over VERIFY_LANDINGS landed commits
-// [1,000] (docs/PERFORMANCE.md: at most 2 s).
-func BenchmarkVerify(b *testing.B) {
-	n := 1000
-	if v, err := strconv.Atoi(os.Getenv("VERIFY_LANDINGS")); err == nil && v > 0 {
-		n = v
-	}
-	g := newTarget(b)
-	for i := range n {
-		c := fmt.Sprintf("c%04d", i)
-		g.land(c, g.approved(c), g.key, nil)
-	}
-	b.ResetTimer()
-	for b.Loop() {
-		rep := g.verify(g.key)
-		if !rep.OK() || rep.Landed != n {
-			b.Fatalf("%d landed of %d:\n%s", rep.Landed, n, rep.Table())
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/verify")
-	b.ReportMetric(float64(n), "commits")
-}
-
 // landSquash lands c's approved commit tip on main as host.land_as squash
 // does: one commit on main whose tree is the merge of main and tip.
 func (g *target) landSquash(c, tip string, edit func(*receipt.Landing)) string {
@@ -274,11 +274,7 @@ func (g *target) landSquash(c, tip string, edit func(*receipt.Landing)) string {
 		Checks: receipt.Checks{Run: g.n, Kind: "car", Commit: commit, Tree: m.Tree, Commands: []receipt.Command{{Command: "make test", Result: "passed"}},
 			Tries: []receipt.Log{{Name: c + ".log", Digest: receipt.Digest([]byte("ok"))}}, RanOn: []string{"host"}, Sandbox: "off"},
 		At: time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)}
-	if edit != nil {
-		edit(&l)
-	}
-	note, err := receipt.Sign(receipt.New(l), g.key)
-	require.NoError(g.t, err)
+	note := g.sign(&l, g.key, edit)
 	require.NoError(g.t, g.repo.AddNote(ctx, receipt.NotesRef, commit, note))
 	require.NoError(g.t, g.repo.UpdateRef(ctx, "refs/heads/main", commit, base, "foreman host: land "+c))
 	return commit
@@ -347,11 +343,11 @@ func (g *target) batch(comps, tips []string, edit func(i int, l *receipt.Landing
 				Tries: []receipt.Log{{Name: "batch.log", Digest: receipt.Digest([]byte("ok"))}}, RanOn: []string{"host"}, Sandbox: "off"},
 			At:    time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC),
 			Batch: &receipt.Batch{Head: head, Commits: slices.Clone(commits)}}
+		var change func(*receipt.Landing)
 		if edit != nil {
-			edit(i, &l)
+			change = func(l *receipt.Landing) { edit(i, l) }
 		}
-		note, err := receipt.Sign(receipt.New(l), g.key)
-		require.NoError(g.t, err)
+		note := g.sign(&l, g.key, change)
 		require.NoError(g.t, g.repo.AddNote(ctx, receipt.NotesRef, commits[i], note))
 	}
 	return commits

@@ -37,7 +37,7 @@ func TestAWorkerNeedsOnlyItsRights(t *testing.T) {
 	hjs, _ := jetstream.New(hc)
 	q, err := workq.Make(context.Background(), hjs, workq.Config{})
 	require.NoError(t, err)
-	_, err = q.Consumer(context.Background(), workq.Any, time.Second)
+	_, err = q.Consumer(context.Background(), "w1", time.Second)
 	require.NoError(t, err)
 
 	var mu sync.Mutex
@@ -65,7 +65,7 @@ func TestAWorkerNeedsOnlyItsRights(t *testing.T) {
 	defer gs.Close()
 	j := goodJob()
 	j.Commit = main
-	j.Fetch = workq.Fetch{URL: gs.URL(), Ref: "refs/foreman/jobs/3", Token: gs.Grant("refs/foreman/jobs/3")}
+	j.Fetch = workq.Fetch{URL: gs.URL(), Ref: "refs/foreman/jobs/3", Token: gs.Grant("refs/foreman/jobs/3", "", "")}
 	_, err = q.Publish(context.Background(), j)
 	require.NoError(t, err)
 	var x *workq.Result
@@ -75,7 +75,7 @@ func TestAWorkerNeedsOnlyItsRights(t *testing.T) {
 	}, time.Minute, 20*time.Millisecond)
 	assert.Equal(t, workq.Passed, x.Outcome)
 	require.Len(t, x.Logs, 1)
-	require.NoError(t, q.GetLog(context.Background(), x.Logs[0], filepath.Join(t.TempDir(), "log")), "its log stored")
+	require.NoError(t, q.GetLog(context.Background(), "shop", j.ID, x.Logs[0], filepath.Join(t.TempDir(), "log")), "its log stored")
 	require.Eventually(t, func() bool {
 		workers, _, _, err := q.Status(context.Background())
 		return err == nil && len(workers) == 1 && workers[0].Done == 1

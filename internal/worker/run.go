@@ -72,7 +72,13 @@ func (w *Worker) run(ctx context.Context, job workq.Job, seq uint64, local int) 
 	}
 	fetched := "refs/foreman/fetched/" + job.ID
 	m.fetch.Lock()
-	got, err := m.repo.Fetch(ctx, job.Fetch.URL, job.Fetch.Ref, fetched, "Authorization: Bearer "+job.Fetch.Token)
+	headers := []string{"Authorization: Bearer " + job.Fetch.Token}
+	if _, sig := workq.Sign(w.o.Key, workq.FetchSigned(job.ID, job.Fetch.Token)); sig != "" {
+		// The token fetches only with the signature of the worker the
+		// job was given to.
+		headers = append(headers, workq.FetchHeader+": "+sig)
+	}
+	got, err := m.repo.Fetch(ctx, job.Fetch.URL, job.Fetch.Ref, fetched, headers...)
 	if err == nil {
 		_ = m.repo.SetRef(context.WithoutCancel(ctx), "refs/foreman/have/"+strconv.Itoa(m.haves), got, "fetched for a job")
 		m.haves = (m.haves + 1) % keptHaves

@@ -30,7 +30,8 @@ import (
 )
 
 // sharedWorker is the worker's permissions as they were before each
-// worker had a user of its own (one user for every worker, the queue's
+// worker had a user and a consumer of its own (one user for every worker,
+// any consumer's pulls and acks, the streams' information, the queue's
 // names as they are now): the control, what a stolen credential could do
 // then.
 func sharedWorker() jwt.Permissions {
@@ -63,6 +64,10 @@ type arena struct {
 
 	mu      sync.Mutex
 	started []workq.Job
+
+	listed  string // what a listing of the results' subjects showed the thief
+	stolen  string // a job the thief pulled from another's consumer
+	fetched bool
 }
 
 func (a *arena) conn(creds, name, inbox string, errs chan<- string) *nats.Conn {
@@ -83,7 +88,7 @@ func (a *arena) conn(creds, name, inbox string, errs chan<- string) *nats.Conn {
 	return nc
 }
 
-func newArena(t *testing.T, guarded bool) *arena {
+func newArena(t *testing.T, guarded bool, change ...func(*remote.Options)) *arena {
 	t.Helper()
 	a := &arena{t: t, guarded: guarded, ns: natstest.StartSecured(t), refused: make(chan string, 64)}
 	ctx := context.Background()
@@ -140,30 +145,43 @@ func newArena(t *testing.T, guarded bool) *arena {
 		trust, err := workq.OpenTrust(a.ns.Trust)
 		require.NoError(t, err)
 		ro.Trust = trust
+		ro.Claims = func(ctx context.Context) (*jwt.AccountClaims, error) { return natsauth.Claims(ctx, hc) }
+	}
+	for _, f := range change {
+		f(&ro)
 	}
 	a.r = remote.New(ro)
 	require.NoError(t, a.r.Start(ctx, 0))
 	t.Cleanup(a.r.Close)
 
 	// The real worker, w1.
-	wc := a.conn(w1creds, "w1", w1inbox, nil)
+	a.worker("w1", w1creds, w1inbox)
+	return a
+}
+
+// worker starts a real worker named name, signing in with creds, that
+// tells the arena each job it starts.
+func (a *arena) worker(name, creds, inbox string) {
+	t := a.t
+	wc := a.conn(creds, name, inbox, nil)
 	wjs, _ := jetstream.New(wc)
-	seed, err := os.ReadFile(w1creds)
+	seed, err := os.ReadFile(creds)
 	require.NoError(t, err)
 	kp, _, err := natsauth.Seed(seed)
 	require.NoError(t, err)
-	w, err := New(Options{JS: wjs, ID: "w1", Work: t.TempDir(), Lease: 500 * time.Millisecond, Unconfined: true, Key: kp,
+	uj, err := jwt.ParseDecoratedJWT(seed)
+	require.NoError(t, err)
+	w, err := New(Options{JS: wjs, ID: name, Work: t.TempDir(), Lease: 500 * time.Millisecond, Unconfined: true, Key: kp, JWT: uj,
 		Logger: zerolog.Nop(), Started: func(j workq.Job) {
 			a.mu.Lock()
 			a.started = append(a.started, j)
 			a.mu.Unlock()
 		}})
 	require.NoError(t, err)
-	wctx, cancel := context.WithCancel(ctx)
+	wctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(wctx) }()
 	t.Cleanup(func() { cancel(); <-done; _ = w.Close() })
-	return a
 }
 
 // check has the host check the commit, for run; its verdict comes on the
@@ -212,10 +230,16 @@ type attack struct {
 }
 
 func attacks(sniffed <-chan *nats.Msg) []attack {
-	kv := func(a *arena) jetstream.KeyValue {
-		k, err := a.tjs.KeyValue(context.Background(), workq.ResultBucket)
-		require.NoError(a.t, err)
-		return k
+	// A worker's user has no KV handle (that reads the stream's
+	// information): it writes its keys as KV does, by publishing.
+	put := func(ctx context.Context, a *arena, key, value string, header ...string) error {
+		m := nats.NewMsg("$KV." + workq.ResultBucket + "." + key)
+		m.Data = []byte(value)
+		for i := 0; i+1 < len(header); i += 2 {
+			m.Header.Set(header[i], header[i+1])
+		}
+		_, err := a.tjs.PublishMsg(ctx, m)
+		return err
 	}
 	results := func(ctx context.Context, a *arena, j workq.Job) int {
 		all, _ := a.q.Results(ctx, "shop", j.ID)
@@ -236,6 +260,56 @@ func attacks(sniffed <-chan *nats.Msg) []attack {
 					}
 				}
 			}},
+		{name: "list every build's jobs, words and results (STREAM.INFO with a subjects filter)", defence: "permissions: a worker reads no stream's information",
+			try: func(ctx context.Context, a *arena, j workq.Job) error {
+				m, err := a.thief.RequestWithContext(ctx, "$JS.API.STREAM.INFO.KV_"+workq.ResultBucket, []byte(`{"subjects_filter":">"}`))
+				if err == nil {
+					a.listed = string(m.Data)
+				}
+				return err
+			},
+			worked: func(_ context.Context, a *arena, j workq.Job) bool {
+				return strings.Contains(a.listed, workq.TakenKey("shop", j.ID, "w1"))
+			}},
+		{name: "answer another worker's delivery (NAK it, and pull the job from its consumer)",
+			defence: "permissions: a worker pulls and acks from its own consumer only ($JS.ACK.FOREMAN_JOBS.worker-<id>.>)",
+			try: func(ctx context.Context, a *arena, j workq.Job) error {
+				c, err := a.hjs.Consumer(ctx, workq.JobStream, workq.WorkerConsumer("w1"))
+				if err != nil {
+					return err
+				}
+				info := c.CachedInfo()
+				ack := fmt.Sprintf("$JS.ACK.%s.%s.1.%d.%d.%d.0", workq.JobStream, workq.WorkerConsumer("w1"), a.seq(ctx, j),
+					info.Delivered.Consumer, time.Now().UnixNano())
+				if err := a.thief.Publish(ack, []byte("-NAK")); err != nil {
+					return err
+				}
+				m, err := a.thief.RequestWithContext(ctx, "$JS.API.CONSUMER.MSG.NEXT."+workq.JobStream+"."+workq.WorkerConsumer("w1"),
+					[]byte(`{"batch":1,"expires":1000000000}`))
+				if err == nil {
+					a.stolen = string(m.Data)
+				}
+				return err
+			},
+			worked: func(_ context.Context, a *arena, j workq.Job) bool { return strings.Contains(a.stolen, j.ID) }},
+		{name: "fetch another worker's commit with its job's token", defence: "the host's git server: a token fetches only with the signature of the worker the job was given to",
+			try: func(_ context.Context, a *arena, j workq.Job) error {
+				// Not the attacks' two seconds: a fetch that works takes
+				// longer than that on a loaded machine; a refused one is
+				// answered at once.
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				m, err := gitrepo.InitBare(ctx, filepath.Join(a.t.TempDir(), "thief.git"))
+				if err != nil {
+					return err
+				}
+				_, err = m.Fetch(ctx, j.Fetch.URL, j.Fetch.Ref, "refs/stolen", remote.Header(j.Fetch.Token))
+				if err == nil {
+					a.fetched = true
+				}
+				return err
+			},
+			worked: func(context.Context, *arena, workq.Job) bool { return true }},
 		{name: "store a PASS under the other worker's name", defence: "permissions: a worker writes keys of its own name only",
 			try: func(ctx context.Context, a *arena, j workq.Job) error {
 				tree, _ := a.repo.TreeOf(ctx, j.Commit)
@@ -251,13 +325,11 @@ func attacks(sniffed <-chan *nats.Msg) []attack {
 			settled: func(a *arena) bool { taken, _, _, _ := a.r.Counts(); return taken == 1 }},
 		{name: "overwrite its own result", defence: "stream: one message per key, a second refused",
 			try: func(ctx context.Context, a *arena, j workq.Job) error {
-				k := kv(a)
 				key := workq.ResultKey("shop", "1-0-0000000000000000", "w2")
-				if _, err := k.Create(ctx, key, []byte(`{"outcome":"failed"}`)); err != nil {
+				if err := put(ctx, a, key, `{"outcome":"failed"}`); err != nil {
 					return err
 				}
-				_, err := k.Put(ctx, key, []byte(`{"outcome":"passed"}`))
-				return err
+				return put(ctx, a, key, `{"outcome":"passed"}`)
 			},
 			worked: func(ctx context.Context, a *arena, _ workq.Job) bool {
 				x, _ := a.q.Result(ctx, "shop", "1-0-0000000000000000", "w2")
@@ -265,7 +337,7 @@ func attacks(sniffed <-chan *nats.Msg) []attack {
 			}},
 		{name: "delete a result (KV delete)", defence: "stream: a delete marker is a second message on the key, refused",
 			try: func(ctx context.Context, a *arena, _ workq.Job) error {
-				return kv(a).Delete(ctx, workq.ResultKey("shop", "1-0-0000000000000000", "w2"))
+				return put(ctx, a, workq.ResultKey("shop", "1-0-0000000000000000", "w2"), "", "KV-Operation", "DEL")
 			},
 			worked: func(ctx context.Context, a *arena, _ workq.Job) bool {
 				x, _ := a.q.Result(ctx, "shop", "1-0-0000000000000000", "w2")
@@ -286,20 +358,20 @@ func attacks(sniffed <-chan *nats.Msg) []attack {
 				return err
 			},
 			worked: func(context.Context, *arena, workq.Job) bool { return true }},
-		{name: "re-create workers-any with another filter", defence: "permissions: only the host makes consumers (and puts them back)",
+		{name: "re-create worker-w1's consumer with another filter", defence: "permissions: only the host makes consumers (and puts them back)",
 			try: func(ctx context.Context, a *arena, _ workq.Job) error {
-				_, err := a.tjs.CreateOrUpdateConsumer(ctx, workq.JobStream, jetstream.ConsumerConfig{Durable: workq.ConsumerName(workq.Any),
+				_, err := a.tjs.CreateOrUpdateConsumer(ctx, workq.JobStream, jetstream.ConsumerConfig{Durable: workq.WorkerConsumer("w1"),
 					FilterSubject: "foreman-jobs.*.none", AckPolicy: jetstream.AckExplicitPolicy})
 				return err
 			},
 			worked: func(ctx context.Context, a *arena, _ workq.Job) bool {
-				c, err := a.hjs.Consumer(ctx, workq.JobStream, workq.ConsumerName(workq.Any))
+				c, err := a.hjs.Consumer(ctx, workq.JobStream, workq.WorkerConsumer("w1"))
 				return err == nil && c.CachedInfo().Config.FilterSubject == "foreman-jobs.*.none"
 			}},
-		{name: "squat a label with a push consumer", defence: "permissions: only the host makes consumers",
+		{name: "squat a worker's jobs with a push consumer", defence: "permissions: only the host makes consumers",
 			try: func(ctx context.Context, a *arena, _ workq.Job) error {
 				_, err := a.tjs.CreateOrUpdateConsumer(ctx, workq.JobStream, jetstream.ConsumerConfig{Durable: "squat",
-					FilterSubject: "foreman-jobs.*.gpu", DeliverSubject: "_INBOX_worker.squat", AckPolicy: jetstream.AckExplicitPolicy})
+					FilterSubject: "foreman-jobs.*.w9", DeliverSubject: "_INBOX_worker.squat", AckPolicy: jetstream.AckExplicitPolicy})
 				return err
 			},
 			worked: func(ctx context.Context, a *arena, _ workq.Job) bool {
@@ -452,4 +524,55 @@ func refusal(err error, a *arena) string {
 		return err.Error()
 	}
 	return "nothing happened"
+}
+
+// foreman nats revoke takes a worker out while it holds a job: the server
+// closes its connection (it cannot answer the job, nor sign in again),
+// the host reads the revocation (the account's JWT) and gives up on the
+// job at once, not after the worker's silence, and the run tried again
+// goes to another worker, which does it. Without the host reading the
+// revocations (Claims unset: the control), it waits out the worker's
+// silence (10 s) before it gives up on the job.
+func TestARevokedWorkersJobIsDoneElsewhere(t *testing.T) {
+	for _, reads := range []bool{true, false} {
+		t.Run(fmt.Sprintf("the host reads the revocations: %v", reads), func(t *testing.T) { revokeMidJob(t, reads) })
+	}
+}
+
+func revokeMidJob(t *testing.T, reads bool) {
+	a := newArena(t, true, func(o *remote.Options) {
+		if !reads {
+			o.Claims = nil
+		}
+	})
+	ctx := context.Background()
+	first := make(chan error, 1)
+	go func() {
+		_, err := a.r.Check(ctx, gitjob.CheckRequest{Job: host.Job{Run: 1, Component: "db", Ref: "b1/db"}, Commit: a.commit, Base: a.commit})
+		first <- err
+	}()
+	j := a.running(1)
+	require.Equal(t, "w1", j.Worker)
+	a.worker("w3", a.ns.Creds(t, natsauth.RoleWorker, "w3"), natsname.Inbox(natsauth.RoleWorker, "w3"))
+
+	sysc := a.conn(natsauth.SystemCreds(a.ns.Dir), "sys", "_INBOX_sys", nil)
+	accJWT, _, err := natsauth.Revoke(a.ns.Dir, "w1")
+	require.NoError(t, err)
+	require.NoError(t, natsauth.Push(ctx, sysc, accJWT))
+	select {
+	case err := <-first:
+		require.Error(t, err)
+		if reads {
+			assert.Contains(t, err.Error(), "worker w1: it is revoked (foreman nats revoke)")
+		} else {
+			assert.Contains(t, err.Error(), "worker w1 has not been heard from for", "no revocation read: its silence waited out")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the host went on waiting for the revoked worker")
+	}
+	require.NoError(t, os.WriteFile(a.gate, nil, 0o644))
+	c, err := a.r.Check(ctx, gitjob.CheckRequest{Job: host.Job{Run: 2, Component: "db", Ref: "b1/db"}, Commit: a.commit, Base: a.commit})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"worker w3"}, c.RanOn, "done elsewhere")
+	assert.False(t, c.Passed)
 }

@@ -1,16 +1,17 @@
-// Package worker is foreman worker: it takes check jobs from the cluster's
-// job queue (package workq), fetches exactly the commit each names from
+// Package worker is foreman worker: it takes the check jobs a host gives
+// it from the cluster's job queue (package workq: a consumer of its own,
+// which only its NATS user may pull and acknowledge from), fetches exactly the commit each names from
 // its host into a mirror it keeps between jobs, runs the checks in a slot
 // worktree of that mirror, in the sandbox the host's own checks run in
 // (package sandbox, the same host.sandbox* keys), and stores the result
 // and the logs for the host to report.
 //
 // A job is acknowledged only once its result is stored; while it runs, the
-// worker tells JetStream it is still at it (in-progress acks), so a long
-// check is not given to another. A worker that dies has its job given to
-// another after cluster.lease. Two workers that ran one job (a delivery
-// again after a stall) store one result: the first; the other's is
-// dropped, and counted. A job whose commit the worker cannot fetch is
+// worker tells JetStream it is still at it (in-progress acks). A worker
+// that dies has its job delivered to it again after cluster.lease, once it
+// is back; a host gives it to another when the worker stays away. A
+// worker that ran a job twice (a delivery again after a stall) stores one
+// result: the first; the other is dropped, and counted. A job whose commit the worker cannot fetch is
 // stored as an infrastructure failure: the host tries it again, on
 // another worker if one is free, and never blames the builder.
 package worker
@@ -68,6 +69,10 @@ type Options struct {
 	// The host counts results only from workers whose keys it trusts
 	// (host.workers).
 	Key nkeys.KeyPair
+	// JWT is its NATS user's JWT (cluster.creds), which it shows the hosts
+	// in what it says of itself: they give jobs only to a worker the
+	// account's worker signing key made and has not revoked.
+	JWT string
 }
 
 // Worker is one foreman worker process.
@@ -79,7 +84,6 @@ type Worker struct {
 	labels []string // Options.Labels, and Sandboxed when it confines its checks
 
 	mu      sync.Mutex
-	sets    []string // the label sets it takes jobs of, most specific first
 	inHand  map[string]*inHand
 	local   int // numbers of its runs, for their private directories
 	builds  map[string]*mirror
@@ -187,25 +191,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// open waits for the job queue: the first host with workers makes it.
-func (w *Worker) open(ctx context.Context) error {
-	said := false
-	for {
-		q, err := workq.Open(ctx, w.o.JS)
-		if err == nil {
-			w.q = q
-			return nil
-		}
-		if !said {
-			w.log.Warn().Err(err).Msg("waiting for the job queue")
-			said = true
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(w.poll()):
-		}
-	}
+// open opens the worker's side of the job queue: its own consumer, which
+// a host makes when it first gives it a job, is waited for by its slots.
+func (w *Worker) open(context.Context) error {
+	w.q = workq.OpenWorker(w.o.JS)
+	return nil
 }
 
 // prune ends what a worker killed outright left: the process groups of
@@ -224,22 +214,16 @@ func (w *Worker) prune(ctx context.Context) {
 	}
 }
 
-// heartbeat says, every lease, what the worker has in hand; and learns,
-// every second (or lease, if shorter), which label sets the hosts ask
-// for: a job of a set no worker takes yet waits that long, not a lease.
+// heartbeat says, every lease, what the worker has in hand: the hosts
+// give jobs to the workers they hear, with a free slot.
 func (w *Worker) heartbeat(ctx context.Context) {
-	look := time.NewTicker(w.poll())
-	defer look.Stop()
 	say := time.NewTicker(w.o.Lease)
 	defer say.Stop()
-	w.refreshSets(ctx)
 	w.say(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-look.C:
-			w.refreshSets(ctx)
 		case <-say.C:
 			w.say(ctx)
 		}
@@ -264,44 +248,13 @@ func (w *Worker) sayNow(ctx context.Context) {
 	_ = w.q.SayWorker(ctx, w.Status())
 }
 
-// refreshSets keeps the label sets it fits: every set it has seen jobs
-// of in the queue whose labels it has, the most specific first (a gpu
-// worker serves gpu jobs before any). It learns them from the queue's
-// subjects, which a worker's NATS user may read, rather than from the
-// consumers' list, which it need not.
-func (w *Worker) refreshSets(ctx context.Context) {
-	queued, err := w.q.Queued(ctx)
-	if err != nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	fit := slices.Clone(w.sets)
-	for s := range queued {
-		if workq.Fits(s, w.labels) && !slices.Contains(fit, s) {
-			fit = append(fit, s)
-		}
-	}
-	sort.SliceStable(fit, func(i, j int) bool {
-		a, b := len(workq.Labels(fit[i])), len(workq.Labels(fit[j]))
-		if a != b {
-			return a > b
-		}
-		return fit[i] < fit[j]
-	})
-	if !slices.Equal(fit, w.sets) {
-		w.log.Info().Strs("label_sets", fit).Msg("taking jobs of these label sets")
-	}
-	w.sets = fit
-}
-
 // Status is what the worker says of itself.
 func (w *Worker) Status() workq.WorkerStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := workq.WorkerStatus{ID: w.o.ID, Labels: slices.Clone(w.labels), Parallel: w.o.Parallel, Jobs: []workq.InHand{},
 		Done: w.counts.done, Duplicates: w.counts.duplicates, Infra: w.counts.infra, Refused: w.counts.refused, Again: w.counts.again,
-		UpMS: time.Since(w.start).Milliseconds(), At: w.o.Now()}
+		UpMS: time.Since(w.start).Milliseconds(), At: w.o.Now(), JWT: w.o.JWT}
 	st.Sandbox = "on"
 	if w.o.Unconfined {
 		st.Sandbox = "off"
@@ -322,41 +275,29 @@ func (w *Worker) Counts() (done, duplicates, infra, refused uint64) {
 	return w.counts.done, w.counts.duplicates, w.counts.infra, w.counts.refused
 }
 
-// slot takes one job at a time, from the label sets it fits.
+// slot takes one job at a time, of those given to it.
 func (w *Worker) slot(ctx context.Context) {
+	said := false
 	for ctx.Err() == nil {
-		w.mu.Lock()
-		sets := slices.Clone(w.sets)
-		w.mu.Unlock()
-		if len(sets) == 0 { // no job seen yet that it may take
+		msg, err := w.q.Take(ctx, w.o.ID, max(w.o.Lease, time.Second))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if !errors.Is(err, workq.ErrNoConsumer) {
+				w.log.Debug().Err(err).Msg("cannot take a job now")
+			} else if !said {
+				w.log.Info().Msg("waiting for a host to give this worker a job")
+				said = true
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(w.poll()):
 			}
 			continue
 		}
-		// One set: wait for a job as long as a lease. Several: ask each
-		// in turn, the most specific first, for a shorter while.
-		wait := max(w.o.Lease, time.Second)
-		if len(sets) > 1 {
-			wait = time.Second
-		}
-		for _, set := range sets {
-			msg, err := w.q.Take(ctx, set, wait)
-			if err != nil {
-				if ctx.Err() == nil {
-					w.log.Debug().Err(err).Str("labels", set).Msg("cannot take a job now")
-					select {
-					case <-ctx.Done():
-					case <-time.After(w.poll()):
-					}
-				}
-				break
-			}
-			if msg != nil {
-				w.handle(ctx, msg)
-				break
-			}
+		if msg != nil {
+			w.handle(ctx, msg)
 		}
 	}
 }
@@ -375,6 +316,13 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	log := w.log.With().Str("job", job.ID).Str("build", job.Build).Str("component", job.Component).Logger()
+	if job.Worker != w.o.ID {
+		// Only a host puts jobs on this worker's subject; one that names
+		// another worker is not this one's to run, nor to answer.
+		w.refuse(msg, fmt.Sprintf("a job given to worker %q, on this worker's subject", job.Worker))
+		_ = msg.Term()
+		return
+	}
 	if err := job.Check(); err != nil {
 		w.refuse(msg, err.Error())
 		if job.V != workq.Version {
@@ -408,15 +356,28 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.Ack()
 		return
 	}
+	// A job delivered again while another slot of this worker runs it (its
+	// in-progress acks lost to a NATS restart past the ack wait) is that
+	// slot's: its run answers and acknowledges it, the copy runs nothing.
+	w.mu.Lock()
+	if _, held := w.inHand[job.ID]; held {
+		w.mu.Unlock()
+		log.Info().Uint64("delivered", meta.NumDelivered).Msg("delivered again while this worker runs it: the run under way answers it")
+		return
+	}
+	w.inHand[job.ID] = &inHand{job: job, since: time.Now()}
+	w.mu.Unlock()
 	// Its word that it took the job, before it runs: the host counts a
 	// result only from a worker that said so.
 	if err := w.sayTaken(ctx, job, meta.Sequence.Stream); err != nil {
 		log.Warn().Err(err).Msg("cannot say the job is taken; given back")
+		w.mu.Lock()
+		delete(w.inHand, job.ID)
+		w.mu.Unlock()
 		_ = msg.NakWithDelay(w.poll())
 		return
 	}
 	w.mu.Lock()
-	w.inHand[job.ID] = &inHand{job: job, since: time.Now()}
 	if meta.NumDelivered > 1 {
 		w.counts.again++
 	}
@@ -471,7 +432,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 // worker's result taken, or the job withdrawn; then the run here stops.
 func (w *Worker) keep(ctx context.Context, msg jetstream.Msg, job workq.Job, stop context.CancelFunc, settled chan<- *workq.Settled) {
 	every := time.Second
-	if wait, err := w.q.AckWait(ctx, workq.LabelSet(job.Labels)); err == nil && wait > 0 {
+	if wait, err := w.q.AckWait(ctx, w.o.ID); err == nil && wait > 0 {
 		every = max(wait/3, 50*time.Millisecond)
 	}
 	t := time.NewTicker(every)

@@ -36,14 +36,12 @@ func newRig(t *testing.T, o Options) *rig {
 	require.NoError(t, err)
 	q, err := workq.Make(context.Background(), js, workq.Config{})
 	require.NoError(t, err)
-	for _, set := range []string{workq.Any, workq.Sandboxed} {
-		_, err := q.Consumer(context.Background(), set, time.Second)
-		require.NoError(t, err)
-	}
 	o.JS, o.Work, o.Lease, o.Logger = js, t.TempDir(), 200*time.Millisecond, zerolog.Nop()
 	if o.ID == "" {
 		o.ID = "w1"
 	}
+	_, err = q.Consumer(context.Background(), o.ID, time.Second)
+	require.NoError(t, err)
 	w, err := New(o)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -53,17 +51,17 @@ func newRig(t *testing.T, o Options) *rig {
 	return &rig{t: t, js: js, q: q, w: w}
 }
 
-// publish puts a job as it is on set's subject, whatever it says.
-func (g *rig) publish(set string, j workq.Job) {
+// publish puts a job as it is on worker's subject, whatever it says.
+func (g *rig) publish(worker string, j workq.Job) {
 	g.t.Helper()
 	data, err := json.Marshal(j)
 	require.NoError(g.t, err)
-	_, err = g.js.Publish(context.Background(), workq.JobSubject(j.Build, set), data)
+	_, err = g.js.Publish(context.Background(), workq.JobSubject(j.Build, worker), data)
 	require.NoError(g.t, err)
 }
 
 func goodJob() workq.Job {
-	return workq.Job{V: workq.Version, ID: "3-0-00112233aabbccdd", Build: "shop", Run: 3, Component: "db",
+	return workq.Job{V: workq.Version, ID: "3-0-00112233aabbccdd", Build: "shop", Worker: "w1", Run: 3, Component: "db",
 		Commit: "0123456789012345678901234567890123456789", Checks: [][]string{{"true"}},
 		Sandbox: workq.Sandbox{Net: "none"}, TimeoutMS: 60000,
 		Fetch: workq.Fetch{URL: "http://127.0.0.1:1/git", Ref: "refs/foreman/jobs/3", Token: "t"}, Log: "db-3.log"}
@@ -78,7 +76,7 @@ func TestAnUnconfinedWorkerRefusesAJobThatRequiresTheSandbox(t *testing.T) {
 	g := newRig(t, Options{Unconfined: true})
 	j := goodJob()
 	j.Sandbox.Required = true
-	g.publish(workq.Any, j)
+	g.publish("w1", j)
 	require.Eventually(t, func() bool { _, _, _, refused := g.w.Counts(); return refused >= 1 }, time.Minute, 10*time.Millisecond)
 	done, _, infra, _ := g.w.Counts()
 	assert.Zero(t, done)
@@ -96,7 +94,7 @@ func TestAMalformedJobIsAnswered(t *testing.T) {
 	g := newRig(t, Options{Unconfined: true})
 	j := goodJob()
 	j.Commit = "HEAD"
-	g.publish(workq.Any, j)
+	g.publish("w1", j)
 	var x *workq.Result
 	require.Eventually(t, func() bool {
 		var err error
@@ -108,7 +106,7 @@ func TestAMalformedJobIsAnswered(t *testing.T) {
 
 	later := goodJob()
 	later.V, later.ID = workq.Version+1, "4-0-00112233aabbccdd"
-	g.publish(workq.Any, later)
+	g.publish("w1", later)
 	require.Eventually(t, func() bool { _, _, _, refused := g.w.Counts(); return refused >= 2 }, time.Minute, 10*time.Millisecond)
 	x, err := g.q.Result(context.Background(), "shop", later.ID, "w1")
 	require.NoError(t, err)
@@ -120,7 +118,7 @@ func TestAMalformedJobIsAnswered(t *testing.T) {
 func TestACommitThatCannotBeFetchedIsInfra(t *testing.T) {
 	g := newRig(t, Options{Unconfined: true})
 	j := goodJob()
-	g.publish(workq.Any, j)
+	g.publish("w1", j)
 	var x *workq.Result
 	require.Eventually(t, func() bool {
 		var err error
@@ -147,10 +145,10 @@ func TestAWithdrawnJobIsAcknowledgedUnrun(t *testing.T) {
 	j := goodJob()
 	_, err := g.q.Settle(ctx, "shop", workq.Settled{Job: j.ID, Outcome: workq.Cancelled})
 	require.NoError(t, err)
-	g.publish(workq.Any, j)
+	g.publish("w1", j)
 	require.Eventually(t, func() bool {
 		queued, err := g.q.Queued(ctx)
-		return err == nil && queued[workq.Any] == 0
+		return err == nil && queued["w1"] == 0
 	}, time.Minute, 10*time.Millisecond, "acknowledged: it left the queue")
 	tk, err := g.q.Taken(ctx, "shop", j.ID, "w1")
 	require.NoError(t, err)
@@ -163,4 +161,17 @@ func TestAWithdrawnJobIsAcknowledgedUnrun(t *testing.T) {
 	assert.Empty(t, started)
 	done, _, infra, refused := g.w.Counts()
 	assert.Zero(t, done+infra+refused)
+}
+
+// A job on this worker's subject that names another worker is not this
+// one's: refused and dropped, nothing fetched, no word, no result.
+func TestAJobGivenToAnotherIsRefused(t *testing.T) {
+	g := newRig(t, Options{Unconfined: true})
+	j := goodJob()
+	j.Worker = "w2"
+	g.publish("w1", j)
+	require.Eventually(t, func() bool { _, _, _, refused := g.w.Counts(); return refused >= 1 }, time.Minute, 10*time.Millisecond)
+	tk, err := g.q.Taken(context.Background(), "shop", j.ID, "w1")
+	require.NoError(t, err)
+	assert.Nil(t, tk)
 }

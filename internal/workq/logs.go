@@ -10,25 +10,36 @@ import (
 	"io"
 	"os"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// logChunk is the most a log's message holds: well under NATS's least
+// LogChunk is the most a log's message holds: well under NATS's least
 // max_payload.
-const logChunk = 128 << 10
+const LogChunk = 128 << 10
+
+// LogChunks is how many chunks of logs each worker may hold in the log
+// stream at once (its subject's limit, LogSubject): LogChunks*LogChunk
+// bytes, 64 MiB. Past it the server refuses the worker's next chunk (the
+// job is one it could not do: tried again elsewhere) until its oldest age
+// out (logTTL). A worker cannot flood the stream, nor push another's
+// logs out.
+const LogChunks = 512
 
 // PutLog stores file as worker's log name of a job of build: its chunks,
-// in order, on the log's own subject, which only that worker's user may
-// publish to. What it returns is what the worker signs in its result.
+// in order, on the worker's own log subject, which only that worker's
+// user may publish to, each naming its log. What it returns is what the
+// worker signs in its result.
 func (q *Queue) PutLog(ctx context.Context, build, job, worker, name, file string) (Log, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return Log{}, err
 	}
 	defer f.Close()
-	l := Log{Name: name, Subject: LogSubject(build, job, worker, name)}
+	l := Log{Name: name, Subject: LogSubject(worker)}
+	of := LogOf(build, job, name)
 	sum := sha256.New()
-	buf := make([]byte, logChunk)
+	buf := make([]byte, LogChunk)
 	for first := true; ; first = false {
 		n, rerr := io.ReadFull(f, buf)
 		if n == 0 && !first {
@@ -37,7 +48,10 @@ func (q *Queue) PutLog(ctx context.Context, build, job, worker, name, file strin
 		if rerr != nil && !errors.Is(rerr, io.EOF) && !errors.Is(rerr, io.ErrUnexpectedEOF) {
 			return Log{}, rerr
 		}
-		ack, err := q.js.Publish(ctx, l.Subject, buf[:n], jetstream.WithExpectStream(CheckLogStream))
+		m := nats.NewMsg(l.Subject)
+		m.Data = buf[:n]
+		m.Header.Set(LogHeader, of)
+		ack, err := q.js.PublishMsg(ctx, m, jetstream.WithExpectStream(CheckLogStream))
 		if err != nil {
 			return Log{}, err
 		}
@@ -54,11 +68,16 @@ func (q *Queue) PutLog(ctx context.Context, build, job, worker, name, file strin
 	return l, nil
 }
 
-// GetLog copies the log l names to file: its chunks from l.First on its
-// subject until l.Size bytes, which must hash to l.SHA256.
-func (q *Queue) GetLog(ctx context.Context, l Log, file string) error {
+// GetLog copies the log l of a job of build names to file: its chunks
+// from l.First on its subject (those that name it: a worker's logs share
+// its subject) until l.Size bytes, which must hash to l.SHA256.
+func (q *Queue) GetLog(ctx context.Context, build, job string, l Log, file string) error {
+	of := LogOf(build, job, l.Name)
 	var data bytes.Buffer
-	for seq := l.First; seq != 0; {
+	for seq, n := l.First, 0; seq != 0; n++ {
+		if n > LogChunks*2 {
+			return fmt.Errorf("log %s: its chunks are not within the worker's %d", l.Name, LogChunks)
+		}
 		m, err := q.logs.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(l.Subject))
 		if err != nil {
 			return fmt.Errorf("log %s at %d of %d bytes: %w", l.Name, data.Len(), l.Size, err)
@@ -66,11 +85,17 @@ func (q *Queue) GetLog(ctx context.Context, l Log, file string) error {
 		if m.Sequence != seq && data.Len() == 0 {
 			return fmt.Errorf("log %s: its first chunk is not at %d", l.Name, l.First)
 		}
+		seq = m.Sequence + 1
+		if m.Header.Get(LogHeader) != of {
+			if data.Len() == 0 {
+				return fmt.Errorf("log %s: the chunk at %d is another log's", l.Name, l.First)
+			}
+			continue // another log of the worker's, written meanwhile
+		}
 		data.Write(m.Data)
 		if int64(data.Len()) >= l.Size {
 			break
 		}
-		seq = m.Sequence + 1
 	}
 	if int64(data.Len()) != l.Size {
 		return fmt.Errorf("log %s holds %d bytes, not the %d its result says", l.Name, data.Len(), l.Size)

@@ -48,19 +48,23 @@ func Fits(set string, have []string) bool {
 	return true
 }
 
-// JobSubject is the subject a job of build asking for set goes on.
-func JobSubject(build, set string) string {
-	return "foreman-jobs." + cluster.Key(build) + "." + cluster.Key(set)
+// JobSubject is the subject a job of build goes on when the host gives
+// it to worker: only that worker's consumer takes it (WorkerConsumer).
+func JobSubject(build, worker string) string {
+	return "foreman-jobs." + cluster.Key(build) + "." + cluster.Key(worker)
 }
 
-// buildJobs is every job subject of build, whatever it asks for.
+// buildJobs is every job subject of build, whoever it was given to.
 func buildJobs(build string) string { return "foreman-jobs." + cluster.Key(build) + ".>" }
 
-// ConsumerName is the durable consumer the workers that fit set share.
-func ConsumerName(set string) string { return "workers-" + cluster.Key(set) }
+// WorkerConsumer is the durable consumer of worker's jobs, and of no one
+// else's: its NATS user may pull and acknowledge from it alone
+// ($JS.ACK.FOREMAN_JOBS.worker-<id>.>), so no worker can take, release,
+// delay or answer a job the host gave another.
+func WorkerConsumer(worker string) string { return "worker-" + cluster.Key(worker) }
 
-// consumerFilter is every build's jobs of set.
-func consumerFilter(set string) string { return "foreman-jobs.*." + cluster.Key(set) }
+// workerFilter is every build's jobs given to worker.
+func workerFilter(worker string) string { return "foreman-jobs.*." + cluster.Key(worker) }
 
 // The keys of ResultBucket. Each worker writes under its own name, which
 // its NATS user's permissions name (docs/nats): what it took (t.) and how
@@ -85,9 +89,18 @@ func SettledKey(build, job string) string { return "x." + cluster.Key(build) + "
 // resultsOf is every result key of build (jobKey "*": of any job).
 func resultsOf(build, jobKey string) string { return "r." + cluster.Key(build) + "." + jobKey + ".*" }
 
-// LogSubject is where worker stores a log of a job of build, in chunks.
-func LogSubject(build, job, worker, name string) string {
-	return "foreman-logs." + cluster.Key(build) + "." + cluster.Key(job) + "." + cluster.Key(worker) + "." + cluster.Key(name)
+// LogSubject is where worker stores its logs, in chunks: one subject for
+// all of a worker's logs, so that the log stream's limit per subject
+// (LogChunks) bounds what each worker may store. Each chunk names its log
+// (LogHeader: LogOf).
+func LogSubject(worker string) string { return "foreman-logs." + cluster.Key(worker) }
+
+// LogHeader is the header each chunk of a log names its log in.
+const LogHeader = "Foreman-Log"
+
+// LogOf is what a chunk of a log of a job of build says in LogHeader.
+func LogOf(build, job, name string) string {
+	return cluster.Key(build) + "/" + cluster.Key(job) + "/" + cluster.Key(name)
 }
 
 // workerKey and hostKey are where a worker and a host say they are there.

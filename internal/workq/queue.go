@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentforeman/foreman/internal/cluster"
@@ -36,7 +38,10 @@ var ErrNotReady = errors.New("the job queue is not there yet: a foreman host wit
 // after a long outage should still find the logs of what it reported.
 const (
 	resultTTL = 24 * time.Hour
-	logTTL    = 24 * time.Hour
+	jobTTL    = 48 * time.Hour
+	// A worker's logs are copied by the host as it takes the result; the
+	// hour bounds how long a worker's log subject stays full (LogChunks).
+	logTTL    = time.Hour
 	statusTTL = 10 * time.Minute // a worker that stopped saying it is there is dropped after this
 )
 
@@ -85,15 +90,62 @@ func lockedDown(c jetstream.StreamConfig, oncePerKey bool) []string {
 	return out
 }
 
+// The streams' limits (docs/NATS.md): what any credential may put in
+// each, whatever it tries. A message past its size, or a stream past its
+// bytes, is refused.
+const (
+	JobMsgSize    = 512 << 10 // a job
+	JobBytes      = 256 << 20 // every job queued
+	ResultMsgSize = 64 << 10  // a word, a result, a settlement
+	ResultBytes   = 256 << 20 // every key of FOREMAN_RESULTS
+	StatusMsgSize = 64 << 10  // what a worker or a host says of itself
+	StatusBytes   = 64 << 20  // every worker's and host's word
+)
+
 // kvStream is the stream behind a KV bucket, as nats.go makes one, with
-// lockDown's settings.
-func kvStream(bucket, about string, ttl time.Duration, replicas int, oncePerKey bool) jetstream.StreamConfig {
+// lockDown's settings and the bucket's limits.
+func kvStream(bucket, about string, ttl time.Duration, replicas int, oncePerKey bool, msgSize int32, bytes int64) jetstream.StreamConfig {
 	c := jetstream.StreamConfig{Name: "KV_" + bucket, Subjects: []string{"$KV." + bucket + ".>"}, Description: about,
 		MaxMsgsPerSubject: 1, MaxAge: ttl, Storage: jetstream.FileStorage, Replicas: replicas,
-		Duplicates: min(ttl, 2*time.Minute), AllowDirect: true, MaxMsgSize: -1, MaxMsgs: -1, MaxBytes: -1}
+		Duplicates: min(ttl, 2*time.Minute), AllowDirect: true, MaxMsgSize: msgSize, MaxMsgs: -1, MaxBytes: bytes}
 	lockDown(&c, oncePerKey)
 	return c
 }
+
+// limitsWrong says what of have's limits is not as want's.
+func limitsWrong(have, want jetstream.StreamConfig) []string {
+	var out []string
+	if have.MaxMsgSize != want.MaxMsgSize {
+		out = append(out, fmt.Sprintf("message size %d", have.MaxMsgSize))
+	}
+	if have.MaxBytes != want.MaxBytes {
+		out = append(out, fmt.Sprintf("bytes %d", have.MaxBytes))
+	}
+	if want.MaxMsgsPerSubject > 1 && (have.MaxMsgsPerSubject != want.MaxMsgsPerSubject || !have.DiscardNewPerSubject) {
+		out = append(out, fmt.Sprintf("%d messages per subject", have.MaxMsgsPerSubject))
+	}
+	if !slices.Equal(have.Subjects, want.Subjects) {
+		out = append(out, fmt.Sprintf("subjects %v", have.Subjects))
+	}
+	return out
+}
+
+// logStream is the workers' logs: a subject per worker, LogChunks chunks
+// of at most LogChunk bytes each on it (a second refused, not the oldest
+// dropped: a worker's logs are evidence), for logTTL; and the stream's
+// whole at most LogBytes.
+func logStream(replicas int) jetstream.StreamConfig {
+	c := jetstream.StreamConfig{Name: CheckLogStream, Subjects: []string{CheckLogSubjects}, MaxAge: logTTL,
+		Storage: jetstream.FileStorage, Replicas: replicas, AllowDirect: true,
+		MaxMsgsPerSubject: LogChunks, MaxMsgSize: LogChunk + 1024, MaxBytes: LogBytes, MaxMsgs: -1,
+		Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
+		Description: "foreman workers' check logs, in chunks, a subject per worker, for the host"}
+	lockDown(&c, false)
+	return c
+}
+
+// LogBytes bounds the log stream whole: every worker's logs.
+const LogBytes = 2 << 30
 
 // ensure opens the stream c names, making it if it is not there, and
 // puts lockDown's settings back on one that lacks them.
@@ -109,8 +161,12 @@ func ensure(ctx context.Context, js jetstream.JetStream, c jetstream.StreamConfi
 		return nil, err
 	}
 	have := s.CachedInfo().Config
-	if wrong := lockedDown(have, oncePerKey); len(wrong) > 0 {
+	if wrong := append(lockedDown(have, oncePerKey), limitsWrong(have, c)...); len(wrong) > 0 {
 		lockDown(&have, oncePerKey)
+		have.MaxMsgSize, have.MaxBytes, have.Subjects = c.MaxMsgSize, c.MaxBytes, c.Subjects
+		if c.MaxMsgsPerSubject > 1 {
+			have.MaxMsgsPerSubject, have.Discard, have.DiscardNewPerSubject = c.MaxMsgsPerSubject, c.Discard, c.DiscardNewPerSubject
+		}
 		if s, err = js.UpdateStream(ctx, have); err != nil {
 			return nil, fmt.Errorf("%s has %s, and cannot be put back: %w", c.Name, strings.Join(wrong, ", "), err)
 		}
@@ -133,7 +189,10 @@ func Make(ctx context.Context, js jetstream.JetStream, c Config) (*Queue, error)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		q.stream, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: JobStream, Subjects: []string{JobSubjects},
 			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: c.Replicas,
-			Description: "foreman host's check jobs, for foreman worker"})
+			// A job of a worker gone for good (its consumer gone after a
+			// day unused) ages out.
+			MaxAge: jobTTL, MaxMsgSize: JobMsgSize, MaxBytes: JobBytes, Discard: jetstream.DiscardNew,
+			Description: "foreman host's check jobs, each given to one foreman worker"})
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			q.stream, err = js.Stream(ctx, JobStream)
 		}
@@ -142,25 +201,29 @@ func Make(ctx context.Context, js jetstream.JetStream, c Config) (*Queue, error)
 		return nil, fmt.Errorf("%s: %w", JobStream, err)
 	}
 	if _, err := ensure(ctx, js, kvStream(ResultBucket, "what foreman workers took and how it ended; how the host settled it",
-		resultTTL, c.Replicas, true), true, c.Said); err != nil {
+		resultTTL, c.Replicas, true, ResultMsgSize, ResultBytes), true, c.Said); err != nil {
 		return nil, fmt.Errorf("%s: %w", ResultBucket, err)
 	}
 	if _, err := ensure(ctx, js, kvStream(WorkerBucket, "foreman workers and hosts, for cluster status",
-		statusTTL, c.Replicas, false), false, c.Said); err != nil {
+		statusTTL, c.Replicas, false, StatusMsgSize, StatusBytes), false, c.Said); err != nil {
 		return nil, fmt.Errorf("%s: %w", WorkerBucket, err)
 	}
-	logs := jetstream.StreamConfig{Name: CheckLogStream, Subjects: []string{CheckLogSubjects}, MaxAge: logTTL,
-		Storage: jetstream.FileStorage, Replicas: c.Replicas, AllowDirect: true,
-		Description: "foreman workers' check logs, in chunks, for the host"}
-	lockDown(&logs, false)
-	if _, err := ensure(ctx, js, logs, false, c.Said); err != nil {
+	if _, err := ensure(ctx, js, logStream(c.Replicas), false, c.Said); err != nil {
 		return nil, fmt.Errorf("%s: %w", CheckLogStream, err)
 	}
 	return bind(ctx, js, q)
 }
 
-// Open opens the queue a host made (a worker does): ErrNotReady if there
-// is none yet.
+// OpenWorker is a worker's handle on the queue: it reads no stream's
+// information (a worker's user may not: STREAM.INFO with a subject filter
+// would list every build's jobs, results and logs), only its own
+// consumer, how a job was settled, and what it writes itself.
+func OpenWorker(js jetstream.JetStream) *Queue {
+	return &Queue{js: js, consumers: map[string]jetstream.Consumer{}}
+}
+
+// Open opens the queue a host made (foreman cluster status does):
+// ErrNotReady if there is none yet.
 func Open(ctx context.Context, js jetstream.JetStream) (*Queue, error) {
 	q := &Queue{js: js, consumers: map[string]jetstream.Consumer{}}
 	var err error
@@ -191,22 +254,26 @@ func notReady(err error) error {
 	return err
 }
 
-// labelsMeta is the consumer's metadata that names its label set.
-const labelsMeta = "foreman-labels"
+// workerMeta is the consumer's metadata that names its worker.
+const workerMeta = "foreman-worker"
 
-// Consumer makes the consumer of set's jobs, or puts it back as it must
-// be: a worker that does not acknowledge a job within ackWait (it died,
-// or stopped saying it is still at it) has it delivered to another. Only
-// hosts make consumers (a worker's user may not); the host checks them
-// when it starts to lead and when a job waits long. What it put back (a
-// filter changed, a push consumer in the place of the pull one, another
-// consumer on set's subjects that stole its jobs) comes back, said.
-func (q *Queue) Consumer(ctx context.Context, set string, ackWait time.Duration) (putBack []string, err error) {
+// Consumer makes the consumer of the jobs given to worker, or puts it back
+// as it must be: a worker that does not acknowledge a job within ackWait
+// (it died, or stopped saying it is still at it) has it delivered again,
+// to itself once it is back; the host gives the job to another when the
+// worker is gone for good or revoked. Only hosts make consumers (a
+// worker's user may not); the host checks them when it first gives a
+// worker a job and when a job waits long. What it put back (a filter
+// changed, a push consumer in the place of the pull one, another consumer
+// on the worker's subjects that stole its jobs) comes back, said.
+func (q *Queue) Consumer(ctx context.Context, worker string, ackWait time.Duration) (putBack []string, err error) {
 	want := jetstream.ConsumerConfig{
-		Durable: ConsumerName(set), FilterSubject: consumerFilter(set),
+		Durable: WorkerConsumer(worker), FilterSubject: workerFilter(worker),
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxDeliver: -1,
-		DeliverPolicy: jetstream.DeliverAllPolicy, Metadata: map[string]string{labelsMeta: set},
-		Description: "foreman workers with labels " + set,
+		DeliverPolicy: jetstream.DeliverAllPolicy, Metadata: map[string]string{workerMeta: worker},
+		Description: "foreman worker " + worker + "'s jobs",
+		// A worker gone for a day leaves nothing behind.
+		InactiveThreshold: 24 * time.Hour,
 	}
 	if info, err := q.consumerInfo(ctx, want.Durable); err == nil {
 		have := info.Config
@@ -220,15 +287,15 @@ func (q *Queue) Consumer(ctx context.Context, set string, ackWait time.Duration)
 			return nil, err
 		}
 		putBack = append(putBack, fmt.Sprintf("consumer %s had %s: made again as it must be", want.Durable, strings.Join(wrong, ", ")))
-		q.forgetConsumer(set)
+		q.forgetConsumer(worker)
 	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, err
 	}
 	_, err = q.stream.CreateOrUpdateConsumer(ctx, want)
 	if err != nil && strings.Contains(err.Error(), "not unique") {
-		// Another consumer filters set's subjects: on a work queue it
-		// would take the jobs meant for the workers. It goes.
-		gone, derr := q.dropSquatters(ctx, set)
+		// Another consumer filters the worker's subjects: on a work queue
+		// it would take the jobs given to the worker. It goes.
+		gone, derr := q.dropSquatters(ctx, worker)
 		if derr != nil {
 			return putBack, derr
 		}
@@ -279,18 +346,18 @@ func consumerWrong(have, want jetstream.ConsumerConfig) []string {
 }
 
 // dropSquatters deletes every consumer of the job stream, other than
-// the workers' own, whose filter takes jobs of set.
-func (q *Queue) dropSquatters(ctx context.Context, set string) ([]string, error) {
+// the worker's own, whose filter takes jobs given to worker.
+func (q *Queue) dropSquatters(ctx context.Context, worker string) ([]string, error) {
 	var gone []string
 	l := q.stream.ListConsumers(ctx)
 	for info := range l.Info() {
-		if info.Name == ConsumerName(set) {
+		if info.Name == WorkerConsumer(worker) {
 			continue
 		}
 		filters := append([]string{info.Config.FilterSubject}, info.Config.FilterSubjects...)
 		takes := false
 		for _, f := range filters {
-			if f == "" || subjectsOverlap(f, consumerFilter(set)) {
+			if f == "" || subjectsOverlap(f, workerFilter(worker)) {
 				takes = true
 			}
 		}
@@ -300,7 +367,7 @@ func (q *Queue) dropSquatters(ctx context.Context, set string) ([]string, error)
 		if err := q.stream.DeleteConsumer(ctx, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return gone, err
 		}
-		gone = append(gone, fmt.Sprintf("consumer %s (filter %q) took the jobs of %s: deleted", info.Name, strings.Join(filters, " "), set))
+		gone = append(gone, fmt.Sprintf("consumer %s (filter %q) took the jobs of worker %s: deleted", info.Name, strings.Join(filters, " "), worker))
 	}
 	return gone, l.Err()
 }
@@ -319,15 +386,16 @@ func subjectsOverlap(a, b string) bool {
 	return len(at) == len(bt)
 }
 
-func (q *Queue) forgetConsumer(set string) {
+func (q *Queue) forgetConsumer(worker string) {
 	q.mu.Lock()
-	delete(q.consumers, set)
+	delete(q.consumers, worker)
 	q.mu.Unlock()
 }
 
-// Queued counts the jobs in the queue by label set: waiting, or in a
-// worker's hands and not yet acknowledged. It reads the stream's
-// subjects (what any role may read), not its consumers.
+// Queued counts the jobs in the queue by the worker they were given to:
+// waiting for it, or in its hands and not yet acknowledged. It reads the
+// stream's subjects (a host's and a reader's user may; a worker's may
+// not).
 func (q *Queue) Queued(ctx context.Context) (map[string]uint64, error) {
 	info, err := q.stream.Info(ctx, jetstream.WithSubjectFilter(JobSubjects))
 	if err != nil {
@@ -339,8 +407,8 @@ func (q *Queue) Queued(ctx context.Context) (map[string]uint64, error) {
 		if len(parts) != 3 {
 			continue
 		}
-		if set, ok := unKey(parts[2]); ok {
-			out[set] += n
+		if worker, ok := unKey(parts[2]); ok {
+			out[worker] += n
 		}
 	}
 	return out, nil
@@ -367,46 +435,79 @@ func unKey(key string) (string, bool) {
 	return b.String(), true
 }
 
-// Take waits up to wait for a job of set: nil when none came.
-func (q *Queue) Take(ctx context.Context, set string, wait time.Duration) (jetstream.Msg, error) {
+// consumer is worker's consumer, as a worker's user may read it
+// (CONSUMER.INFO of its own, nothing of the stream).
+func (q *Queue) consumer(ctx context.Context, worker string) (jetstream.Consumer, error) {
 	q.mu.Lock()
-	c := q.consumers[set]
+	c := q.consumers[worker]
 	q.mu.Unlock()
-	if c == nil {
-		var err error
-		if c, err = q.stream.Consumer(ctx, ConsumerName(set)); err != nil {
-			return nil, err
-		}
-		q.mu.Lock()
-		q.consumers[set] = c
-		q.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	c, err := q.js.Consumer(ctx, JobStream, WorkerConsumer(worker))
+	if err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	q.consumers[worker] = c
+	q.mu.Unlock()
+	return c, nil
+}
+
+// ErrNoConsumer is a worker no host has given a job yet: its consumer is
+// not made.
+var ErrNoConsumer = errors.New("no host has given this worker a job yet")
+
+// Take waits up to wait for a job given to worker: nil when none came.
+func (q *Queue) Take(ctx context.Context, worker string, wait time.Duration) (jetstream.Msg, error) {
+	c, err := q.consumer(ctx, worker)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, ErrNoConsumer
+	}
+	if err != nil {
+		return nil, err
 	}
 	// Bounded by ctx too: a worker stopping does not wait out the pull.
 	fctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	batch, err := c.Fetch(1, jetstream.FetchContext(fctx))
+	if errors.Is(err, nats.ErrNoResponders) {
+		// A consumer just made answers pulls a moment after it answers
+		// its info: the next pull gets through.
+		return nil, nil
+	}
 	if err != nil {
+		if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
+			q.forgetConsumer(worker)
+			return nil, ErrNoConsumer
+		}
 		return nil, err
 	}
 	for m := range batch.Messages() {
 		return m, nil
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) &&
+		!errors.Is(err, nats.ErrNoResponders) {
+		if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
+			q.forgetConsumer(worker)
+			return nil, ErrNoConsumer
+		}
 		return nil, err
 	}
 	return nil, nil
 }
 
-// AckWait is how long set's consumer waits for a job's acknowledgment.
-func (q *Queue) AckWait(ctx context.Context, set string) (time.Duration, error) {
-	info, err := q.stream.Consumer(ctx, ConsumerName(set))
+// AckWait is how long worker's consumer waits for a job's acknowledgment.
+func (q *Queue) AckWait(ctx context.Context, worker string) (time.Duration, error) {
+	c, err := q.js.Consumer(ctx, JobStream, WorkerConsumer(worker))
 	if err != nil {
 		return 0, err
 	}
-	return info.CachedInfo().Config.AckWait, nil
+	return c.CachedInfo().Config.AckWait, nil
 }
 
-// Publish puts j on the queue, on its build's subject for its labels. It
+// Publish puts j on the queue, on its build's subject for the worker it
+// is given to (j.Worker). It
 // returns the message's sequence, which a worker names in its result. A
 // publish said again (its answer was lost) is stored once: JetStream keeps
 // the message id for its duplicate window.
@@ -415,7 +516,10 @@ func (q *Queue) Publish(ctx context.Context, j Job) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	ack, err := q.js.Publish(ctx, JobSubject(j.Build, LabelSet(j.Labels)), data,
+	if j.Worker == "" {
+		return 0, errors.New("a job is given to a worker")
+	}
+	ack, err := q.js.Publish(ctx, JobSubject(j.Build, j.Worker), data,
 		jetstream.WithMsgID(j.Build+"/"+j.ID), jetstream.WithExpectStream(JobStream))
 	if err != nil {
 		return 0, err
@@ -423,17 +527,17 @@ func (q *Queue) Publish(ctx context.Context, j Job) (uint64, error) {
 	return ack.Sequence, nil
 }
 
-// Purge withdraws and drops every job of build still in the queue,
-// waiting or in a worker's hands: a host starting again (or a standby
-// taking over) gave them in a life before, and will give what is still
-// owed again. A worker running one finds its withdrawal (the job settled
-// Cancelled) within a third of the ack wait and stops, so a dead host's
-// checks do not hold the workers' slots to their end.
+// Purge withdraws every job of build still in the queue, waiting or in a
+// worker's hands: a host starting again (or a standby taking over) gave
+// them in a life before, and will give what is still owed again. A
+// worker running one finds its withdrawal (the job settled Cancelled)
+// within a third of the ack wait and stops, so a dead host's checks do
+// not hold the workers' slots to their end; one that takes it later
+// acknowledges it unrun. Nothing is purged: a host's user may not purge
+// the queue (it would purge other builds' jobs: the server does not look
+// at a purge's filter).
 func (q *Queue) Purge(ctx context.Context, build string) error {
-	if err := q.withdraw(ctx, build); err != nil {
-		return err
-	}
-	return q.stream.Purge(ctx, jetstream.WithPurgeSubject(buildJobs(build)))
+	return q.withdraw(ctx, build)
 }
 
 // withdraw settles as Cancelled each of build's jobs in the queue that
@@ -485,19 +589,50 @@ func (q *Queue) create(ctx context.Context, key string, v any) (stored bool, err
 	return err == nil, err
 }
 
-// get reads key of ResultBucket into v: false when there is nothing.
+// get reads key of ResultBucket into v: false when there is nothing. It
+// asks for the key's last message directly (no KV handle: that reads the
+// stream's information, which a worker's user may not).
 func (q *Queue) get(ctx context.Context, key string, v any) (bool, error) {
-	e, err := q.results.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return false, nil
-	}
-	if err != nil {
+	data, err := q.lastOf(ctx, "KV_"+ResultBucket, "$KV."+ResultBucket+"."+key)
+	if err != nil || data == nil {
 		return false, err
 	}
-	if err := json.Unmarshal(e.Value(), v); err != nil {
+	if err := json.Unmarshal(data, v); err != nil {
 		return false, fmt.Errorf("%s holds no JSON: %w", key, err)
 	}
 	return true, nil
+}
+
+// lastOf is the last message on subject of stream, by a direct get: nil
+// when there is none, or it was deleted.
+func (q *Queue) lastOf(ctx context.Context, stream, subject string) ([]byte, error) {
+	data, _, err := q.lastWithSeq(ctx, stream, subject)
+	return data, err
+}
+
+// lastWithSeq is lastOf and the message's sequence in its stream.
+func (q *Queue) lastWithSeq(ctx context.Context, stream, subject string) ([]byte, uint64, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+	}
+	m, err := q.js.Conn().RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream+"."+subject, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	switch m.Header.Get("Status") {
+	case "":
+	case "404":
+		return nil, 0, nil
+	default:
+		return nil, 0, fmt.Errorf("%s: %s %s", subject, m.Header.Get("Status"), m.Header.Get("Description"))
+	}
+	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+		return nil, 0, nil
+	}
+	seq, _ := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+	return m.Data, seq, nil
 }
 
 // Settle stores how the host settled a job of build, unless it was

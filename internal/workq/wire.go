@@ -11,8 +11,9 @@ import (
 )
 
 // Version is the format of jobs and results: a worker refuses a job of
-// another, rather than guess what it asks.
-const Version = 2
+// another, rather than guess what it asks. 3: a job is given to one
+// worker (Job.Worker), on its subject.
+const Version = 3
 
 // Job is one run of a host's checks on one commit, for one worker.
 type Job struct {
@@ -22,6 +23,10 @@ type Job struct {
 	Host  string `json:"host"`  // the host's sender id, for people
 	Run   int    `json:"run"`   // the host's run
 	Group int    `json:"group"` // which of the run's label sets (0: the first)
+	// Worker is the one worker the host gave the job to: its subject and
+	// consumer are that worker's alone, and the host counts a result of
+	// it only from that worker.
+	Worker string `json:"worker"`
 
 	Component string `json:"c"`
 	Ref       string `json:"ref"`
@@ -83,6 +88,8 @@ func (j Job) Check() error {
 		return fmt.Errorf("job id %q is not run-group-nonce", j.ID)
 	case j.Build == "":
 		return errors.New("no build")
+	case j.Worker == "":
+		return errors.New("given to no worker")
 	case !oidRE.MatchString(j.Commit):
 		return fmt.Errorf("commit %q is not a full object id", j.Commit)
 	case len(j.Checks) == 0:
@@ -198,6 +205,18 @@ func (t Taken) Signed() []byte {
 	return data
 }
 
+// FetchSigned is what a worker signs to fetch a job's commit with its
+// token: the token alone fetches nothing when the host knows the worker's
+// key (host.workers), so a token read elsewhere is of no use to another
+// worker.
+func FetchSigned(job, token string) []byte {
+	return []byte("foreman-fetch-v1\n" + job + "\n" + token)
+}
+
+// FetchHeader is the HTTP header a worker's fetch carries its signature
+// of FetchSigned in, and the job it is for: "<job> <signature>".
+const FetchHeader = "Foreman-Fetch-Signature"
+
 // Settled is how the host settled a job, stored once: the worker whose
 // result it took, or Cancelled (withdrawn). A worker running the job
 // stops when it finds it settled and not by itself.
@@ -235,8 +254,13 @@ type WorkerStatus struct {
 	Again      uint64    `json:"again"`      // jobs it ran that had been given to a worker before (which died, or stalled)
 	UpMS       int64     `json:"up_ms"`
 	At         time.Time `json:"at,omitzero"` // its wall clock, for people
+	// JWT is its NATS user's JWT (public: no secret in it), by which the
+	// host knows the worker is one the account's worker signing key made,
+	// for which label sets, and not revoked.
+	JWT string `json:"jwt,omitempty"`
 
 	Seen time.Time `json:"-"` // when NATS stored it (the server's clock), as read
+	Rev  uint64    `json:"-"` // its message in the bucket's stream, as read
 }
 
 // HostInFlight is a job a host waits for.
@@ -245,7 +269,7 @@ type HostInFlight struct {
 	Component string   `json:"c"`
 	Run       int      `json:"run"`
 	Labels    []string `json:"labels,omitempty"`
-	Worker    string   `json:"worker,omitempty"` // who stored its result ("" while none has)
+	Worker    string   `json:"worker,omitempty"` // who it was given to ("" while no worker is free)
 	WaitedMS  int64    `json:"waited_ms"`
 }
 
@@ -258,6 +282,9 @@ type HostStatus struct {
 	MaxParallel int            `json:"max_parallel"`
 	LabelSets   []string       `json:"label_sets"`
 	InFlight    []HostInFlight `json:"in_flight"`
+	// Unassigned is how many jobs wait for a free worker that may run
+	// them (given to none yet).
+	Unassigned int `json:"unassigned,omitempty"`
 	// Counters since it started.
 	Results uint64    `json:"results"` // results taken
 	Refused uint64    `json:"refused"` // results refused: for a job it did not give, or another commit

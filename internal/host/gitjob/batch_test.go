@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/internal/host"
+	"github.com/agentforeman/foreman/internal/host/invariant"
 	"github.com/agentforeman/foreman/internal/host/receipt"
 	"github.com/agentforeman/foreman/internal/verify"
 )
@@ -30,6 +31,9 @@ type shell struct {
 	jobs   []host.Job
 	key    receipt.Key
 	counts map[host.Kind]int
+	// approved is what the test's auditor approved of each component: its
+	// branch's commit at the time.
+	approved map[string]map[string]bool
 }
 
 func newShell(t *testing.T, f *fixture, mutate func(*host.Config)) *shell {
@@ -39,7 +43,8 @@ func newShell(t *testing.T, f *fixture, mutate func(*host.Config)) *shell {
 	require.NoError(t, err)
 	cfg := host.Config{Self: "@host", Coordinator: "@foreman", Gating: true, External: true, MaxParallel: 1,
 		Components: []string{"a", "b", "c", "d", "e", "f"}, Mentions: []string{"@foreman"},
-		Sign: func(s receipt.Statement) ([]byte, error) { return receipt.Sign(s, id) }}
+		Repository: "shop", Sign: func(s receipt.Signed) ([]byte, error) { return receipt.Sign(s, id) }}
+	cfg.Checks = CheckNames(f.runner.o.Checks)
 	mutate(&cfg)
 	s := &shell{t: t, f: f, core: host.New(cfg, host.State{}), now: time.Unix(1e9, 0), key: key, counts: map[host.Kind]int{}}
 	s.take(s.core.Target(s.now, f.tip("main")))
@@ -58,6 +63,13 @@ func (s *shell) hear(from, line string) {
 
 // approve takes c, built by @bc on b/c, through review to approval.
 func (s *shell) approve(c string) {
+	if s.approved == nil {
+		s.approved = map[string]map[string]bool{}
+	}
+	if s.approved[c] == nil {
+		s.approved[c] = map[string]bool{}
+	}
+	s.approved[c][s.f.tip("b/"+c)] = true // what the auditor was shown
 	s.hear("@foreman", "REVIEW "+c+" @b"+c+" b/"+c)
 	s.hear("@aud", "AUDIT "+c+" PASS")
 	s.hear("@foreman", "STATUS "+c+" review owner=@b"+c+" pr=b/"+c+" approved=yes")
@@ -129,14 +141,30 @@ func TestABatchOfSixWithOneCulpritFoundByBisection(t *testing.T) {
 	}
 }
 
-// verified: foreman verify accepts every commit on main since start, n of
-// them landed by the host.
+// verified ends each test with the landing invariant (package invariant):
+// every commit on main since start landed by the host, n of them, each
+// approved (as the test approved it), its tree or its batch head's passed
+// (as the check itself says, RECORD.passed), once, in the chain, anchored
+// by the host's signed head.
 func (s *shell) verified(start string, n int) {
-	rep, err := verify.Run(ctx, verify.Options{Repo: s.f.repo, Target: "main", Trusted: []receipt.Key{s.key}, Since: start})
-	require.NoError(s.t, err)
+	s.t.Helper()
+	passed := map[string]bool{}
+	data, _ := os.ReadFile(s.f.record + ".passed")
+	for _, commit := range strings.Fields(string(data)) {
+		if tree, err := s.f.repo.TreeOf(ctx, commit); err == nil {
+			passed[tree] = true
+		}
+	}
+	rep, err := invariant.Check(ctx, verify.Options{Repo: s.f.repo, Target: "main", Trusted: []receipt.Key{s.key}, Repository: "shop", Now: s.now},
+		invariant.Truth{
+			Approved: func(c, commit string) bool { return s.approved[c][commit] },
+			Passed:   func(tree string) bool { return passed[tree] },
+		})
 	s.t.Logf("foreman verify:\n%s", rep.Table())
-	assert.True(s.t, rep.OK())
+	require.NoError(s.t, err)
 	assert.Equal(s.t, n, rep.Landed)
+	assert.Equal(s.t, start, rep.Since, "the chain's signed start")
+	assert.NotEmpty(s.t, rep.Anchors, "the host's signed head anchors its newest landing")
 }
 
 // passOf is the commit of the last CI c PASS said.
@@ -197,7 +225,7 @@ func TestAFailureThatWaitsLandsWithTheCarBehindIt(t *testing.T) {
 		branches func(*fixture)
 	}{
 		"a flake": {
-			options: func(o *Options) { o.Env[0], o.Retries = "HELPER=flaky", 0 },
+			options: func(o *Options) { o.Env[0] = "HELPER=flaky" },
 			branches: func(f *fixture) {
 				for _, c := range []string{"a", "b"} {
 					f.commit("b/"+c, "main", map[string]string{c: c}, c)
@@ -219,7 +247,7 @@ func TestAFailureThatWaitsLandsWithTheCarBehindIt(t *testing.T) {
 				tc.branches(f)
 				start := f.tip("main")
 				s := newShell(t, f, func(c *host.Config) {
-					c.Gating, c.MaxParallel, c.FailureDepth, c.Components = false, 2, depth, comps
+					c.Gating, c.MaxParallel, c.Batch, c.FailureDepth, c.Components = false, 2, 2, depth, comps
 				})
 				for _, c := range comps {
 					s.hear("@foreman", "ACK "+c+" @b"+c)
@@ -251,7 +279,7 @@ func TestAFailureThatWaitsLandsWithTheCarBehindIt(t *testing.T) {
 // once only, so c's chain is checked once more, passes, and lands: nobody
 // hears FAIL.
 func TestAFlakeInABatchIsCheckedAgainNotBlamed(t *testing.T) {
-	f := newFixture(t, true, func(o *Options) { o.Env[0], o.Retries = "HELPER=flaky", 1 })
+	f := newFixture(t, true, func(o *Options) { o.Env[0] = "HELPER=flaky" })
 	comps := []string{"a", "b", "c"}
 	for _, c := range comps {
 		f.commit("b/"+c, "main", map[string]string{c: c}, c)

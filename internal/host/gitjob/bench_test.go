@@ -206,7 +206,7 @@ func BenchmarkQueueThroughput(b *testing.B) {
 // runs what it starts until every verdict is said.
 func throughQueue(b *testing.B, r *Runner, p int, refs []string) int {
 	now := time.Now()
-	core := host.New(host.Config{Self: "@host", Coordinator: "@foreman", Gating: true, MaxParallel: p}, host.State{})
+	core := host.New(host.Config{Self: "@host", Coordinator: "@foreman", Gating: true, MaxParallel: p, Checks: CheckNames(r.o.Checks)}, host.State{})
 	results := make(chan host.Outcome, len(refs))
 	var wg sync.WaitGroup
 	verdicts := 0

@@ -59,9 +59,9 @@ func (r *Runner) car(ctx context.Context, j host.Job) host.Outcome {
 			return host.Outcome{Result: host.Landed, Commit: now, Base: now, Tip: tip, Already: true}
 		}
 	case t.Branch != "" && branch != tip:
-		// What was reviewed is not what the builder has now: nothing
-		// stale lands, and nothing unreviewed either.
-		return movedAfterApproval(t.String(), tip, branch)
+		// What was reviewed is not what the builder has now: the core
+		// says what that means.
+		return host.Outcome{Result: host.Stale, Found: branch, Tip: tip}
 	}
 	base := j.Base
 	if base == "" {
@@ -130,11 +130,8 @@ func (r *Runner) checkTree(ctx context.Context, j host.Job, commit, base string,
 // each try's log by digest, where they ran and how confined. The core
 // adds the run, the commit and the tree.
 func (r *Runner) evidence(res Checked) *receipt.Checks {
-	ev := &receipt.Checks{Commands: []receipt.Command{}, Tries: []receipt.Log{}, Flaky: res.Flaky,
+	ev := &receipt.Checks{Commands: append([]receipt.Command{}, res.Commands...), Tries: []receipt.Log{}, Flaky: res.Flaky,
 		RanOn: res.RanOn, Sandbox: res.Sandbox}
-	for _, argv := range r.o.Checks {
-		ev.Commands = append(ev.Commands, receipt.Command{Command: checks.Quote(argv), Result: "passed"})
-	}
 	for _, log := range res.Logs {
 		ev.Tries = append(ev.Tries, receipt.Log{Name: filepath.Base(log), Digest: fileDigest(log)})
 	}

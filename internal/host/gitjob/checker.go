@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/host/checks"
+	"github.com/agentforeman/foreman/internal/host/receipt"
 	"github.com/agentforeman/foreman/internal/host/sandbox"
 )
 
@@ -34,6 +35,42 @@ type Checked struct {
 	RanOn []string
 	// Sandbox names the confinement they ran in (sandbox.Digest; "off").
 	Sandbox string
+	// Commands is each check command of the host's, in order, and how it
+	// ended on the last try: passed, failed, or not run. What passed is
+	// the core's to decide from it, never Passed alone.
+	Commands []receipt.Command
+}
+
+// CheckNames are check commands as the core and the receipts name them
+// (checks.Quote).
+func CheckNames(cmds [][]string) []string {
+	out := make([]string, len(cmds))
+	for i, argv := range cmds {
+		out[i] = checks.Quote(argv)
+	}
+	return out
+}
+
+// Results is how each of cmds (run in order until one fails) ended: all
+// passed, or those before the one named failed passed, it failed, the
+// rest did not run.
+func Results(cmds [][]string, passed bool, failed string) []receipt.Command {
+	out := make([]receipt.Command, 0, len(cmds))
+	state := "passed"
+	for _, argv := range cmds {
+		name := checks.Quote(argv)
+		result := state
+		if !passed && state == "passed" && name == failed {
+			result, state = "failed", "not run"
+		}
+		out = append(out, receipt.Command{Command: name, Result: result})
+	}
+	if !passed && state == "passed" && len(out) > 0 {
+		// The failure names no command of these (it could not run one):
+		// the last did not pass.
+		out[len(out)-1].Result = "failed"
+	}
+	return out
 }
 
 // CheckSpec is everything one run of the checks needs besides a slot: what
@@ -58,7 +95,7 @@ type CheckSpec struct {
 // Checker, configured by Options.
 func (r *Runner) Check(ctx context.Context, req CheckRequest) (Checked, error) {
 	return r.RunChecks(ctx, CheckSpec{Job: req.Job, Commit: req.Commit, Base: req.Base, Target: r.o.Target,
-		Checks: r.o.Checks, Env: r.o.Env, Timeout: r.o.Timeout, LogLimit: r.o.LogLimit, Retries: req.Job.Retries(r.o.Retries),
+		Checks: r.o.Checks, Env: r.o.Env, Timeout: r.o.Timeout, LogLimit: r.o.LogLimit, Retries: req.Job.Retries(),
 		Sandbox: r.o.Sandbox, Secrets: r.o.Secrets})
 }
 
@@ -87,6 +124,7 @@ func (r *Runner) RunChecks(ctx context.Context, s CheckSpec) (Checked, error) {
 		res = again
 	}
 	out.Result = res
+	out.Commands = Results(s.Checks, res.Passed, res.Command)
 	return out, err
 }
 

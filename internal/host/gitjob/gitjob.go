@@ -37,7 +37,6 @@ type Options struct {
 	LogLimit   int64         // bytes kept of one log
 	LogURL     string        // where the board serves Logs ("" if it does not), e.g. http://127.0.0.1:9090/ci/logs
 	Work       string        // the host's private directory for worktrees
-	Retries    int           // a failed check is run again this many times on the same tree (host.retries)
 	// Sandbox confines the checks; nil runs them unconfined (host.sandbox
 	// off).
 	Sandbox *sandbox.Sandbox
@@ -57,6 +56,9 @@ type Options struct {
 	// secretsAsIs redacts each secret as it is only, not encoded: for
 	// the test that shows what the encoded forms stop.
 	secretsAsIs bool
+	// trustLandings skips the land job's check that each commit is
+	// exactly its approved landing: for the test that shows what it stops.
+	trustLandings bool
 }
 
 // Runner runs jobs. Its methods may be called from several goroutines.
@@ -159,10 +161,12 @@ func (r *Runner) Run(ctx context.Context, j host.Job) host.Outcome {
 		o = r.land(ctx, j)
 	case host.Note:
 		o = r.note(ctx, j)
+	case host.Head:
+		o = r.head(ctx, j)
 	default:
 		o = host.Outcome{Result: host.Invalid, Line: "unknown job"}
 	}
-	if ctx.Err() != nil && j.Kind != host.Land && j.Kind != host.Note {
+	if ctx.Err() != nil && j.Kind != host.Land && j.Kind != host.Note && j.Kind != host.Head {
 		// A landing says what its compare-and-swap did, cancelled or not.
 		o = host.Outcome{Result: host.Cancelled}
 	}

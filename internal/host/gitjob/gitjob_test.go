@@ -262,9 +262,9 @@ func TestLandOnlyWhatPassedOnTheTargetAsItIs(t *testing.T) {
 	// A commit whose tree is not the one that passed.
 	unchecked := f.commit("", moved, map[string]string{"BUG": "BUG"}, "never checked")
 	j := f.job(host.Land, "api", "b1/api", nil)
-	j.Base, j.Commit, j.Tree = moved, unchecked, api.Tree
+	j.Base, j.Commit, j.Tree, j.Tip = moved, unchecked, api.Tree, api.Tip
 	l = f.runner.Run(ctx, j)
-	assert.Equal(t, host.Moved, l.Result)
+	assert.Equal(t, host.Refused, l.Result)
 	assert.Equal(t, moved, f.tip("main"))
 }
 
@@ -289,15 +289,15 @@ func TestCarConflictsAndMovedBranches(t *testing.T) {
 	approved := f.tip("b3/web")
 	f.commit("b3/web", "b3/web", map[string]string{"web": "more"}, "pushed after approval")
 	o = f.car("web", "b3/web", main, approved)
-	assert.Equal(t, host.Invalid, o.Result)
-	assert.Contains(t, o.Line, "branch b3/web moved to ")
-	assert.Contains(t, o.Line, "after "+approved[:12]+" was approved; say READY again")
+	assert.Equal(t, host.Stale, o.Result, "the job says what the branch holds; the core what that means")
+	assert.Equal(t, f.tip("b3/web"), o.Found)
 }
 
 // A check that fails, then passes on the same tree, is flaky: the tree
 // passed, and the outcome says which check.
 func TestFlakyCheckIsRetriedOnTheSameTree(t *testing.T) {
-	f := newFixture(t, true, func(o *Options) { o.Env[0] = "HELPER=flaky"; o.Retries = 1 })
+	f := newFixture(t, true, func(o *Options) { o.Env[0] = "HELPER=flaky" })
+	f.tries = 2
 	f.commit("b1/api", "main", map[string]string{"api": "api"}, "api")
 	o := f.check("api", "b1/api")
 	require.Equal(t, host.Passed, o.Result, "%+v", o)
@@ -311,7 +311,8 @@ func TestFlakyCheckIsRetriedOnTheSameTree(t *testing.T) {
 	assert.Equal(t, host.Failed, g.check("api", "b1/api").Result)
 
 	// A real failure fails every try.
-	h := newFixture(t, true, func(o *Options) { o.Retries = 2 })
+	h := newFixture(t, true, nil)
+	h.tries = 3
 	h.commit("b1/api", "main", map[string]string{"api": "BUG"}, "api")
 	assert.Equal(t, host.Failed, h.check("api", "b1/api").Result)
 	assert.Equal(t, 3, h.checked())
@@ -353,8 +354,8 @@ func TestLandRefusesABranchMovedAfterApproval(t *testing.T) {
 	j := f.job(host.Land, "api", "b1/api", nil)
 	j.Base, j.Commit, j.Tip, j.Tree = main, api.Commit, api.Tip, api.Tree
 	l := f.runner.Run(ctx, j)
-	assert.Equal(t, host.Invalid, l.Result)
-	assert.Contains(t, l.Line, "branch b1/api moved to ")
+	assert.Equal(t, host.Stale, l.Result, "%+v", l)
+	assert.Equal(t, f.tip("b1/api"), l.Found, "what the branch holds now: the core says what it means")
 	assert.Equal(t, main, f.tip("main"))
 }
 

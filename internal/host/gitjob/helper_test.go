@@ -33,8 +33,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// helper is a check. Every mode records the tree it was run on (for the
-// tests that every landed tree passed), then:
+// helper is a check. Every mode records the commit it was run on (for the
+// tests that count runs), and, when it passes, in RECORD.passed (for the
+// landing invariant: every landed tree passed), then:
 //
 //	content  fails when a file holds BUG, or when files BUG1 and BUG2
 //	         are both there (each passes alone)
@@ -83,6 +84,13 @@ func helper(mode string) int {
 			return 1
 		}
 	}
+	if rec := os.Getenv("RECORD"); rec != "" {
+		f, err := os.OpenFile(rec+".passed", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, os.Getenv("FOREMAN_COMMIT"))
+			f.Close()
+		}
+	}
 	fmt.Println("ok")
 	return 0
 }
@@ -97,6 +105,7 @@ type fixture struct {
 	gate   string
 	record string
 	run    int
+	tries  int      // how many times a job's checks run while they fail (Job.Tries, the core's)
 	passed []string // the trees that passed, as the core keeps them
 }
 
@@ -205,7 +214,7 @@ func (f *fixture) tipOrEmpty(branch string) string {
 
 func (f *fixture) job(kind host.Kind, c, ref string, pass *host.Pass) host.Job {
 	f.run++
-	return host.Job{Run: f.run, Kind: kind, Component: c, Ref: ref, Owner: "@b1", Pass: pass}
+	return host.Job{Run: f.run, Kind: kind, Component: c, Ref: ref, Owner: "@b1", Pass: pass, Tries: f.tries}
 }
 
 // check checks ref; what passes is noted as the core would note it.
@@ -222,11 +231,18 @@ func (f *fixture) noted(o host.Outcome) host.Outcome {
 	return o
 }
 
-// land moves main from base to commit, whose tree passed (the core's word).
+// land moves main from base to commit, whose tree passed (the core's
+// word), a merge of the approved commit (its second parent) on base.
 func (f *fixture) land(c, ref, base, commit string) host.Outcome {
+	f.t.Helper()
 	j := f.job(host.Land, c, ref, nil)
 	j.Base, j.Commit = base, commit
-	j.Tree, _ = f.repo.TreeOf(ctx, commit)
+	made, err := f.repo.CommitOf(ctx, commit)
+	require.NoError(f.t, err)
+	j.Tree = made.Tree
+	if len(made.Parents) == 2 {
+		j.Tip = made.Parents[1]
+	}
 	return f.runner.Run(ctx, j)
 }
 

@@ -49,24 +49,23 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 	if now != from {
 		return host.Outcome{Result: host.Moved, Target: now}
 	}
-	forward, err := r.o.Repo.IsAncestor(ctx, from, j.Commit)
-	if err != nil {
-		return retry(err)
+	// The last line of defence, whatever the core handed it: the target
+	// moves only to commits each exactly its approved landing, one on the
+	// other from where the target is, the last one's tree the one that
+	// passed.
+	for _, l := range landings {
+		if r.o.trustLandings {
+			break
+		}
+		why, err := r.asApproved(ctx, l)
+		if err != nil {
+			return retry(err)
+		}
+		if why != "" {
+			return host.Outcome{Result: host.Refused, Culprit: l.Component, Line: why, Target: now}
+		}
 	}
-	tree, err := r.o.Repo.TreeOf(ctx, j.Commit)
-	if err != nil {
-		return retry(err)
-	}
-	ours, err := r.batchAsMade(ctx, j)
-	if err != nil {
-		return retry(err)
-	}
-	if !forward || tree != j.Tree || !ours {
-		// Not made on the target as it is, or not what passed, or not the
-		// batch's commits: never landed. The train is made again on the
-		// target.
-		return host.Outcome{Result: host.Moved, Target: now}
-	}
+	tree := j.Tree
 	for _, l := range landings {
 		if bad := r.stillApproved(ctx, l); bad != nil {
 			bad.Culprit = l.Component
@@ -123,27 +122,49 @@ func (r *Runner) land(ctx context.Context, j host.Job) host.Outcome {
 	return o
 }
 
-// batchAsMade reports whether the first-parent commits from j.From() up to
-// j.Commit are exactly the landings' (always so for one landing: its
-// commit is the chain's head, checked by the caller).
-func (r *Runner) batchAsMade(ctx context.Context, j host.Job) (bool, error) {
-	if len(j.Batch) == 0 {
-		return true, nil
+// asApproved says why l's commit is not exactly its approved landing ("":
+// it is): its first parent is the commit it lands on (l.Base: the target,
+// or the batch's landing before it), its tree is the clean merge of that
+// and the approved commit (l.Tip) and the tree its receipt names, and it
+// merges the approved commit, as its second and last parent, or, landed
+// as a squash, has no other parent (the approved commit is kept at
+// host.SquashedRef before the target moves, where verify finds it).
+func (r *Runner) asApproved(ctx context.Context, l host.Job) (string, error) {
+	if l.Tip == "" || l.Base == "" {
+		return fmt.Sprintf("the landing of %s names no approved commit, or nothing it lands on", l.Component), nil
 	}
-	commits, err := r.o.Repo.FirstParents(ctx, j.Commit, j.From())
+	c, err := r.o.Repo.CommitOf(ctx, l.Commit)
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	landings := j.Landings()
-	if len(commits) != len(landings) {
-		return false, nil
+	m, err := r.o.Repo.MergeTree(ctx, l.Base, l.Tip)
+	if err != nil {
+		return "", err
 	}
-	for i, c := range commits { // newest first
-		if c.ID != landings[len(landings)-1-i].Commit {
-			return false, nil
-		}
+	switch {
+	case len(c.Parents) == 0 || c.Parents[0] != l.Base:
+		return fmt.Sprintf("%s's commit %s is not made on %s, where it lands (its parents: %s)", l.Component, short(l.Commit), short(l.Base), shortAll(c.Parents)), nil
+	case l.Squash && len(c.Parents) != 1:
+		return fmt.Sprintf("%s's commit %s is to squash %s, and has %d parents", l.Component, short(l.Commit), short(l.Tip), len(c.Parents)), nil
+	case !l.Squash && (len(c.Parents) != 2 || c.Parents[1] != l.Tip):
+		return fmt.Sprintf("%s's commit %s does not merge the approved commit %s alone (its parents: %s)", l.Component, short(l.Commit), short(l.Tip), shortAll(c.Parents)), nil
+	case !m.Clean() || m.Tree != c.Tree:
+		return fmt.Sprintf("%s's commit %s holds tree %s, which is not the merge of %s and the approved %s", l.Component, short(l.Commit), short(c.Tree), short(l.Base), short(l.Tip)), nil
+	case c.Tree != l.Tree:
+		return fmt.Sprintf("%s's commit %s holds tree %s, and its receipt names %s", l.Component, short(l.Commit), short(c.Tree), short(l.Tree)), nil
 	}
-	return true, nil
+	return "", nil
+}
+
+func shortAll(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = short(id)
+	}
+	return strings.Join(out, " ")
 }
 
 // keepReceipts writes each landing's receipt as its commit's note: o is
@@ -183,10 +204,10 @@ func (r *Runner) keepSquashed(ctx context.Context, j host.Job) error {
 	return r.o.Repo.SetRef(ctx, host.SquashedRef(j.Commit), j.Tip, "foreman host: "+j.Component+" squashed")
 }
 
-// stillApproved refuses to land a component whose branch no longer holds
-// the commit that was approved (and checked): the builder pushed since,
-// and what it has now was neither checked nor reviewed. Nothing stale
-// lands: it steps back, to say READY again.
+// stillApproved holds back the landing of a component whose branch no
+// longer holds the commit that was approved (and checked): the builder
+// pushed since, or deleted it. It reports what the branch holds (Stale);
+// the core says what that means.
 func (r *Runner) stillApproved(ctx context.Context, j host.Job) *host.Outcome {
 	if j.Tip == "" {
 		return nil
@@ -195,24 +216,13 @@ func (r *Runner) stillApproved(ctx context.Context, j host.Job) *host.Outcome {
 	if t.Branch == "" && bad == nil {
 		return nil // a commit id cannot move
 	}
-	if bad != nil && t.Branch == "" {
+	if bad != nil && (t.Branch == "" || bad.Result == host.Retry) {
 		return bad
 	}
 	if now != j.Tip {
-		o := movedAfterApproval(t.String(), j.Tip, now)
-		return &o
+		return &host.Outcome{Result: host.Stale, Found: now}
 	}
 	return nil
-}
-
-// movedAfterApproval is the verdict on a branch that moved after what it
-// held was approved.
-func movedAfterApproval(branch, approved, now string) host.Outcome {
-	what := "was deleted"
-	if now != "" {
-		what = "moved to " + short(now)
-	}
-	return invalid(fmt.Sprintf("branch %s %s after %s was approved; say READY again to have it checked and reviewed", branch, what, short(approved)))
 }
 
 // prune deletes the builder's branch once its work landed, only if it

@@ -149,7 +149,7 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 	runner, err := gitjob.New(gitjob.Options{
 		Repo: repo, Target: c.Host.Target, Checks: c.Host.Checks, AutoRebase: c.Host.AutoRebase,
 		Timeout: timeout, Env: c.Host.Env, Logs: c.Host.Logs, LogLimit: c.Host.LogLimit,
-		LogURL: LogURL(c), Work: c.Host.Work, Retries: c.Host.Retries,
+		LogURL: LogURL(c), Work: c.Host.Work,
 		Sandbox: box, Secrets: secrets(c), MayLand: landing, Checker: checker,
 	})
 	if err != nil {
@@ -183,12 +183,12 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 			Auditors: c.Roles.Auditors, Verified: c.Rules.RequireVerified,
 			MaxParallel: c.Host.MaxParallel, Batch: c.Host.Batch, FailureDepth: c.Host.FailureDepth,
 			BatchMin: c.Host.BatchMin, BatchWait: c.Host.BatchWait,
-			Target: c.Host.Target, Prune: c.Host.Prune,
+			Target: c.Host.Target, Prune: c.Host.Prune, Repository: c.RepositoryName(), Checks: gitjob.CheckNames(c.Host.Checks),
 			Squash:          c.Host.LandAs == config.LandSquash,
 			FlakyThreshold:  c.Host.FlakyThreshold,
 			Retries:         c.Host.Retries,
 			OverlapInterval: c.Host.OverlapInterval,
-			Sign:            func(s receipt.Statement) ([]byte, error) { return receipt.Sign(s, id) },
+			Sign:            func(s receipt.Signed) ([]byte, error) { return receipt.Sign(s, id) },
 		},
 		State: st, Jobs: runner, QueueFile: QueueFile(c.Host.Logs), Logger: log,
 	}

@@ -217,6 +217,7 @@ type worldOptions struct {
 	checks      string // host.checks, as YAML (default: the helper)
 	sandbox     string // host.sandbox (default: on where this machine can)
 	ownWorkers  bool   // a cluster world (standby_test.go) whose test starts its workers itself
+	lease       string // with workers: cluster.lease (default 1s)
 }
 
 func newWorld(t *testing.T, o worldOptions) *world {
@@ -326,7 +327,10 @@ host:
 	}
 	if o.workers {
 		w.nats = natstest.Start(t)
-		yaml += fmt.Sprintf("cluster:\n  nats: %s\n  lease: 1s\n", w.nats.URL())
+		if o.lease == "" {
+			o.lease = "1s"
+		}
+		yaml += fmt.Sprintf("cluster:\n  nats: %s\n  lease: %s\n", w.nats.URL(), o.lease)
 	}
 	w.cfgPath = filepath.Join(dir, "foreman.yaml")
 	require.NoError(t, os.WriteFile(w.cfgPath, []byte(yaml), 0o644))
@@ -380,7 +384,7 @@ func (w *world) startHost() {
 // wrap (if set) and its options changed by each of change.
 func (w *world) startHostWith(wrap func(Jobs) Jobs, change ...func(*Options)) {
 	c := w.config()
-	s, err := Prepare(bg, c, zerolog.Nop())
+	s, err := Prepare(bg, c, zerolog.New(zerolog.NewTestWriter(w.t)).Level(zerolog.InfoLevel))
 	require.NoError(w.t, err)
 	if wrap != nil {
 		s.Options.Jobs = wrap(s.Options.Jobs)

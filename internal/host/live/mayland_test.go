@@ -11,29 +11,39 @@ import (
 	"github.com/agentforeman/foreman/internal/config"
 )
 
-// The roles watched before a landing are those the file gives the host; a
-// caller that gives them in memory (the file does not list the host) is
-// not second-guessed from the file.
-func TestMayLandWatchesTheRolesTheFileGives(t *testing.T) {
+// The roles are checked again before every landing, always: those the
+// file gives the host, and those a caller gave it in memory (foreman up),
+// which a reload gives again, as foreman's own reload does.
+func TestMayLandWatchesTheRolesAlways(t *testing.T) {
 	const self = "@0123456789abcdef"
 	path := filepath.Join(t.TempDir(), "foreman.yaml")
-	write := func(merger string) {
-		require.NoError(t, os.WriteFile(path, []byte("roles:\n  ci: [\""+self+"\"]\n  merger: ["+merger+"]\nrules:\n  ci_gating: on\n  merge: external\n"), 0o644))
+	write := func(merger, merge string) {
+		require.NoError(t, os.WriteFile(path, []byte("roles:\n  ci: [\""+self+"\"]\n  merger: ["+merger+"]\nrules:\n  ci_gating: on\n  merge: "+merge+"\n"), 0o644))
 	}
-	write(`"` + self + `"`)
+	write(`"`+self+`"`, "external")
 	c, err := config.Load(path, nil, nil)
 	require.NoError(t, err)
 	check := mayLand(c, self)
 	require.NotNil(t, check)
 	assert.NoError(t, check())
-	write("")
+	write("", "external")
 	assert.ErrorContains(t, check(), "foreman.yaml has changed: roles.merger: does not list the host's id "+self)
 
-	// Given in memory only: nothing to watch in the file.
+	// Given in memory (foreman up): given again to what the file says now.
 	c, err = config.Load(path, nil, nil)
 	require.NoError(t, err)
 	c.Roles.Merger = []string{self}
-	assert.Nil(t, mayLand(c, self))
+	check = mayLand(c, self)
+	require.NotNil(t, check, "always on")
+	assert.NoError(t, check())
+	require.NoError(t, os.WriteFile(path, []byte("roles: [not a map\n"), 0o644))
+	assert.ErrorContains(t, check(), "cannot read "+path+" again to check the roles before landing")
+
+	// No file: the roles cannot change; checked as given.
 	c.File = ""
-	assert.Nil(t, mayLand(c, self))
+	check = mayLand(c, self)
+	require.NotNil(t, check)
+	assert.NoError(t, check())
+	c.Roles.Merger = nil
+	assert.ErrorContains(t, check(), "roles.merger: does not list the host's id")
 }

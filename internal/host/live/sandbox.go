@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nkeys"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/checks"
@@ -108,22 +110,32 @@ func secrets(c *config.Config) []checks.Secret {
 // back when the host's id is no longer in roles.merger (or roles.ci): a
 // SIGHUP makes foreman read the roles again, and a landing foreman would
 // then refuse to call MERGED would leave the target and the board apart.
-// Only roles the file itself gives the host are watched: a caller that
-// gave them in memory (the file, read now, does not list the host) keeps
-// them as it keeps foreman's.
+// Always on: a role the caller gave the host in memory, beyond what the
+// file said at start (foreman up gives the host its roles so), is given
+// again to what the file says now, as the caller's own reload gives it to
+// foreman; with no file, the roles cannot change, and the check is of the
+// roles it was given.
 func mayLand(c *config.Config, self string) func() error {
 	if c.File == "" {
-		return nil // the roles cannot change
+		return func() error { return rolesErr(c, self) }
 	}
 	file := c.File
-	if now, err := config.Load(file, nil, nil); err != nil || rolesErr(now, self) != nil {
-		return nil
+	var given coordinator.Roles
+	if start, err := config.Load(file, nil, nil); err == nil {
+		if slices.Contains(c.Roles.CI, self) && !slices.Contains(start.Roles.CI, self) {
+			given.CI = []string{self}
+		}
+		if slices.Contains(c.Roles.Merger, self) && !slices.Contains(start.Roles.Merger, self) {
+			given.Merger = []string{self}
+		}
 	}
 	return func() error {
 		now, err := config.Load(file, nil, nil)
 		if err != nil {
 			return fmt.Errorf("cannot read %s again to check the roles before landing: %v", file, err)
 		}
+		now.Roles.CI = append(now.Roles.CI, given.CI...)
+		now.Roles.Merger = append(now.Roles.Merger, given.Merger...)
 		if err := rolesErr(now, self); err != nil {
 			return fmt.Errorf("%s has changed: %v", file, err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentforeman/foreman/internal/natsauth"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -86,10 +87,11 @@ func prepareWorkers(ctx context.Context, c *config.Config, repo *gitrepo.Repo, s
 		Queue: q, Repo: repo, Serve: c.Host.Serve, ServeURL: c.Host.ServeURL,
 		Build: c.Build.Name, Host: self, Name: c.Host.Name, Target: c.Host.Target,
 		Checks: c.Host.Checks, Labels: c.Host.CheckLabels, Env: c.Host.Env, Timeout: c.Rules.CITimeout,
-		LogLimit: c.Host.LogLimit, Retries: c.Host.Retries, Logs: c.Host.Logs,
+		LogLimit: c.Host.LogLimit, Logs: c.Host.Logs,
 		Sandbox: workq.Sandbox{Required: !c.Host.Unconfined, Net: c.Host.SandboxNet,
 			Memory: limits.Memory, Tasks: limits.Tasks, FileSize: limits.FileSize},
 		MaxParallel: c.Host.MaxParallel, Lease: c.Cluster.Lease, Trust: trust,
+		Claims: func(ctx context.Context) (*jwt.AccountClaims, error) { return natsauth.Claims(ctx, nc) },
 		Logger: log.With().Str("part", "workers").Logger(),
 	})
 	return &workers{nc: nc, remote: r}, nil
@@ -152,12 +154,12 @@ func workerMain(ctx context.Context, c *config.Config, log zerolog.Logger, out i
 	if id == "" {
 		id = cluster.DefaultID()
 	}
-	key, err := workerKey(c, id)
+	key, userJWT, err := workerKey(c, id)
 	if err != nil {
 		return err
 	}
 	o := worker.Options{ID: id, Labels: c.Worker.Labels, Parallel: c.Worker.Parallel, Work: c.Worker.Work,
-		Sandbox: WorkerSandbox(c), Unconfined: c.Host.Unconfined, Lease: c.Cluster.Lease, Key: key,
+		Sandbox: WorkerSandbox(c), Unconfined: c.Host.Unconfined, Lease: c.Cluster.Lease, Key: key, JWT: userJWT,
 		Logger: log.With().Str("part", "worker").Logger()}
 	for _, f := range change {
 		f(&o)
@@ -190,22 +192,27 @@ func workerMain(ctx context.Context, c *config.Config, log zerolog.Logger, out i
 
 // workerKey is what worker id signs its word and results with: the nkey
 // of its NATS user (cluster.creds), whose name must be id, since its
-// permissions name it; nil without creds (the host then must not require
-// signatures: host.workers unset).
-func workerKey(c *config.Config, id string) (nkeys.KeyPair, error) {
+// permissions name it; and its user JWT, which it shows the hosts. Nil
+// without creds (the host then must not require signatures: host.workers
+// unset).
+func workerKey(c *config.Config, id string) (nkeys.KeyPair, string, error) {
 	if c.Cluster.Creds == "" {
-		return nil, nil
+		return nil, "", nil
 	}
 	data, err := os.ReadFile(c.Cluster.Creds)
 	if err != nil {
-		return nil, fmt.Errorf("cluster.creds: %w", err)
+		return nil, "", fmt.Errorf("cluster.creds: %w", err)
 	}
 	kp, name, err := natsauth.Seed(data)
 	if err != nil {
-		return nil, fmt.Errorf("cluster.creds: %s: %w", c.Cluster.Creds, err)
+		return nil, "", fmt.Errorf("cluster.creds: %s: %w", c.Cluster.Creds, err)
 	}
 	if name != id {
-		return nil, fmt.Errorf("cluster.id: %q is not the name of cluster.creds's user (%q): a worker signs in as itself (foreman nats creds --role worker --name %s)", id, name, id)
+		return nil, "", fmt.Errorf("cluster.id: %q is not the name of cluster.creds's user (%q): a worker signs in as itself (foreman nats creds --role worker --name %s)", id, name, id)
 	}
-	return kp, nil
+	uj, err := jwt.ParseDecoratedJWT(data)
+	if err != nil {
+		return nil, "", fmt.Errorf("cluster.creds: %s: %w", c.Cluster.Creds, err)
+	}
+	return kp, uj, nil
 }

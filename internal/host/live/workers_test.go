@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentforeman/foreman/internal/cluster"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/worker"
 	"github.com/agentforeman/foreman/internal/workq"
 )
@@ -173,7 +174,7 @@ func TestWorkersCheckAndTheHostReports(t *testing.T) {
 	logPath = strings.Fields(logPath)[0]
 	assert.Equal(t, filepath.Join(w.dir, ".foreman", "host", "logs"), filepath.Dir(logPath), "kept with the host's own logs, where the board serves them")
 	assert.Contains(t, w.readFile(logPath), "FAIL: db holds BUG")
-	assert.Equal(t, "db-1.again1.log", filepath.Base(logPath), "the verdict's is the last try's (host.retries)")
+	assert.Equal(t, "db-1.again1.log", filepath.Base(logPath), "the verdict's is the last try's (host.retries):\n%s", w.dump())
 	assert.Contains(t, w.readFile(filepath.Join(filepath.Dir(logPath), "db-1.log")), "FAIL: db holds BUG", "the first try's log kept too")
 
 	w.expect(w.foreman, "FIX db")
@@ -261,4 +262,30 @@ func TestAWorkerRunsParallelJobs(t *testing.T) {
 	w.waitStarted("api") // both at once: the gate is shut
 	w.openGate()
 	w.awaitAll(w.host, "CI db PASS ", "CI api PASS ")
+}
+
+// refuseLanding are rules that let the checks pass as the strict rules
+// do and refuse every landing.
+type refuseLanding struct{ host.StrictRules }
+
+func (refuseLanding) MayLand(host.Landable) string { return "these rules refuse every landing" }
+
+// The executors decide nothing: with real git and real workers, a core
+// whose rules refuse every landing lands nothing, though the workers
+// passed the checks and the auditor approved: main never moves, and the
+// host says why.
+func TestNothingLandsThatTheRulesRefuse(t *testing.T) {
+	w := newWorld(t, worldOptions{workers: true})
+	w.startHostWith(nil, func(o *Options) { o.Core.Rules = refuseLanding{} })
+	w.startWorker("w1")
+	main := w.tip("main")
+	w.claim("b1", "db")
+	w.commit("b1/db", "main", map[string]string{"db": "db\n"})
+	w.say("b1", "READY db b1/db")
+	w.expect(w.host, "CI db PASS ")
+	w.expect(w.foreman, "REVIEW db")
+	w.say("aud", "AUDIT db PASS")
+	w.expect(w.host, "queue: not landing db: these rules refuse every landing")
+	assert.Equal(t, main, w.tip("main"), "nothing landed")
+	assert.Empty(t, w.said(w.host, "MERGED db"))
 }

@@ -18,6 +18,7 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -35,9 +36,15 @@ import (
 // The names a receipt is made of.
 const (
 	StatementType = "https://in-toto.io/Statement/v1"
-	// PredicateType is foreman's landing predicate (Landing), version 1;
-	// docs/HOST.md, "Landing receipts", says what each field means.
-	PredicateType = "https://github.com/agentforeman/foreman/landing/v1"
+	// PredicateType is foreman's landing predicate (Landing), version 2:
+	// version 1's fields, and the repository and the landing's place in
+	// its chain (Chain); docs/HOST.md, "Landing receipts", says what each
+	// field means. Receipts of version 1 (PredicateTypeV1) still open.
+	PredicateType   = "https://github.com/agentforeman/foreman/landing/v2"
+	PredicateTypeV1 = "https://github.com/agentforeman/foreman/landing/v1"
+	// HeadPredicateType is the host's signed head (Head): the newest
+	// landing of a repository's chain, signed again at least hourly.
+	HeadPredicateType = "https://github.com/agentforeman/foreman/head/v1"
 	// PayloadType is the DSSE payload type of an in-toto statement.
 	PayloadType = "application/vnd.in-toto+json"
 	// NotesRef is where the receipts are kept, one note per landed commit.
@@ -76,6 +83,13 @@ type Landing struct {
 	Tree     string    `json:"tree"`   // its tree (the subject)
 	Checks   Checks    `json:"checks"` // the run whose checks passed on Tree, or on its batch's head's tree
 	At       time.Time `json:"at"`     // when the host decided to land it, by its clock
+	// Repository names the repository it landed in (host.repository): a
+	// verifier expects its own, so that a receipt of a fork the same key
+	// lands in is not taken for one of this repository. Version 2.
+	Repository string `json:"repository,omitempty"`
+	// Chain is its place in the repository's chain of landings: version
+	// 2; nil in a receipt of version 1.
+	Chain *Chain `json:"chain,omitempty"`
 	// Batch: it landed in a batch, several components by one
 	// compare-and-swap: the target went from the first's LandedOn to the
 	// head straight, and never held the commits below the head. Checks is
@@ -83,6 +97,30 @@ type Landing struct {
 	// work; this commit's own tree was not checked alone (unless it is the
 	// head). Nil for a landing of one component, whose own tree passed.
 	Batch *Batch `json:"batch,omitempty"`
+}
+
+// Chain is a landing's place in its repository's chain of receipts, a
+// hash chain with a counter: each landing names the receipt of the one
+// before it, so that none can be taken out, put in or reordered without
+// the chain saying so, and the first names where the host began, so that
+// a verifier needs nothing unsigned to know where to start.
+type Chain struct {
+	Seq int `json:"seq"` // 1 for the first landing of the chain, then one more each
+	// Previous is the landing before it: its receipt's digest (StatementDigest);
+	// "" for the first.
+	Previous string `json:"previous,omitempty"`
+	// Start, on the first landing only: the target's commit before the
+	// host's first landing, where a verifier's walk ends.
+	Start string `json:"start,omitempty"`
+}
+
+// Link is the newest landing of a chain, as the host keeps it to chain the
+// next one to, and as a head statement names it.
+type Link struct {
+	Seq    int    `json:"seq"`
+	Digest string `json:"digest"` // its receipt's StatementDigest
+	Commit string `json:"commit"` // the landed commit
+	Start  string `json:"start"`  // where the chain began (its first landing's Chain.Start)
 }
 
 // Batch is the landings one compare-and-swap made.
@@ -147,15 +185,20 @@ func (c Checks) Passed() bool {
 }
 
 // New is the statement of a landing: its subjects are the landed commit
-// (on the target) and its tree.
+// (on the target) and its tree. A landing with its place in a chain is of
+// version 2; one without, of version 1 (as hosts made them before chains).
 func New(l Landing) Statement {
+	kind := PredicateType
+	if l.Chain == nil {
+		kind = PredicateTypeV1
+	}
 	return Statement{
 		Type: StatementType,
 		Subject: []Subject{
 			{Name: l.Target, Digest: map[string]string{"gitCommit": l.Commit}},
 			{Name: "tree", Digest: map[string]string{"gitTree": l.Tree}},
 		},
-		PredicateType: PredicateType,
+		PredicateType: kind,
 		Predicate:     l,
 	}
 }
@@ -182,8 +225,16 @@ type Signer interface {
 	Sign(msg []byte) []byte
 }
 
-// Sign makes the receipt of s: its DSSE envelope as JSON, signed by by.
-func Sign(s Statement, by Signer) ([]byte, error) {
+// Signed is what the host signs: a landing's Statement, or its head's
+// HeadStatement.
+type Signed interface{ signed() }
+
+func (Statement) signed()     {}
+func (HeadStatement) signed() {}
+
+// Sign makes the receipt of s (or its signed head): its DSSE envelope as
+// JSON, signed by by.
+func Sign(s Signed, by Signer) ([]byte, error) {
 	body, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -229,18 +280,42 @@ func (k Key) KeyID() (string, error)   { return k.ID, nil }
 func (k Key) Public() crypto.PublicKey { return k.Pub }
 
 // Open checks a receipt against the keys trusted (never against the key
-// it carries) and reads its statement; it says who signed it. An error
-// says, in words for people, why the receipt is not good.
+// it carries) and reads its statement, of version 1 or 2; it says who
+// signed it. An error says, in words for people, why the receipt is not
+// good.
 func Open(note []byte, trusted []Key) (Statement, string, error) {
+	body, signer, err := open(note, trusted)
+	if err != nil {
+		return Statement{}, signer, err
+	}
+	var s Statement
+	if err := json.Unmarshal(body, &s); err != nil {
+		return Statement{}, signer, fmt.Errorf("its statement cannot be read: %v", err)
+	}
+	if s.Type != StatementType || s.PredicateType != PredicateType && s.PredicateType != PredicateTypeV1 {
+		return Statement{}, signer, fmt.Errorf("a statement of type %s about %s, not a landing", s.Type, s.PredicateType)
+	}
+	if s.PredicateType == PredicateTypeV1 && (s.Predicate.Chain != nil || s.Predicate.Repository != "") {
+		return Statement{}, signer, errors.New("a landing of version 1 with fields of version 2")
+	}
+	if s.PredicateType == PredicateType && (s.Predicate.Chain == nil || s.Predicate.Repository == "" || s.Predicate.Chain.Seq < 1) {
+		return Statement{}, signer, errors.New("a landing of version 2 that names no repository, or no place in a chain")
+	}
+	return s, signer, nil
+}
+
+// open checks a DSSE envelope against the keys trusted and gives its
+// payload, and who signed it.
+func open(note []byte, trusted []Key) ([]byte, string, error) {
 	var env Envelope
 	if err := json.Unmarshal(note, &env); err != nil {
-		return Statement{}, "", fmt.Errorf("not a receipt: %v", err)
+		return nil, "", fmt.Errorf("not a receipt: %v", err)
 	}
 	if env.PayloadType != PayloadType {
-		return Statement{}, "", fmt.Errorf("not a receipt: payload type %q, not %s", env.PayloadType, PayloadType)
+		return nil, "", fmt.Errorf("not a receipt: payload type %q, not %s", env.PayloadType, PayloadType)
 	}
 	if len(env.Signatures) == 0 {
-		return Statement{}, "", errors.New("not signed")
+		return nil, "", errors.New("not signed")
 	}
 	signer := env.Signatures[0].KeyID
 	if env.PublicKey != "" {
@@ -250,24 +325,94 @@ func Open(note []byte, trusted []Key) (Statement, string, error) {
 	}
 	known := slices.IndexFunc(trusted, func(k Key) bool { return k.ID == signer })
 	if known < 0 {
-		return Statement{}, signer, fmt.Errorf("signed by %s, which is not a trusted key (the host's, or one given with --trust)", orUnnamed(signer))
+		return nil, signer, fmt.Errorf("signed by %s, which is not a trusted key (the host's, or one given with --trust)", orUnnamed(signer))
 	}
 	v, err := dsse.NewEnvelopeVerifier(trusted[known])
 	if err != nil {
-		return Statement{}, signer, err
+		return nil, signer, err
 	}
 	_, body, err := v.VerifyAndDecode(context.Background(), &env.Envelope)
 	if err != nil {
-		return Statement{}, signer, fmt.Errorf("its signature by %s does not verify: the receipt was changed after it was signed", signer)
+		return nil, signer, fmt.Errorf("its signature by %s does not verify: the receipt was changed after it was signed", signer)
 	}
-	var s Statement
+	return body, signer, nil
+}
+
+// StatementDigest is what the next landing of a chain names a receipt by:
+// the sha256 of the statement it signs (its DSSE payload), whoever signed
+// it. Empty when note is not an envelope.
+func StatementDigest(note []byte) string {
+	var env Envelope
+	if err := json.Unmarshal(note, &env); err != nil || env.Payload == "" {
+		return ""
+	}
+	body, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		if body, err = base64.URLEncoding.DecodeString(env.Payload); err != nil {
+			return ""
+		}
+	}
+	sum := sha256.Sum256(body)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// HeadStatement is an in-toto Statement v1 about the newest landing of a
+// repository's chain: the host's signed head. The host signs it again at
+// least hourly (HeadEvery), so that a verifier holding none newer than a
+// day can tell a target rolled back, or frozen, from one that is not.
+type HeadStatement struct {
+	Type          string    `json:"_type"`
+	Subject       []Subject `json:"subject"`
+	PredicateType string    `json:"predicateType"`
+	Predicate     Head      `json:"predicate"`
+}
+
+// Head is the predicate of a HeadStatement.
+type Head struct {
+	Host       string    `json:"host"`       // who signed it
+	Repository string    `json:"repository"` // host.repository
+	Target     string    `json:"target"`     // refs/heads/<name>
+	Newest     Link      `json:"newest"`     // the newest landing of the chain
+	At         time.Time `json:"at"`         // when the host signed it, by its clock
+}
+
+// HeadEvery is how often, at most, the host signs its head again while
+// nothing lands: a verifier refuses one older than it allows (foreman
+// verify --max-age, a day by default).
+const HeadEvery = time.Hour
+
+// HeadRef is where the host keeps its signed head of target (a branch's
+// short name): a ref to the envelope's blob.
+func HeadRef(target string) string { return "refs/foreman/head/" + target }
+
+// NewHead is the head statement of h: its subject is the newest landed
+// commit.
+func NewHead(h Head) HeadStatement {
+	return HeadStatement{
+		Type:          StatementType,
+		Subject:       []Subject{{Name: h.Target, Digest: map[string]string{"gitCommit": h.Newest.Commit}}},
+		PredicateType: HeadPredicateType,
+		Predicate:     h,
+	}
+}
+
+// OpenHead checks a signed head against the keys trusted and reads it.
+func OpenHead(data []byte, trusted []Key) (Head, string, error) {
+	body, signer, err := open(data, trusted)
+	if err != nil {
+		return Head{}, signer, err
+	}
+	var s HeadStatement
 	if err := json.Unmarshal(body, &s); err != nil {
-		return Statement{}, signer, fmt.Errorf("its statement cannot be read: %v", err)
+		return Head{}, signer, fmt.Errorf("its statement cannot be read: %v", err)
 	}
-	if s.Type != StatementType || s.PredicateType != PredicateType {
-		return Statement{}, signer, fmt.Errorf("a statement of type %s about %s, not a landing", s.Type, s.PredicateType)
+	if s.Type != StatementType || s.PredicateType != HeadPredicateType {
+		return Head{}, signer, fmt.Errorf("a statement of type %s about %s, not a signed head", s.Type, s.PredicateType)
 	}
-	return s, signer, nil
+	if len(s.Subject) != 1 || s.Subject[0].Digest["gitCommit"] != s.Predicate.Newest.Commit {
+		return Head{}, signer, errors.New("a signed head whose subject is not its newest landing")
+	}
+	return s.Predicate, signer, nil
 }
 
 func orUnnamed(id string) string {

@@ -8,10 +8,12 @@
 // refs/foreman/jobs/<run> (so that a worker can fetch it by name, and no gc
 // takes it while the job lives), serves the repository read-only over
 // git's smart HTTP (GitServer), and puts one job per label set on the
-// queue. It takes the first result stored for each job, checks that it
-// answers the job it gave (its id, the message a worker was given, the
-// commit), copies the logs into host.logs, and answers as the checks run
-// here would. A result that does not answer the job is refused and
+// queue, each given to one worker it names (assign.go). It takes the
+// result stored for each job by the worker it gave it to, checks that it
+// answers the job (its id, the message the worker was given, the commit
+// and its tree, signed by a worker it trusts and the account has not
+// revoked: trust.go), copies the logs into host.logs, and answers as the
+// checks run here would. A result that does not answer the job is refused and
 // counted, and the job is tried again (never charged to the builder); so
 // is a job a worker could not do.
 package remote
@@ -32,11 +34,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/rs/zerolog"
 
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/checks"
 	"github.com/agentforeman/foreman/internal/host/gitjob"
+	"github.com/agentforeman/foreman/internal/host/receipt"
+	"github.com/agentforeman/foreman/internal/natsauth"
 	"github.com/agentforeman/foreman/internal/workq"
 )
 
@@ -56,7 +61,6 @@ type Options struct {
 	Env      []string   // host.env, as written
 	Timeout  time.Duration
 	LogLimit int64
-	Retries  int
 	Sandbox  workq.Sandbox // what the host requires of the workers' sandbox
 	Logs     string        // host.logs: the workers' logs are copied there
 
@@ -68,7 +72,12 @@ type Options struct {
 	// Lease is the consumers' ack wait (cluster.lease), and how often the
 	// host looks for results its watch may have missed and says it is
 	// there.
-	Lease  time.Duration
+	Lease time.Duration
+	// Claims reads the account's JWT as the server holds it now (nil, nil
+	// when the server keeps none: not operator mode): a worker revoked
+	// there, or not made by the account's worker signing key, is given no
+	// job and its results count for nothing.
+	Claims func(context.Context) (*jwt.AccountClaims, error)
 	Logger zerolog.Logger
 }
 
@@ -96,7 +105,17 @@ type Remote struct {
 	waiting map[string]*waiter   // by job id
 	ended   map[string]bool      // jobs given in this life that ended: a result now is late
 	avoid   map[string][]string  // by commit: workers that could not do a job on it
-	checked map[string]time.Time // by label set: when its consumer was last checked
+	checked map[string]time.Time // by worker: when its consumer was last checked
+
+	pool   map[string]*pooled   // the workers, as last heard
+	gaveTo map[string]*pooled   // each worker as it was when it was last given a job
+	given  map[string]int       // by worker: the jobs this host gave it that live
+	last   map[string]time.Time // by worker: when it was last given a job
+	wake   chan struct{}        // closed when a worker may be free
+	claims *jwt.AccountClaims   // the account's JWT, as last read (nil: none)
+	// unassigned counts the jobs waiting for a free worker.
+	unassigned int
+
 	results uint64
 	refused uint64
 	late    uint64
@@ -111,7 +130,10 @@ type waiter struct {
 	since  time.Time
 	done   chan<- taken // where its result goes, once: shared by the run's jobs
 	git    *GitServer   // which granted its fetch token
-	worker string
+	worker string       // the one worker it was given to
+	// released: it no longer counts as one of its worker's jobs (r.mu).
+	released bool
+	ignored  map[string]bool // the results of it ignored, by key (r.mu)
 }
 
 // taken is a result taken for the job of a run's group.
@@ -127,7 +149,8 @@ func New(o Options) *Remote {
 		o.Lease = 3 * time.Second
 	}
 	return &Remote{o: o, log: o.Logger, start: time.Now(), waiting: map[string]*waiter{}, ended: map[string]bool{},
-		avoid: map[string][]string{}, checked: map[string]time.Time{}, moved: make(chan struct{}, 1), groups: groups(o.Checks, o.Labels, o.Sandbox.Required)}
+		avoid: map[string][]string{}, checked: map[string]time.Time{}, moved: make(chan struct{}, 1), groups: groups(o.Checks, o.Labels, o.Sandbox.Required),
+		pool: map[string]*pooled{}, gaveTo: map[string]*pooled{}, given: map[string]int{}, last: map[string]time.Time{}, wake: make(chan struct{})}
 }
 
 // Start makes this host the one that gives the build's jobs (the host
@@ -145,10 +168,10 @@ func (r *Remote) Start(ctx context.Context, startRun int) error {
 	if err := o.Repo.DeleteRefs(ctx, pinPrefix); err != nil {
 		return fmt.Errorf("host.repo: deleting the pins a host left: %w", err)
 	}
-	for _, g := range r.groups {
-		if err := r.checkConsumer(ctx, workq.LabelSet(g.labels)); err != nil {
-			return err
-		}
+	if ac, ok := r.readClaims(ctx); !ok {
+		return errors.New("cannot read the account's JWT from NATS (" + natsauth.ClaimsSubject + "): the host must know which workers are revoked")
+	} else if ac == nil && o.Claims != nil {
+		r.log.Warn().Msg("the NATS server keeps no account JWT (not operator mode, or a memory resolver): a worker revoked is not known as such here (docs/NATS.md)")
 	}
 	if o.Trust == nil {
 		r.log.Warn().Msg("host.workers is not set: a result counts from any worker, unsigned; only NATS users of their own keep one worker from another's jobs (docs/NATS.md)")
@@ -164,26 +187,32 @@ func (r *Remote) Start(ctx context.Context, startRun int) error {
 		_ = git.Close()
 		return fmt.Errorf("following the workers' results: %w", err)
 	}
+	workers, err := o.Queue.WatchWorkers(bg)
+	if err != nil {
+		stop()
+		_ = git.Close()
+		return fmt.Errorf("following the workers: %w", err)
+	}
 	done := make(chan struct{})
 	r.mu.Lock()
 	r.git, r.startRun, r.stop, r.done = git, startRun, stop, done
 	r.mu.Unlock()
-	go r.follow(bg, results, done)
+	go r.follow(bg, results, workers, done)
 	return nil
 }
 
-// checkConsumer makes the consumer of set's jobs, or puts it back as it
-// must be, and says what it put back.
-func (r *Remote) checkConsumer(ctx context.Context, set string) error {
-	put, err := r.o.Queue.Consumer(ctx, set, r.o.Lease)
+// checkConsumer makes the consumer of worker's jobs, or puts it back as
+// it must be, and says what it put back.
+func (r *Remote) checkConsumer(ctx context.Context, worker string) error {
+	put, err := r.o.Queue.Consumer(ctx, worker, r.o.Lease)
 	for _, p := range put {
-		r.log.Warn().Str("labels", set).Msg("the job queue: " + p)
+		r.log.Warn().Str("worker", worker).Msg("the job queue: " + p)
 	}
 	if err != nil {
-		return fmt.Errorf("the job queue's consumer for %s: %w", set, err)
+		return fmt.Errorf("the job queue's consumer for worker %s: %w", worker, err)
 	}
 	r.mu.Lock()
-	r.checked[set] = time.Now()
+	r.checked[worker] = time.Now()
 	r.mu.Unlock()
 	return nil
 }
@@ -310,6 +339,9 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 	for g := range r.groups {
 		w, err := r.give(ctx, req, tree, g, git, done)
 		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn().Err(err).Int("run", j.Run).Msg("cannot give the job to a worker: the run is tried again")
+			}
 			r.withdraw(ws)
 			return gitjob.Checked{}, err
 		}
@@ -341,6 +373,7 @@ func (r *Remote) Check(ctx context.Context, req gitjob.CheckRequest) (gitjob.Che
 			if len(r.groups) > 1 {
 				what += " (" + labelsSaid(r.groups[t.group].labels) + ")"
 			}
+			r.log.Warn().Str("job", t.res.Job).Str("worker", x.Worker).Str("why", x.Why).Msg("a worker could not check the commit: the run is tried again")
 			return gitjob.Checked{}, fmt.Errorf("%s could not check %s: %s", who, what, x.Why)
 		}
 	}
@@ -360,14 +393,39 @@ func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, tree string,
 	r.mu.Lock()
 	avoid := slices.Clone(r.avoid[req.Commit])
 	r.mu.Unlock()
-	job := workq.Job{V: workq.Version, ID: fmt.Sprintf("%d-%d-%s", j.Run, g, hex.EncodeToString(nonce)),
+	worker, err := r.choose(ctx, grp.labels, avoid)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	_, made := r.checked[worker]
+	p := r.pool[worker]
+	r.gaveTo[worker] = p
+	// The fetch token is the worker's alone: its trusted key's, or,
+	// without host.workers, the key of the user JWT the account vouched
+	// for.
+	key := ""
+	if r.o.Trust != nil {
+		key = r.o.Trust.Key(worker)
+	} else if r.claims != nil && p != nil {
+		key = jwtSubject(p.st.JWT)
+	}
+	r.mu.Unlock()
+	if !made {
+		if err := r.checkConsumer(ctx, worker); err != nil {
+			r.release(worker)
+			return nil, err
+		}
+	}
+	id := fmt.Sprintf("%d-%d-%s", j.Run, g, hex.EncodeToString(nonce))
+	job := workq.Job{V: workq.Version, ID: id, Worker: worker,
 		Build: r.o.Build, Host: r.o.Host, Run: j.Run, Group: g,
 		Component: j.Component, Ref: j.Ref, Owner: j.Owner, Commit: req.Commit, Base: req.Base, Target: r.o.Target,
 		Checks: grp.checks, Labels: grp.labels, Env: r.o.Env, TimeoutMS: r.o.Timeout.Milliseconds(),
-		LogLimit: r.o.LogLimit, Retries: j.Retries(r.o.Retries), Sandbox: r.o.Sandbox,
-		Fetch: workq.Fetch{URL: git.URL(), Ref: pinRef(j.Run), Token: git.Grant(pinRef(j.Run))},
+		LogLimit: r.o.LogLimit, Retries: j.Retries(), Sandbox: r.o.Sandbox,
+		Fetch: workq.Fetch{URL: git.URL(), Ref: pinRef(j.Run), Token: git.Grant(pinRef(j.Run), id, key)},
 		Avoid: avoid, Log: first}
-	w := &waiter{job: job, tree: tree, since: time.Now(), done: done, git: git}
+	w := &waiter{job: job, tree: tree, since: time.Now(), done: done, git: git, worker: worker}
 	r.mu.Lock()
 	r.waiting[job.ID] = w
 	r.mu.Unlock()
@@ -385,7 +443,7 @@ func (r *Remote) give(ctx context.Context, req gitjob.CheckRequest, tree string,
 	r.mu.Lock()
 	w.seq = seq
 	r.mu.Unlock()
-	r.log.Debug().Str("job", job.ID).Str("component", j.Component).Str("labels", workq.LabelSet(grp.labels)).Uint64("seq", seq).Msg("job queued for the workers")
+	r.log.Debug().Str("job", job.ID).Str("component", j.Component).Str("labels", workq.LabelSet(grp.labels)).Str("worker", worker).Uint64("seq", seq).Msg("job given to a worker")
 	r.changed()
 	return w, nil
 }
@@ -397,6 +455,13 @@ func (r *Remote) forget(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.changed()
+	if !w.released {
+		w.released = true
+		if r.given[w.worker]--; r.given[w.worker] <= 0 {
+			delete(r.given, w.worker)
+		}
+		r.poolChanged()
+	}
 	if r.waiting[w.job.ID] == w {
 		delete(r.waiting, w.job.ID)
 		if len(r.ended) > 65536 {
@@ -457,9 +522,27 @@ func (r *Remote) verdict(ctx context.Context, ws []*waiter, res []*workq.Result)
 		}
 	}
 	out.Logs = append(out.Logs, r.copyLogs(ctx, ws[decide].job, res[decide])...)
+	out.Commands = r.commands(res)
 	x := res[decide]
 	out.Result = checks.Result{Passed: x.Outcome == workq.Passed, Command: x.Command, Line: x.Line, Silent: x.Silent,
 		TimedOut: x.TimedOut, Stopped: x.Stopped, Duration: time.Duration(x.TookMS) * time.Millisecond}
+	return out
+}
+
+// commands is how each check of host.checks ended, in its order, from the
+// result of the group that ran it: the core decides from these what
+// passed, not from one word of the workers'.
+func (r *Remote) commands(res []*workq.Result) []receipt.Command {
+	n := 0
+	for _, g := range r.groups {
+		n += len(g.at)
+	}
+	out := make([]receipt.Command, n)
+	for gi, g := range r.groups {
+		for i, c := range gitjob.Results(g.checks, res[gi].Outcome == workq.Passed, res[gi].Command) {
+			out[g.at[i]] = c
+		}
+	}
 	return out
 }
 
@@ -484,10 +567,13 @@ func (r *Remote) copyLogs(ctx context.Context, j workq.Job, x *workq.Result) []s
 	for try, l := range x.Logs {
 		dst := filepath.Join(r.o.Logs, workq.TryLog(j.Log, try))
 		var err error
-		if want := workq.LogSubject(r.o.Build, j.ID, x.Worker, workq.TryLog(j.Log, try)); l.Subject != want {
-			err = fmt.Errorf("the worker named %q, which is not where its log of this job goes", l.Subject)
-		} else {
-			err = r.o.Queue.GetLog(ctx, l, dst)
+		switch {
+		case l.Subject != workq.LogSubject(x.Worker):
+			err = fmt.Errorf("the worker named %q, which is not where its logs go", l.Subject)
+		case l.Name != workq.TryLog(j.Log, try):
+			err = fmt.Errorf("the worker named log %q, which is not this try's", l.Name)
+		default:
+			err = r.o.Queue.GetLog(ctx, r.o.Build, j.ID, l, dst)
 		}
 		if err != nil {
 			_ = os.WriteFile(dst, []byte(fmt.Sprintf("[the log of this check, run by worker %s, could not be copied from NATS: %v]\n", x.Worker, err)), 0o644)
@@ -497,11 +583,17 @@ func (r *Remote) copyLogs(ctx context.Context, j workq.Job, x *workq.Result) []s
 	return out
 }
 
-// follow takes the results as the watch brings them, and, every lease,
-// looks for those of the jobs it waits for (a watch cut by a NATS restart
-// may miss one) and says the host is there.
-func (r *Remote) follow(ctx context.Context, results <-chan workq.Stored, done chan struct{}) {
+// follow takes the results as the watch brings them, hears the workers,
+// and, every lease, reads the account's JWT (revocations), looks for the
+// results of the jobs it waits for (a watch cut by a NATS restart may
+// miss one) and says the host is there.
+func (r *Remote) follow(ctx context.Context, results <-chan workq.Stored, workers <-chan workq.WorkerSeen, done chan struct{}) {
 	defer close(done)
+	// The workers' watch has a context of its own: one that stopped
+	// bringing words (a NATS restart) is started again.
+	var watch watchCtx
+	wctx := watch.renew(ctx)
+	defer watch.stop()
 	tick := time.NewTicker(r.o.Lease)
 	defer tick.Stop()
 	r.say(ctx)
@@ -524,6 +616,12 @@ func (r *Remote) follow(ctx context.Context, results <-chan workq.Stored, done c
 				continue
 			}
 			r.take(ctx, s)
+		case s, ok := <-workers:
+			if !ok {
+				workers = nil
+				continue
+			}
+			r.heard(s)
 		case <-r.moved:
 			r.say(ctx)
 		case <-tick.C:
@@ -532,9 +630,37 @@ func (r *Remote) follow(ctx context.Context, results <-chan workq.Stored, done c
 					results = w
 				}
 			}
+			if r.recheck(ctx) && workers != nil {
+				r.log.Info().Msg("the workers' watch brought nothing while they spoke: started again")
+				wctx = watch.renew(ctx)
+				workers = nil
+			}
+			if workers == nil {
+				if w, err := r.o.Queue.WatchWorkers(wctx); err == nil {
+					workers = w
+				}
+			}
+			r.readClaims(ctx)
 			r.sweep(ctx)
 			r.say(ctx)
 		}
+	}
+}
+
+// watchCtx is the context of the workers' watch, ended when it is
+// started again.
+type watchCtx struct{ cancel context.CancelFunc }
+
+func (w *watchCtx) renew(parent context.Context) context.Context {
+	w.stop()
+	ctx, cancel := context.WithCancel(parent)
+	w.cancel = cancel
+	return ctx
+}
+
+func (w *watchCtx) stop() {
+	if w.cancel != nil {
+		w.cancel()
 	}
 }
 
@@ -546,22 +672,32 @@ func (r *Remote) changed() {
 	}
 }
 
-// sweep reads the results of every job waited for, and checks the
-// consumer of a label set whose job has waited more than two leases.
+// sweep reads the results of every job waited for, checks the consumer
+// of a worker whose job has waited more than two leases, and gives up on
+// the jobs of a worker that is lost (stopped, silent, revoked): the run
+// is tried again, elsewhere.
 func (r *Remote) sweep(ctx context.Context) {
 	r.mu.Lock()
 	ids := make([]string, 0, len(r.waiting))
-	var sets []string
+	var check []string
+	var lost []*waiter
+	var why []string
 	for id, w := range r.waiting {
 		ids = append(ids, id)
-		set := workq.LabelSet(w.job.Labels)
-		if time.Since(w.since) > 2*r.o.Lease && time.Since(r.checked[set]) > r.o.Lease && !slices.Contains(sets, set) {
-			sets = append(sets, set)
+		if y := r.lost(w.worker); y != "" && w.seq != 0 {
+			lost, why = append(lost, w), append(why, y)
+			continue
+		}
+		if time.Since(w.since) > 2*r.o.Lease && time.Since(r.checked[w.worker]) > r.o.Lease && !slices.Contains(check, w.worker) {
+			check = append(check, w.worker)
 		}
 	}
 	r.mu.Unlock()
-	for _, set := range sets {
-		if err := r.checkConsumer(ctx, set); err != nil && ctx.Err() == nil {
+	for i, w := range lost {
+		r.giveUp(ctx, w, why[i])
+	}
+	for _, worker := range check {
+		if err := r.checkConsumer(ctx, worker); err != nil && ctx.Err() == nil {
 			r.log.Warn().Err(err).Msg("cannot check the job queue's consumer")
 		}
 	}
@@ -594,8 +730,8 @@ const (
 	// is not trusted, or the result does not answer the job): the job
 	// is tried again, never charged to the builder.
 	refused
-	// later: it cannot be judged now (NATS did not answer).
-	later
+	// judgedLater: it cannot be judged now (NATS did not answer).
+	judgedLater
 )
 
 // take judges a stored result of a job the host waits for and, if it
@@ -624,7 +760,7 @@ func (r *Remote) take(ctx context.Context, s workq.Stored) {
 	job, seq, tree := w.job, w.seq, w.tree
 	r.mu.Unlock()
 	verdict, why := r.judge(ctx, s, job, seq, tree)
-	if verdict == later {
+	if verdict == judgedLater {
 		return
 	}
 	r.mu.Lock()
@@ -633,6 +769,15 @@ func (r *Remote) take(ctx context.Context, s workq.Stored) {
 		return
 	}
 	if verdict == ignored {
+		// Counted and said once: the watch and every sweep bring it.
+		if w.ignored[s.Key] {
+			r.mu.Unlock()
+			return
+		}
+		if w.ignored == nil {
+			w.ignored = map[string]bool{}
+		}
+		w.ignored[s.Key] = true
 		r.refused++
 		r.mu.Unlock()
 		r.log.Warn().Str("job", s.Job).Str("worker", s.Worker).Str("why", why).Msg("ignored a result: not the word of the worker that took the job")
@@ -667,17 +812,24 @@ func (r *Remote) judge(ctx context.Context, s workq.Stored, job workq.Job, seq u
 		return ignored, fmt.Sprintf("it names worker %s, under the key of worker %s", x.Worker, s.Worker)
 	case x.Job != s.Job:
 		return ignored, fmt.Sprintf("it names job %s, under the key of job %s", x.Job, s.Job)
+	case s.Worker != job.Worker:
+		return ignored, fmt.Sprintf("the job was given to worker %s, not %s", job.Worker, s.Worker)
 	}
 	t, err := r.o.Queue.Taken(ctx, r.o.Build, s.Job, s.Worker)
 	switch {
 	case err != nil:
-		return later, ""
+		return judgedLater, ""
 	case t == nil:
 		return ignored, fmt.Sprintf("worker %s never said it took the job", s.Worker)
 	case t.Seq != seq:
 		return ignored, fmt.Sprintf("worker %s took message %d of the queue, and the job was message %d", s.Worker, t.Seq, seq)
 	case t.Commit != job.Commit:
 		return ignored, fmt.Sprintf("worker %s took it for commit %s, and the job was %s", s.Worker, short(t.Commit), short(job.Commit))
+	}
+	if why, later := r.vouch(ctx, s.Worker); later {
+		return judgedLater, ""
+	} else if why != "" {
+		return refused, why
 	}
 	if r.o.Trust != nil {
 		key := r.o.Trust.Key(s.Worker)
@@ -716,6 +868,24 @@ func (r *Remote) settle(ctx context.Context, st workq.Settled) {
 	}
 }
 
+// giveUp ends the wait for w, whose worker is lost: it is withdrawn
+// (settled Cancelled, so that the worker, should it come back, drops it),
+// and the run is tried again, that worker avoided.
+func (r *Remote) giveUp(ctx context.Context, w *waiter, why string) {
+	r.mu.Lock()
+	if r.waiting[w.job.ID] != w {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.waiting, w.job.ID)
+	r.ended[w.job.ID] = true
+	r.changed()
+	r.mu.Unlock()
+	r.log.Warn().Str("job", w.job.ID).Str("worker", w.worker).Str("why", why).Msg("the worker given the job is lost: it is given again")
+	w.done <- taken{group: w.job.Group, res: &workq.Result{Job: w.job.ID, Outcome: workq.Infra, Worker: w.worker, Why: why}}
+	r.settle(ctx, workq.Settled{Job: w.job.ID, Outcome: workq.Cancelled})
+}
+
 // refuse counts a result for no job this host gave.
 func (r *Remote) refuse(job, worker, why string) {
 	r.mu.Lock()
@@ -741,14 +911,14 @@ func (r *Remote) Status() workq.HostStatus {
 		serve = r.git.URL()
 	}
 	st := workq.HostStatus{Build: r.o.Build, Host: r.o.Host, Name: r.o.Name, Serve: serve, MaxParallel: r.o.MaxParallel,
-		InFlight: []workq.HostInFlight{}, Results: r.results, Refused: r.refused, Retried: r.retried,
+		InFlight: []workq.HostInFlight{}, Unassigned: r.unassigned, Results: r.results, Refused: r.refused, Retried: r.retried,
 		UpMS: time.Since(r.start).Milliseconds(), At: time.Now()}
 	for _, g := range r.groups {
 		st.LabelSets = append(st.LabelSets, workq.LabelSet(g.labels))
 	}
 	for _, w := range r.waiting {
 		st.InFlight = append(st.InFlight, workq.HostInFlight{Job: w.job.ID, Component: w.job.Component, Run: w.job.Run,
-			Labels: w.job.Labels, WaitedMS: time.Since(w.since).Milliseconds()})
+			Labels: w.job.Labels, Worker: w.worker, WaitedMS: time.Since(w.since).Milliseconds()})
 	}
 	slices.SortFunc(st.InFlight, func(a, b workq.HostInFlight) int { return strings.Compare(a.Job, b.Job) })
 	return st

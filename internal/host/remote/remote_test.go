@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,8 +24,8 @@ import (
 )
 
 // rig is a host's side of its workers on an in-process NATS, with a real
-// repository, and a test in the workers' place: it takes the jobs from the
-// queue and stores what results it likes.
+// repository, and a test in the workers' place: it says workers are there,
+// takes the jobs given to them, and stores what results it likes.
 type rig struct {
 	t      *testing.T
 	q      *workq.Queue
@@ -63,7 +64,34 @@ func newRig(t *testing.T, change ...func(*Options)) *rig {
 	r := New(o)
 	require.NoError(t, r.Start(bg, 10))
 	t.Cleanup(r.Close)
-	return &rig{t: t, q: q, r: r, repo: repo, commit: commit, logs: logs}
+	g := &rig{t: t, q: q, r: r, repo: repo, commit: commit, logs: logs}
+	g.present("w1", workq.Sandboxed)
+	return g
+}
+
+// present has worker say it is there with labels, every 50 ms until the
+// test ends, as a worker does every lease.
+func (g *rig) present(worker string, labels ...string) {
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{})
+	say := func() {
+		_ = g.q.SayWorker(ctx, workq.WorkerStatus{ID: worker, Labels: labels, Parallel: 8, Jobs: []workq.InHand{}})
+	}
+	say()
+	go func() {
+		defer close(done)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				say()
+			}
+		}
+	}()
+	g.t.Cleanup(func() { cancel(); <-done })
 }
 
 // check runs Check for run in the background; its answer comes on the channel.
@@ -81,13 +109,20 @@ func (g *rig) check(ctx context.Context, run int) <-chan answer {
 	return out
 }
 
-// take is the test in a worker's place: the next job of set, and the
-// message's sequence.
-func (g *rig) take(set string) (workq.Job, uint64, jetstream.Msg) {
+// take is the test in a worker's place: the next job given to worker,
+// and the message's sequence. The message is acknowledged at once: left
+// in hand, it would come again after the ack wait (the lease, 200 ms),
+// and a later take would get this job again rather than the next one (a
+// job of run 30 once more, whose result was taken: a Check that never
+// answers).
+func (g *rig) take(worker string) (workq.Job, uint64, jetstream.Msg) {
 	g.t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		msg, err := g.q.Take(bg, set, time.Second)
+		msg, err := g.q.Take(bg, worker, time.Second)
+		if errors.Is(err, workq.ErrNoConsumer) {
+			continue // not given a job yet
+		}
 		require.NoError(g.t, err)
 		if msg == nil {
 			continue
@@ -96,6 +131,7 @@ func (g *rig) take(set string) (workq.Job, uint64, jetstream.Msg) {
 		require.NoError(g.t, json.Unmarshal(msg.Data(), &j))
 		meta, err := msg.Metadata()
 		require.NoError(g.t, err)
+		require.NoError(g.t, msg.DoubleAck(bg))
 		return j, meta.Sequence.Stream, msg
 	}
 	g.t.Fatal("no job came")
@@ -125,6 +161,39 @@ func (g *rig) store(j workq.Job, seq uint64, res workq.Result, key ...nkeys.KeyP
 	require.True(g.t, stored)
 }
 
+// takeFrom is take of whichever of workers is given a job first.
+func (g *rig) takeFrom(workers ...string) (workq.Job, uint64) {
+	g.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		for _, w := range workers {
+			msg, err := g.q.Take(bg, w, 20*time.Millisecond)
+			if errors.Is(err, workq.ErrNoConsumer) || msg == nil {
+				continue
+			}
+			require.NoError(g.t, err)
+			var j workq.Job
+			require.NoError(g.t, json.Unmarshal(msg.Data(), &j))
+			meta, err := msg.Metadata()
+			require.NoError(g.t, err)
+			require.NoError(g.t, msg.DoubleAck(bg))
+			return j, meta.Sequence.Stream
+		}
+	}
+	g.t.Fatal("no job came")
+	return workq.Job{}, 0
+}
+
+// heard waits until the host has heard worker say it is there.
+func (g *rig) heard(worker string) {
+	g.t.Helper()
+	require.Eventually(g.t, func() bool {
+		g.r.mu.Lock()
+		defer g.r.mu.Unlock()
+		return g.r.pool[worker] != nil
+	}, time.Minute, 5*time.Millisecond, "the host never heard worker %s", worker)
+}
+
 func (g *rig) answer(ch <-chan answer) answer {
 	g.t.Helper()
 	select {
@@ -144,10 +213,11 @@ func (g *rig) answer(ch <-chan answer) answer {
 func TestAJobAndItsResult(t *testing.T) {
 	g := newRig(t)
 	ch := g.check(bg, 11)
-	j, seq, msg := g.take("sandboxed")
+	j, seq, _ := g.take("w1")
 	assert.Equal(t, g.commit, j.Commit)
 	assert.Equal(t, [][]string{{"make", "test"}}, j.Checks)
 	assert.Equal(t, []string{"sandboxed"}, j.Labels)
+	assert.Equal(t, "w1", j.Worker, "given to the one worker there")
 	assert.True(t, j.Sandbox.Required)
 	assert.Equal(t, "refs/foreman/jobs/11", j.Fetch.Ref)
 	assert.Equal(t, "db-11.log", j.Log)
@@ -163,7 +233,6 @@ func TestAJobAndItsResult(t *testing.T) {
 	res := g.result(j, seq, "w1", workq.Failed)
 	res.Command, res.Line, res.Logs = "make test", "FAIL: no", []workq.Log{l}
 	g.store(j, seq, res)
-	require.NoError(t, msg.Ack())
 	a := g.answer(ch)
 	require.NoError(t, a.err)
 	assert.False(t, a.checked.Passed)
@@ -210,7 +279,7 @@ func TestAResultForAnotherCommitOrMessageIsRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := newRig(t)
 			ch := g.check(bg, 12)
-			j, seq, _ := g.take("sandboxed")
+			j, seq, _ := g.take("w1")
 			res := g.result(j, seq, "w1", workq.Passed)
 			bad(&res, seq)
 			g.store(j, seq, res)
@@ -230,17 +299,20 @@ func TestAResultForAnotherCommitOrMessageIsRefused(t *testing.T) {
 func TestAJobNoWorkerCouldDoIsTriedAgainElsewhere(t *testing.T) {
 	g := newRig(t)
 	ch := g.check(bg, 13)
-	j, seq, _ := g.take("sandboxed")
+	j, seq, _ := g.take("w1")
 	res := g.result(j, seq, "w1", workq.Infra)
 	res.Why = "cannot fetch: connection refused"
 	g.store(j, seq, res)
 	a := g.answer(ch)
 	require.Error(t, a.err)
 	assert.Equal(t, "worker w1 could not check "+g.commit[:12]+": cannot fetch: connection refused", a.err.Error())
+	g.present("w2", workq.Sandboxed)
+	g.heard("w2")
 	ctx, cancel := context.WithCancel(bg)
 	ch = g.check(ctx, 14)
-	j, _, _ = g.take("sandboxed")
+	j, _, _ = g.take("w2")
 	assert.Equal(t, []string{"w1"}, j.Avoid)
+	assert.Equal(t, "w2", j.Worker, "given to another worker")
 	_, _, _, retried := g.r.Counts()
 	assert.Equal(t, uint64(1), retried)
 	cancel()
@@ -253,7 +325,7 @@ func TestAStaleRunIsWithdrawn(t *testing.T) {
 	g := newRig(t)
 	ctx, cancel := context.WithCancel(bg)
 	ch := g.check(ctx, 15)
-	j, seq, _ := g.take("sandboxed")
+	j, seq, _ := g.take("w1")
 	cancel()
 	a := g.answer(ch)
 	assert.ErrorIs(t, a.err, context.Canceled)
@@ -276,7 +348,7 @@ func TestAStaleRunIsWithdrawn(t *testing.T) {
 func TestAResultCountsOnlyFromTheWorkerThatTookTheJob(t *testing.T) {
 	g := newRig(t)
 	ch := g.check(bg, 21)
-	j, seq, _ := g.take("sandboxed")
+	j, seq, _ := g.take("w1")
 	// The thief read the job (its id, message and commit) somewhere.
 	forged := g.result(j, seq, "thief", workq.Passed)
 	stored, err := g.q.Store(bg, j.Build, forged)
@@ -286,7 +358,15 @@ func TestAResultCountsOnlyFromTheWorkerThatTookTheJob(t *testing.T) {
 	forged.Worker = "thief2"
 	_, err = g.q.Store(bg, j.Build, forged)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, refused, _, _ := g.r.Counts(); return refused == 2 }, time.Minute, 10*time.Millisecond)
+	// The attack: a worker that says it took the very message,
+	// for the job's commit (it had the job delivered to it after a NAK on
+	// the other's delivery, before each worker had a consumer of its
+	// own): the job was given to w1, and only w1's word counts.
+	require.NoError(t, g.q.SayTaken(bg, j.Build, workq.Taken{Job: j.ID, Worker: "thief3", Seq: seq, Commit: j.Commit}))
+	forged.Worker = "thief3"
+	_, err = g.q.Store(bg, j.Build, forged)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, refused, _, _ := g.r.Counts(); return refused == 3 }, time.Minute, 10*time.Millisecond)
 	select {
 	case a := <-ch:
 		t.Fatalf("a forged result was a verdict: %+v", a)
@@ -337,10 +417,9 @@ func TestSignedResultsOfTrustedWorkers(t *testing.T) {
 		{"unsigned", "w1", w1, nil, "", "it is not signed by worker w1's key"},
 		{"another key", "w1", w1, other, "", "it is not signed by worker w1's key"},
 		{"another key, claiming w1's", "w1", w1, other, pub, "its signature: its signature does not verify"},
-		{"untrusted worker", "w2", other, other, "", "worker w2 is not one host.workers trusts"},
 	} {
 		ch := g.check(bg, 30)
-		j, seq, _ := g.take("sandboxed")
+		j, seq, _ := g.take("w1")
 		tk := workq.Taken{Job: j.ID, Worker: c.worker, Seq: seq, Commit: j.Commit}
 		res := g.result(j, seq, c.worker, workq.Passed)
 		signed(&tk, &res, c.takenBy, c.resultBy, c.claim)
@@ -352,11 +431,19 @@ func TestSignedResultsOfTrustedWorkers(t *testing.T) {
 		assert.Contains(t, a.err.Error(), c.why, c.name)
 	}
 
+	// A worker host.workers does not trust is given no job.
+	g.present("w2", workq.Sandboxed)
+	g.heard("w2")
+	g.r.mu.Lock()
+	assert.Equal(t, "worker w2 is not one host.workers trusts", g.r.pool["w2"].why)
+	assert.Equal(t, "w1", g.r.pick([]string{workq.Sandboxed}, nil))
+	g.r.mu.Unlock()
+
 	// Its word that it took the job signed with another key: not the
 	// worker's word; ignored, never a verdict.
 	ctx, cancel := context.WithCancel(bg)
 	ch := g.check(ctx, 33)
-	j, seq, _ := g.take("sandboxed")
+	j, seq, _ := g.take("w1")
 	_, refusedBefore, _, _ := g.r.Counts()
 	tk := workq.Taken{Job: j.ID, Worker: "w1", Seq: seq, Commit: j.Commit}
 	res := g.result(j, seq, "w1", workq.Passed)
@@ -369,7 +456,7 @@ func TestSignedResultsOfTrustedWorkers(t *testing.T) {
 	assert.ErrorIs(t, g.answer(ch).err, context.Canceled, "no verdict came of it")
 
 	ch = g.check(bg, 31)
-	j, seq, _ = g.take("sandboxed")
+	j, seq, _ = g.take("w1")
 	g.store(j, seq, g.result(j, seq, "w1", workq.Passed), w1)
 	a := g.answer(ch)
 	require.NoError(t, a.err)
@@ -377,7 +464,7 @@ func TestSignedResultsOfTrustedWorkers(t *testing.T) {
 
 	// Taken out of the file while it holds a job: refused, tried again.
 	ch = g.check(bg, 32)
-	j, seq, _ = g.take("sandboxed")
+	j, seq, _ = g.take("w1")
 	require.NoError(t, os.WriteFile(trustFile, []byte("# w1 is gone\n"), 0o644))
 	g.store(j, seq, g.result(j, seq, "w1", workq.Passed), w1)
 	a = g.answer(ch)
@@ -394,12 +481,14 @@ func TestAHostNotStartedGivesNoJob(t *testing.T) {
 	a := g.answer(g.check(bg, 17))
 	require.Error(t, a.err)
 	assert.Contains(t, a.err.Error(), "does not give the build's jobs")
-	m, err := g.q.Take(bg, "sandboxed", 100*time.Millisecond)
-	require.NoError(t, err)
+	m, err := g.q.Take(bg, "w1", 100*time.Millisecond)
+	if !errors.Is(err, workq.ErrNoConsumer) {
+		require.NoError(t, err)
+	}
 	assert.Nil(t, m)
 	require.NoError(t, g.r.Start(bg, 17), "it may start again")
 	ch := g.check(bg, 18)
-	j, seq, _ := g.take("sandboxed")
+	j, seq, _ := g.take("w1")
 	g.store(j, seq, g.result(j, seq, "w1", workq.Passed))
 	require.NoError(t, g.answer(ch).err)
 }
@@ -413,16 +502,30 @@ func TestChecksSplitByLabels(t *testing.T) {
 		o.Labels = [][]string{nil, {"gpu"}, nil}
 	})
 	assert.Equal(t, []string{"sandboxed", "gpu+sandboxed"}, g.r.LabelSets())
+	g.present("w2", "gpu", workq.Sandboxed)
+	g.heard("w2")
 	ch := g.check(bg, 16)
-	any, anySeq, _ := g.take("sandboxed")
-	gpu, gpuSeq, _ := g.take("gpu+sandboxed")
+	// The gpu job goes to w2, the only worker with the label; the other
+	// to either.
+	var gpu, any workq.Job
+	var gpuSeq, anySeq uint64
+	for range 2 {
+		j, seq := g.takeFrom("w1", "w2")
+		if len(j.Labels) == 2 {
+			gpu, gpuSeq = j, seq
+			assert.Equal(t, "w2", j.Worker, "the only worker with the label")
+		} else {
+			any, anySeq = j, seq
+		}
+	}
+	assert.Equal(t, []string{"gpu", "sandboxed"}, gpu.Labels)
 	assert.Equal(t, [][]string{{"make", "lint"}, {"make", "test"}}, any.Checks, "in order, together")
 	assert.Equal(t, [][]string{{"make", "gpu-test"}}, gpu.Checks)
 	assert.Equal(t, "db-16.g1.log", gpu.Log)
 	res := g.result(gpu, gpuSeq, "w2", workq.Failed)
 	res.Command, res.Line = "make gpu-test", "no gpu"
 	g.store(gpu, gpuSeq, res)
-	res = g.result(any, anySeq, "w1", workq.Failed)
+	res = g.result(any, anySeq, any.Worker, workq.Failed)
 	res.Command, res.Line = "make test", "test failed"
 	g.store(any, anySeq, res)
 	a := g.answer(ch)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentforeman/foreman/internal/workq"
 )
 
 // GitServer serves the host's repository to its workers, read-only: git's
@@ -41,7 +43,16 @@ type GitServer struct {
 	git    string
 
 	mu     sync.Mutex
-	grants map[[32]byte]string // by the token's SHA-256: the ref it shows
+	grants map[[32]byte]grant // by the token's SHA-256
+}
+
+// grant is what a token shows, and to whom.
+type grant struct {
+	ref string
+	// job and key, when key is set: a request must carry the signature of
+	// workq.FetchSigned(job, token) by key (the worker the job was given
+	// to), so that the token alone, read anywhere, fetches nothing.
+	job, key string
 }
 
 // gitPath is where the repository is served on the listener.
@@ -62,7 +73,7 @@ func ServeGit(gitDir, addr, public string) (*GitServer, error) {
 	if public == "" {
 		public = "http://" + ln.Addr().String()
 	}
-	s := &GitServer{gitDir: gitDir, ln: ln, url: strings.TrimSuffix(public, "/") + gitPath, git: git, grants: map[[32]byte]string{}}
+	s := &GitServer{gitDir: gitDir, ln: ln, url: strings.TrimSuffix(public, "/") + gitPath, git: git, grants: map[[32]byte]grant{}}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
@@ -72,13 +83,15 @@ func ServeGit(gitDir, addr, public string) (*GitServer, error) {
 func (s *GitServer) URL() string { return s.url }
 
 // Grant makes a token that shows ref, and only ref, until Revoke: a
-// request must carry it as Authorization: Bearer <token>.
-func (s *GitServer) Grant(ref string) string {
+// request must carry it as Authorization: Bearer <token>, and, when key
+// is given (the key the host trusts the job's worker with), the worker's
+// signature of workq.FetchSigned(job, token) in workq.FetchHeader.
+func (s *GitServer) Grant(ref, job, key string) string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	token := hex.EncodeToString(b)
 	s.mu.Lock()
-	s.grants[sha256.Sum256([]byte(token))] = ref
+	s.grants[sha256.Sum256([]byte(token))] = grant{ref: ref, job: job, key: key}
 	s.mu.Unlock()
 	return token
 }
@@ -133,12 +146,17 @@ func (s *GitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// tokens that are valid.
 	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	s.mu.Lock()
-	ref, ok := s.grants[sha256.Sum256([]byte(token))]
+	g, ok := s.grants[sha256.Sum256([]byte(token))]
 	s.mu.Unlock()
 	if !ok {
 		http.Error(w, "no valid token: this serves the host's repository to its workers, with the token their jobs carry, while the job lives", http.StatusUnauthorized)
 		return
 	}
+	if g.key != "" && workq.Verify(g.key, workq.FetchSigned(g.job, token), r.Header.Get(workq.FetchHeader)) != nil {
+		http.Error(w, "the token is of a job given to another worker: a fetch carries the signature of the worker the job was given to ("+workq.FetchHeader+")", http.StatusForbidden)
+		return
+	}
+	ref := g.ref
 	// Protocol v0, never v2: v2's upload-pack gives any object a hidden
 	// ref reaches to a want that names it, v0's only what the refs it
 	// showed reach.

@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/workq"
 )
 
 var bg = context.Background()
@@ -38,7 +40,7 @@ func TestGitServerServesFetchesWithTheTokenOnly(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	assert.True(t, strings.HasPrefix(s.URL(), "http://127.0.0.1:"), s.URL())
-	token := s.Grant("refs/foreman/jobs/7")
+	token := s.Grant("refs/foreman/jobs/7", "", "")
 
 	mirror, err := gitrepo.InitBare(bg, filepath.Join(dir, "mirror.git"))
 	require.NoError(t, err)
@@ -67,7 +69,7 @@ func TestGitServerServesFetchesWithTheTokenOnly(t *testing.T) {
 	s.Revoke(token)
 	_, err = mirror.Fetch(bg, s.URL(), "refs/foreman/jobs/7", "refs/foreman/fetched/y", Header(token))
 	assert.Error(t, err, "the job ended: its token fetches nothing")
-	token = s.Grant("refs/foreman/jobs/7")
+	token = s.Grant("refs/foreman/jobs/7", "", "")
 
 	for name, header := range map[string][]string{"no token": nil, "another token": {"Authorization: Bearer " + strings.Repeat("0", 64)}} {
 		_, err = mirror.Fetch(bg, s.URL(), "refs/foreman/jobs/7", "refs/foreman/fetched/c", header...)
@@ -100,4 +102,44 @@ func TestGitServerServesFetchesWithTheTokenOnly(t *testing.T) {
 	assert.Contains(t, string(out), "403", "refused by the server, not for want of something to push")
 	pushed, _ := repo.RevParse(bg, "refs/heads/pushed")
 	assert.Empty(t, pushed)
+}
+
+// A token granted for a worker's key fetches only with that worker's
+// signature of it: another worker's credentials (its key) sign it in
+// vain, and the token alone, read anywhere, fetches nothing. Without the
+// key in the grant, the token alone fetches (the control).
+func TestAFetchTokenWorksOnlyForItsWorker(t *testing.T) {
+	dir := t.TempDir()
+	repo, err := gitrepo.Init(bg, filepath.Join(dir, "repo.git"), "main", true)
+	require.NoError(t, err)
+	main, err := repo.RevParse(bg, "refs/heads/main")
+	require.NoError(t, err)
+	require.NoError(t, repo.SetRef(bg, "refs/foreman/jobs/7", main, "pin"))
+	s, err := ServeGit(repo.GitDir(), "127.0.0.1:0", "")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	w1, _ := nkeys.CreateUser()
+	w2, _ := nkeys.CreateUser()
+	pub1, _ := w1.PublicKey()
+	token := s.Grant("refs/foreman/jobs/7", "7-0-aa", pub1)
+	mirror, err := gitrepo.InitBare(bg, filepath.Join(dir, "mirror.git"))
+	require.NoError(t, err)
+	signed := func(kp nkeys.KeyPair, job string) string {
+		_, sig := workq.Sign(kp, workq.FetchSigned(job, token))
+		return workq.FetchHeader + ": " + sig
+	}
+	for name, headers := range map[string][]string{
+		"the token alone":                  {Header(token)},
+		"signed by another worker":         {Header(token), signed(w2, "7-0-aa")},
+		"signed by the worker for another": {Header(token), signed(w1, "8-0-aa")},
+	} {
+		_, err := mirror.Fetch(bg, s.URL(), "refs/foreman/jobs/7", "refs/foreman/fetched/x", headers...)
+		assert.Error(t, err, name)
+	}
+	got, err := mirror.Fetch(bg, s.URL(), "refs/foreman/jobs/7", "refs/foreman/fetched/a", Header(token), signed(w1, "7-0-aa"))
+	require.NoError(t, err, "the worker the job was given to")
+	assert.Equal(t, main, got)
+	open := s.Grant("refs/foreman/jobs/7", "7-0-aa", "")
+	_, err = mirror.Fetch(bg, s.URL(), "refs/foreman/jobs/7", "refs/foreman/fetched/b", Header(open))
+	require.NoError(t, err, "without the worker's key in the grant, the token alone fetches")
 }

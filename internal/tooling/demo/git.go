@@ -175,7 +175,7 @@ func (g *gitStage) config(c *config.Config, coordinator string, minute time.Dura
 		// As foreman host's default, 30 s, in the demo's contract time.
 		OverlapInterval: minute / 2,
 	}
-	g.host = config.Config{Host: c.Host}
+	g.host = config.Config{Host: c.Host, Build: c.Build}
 }
 
 // run is foreman host until ctx ends.

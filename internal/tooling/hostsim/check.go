@@ -1,9 +1,13 @@
 package hostsim
 
 import (
+	"context"
 	"strings"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/host/invariant"
+	"github.com/agentforeman/foreman/internal/host/receipt"
+	"github.com/agentforeman/foreman/internal/verify"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -17,6 +21,9 @@ type checker struct {
 	reviewRef map[string]string          // component -> the ref its last REVIEW named
 	approved  map[string]map[string]bool // component -> the commits foreman approved it at
 	merged    map[string]bool
+
+	key   receipt.Key   // the host's, whose receipts count
+	cache *verify.Cache // the receipts opened so far
 }
 
 func newChecker(w *world) *checker {
@@ -64,11 +71,21 @@ func (c *checker) hostMerged(comp string) {
 
 // step checks the promise after a step: first, what foreman has approved
 // now (an AUDIT PASS it took, of the commit the REVIEW was about), then
-// where main points, then main's first-parent line since the start: each
-// commit the host's landing put there, approved, on a tree that passed
-// the checks, its own or, landed in a batch, its batch's head's, above it
-// on that line.
-func (c *checker) step() {
+// that main never points at a batch's commit below its head, then the
+// landing invariant (package invariant, the one every host test ends
+// with) on main as it is: its first-parent line since the host began
+// landed by the host, approved, on a tree that passed (its own, or its
+// batch head's; its own with host.batch.max 1), each approval once, the
+// chain of receipts unbroken, not rolled back below the signed head.
+// Between steps a landing's receipt the ledger holds counts as its note
+// (a kill may have cut the note off: a Note job writes it once the host
+// is back); at the end (final), only the notes do, and the signed head
+// must anchor the newest landing.
+func (c *checker) step() { c.judge(true) }
+
+func (c *checker) final() { c.judge(false) }
+
+func (c *checker) judge(between bool) {
 	for _, v := range c.w.bot.Node().Engine().View().Components {
 		if v.Approved {
 			if tip := c.reviewTip[v.Name]; tip != "" {
@@ -87,42 +104,42 @@ func (c *checker) step() {
 			short(r.refs["main"]), l.component, short(l.head))
 		return
 	}
-	tips, comps := map[string]string{}, map[string]string{}
-	above := map[string]bool{} // main's first-parent commits down to this one
-	for id := r.refs["main"]; id != ""; {
-		cm := r.commits[id]
-		if len(cm.parents) == 0 {
-			break // the root: where the build started
-		}
-		above[id] = true
-		next := cm.parents[0]
-		if r.byHand[id] {
-			id = next
-			continue
-		}
-		l, ok := r.landed[id]
-		switch {
-		case !ok:
-			c.w.fail("main holds %s, which no landing of the host's put there", short(id))
-		case l.head == "" && !r.passed[cm.tree]:
-			c.w.fail("main holds %s (%s), whose tree %s no run of the checks passed", short(id), l.component, short(cm.tree))
-		case l.head != "" && !above[l.head]:
-			c.w.fail("main holds %s (%s), which landed in the batch whose head %s is not on main's first-parent line above it: no check passed on a tree holding it",
-				short(id), l.component, short(l.head))
-		case l.head != "" && !r.passed[r.commits[l.head].tree]:
-			c.w.fail("main holds %s (%s), which landed in the batch whose head %s has a tree %s no run of the checks passed",
-				short(id), l.component, short(l.head), short(r.commits[l.head].tree))
-		case len(cm.parents) != 2 || !c.approved[l.component][cm.parents[1]]:
-			c.w.fail("main holds %s, which lands %s's %s: never approved (approved: %v)", short(id), l.component, short(cm.parents[len(cm.parents)-1]), c.approved[l.component])
-		case tips[cm.parents[1]] != "":
-			c.w.fail("main holds %s and %s, which both land %s", short(id), short(tips[cm.parents[1]]), short(cm.parents[1]))
-		case comps[l.component] != "":
-			c.w.fail("main holds %s and %s, which both land %s", short(id), short(comps[l.component]), l.component)
-		}
-		if c.w.violation != nil {
+	if !c.anyLanded() {
+		return // nothing landed yet: the chain has no start to verify from
+	}
+	if c.cache == nil {
+		key, err := receipt.KeyOf(c.w.host.key.PublicPEM())
+		if err != nil {
+			c.w.fail("the host's key: %v", err)
 			return
 		}
-		tips[cm.parents[1]], comps[l.component] = id, id
-		id = next
+		c.key, c.cache = key, verify.NewCache()
 	}
+	o := verify.Options{Repo: r.history(c.w.host.ledger, between), Target: "main", Trusted: []receipt.Key{c.key},
+		Repository: "shop", Now: c.w.now(), Unanchored: between, Cache: c.cache}
+	truth := invariant.Truth{
+		Approved:  func(comp, tip string) bool { return c.approved[comp][tip] },
+		Passed:    func(tree string) bool { return r.passed[tree] },
+		ByHand:    func(id string) bool { return r.byHand[id] },
+		NoBatches: c.w.host.cfg.Batch == 1,
+	}
+	if _, err := invariant.Check(context.Background(), o, truth); err != nil {
+		c.w.fail("%v", err)
+	}
+}
+
+// anyLanded reports whether main holds a landing of the host's.
+func (c *checker) anyLanded() bool {
+	r := c.w.repo
+	for id := r.refs["main"]; id != ""; {
+		if _, ok := r.landed[id]; ok {
+			return true
+		}
+		cm := r.commits[id]
+		if len(cm.parents) == 0 {
+			return false
+		}
+		id = cm.parents[0]
+	}
+	return false
 }

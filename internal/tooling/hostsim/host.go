@@ -20,6 +20,7 @@ import (
 type simHost struct {
 	w      *world
 	id     string
+	key    *agentchat.Identity
 	cfg    host.Config
 	core   *host.Core
 	ledger []host.Record
@@ -40,13 +41,15 @@ type job struct {
 func newHost(w *world, id *agentchat.Identity, coordinator string, comps []string) *simHost {
 	cfg := host.Config{Self: id.AgentID(), Coordinator: coordinator, Components: comps, Mentions: []string{"@foreman", coordinator},
 		Gating: true, External: true, MaxParallel: 1 + w.rnd.IntN(4), Target: "main", Backoff: 30 * time.Second,
-		Sign: func(s receipt.Statement) ([]byte, error) { return receipt.Sign(s, id) }}
+		Repository: "shop", Checks: []string{"make test"}, Sign: func(s receipt.Signed) ([]byte, error) { return receipt.Sign(s, id) }}
 	// host.batch.max: 1, each car checked, or one check vouching for up to
 	// 2 to 4 cars, which land together (a batch);
 	// host.failure_depth: a failure blamed at once, or once the car behind
 	// it (whose chain holds it) said whether it passes.
 	cfg.Batch = 1 + w.rnd.IntN(4)
-	cfg.FailureDepth = w.rnd.IntN(2)
+	if depth := w.rnd.IntN(2); cfg.Batch > 1 {
+		cfg.FailureDepth = depth // needs batches: a car behind lands a failed one with it
+	}
 	// host.retries: a failure counts at once, or once seen twice on its
 	// tree (a run once, Job.Once, is checked again before blame).
 	cfg.Retries = w.rnd.IntN(2)
@@ -55,7 +58,7 @@ func newHost(w *world, id *agentchat.Identity, coordinator string, comps []strin
 	// never completes).
 	cfg.BatchMin = 1 + w.rnd.IntN(cfg.Batch)
 	cfg.BatchWait = time.Duration(1+w.rnd.IntN(5)) * time.Minute
-	return &simHost{w: w, id: cfg.Self, cfg: cfg, jobs: map[int]*job{}}
+	return &simHost{w: w, id: cfg.Self, key: id, cfg: cfg, jobs: map[int]*job{}}
 }
 
 // start is the host starting: from its ledger, on the repository as it is.
@@ -141,12 +144,20 @@ func (h *simHost) run(j host.Job) {
 				o = end(o)
 			}
 			if o.Result == host.Failed {
-				o.Tries = 1 + j.Retries(h.cfg.Retries) // a broken version fails each try
+				o.Tries = max(j.Tries, 1) // a broken version fails each try
 			}
 		case j.Kind == host.Land:
+			h.w.repo.noteFails = h.w.rnd.Float64() < h.w.lockP
+			if h.w.repo.noteFails {
+				h.w.count("notes not written")
+			}
 			o = h.w.repo.land(j)
+			h.w.repo.noteFails = false
 		case j.Kind == host.Note:
 			o = h.w.repo.noteJob(j)
+		case j.Kind == host.Head:
+			h.w.repo.head = j.Receipt
+			o = host.Outcome{Result: host.Landed, Commit: j.Commit}
 		case j.Kind == host.Pin:
 			h.pins++
 			o = host.Outcome{Result: host.Pinned, Commit: h.w.repo.refs[ref(j.Ref)], N: h.pins}

@@ -21,6 +21,8 @@ type repo struct {
 	commits map[string]*commit
 	refs    map[string]string // branch (main included) -> commit
 	notes   map[string][]byte // commit -> its receipt
+	head    []byte            // the host's signed head (receipt.HeadRef)
+	blobIDs map[string]string // a note's content -> its blob's id (history)
 
 	broken map[string]bool    // file versions the checks fail on
 	passed map[string]bool    // trees a run of the checks passed on
@@ -28,6 +30,9 @@ type repo struct {
 	byHand map[string]bool    // commits pushed straight to main
 	n      int
 	plant  string // Options.plant
+	// noteFails: the landing under way cannot write its notes (the notes
+	// ref locked by another git), though it moves main.
+	noteFails bool
 }
 
 // commit is one commit: a merge the host made names its base and tip.

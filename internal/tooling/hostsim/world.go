@@ -34,6 +34,7 @@ import (
 
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/host/receipt"
 	"github.com/agentforeman/foreman/internal/node"
 	"github.com/agentforeman/foreman/internal/tooling/sim"
 )
@@ -263,9 +264,59 @@ func (w *world) run() {
 		w.steps++
 		w.check.step()
 	}
-	if w.violation == nil {
+	if w.violation != nil {
+		return
+	}
+	w.check.step()
+	// Settled: once the host has written every note a kill cut off, and
+	// signed its head, the notes alone must hold, anchored.
+	for w.violation == nil && w.complete && !w.settled() {
+		at, ok := w.stage.Next()
+		if !ok || at.After(end.Add(settleLimit)) {
+			break
+		}
+		w.stage.Step()
+		w.steps++
 		w.check.step()
 	}
+	if w.violation == nil && w.complete {
+		w.check.final()
+	}
+}
+
+// settleLimit is how long a complete build may take to have every note
+// written and its head signed.
+const settleLimit = 3 * time.Hour
+
+// settled reports whether every landing on main has its note, and the
+// host's signed head names the newest.
+func (w *world) settled() bool {
+	r := w.repo
+	newest := ""
+	for id := r.refs["main"]; id != ""; {
+		if _, ok := r.landed[id]; ok {
+			if newest == "" {
+				newest = id
+			}
+			if r.notes[id] == nil {
+				return false
+			}
+		}
+		cm := r.commits[id]
+		if len(cm.parents) == 0 {
+			break
+		}
+		id = cm.parents[0]
+	}
+	if newest == "" {
+		return true
+	}
+	key, err := receipt.KeyOf(w.host.key.PublicPEM())
+	if err != nil {
+		return false
+	}
+	h, _, err := receipt.OpenHead(r.head, []receipt.Key{key})
+	return err == nil && h.Newest.Commit == newest
 }
 
 func (w *world) result() Result {

@@ -30,7 +30,7 @@ func StartWith(t testing.TB, mutate func(*server.Options)) *Server {
 	s := &Server{t: t, opts: server.Options{
 		ServerName: "n0", Host: "127.0.0.1", Port: freePort(t), JetStream: true,
 		StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-		JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 1 << 30,
+		JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 16 << 30, // a limit, not space taken: what the queue reserves fits
 	}}
 	if mutate != nil {
 		mutate(&s.opts)
@@ -94,7 +94,7 @@ func StartCluster(t testing.TB) *Cluster {
 		s := &Server{t: t, opts: server.Options{
 			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: clientPorts[i], JetStream: true,
 			StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-			JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 1 << 30,
+			JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 16 << 30, // a limit, not space taken: what the queue reserves fits
 			Cluster: server.ClusterOpts{Name: "foreman-test", Host: "127.0.0.1", Port: routePorts[i]},
 			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
 		}}

@@ -106,7 +106,8 @@ type Secured struct {
 	Dir   string // the accounts' directory (foreman nats init's)
 	Trust string // host.workers: every worker Creds made
 
-	mu sync.Mutex
+	mu    sync.Mutex
+	creds map[string]string // the last .creds file Creds made for each name
 }
 
 // StartSecured runs the example configuration on 127.0.0.1 and a random
@@ -162,17 +163,17 @@ func exampleOptions(t *testing.T, confDir string, edit func(string) string) (*se
 	opts, err := server.ProcessConfigFile(path)
 	require.NoError(t, err)
 	opts.NoLog, opts.NoSigs = true, true
-	opts.JetStreamMaxMemory, opts.JetStreamMaxStore = 64<<20, 1<<30
 	return opts, pki
 }
 
 // Creds makes a user of role named name, as foreman nats creds does
 // (a worker with labels, confining its checks, and trusted in s.Trust; a
-// host for its builds, "shop" if none), and writes its .creds file.
+// host or a foreman for its builds, "shop" if none), and writes its
+// .creds file.
 func (s *Secured) Creds(t testing.TB, role, name string, labelsOrBuilds ...string) string {
 	t.Helper()
 	u := natsauth.User{Role: role, Name: name, Labels: labelsOrBuilds, Confined: true}
-	if role == natsauth.RoleHost {
+	if role == natsauth.RoleHost || role == natsauth.RoleForeman {
 		u.Labels, u.Builds = nil, labelsOrBuilds
 		if len(u.Builds) == 0 {
 			u.Builds = []string{"shop"}
@@ -187,7 +188,41 @@ func (s *Secured) Creds(t testing.TB, role, name string, labelsOrBuilds ...strin
 	}
 	path := filepath.Join(t.TempDir(), name+".creds")
 	require.NoError(t, os.WriteFile(path, creds, 0o600))
+	s.mu.Lock()
+	if s.creds == nil {
+		s.creds = map[string]string{}
+	}
+	s.creds[name] = path
+	s.mu.Unlock()
 	return path
+}
+
+// CredsOf is the .creds file Creds made last for name.
+func (s *Secured) CredsOf(t testing.TB, name string) string {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	path, ok := s.creds[name]
+	require.True(t, ok, "no user %s made", name)
+	return path
+}
+
+// JWT is the user JWT of the .creds file Creds made last for name.
+func (s *Secured) JWT(t testing.TB, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(s.CredsOf(t, name))
+	require.NoError(t, err)
+	uj, err := jwt.ParseDecoratedJWT(data)
+	require.NoError(t, err)
+	return uj
+}
+
+// Key is the public key of the user Creds made last for name.
+func (s *Secured) Key(t testing.TB, name string) string {
+	t.Helper()
+	uc, err := jwt.DecodeUserClaims(s.JWT(t, name))
+	require.NoError(t, err)
+	return uc.Subject
 }
 
 // CredsWith makes a user named name with perms as they are, signed by the

@@ -14,8 +14,9 @@ import (
 
 // The bot's timing (internal/bot).
 const (
-	aliveEvery = 2 * time.Second
-	minPingGap = 200 * time.Millisecond
+	aliveEvery     = 2 * time.Second
+	heartbeatEvery = 3 * time.Second
+	minPingGap     = 200 * time.Millisecond
 )
 
 // proc is one foreman process: internal/bot's loop on the world's clock.
@@ -36,11 +37,12 @@ type proc struct {
 	cl      *client
 	clock   recovery.RoomClock
 
-	dead     bool
-	lastPing time.Time
-	timerGen int
-	stalled  bool
-	failed   []node.Entry // a commit that failed: only the last snapshot keeps them
+	dead      bool
+	lastPing  time.Time
+	lastHeard time.Time // when the room last sent a timestamp, by the world's clock
+	timerGen  int
+	stalled   bool
+	failed    []node.Entry // a commit that failed: only the last snapshot keeps them
 }
 
 // start opens the journal and connects; false if foreman would not start
@@ -71,6 +73,12 @@ func (p *proc) start() error {
 func (p *proc) aliveTick() {
 	if p.dead {
 		return
+	}
+	// A quiet room is asked its clock (the bot's heartbeat), so that the
+	// alive mark follows a quiet stretch.
+	if now := p.w.now(); !p.stalled && p.sess.InRoom() && now.Sub(p.lastHeard) >= heartbeatEvery && now.Sub(p.lastPing) >= heartbeatEvery {
+		p.lastPing = now
+		p.cl.ping()
 	}
 	if at := p.sess.AliveMark(); !p.stalled && !at.IsZero() {
 		_ = p.st.SaveAlive(at)
@@ -136,6 +144,7 @@ func (p *proc) handle(ev agentchat.Event) error {
 	case agentchat.Message:
 		p.clock.Saw(ev.TS, now)
 		p.sess.Saw(ev.TS)
+		p.lastHeard = now
 		if ev.Self {
 			if err := p.sess.Hear(ev); err != nil {
 				return p.refuse(err)
@@ -148,9 +157,11 @@ func (p *proc) handle(ev agentchat.Event) error {
 		return p.sess.Hear(ev)
 	case agentchat.Delivered:
 		p.clock.Saw(ev.TS, now)
+		p.lastHeard = now
 		p.sess.Delivered(ev)
 	case agentchat.Clock:
 		p.clock.Saw(ev.TS, now)
+		p.lastHeard = now
 		p.sess.Clock(ev.TS)
 	case agentchat.AgentJoined:
 		p.sess.Members(ev.Agent)
