@@ -268,8 +268,11 @@ func (h *Core) status(name string, r protocol.Heard) {
 	if owner := r.Field("owner"); owner != "" {
 		c.owner = owner
 	}
+	// After a restart, or a join after the check-ins: where the work is,
+	// merged with the others once the phase below says c is in flight.
+	learned := ""
 	if b := r.Field("branch"); b != "" && b != c.wip.branch && c.owner != "" {
-		c.wip.branch, c.wip.by = b, c.owner // after a restart: where the work is
+		learned = b
 	}
 	if pr := r.Field("pr"); pr != "" {
 		c.ref = pr
@@ -302,6 +305,9 @@ func (h *Core) status(name string, r protocol.Heard) {
 		case "held":
 			c.phase = held
 		}
+	}
+	if learned != "" {
+		h.named(c, c.owner, learned)
 	}
 	if n := c.named; n != nil && c.phase != unknown {
 		c.named = nil

@@ -75,6 +75,22 @@ func TestABranchNamedBeforeTheHostKnowsTheOwner(t *testing.T) {
 	assert.Empty(t, s.h.comps["db"].wip.branch)
 }
 
+// A host that joined after the builders named their branches learns them
+// from foreman's STATUS answers only: each branch so learned is merged with
+// the others, as a check-in's would be (a real room did this: the host
+// joined after both PROGRESS lines and never said OVERLAP).
+func TestABranchLearnedFromStatusIsScanned(t *testing.T) {
+	s := wipHarness(t)
+	assert.Empty(t, s.foreman("STATUS api building owner=@b1 since=0s progress=40% branch=b1/api").Start, "nothing else in flight")
+	scan := s.one(s.foreman("STATUS web building owner=@b2 since=0s progress=40% branch=b2/web"))
+	assert.Equal(t, Job{Run: scan.Run, Kind: Scan, Component: "web", Ref: "b2/web", Owner: "@b2",
+		Others: []Link{{Component: "api", Ref: "b1/api", Owner: "@b1"}}}, scan)
+	a := s.finish(scan.Run, Outcome{Result: Scanned, Overlaps: []Overlap{{With: "api", Files: []string{"shared.txt"}}}})
+	assert.Equal(t, []string{"OVERLAP web api shared.txt"}, a.Say)
+	assert.Empty(t, s.foreman("STATUS web building owner=@b2 since=1s progress=40% branch=b2/web").Start,
+		"the same branch again is no news")
+}
+
 // However often a builder checks in, its ref is merged with the others at
 // most once per host.overlap_interval.
 func TestScansAreBounded(t *testing.T) {

@@ -28,6 +28,7 @@ type hostBuild struct {
 	foreman string
 	host    string
 	peers   map[string]*roomtest.Peer
+	hostLog *roomtest.SyncBuffer // foreman host's stderr, shown when a wait is in vain
 
 	mu    sync.Mutex
 	lines []roomtest.Said
@@ -129,7 +130,7 @@ func startHostBuild(t *testing.T, rules, check string, comps []string, builders 
 		b.say("watch", "STATUS") // TASKS was said before the watcher came
 		b.await(b.foreman, "STATUS ")
 	}
-	pb.start("host", "--log-level", "warn", config)
+	b.hostLog = pb.start("host", "--log-level", "warn", config).Stderr
 	return b
 }
 
@@ -144,7 +145,7 @@ func (b *hostBuild) await(sender, prefix string) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	b.t.Fatalf("waited in vain for %q; the room said:\n%s", prefix, b.dump())
+	b.t.Fatalf("waited in vain for %q; the room said:\n%s\nforeman host said:\n%s", prefix, b.dump(), b.hostLog)
 	return ""
 }
 
