@@ -313,11 +313,11 @@ func (s *Sandbox) DiskRoom(dir string, parallel int) string {
 		return ""
 	}
 	l := s.c.Limits
-	free, need := int64(st.Bavail)*st.Bsize, int64(parallel)*(l.Disk+slack(l.Disk))+l.Caches+slack(l.Caches)
+	free, need := int64(st.Bavail)*st.Bsize, int64(parallel)*volumeSize(l.Disk)+volumeSize(l.Caches)
 	if free >= need {
 		return ""
 	}
-	return fmt.Sprintf("host.work: its filesystem has %s free, and checks may write up to %s there (host.max_parallel %d × host.sandbox_limits.disk %s, and host.sandbox_limits.caches %s, with their slack), beside the ledger and logs if they share it: lower the bounds, or give host.work a filesystem of its own",
+	return fmt.Sprintf("host.work: its filesystem has %s free, and checks may write up to %s there (host.max_parallel %d × host.sandbox_limits.disk %s, and host.sandbox_limits.caches %s, and ext4's own), beside the ledger and logs if they share it: lower the bounds, or give host.work a filesystem of its own",
 		roughSize(free), roughSize(need), parallel, Size(l.Disk), Size(l.Caches))
 }
 

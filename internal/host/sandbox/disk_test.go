@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -148,4 +149,36 @@ func TestTheHostSaysWhenItsDiskIsTooSmall(t *testing.T) {
 	assert.Contains(t, w, "host.max_parallel 4 × host.sandbox_limits.disk 1TiB, and host.sandbox_limits.caches 1TiB")
 	s = newSandbox(t, Config{Limits: Limits{Disk: MinDisk, Caches: MinDisk}})
 	assert.Empty(t, s.DiskRoom(dir, 1))
+}
+
+// A volume has room for its bound and at most 64 MiB more (issue 45: the
+// most a check may write past host.sandbox_limits.disk before it is
+// stopped, the kernel refusing a write past the volume's room), and at
+// least 16 MiB more, so the host sees a check past its bound before the
+// kernel refuses it a write: whatever the bound, the least allowed, the
+// default disk and caches, and one larger. The images are sparse.
+func TestAVolumesRoomIsItsBoundAndLittleMore(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("only root attaches a loop device")
+	}
+	if _, err := mkfs(); err != nil {
+		if os.Getenv("FOREMANTEST_REQUIRE_SANDBOX") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	for _, bound := range []int64{MinDisk, 64 << 20, 1 << 30, DefaultDisk, DefaultCaches, 100 << 30} {
+		v, err := openVolume(filepath.Join(dir, Size(bound)+".disk"), bound, os.Getuid())
+		require.NoError(t, err)
+		require.NoError(t, v.clear(volumeDirs...))
+		var st syscall.Statfs_t
+		require.NoError(t, syscall.Fstatfs(int(v.mnt.Fd()), &st))
+		room := int64(st.Bavail) * st.Bsize
+		v.close()
+		require.NoError(t, os.Remove(v.image))
+		t.Logf("bound %s: room %d MiB more", Size(bound), (room-bound)>>20)
+		assert.GreaterOrEqual(t, room-bound, int64(16<<20), "bound %s", Size(bound))
+		assert.LessOrEqual(t, room-bound, int64(64<<20), "bound %s", Size(bound))
+	}
 }

@@ -32,11 +32,12 @@ import (
 // copies of host.sandbox_paths.rw are in one volume of their own, for all
 // of them (host.sandbox_limits.caches).
 //
-// The kernel's bound is the volume's size: its bound (what may be written
-// in it), and some slack. Past the bound, the host stops the check and
-// says so; the slack lets it see that before the kernel refuses a write,
-// and a check that fills the volume anyway (faster than the host looks)
-// has written more than its bound too: told ENOSPC, then stopped.
+// The kernel's bound is the volume's room: its bound (what may be written
+// in it), and overshoot more. Past the bound, the host stops the check and
+// says so; the overshoot lets it see that before the kernel refuses a
+// write, and a check that fills the volume anyway (faster than the host
+// looks) has written more than its bound too: told ENOSPC, then stopped.
+// Either way it wrote overshoot more than its bound at most.
 type volume struct {
 	mu    sync.Mutex // mnt: the watcher reads it as a sandbox's Close lets go of it
 	image string
@@ -48,8 +49,30 @@ type volume struct {
 	base  int64    // what it held when last emptied (ext4's own)
 }
 
-// slack is what a volume holds past its bound.
-func slack(bound int64) int64 { return max(16<<20, bound/16) }
+// overshoot is what a volume has room for past its bound: the most a
+// check writes past host.sandbox_limits.disk (issue 45: at most 64 MiB).
+const overshoot = 32 << 20
+
+// ext4 of one inode per 16 KiB of 256 bytes (mkfs.ext4's default for all
+// but small filesystems, asked for by name so that a small one is alike):
+// its inode tables take 1/64 of it, its bitmaps 2 blocks per group of 128
+// MiB, and no blocks are reserved for growth (^resize_inode); the kernel
+// keeps 1/50 of it or 16 MiB, the less, for its own metadata. So what a
+// volume has room for follows from its size, and its size is chosen from
+// its room (TestAVolumesRoomIsItsBoundAndLittleMore).
+const (
+	inodeRatio = 16384
+	inodeSize  = 256
+)
+
+// volumeSize is the size of a volume's image with room for bound and
+// overshoot: ext4's own blocks added.
+func volumeSize(bound int64) int64 {
+	room := bound + overshoot
+	size := room + room/(inodeRatio/inodeSize-1) + room/8192 + 1<<20
+	size += min(size/49, 16<<20)
+	return (size + 4095) / 4096 * 4096
+}
 
 // mkfs is e2fsprogs' mkfs.ext4, found once.
 var mkfs = sync.OnceValues(func() (string, error) {
@@ -64,7 +87,7 @@ var mkfs = sync.OnceValues(func() (string, error) {
 // openVolume makes the volume whose image is image (or takes the one there,
 // made before of this size), owned by uid at its root, and holds it.
 func openVolume(image string, bound int64, uid int) (*volume, error) {
-	size := (bound + slack(bound) + 4095) / 4096 * 4096
+	size := volumeSize(bound)
 	v := &volume{image: image, bound: bound, size: size, uid: uid}
 	fi, err := os.Stat(image)
 	fresh := err != nil || fi.Size() != size
@@ -102,7 +125,8 @@ func (v *volume) format() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, "-q", "-F", "-m", "0", "-O", "^has_journal", "-b", "4096",
+	cmd := exec.Command(bin, "-q", "-F", "-m", "0", "-O", "^has_journal,^resize_inode", "-b", "4096",
+		"-i", strconv.Itoa(inodeRatio), "-I", strconv.Itoa(inodeSize),
 		"-E", "lazy_itable_init=1,nodiscard,root_owner="+strconv.Itoa(v.uid)+":"+strconv.Itoa(v.uid), v.image)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	if out, err := cmd.CombinedOutput(); err != nil {
