@@ -426,7 +426,9 @@ func (s *Sandbox) Command(cmd *exec.Cmd, r Run) (*Process, error) {
 			p.closeChild()
 			specW.Close()
 			repR.Close()
-			return nil, err
+			// The host made one at its start: its cgroup changed since
+			// (removed, or out of room for another).
+			return nil, fmt.Errorf("%v: the check did not run; see that the host's cgroup %s is still there with room for a child, or restart the host, or set host.sandbox_memory: watcher (weaker)", err, s.cg.memory)
 		}
 		p.cg = cg
 		if cg.dir != nil {
