@@ -31,6 +31,14 @@ if command -v python3 >/dev/null; then
 fi
 ln /etc/hostname hardlink 2>/dev/null; echo "hard link $?"
 grep -q " $PWD .*nosuid" /proc/self/mountinfo && echo "worktree nosuid"
+# Every mount it may write (but the device nodes of /dev, single files):
+# mount ID, parent, device, root, point, options.
+while read -r id parent dev root point opts rest; do
+	case ",$opts," in *,rw,*) ;; *) continue ;; esac
+	case ",$opts," in *,nosuid,*) continue ;; esac
+	case " $rest" in *" - devtmpfs "*) continue ;; esac
+	echo "suid mount: $point"
+done < /proc/self/mountinfo
 true
 `
 	setid := func(r Run) []string {
@@ -47,12 +55,17 @@ true
 		python = false
 	}
 
+	// A builder's check, with a cache of its own to write.
+	cache := t.TempDir()
+	c := Config{RW: []string{cache}, Layers: filepath.Join(t.TempDir(), "layers")}
 	r := box(t)
-	res := run(t, newSandbox(t, Config{}), r, script)
+	r.Layer = "@b1"
+	res := run(t, newSandbox(t, c), r, script)
 	require.NoError(t, res.err, res.out)
 	for _, want := range []string{"chmod 1", "install 1", "setgid dir 1", "hard link 1", "worktree nosuid"} {
 		assert.Contains(t, res.out, want+"\n")
 	}
+	assert.NotContains(t, res.out, "suid mount:", "every mount it may write is nosuid, its cache's included")
 	if python {
 		assert.Contains(t, res.out, "open 1\n")
 		assert.Contains(t, res.out, "mknod 1\n")
@@ -63,10 +76,13 @@ true
 	// As before issue 45 (and where no volume can be made): the check
 	// writes the host's disk itself.
 	r = box(t)
-	res = run(t, newSandbox(t, Config{Without: Without{SetID: true, Volumes: true}}), r, script)
+	r.Layer = "@b1"
+	c.Without = Without{SetID: true, Volumes: true}
+	res = run(t, newSandbox(t, c), r, script)
 	require.NoError(t, res.err, res.out)
 	assert.Contains(t, res.out, "chmod 0\n")
 	assert.NotContains(t, res.out, "worktree nosuid")
+	assert.Contains(t, res.out, "suid mount: "+r.Worktree+"\n", "the survey of mounts sees one that is not nosuid")
 	for _, name := range []string{"suid", "sgid", "dir"} {
 		assert.Contains(t, setid(r), name, "without the refusal the test proves nothing:\n%s", res.out)
 	}
