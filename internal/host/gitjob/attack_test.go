@@ -44,6 +44,7 @@ type arena struct {
 	fd       int           // the host's key, open on a descriptor the host inherited
 	mark     string        // in the command lines of processes an attack leaves
 	token    string        // a secret host.env hands the checks
+	shmKey   int           // the key of a SysV segment an attack leaves
 	// expect is whether the attack is expected to work (its defence off):
 	// then what it leaves may take a moment to show, and is waited for.
 	expect bool
@@ -103,6 +104,8 @@ func newArena(t *testing.T) *arena {
 	t.Cleanup(func() { syscall.Close(a.fd) })
 	a.mark = fmt.Sprintf("%d.%d", 700000+os.Getpid()%100000, time.Now().UnixNano()%1000000)
 	a.token = "ghp_" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-host-env-token"
+	a.shmKey = 0x45000000 | int(time.Now().UnixNano()&0xffffff)
+	t.Cleanup(func() { a.leftSegment(true) })
 	t.Cleanup(func() { a.killLeftovers() })
 	return a
 }
@@ -112,7 +115,20 @@ func (a *arena) env() []string {
 	return []string{"IDENTITY=" + a.identity, "CONFIG=" + a.config, "OUTSIDE=" + a.outside,
 		"PORT=" + strconv.Itoa(a.ln.Addr().(*net.TCPAddr).Port), "MARK=" + a.mark, "HOSTPID=" + strconv.Itoa(os.Getpid()),
 		"SOCK=" + a.sock.Addr().String(), "FD=" + strconv.Itoa(a.fd), "TESTBIN=" + os.Args[0], "ROOTONLY=" + a.rootOnly,
-		"TOKEN=" + a.token}
+		"TOKEN=" + a.token, "SHMKEY=" + strconv.Itoa(a.shmKey)}
+}
+
+// leftSegment reports whether a SysV segment of the arena's key is in the
+// host's IPC namespace, and removes it if asked.
+func (a *arena) leftSegment(remove bool) bool {
+	id, err := unix.SysvShmGet(a.shmKey, 0, 0)
+	if err != nil {
+		return false
+	}
+	if remove {
+		_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+	}
+	return true
 }
 
 // deny are the host's files, as foreman host hands them to the sandbox.
@@ -287,6 +303,11 @@ func attacks() []attack {
 			worked: func(_ *arena, _ *fixture, o host.Outcome, log string) bool {
 				return o.Result == host.Passed && strings.Contains(log, "held 512000000")
 			}},
+		// Issue 45: held by no process, a segment would outlive its
+		// check, its memory the host's for good.
+		{name: "leave a SysV shared memory segment behind", defence: "IPC namespace",
+			script: `HOG=sysvleave SIZE=1048576 "$TESTBIN"`,
+			worked: func(a *arena, _ *fixture, _ host.Outcome, _ string) bool { return a.leftSegment(false) }},
 		{name: "hold 512 MB in memfds in flight on a unix socket", defence: "memory cgroup",
 			script:  `HOG=inflight SIZE=512000000 "$TESTBIN"`,
 			stopped: "stopped: used more than 64MiB of memory (host.sandbox_limits.memory)",
@@ -394,6 +415,26 @@ func hog(mode string) int {
 				return 1
 			}
 		}
+	case "sysvleave":
+		// A segment of the key SHMKEY, touched and left: no process
+		// holds it when the check ends.
+		key, _ := strconv.Atoi(os.Getenv("SHMKEY"))
+		id, err := unix.SysvShmGet(key, size, unix.IPC_CREAT|unix.IPC_EXCL|0o600)
+		if err != nil {
+			fmt.Println("shmget:", err)
+			return 1
+		}
+		mem, err := unix.SysvShmAttach(id, 0, 0)
+		if err != nil {
+			fmt.Println("shmat:", err)
+			return 1
+		}
+		for i := 0; i < len(mem); i += 4096 {
+			mem[i] = 1
+		}
+		_ = unix.SysvShmDetach(mem)
+		fmt.Println("left segment", key)
+		return 0
 	case "inflight":
 		// memfds, each filled and sent over a socket to its other end,
 		// which never reads them: the only reference to each is in
@@ -626,6 +667,8 @@ func runAttack(t *testing.T, at attack, defended bool) (worked bool, o host.Outc
 			// As before issue 45: the check's writes land on the
 			// host's disk, root's, and it may set the bits.
 			c.Without.SetID, c.Without.Volumes = true, true
+		case at.defence == "IPC namespace":
+			c.Without.IPC = true
 		case at.defence == "memory cgroup":
 			c.Memory = sandbox.MemoryWatcher
 		case at.defence == "nobody":

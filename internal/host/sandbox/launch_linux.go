@@ -401,7 +401,12 @@ func (s *Sandbox) Command(cmd *exec.Cmd, r Run) (*Process, error) {
 	if cmd.SysProcAttr != nil {
 		*attr = *cmd.SysProcAttr
 	}
-	attr.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC
+	attr.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
+	if !s.c.Without.IPC {
+		// Its SysV segments and message queues die with the namespace,
+		// so with the check (its memory cgroup counts them meanwhile).
+		attr.Cloneflags |= syscall.CLONE_NEWIPC
+	}
 	if s.c.Net == NetNone {
 		attr.Cloneflags |= syscall.CLONE_NEWNET
 	}

@@ -89,6 +89,9 @@ type Without struct {
 	// SharedMemory counts a check's anonymous memory only (resident less
 	// shared): what it makes shared (MAP_SHARED, memfds, /dev/shm) is free.
 	SharedMemory bool
+	// IPC: the check shares the host's IPC namespace: a SysV segment it
+	// leaves outlives it.
+	IPC bool
 	// NoFollow: the host reads the worktree's .git as any file, following
 	// links, whatever it is, however big, and makes a run's own copy of an
 	// RW path in its private directory through whatever is there.

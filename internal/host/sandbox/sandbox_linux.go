@@ -321,6 +321,9 @@ func (s *Sandbox) Describe() []string {
 		out = append(out, "disk: NOT bounded (a test's): a check may fill the host's disk")
 	}
 	ns := "pid, mount, ipc"
+	if s.c.Without.IPC {
+		ns = "pid, mount (the host's IPC namespace SHARED: a test's)"
+	}
 	if s.c.Net == NetNone {
 		ns += ", network (host.sandbox_net none: its own loopback, nothing else)"
 	} else {
