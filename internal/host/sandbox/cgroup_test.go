@@ -3,9 +3,11 @@
 package sandbox
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -46,4 +48,40 @@ func TestACgroupThatCannotBeMade(t *testing.T) {
 	require.Error(t, err)
 	assert.Regexp(t, `^making the check's cgroup `+regexp.QuoteMeta(gone)+`/foreman-check-\d+-\d+: .*: the check did not run; see that the host's cgroup `+regexp.QuoteMeta(gone)+` is still there with room for a child, or restart the host, or set host.sandbox_memory: watcher \(weaker\)$`, err.Error())
 	assert.NotContains(t, err.Error(), "\n")
+}
+
+// A check's cgroup holds it to its memory with no way out through swap
+// (memsw at the same limit, or swappiness 0 where swap is not accounted;
+// v2: swap.max 0) and to its processes (pids.max).
+func TestACheckCgroupHasNoWayOutThroughSwap(t *testing.T) {
+	s := newSandbox(t, Config{})
+	if s.cg == nil {
+		t.Skip("no cgroups here")
+	}
+	l := Limits{Memory: 64 << 20, Tasks: 77}.WithDefaults()
+	c, err := s.cg.make(l)
+	require.NoError(t, err)
+	defer c.remove()
+	read := func(dir, file string) string {
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		require.NoError(t, err, file)
+		return strings.TrimSpace(string(data))
+	}
+	if s.cg.v2 {
+		assert.Equal(t, "67108864", read(c.memory, "memory.max"))
+		if exists(filepath.Join(c.memory, "memory.swap.max")) {
+			assert.Equal(t, "0", read(c.memory, "memory.swap.max"))
+		}
+		assert.Equal(t, "77", read(c.memory, "pids.max"))
+		return
+	}
+	assert.Equal(t, "67108864", read(c.memory, "memory.limit_in_bytes"))
+	if s.cg.swapKey != "" {
+		assert.Equal(t, "67108864", read(c.memory, s.cg.swapKey), "memory and swap together at the limit")
+	} else {
+		assert.Equal(t, "0", read(c.memory, "memory.swappiness"))
+	}
+	if s.cg.pids != "" {
+		assert.Equal(t, "77", read(c.pids, "pids.max"))
+	}
 }
