@@ -483,6 +483,11 @@ func hog(mode string) int {
 			}
 			if err := os.WriteFile(filepath.Join(dir, "fill-"+strconv.Itoa(n)), chunk, 0o644); err != nil {
 				fmt.Printf("wrote %d MiB, then: %v\n", n, err)
+				// The disk stays full until the test's ledger has seen
+				// it (its go-on), or the host stops the check.
+				for !exists("go-on") {
+					time.Sleep(10 * time.Millisecond)
+				}
 				return 0
 			}
 			fmt.Printf("wrote %d MiB\n", n+1)
@@ -814,10 +819,17 @@ func TestAttacksFillingTheHostsDisk(t *testing.T) {
 				default:
 				}
 				if err := appendTo(ledger, record); err != nil {
+					// The check, told ENOSPC, waits for this before it
+					// ends, so that the disk stays full until the ledger
+					// has seen it (an empty file takes no block).
+					slots, _ := filepath.Glob(filepath.Join(f.dir, "work", "slot-*"))
+					for _, slot := range slots {
+						_ = os.WriteFile(filepath.Join(slot, "go-on"), nil, 0o644)
+					}
 					failed <- err
 					return
 				}
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(2 * time.Millisecond) // the ledger's pace, not a wait for anything
 			}
 		}()
 		o := f.check("fill", "b1/fill")
