@@ -61,7 +61,12 @@ const viewTimeout = 2 * time.Second
 // wholeBoard is the board with a view asked for now (so that /api/view
 // never shows a copy that went stale), and every log line kept.
 func (s *Server) wholeBoard(ctx context.Context) Board {
-	sn := s.snapshotFor(ctx, want{gen: s.generation(), asked: time.Now()})
+	return s.boardOf(ctx, want{gen: s.generation(), asked: time.Now()})
+}
+
+// boardOf is the whole board from a snapshot that meets w.
+func (s *Server) boardOf(ctx context.Context, w want) Board {
+	sn := s.snapshotFor(ctx, w)
 	b := Board{Now: s.opts.Now().UTC(), View: sn.view, Problem: sn.problem, Stale: sn.stale,
 		Layout: sn.layout, Escalations: sn.escalations, Full: true}
 	src := s.source()
