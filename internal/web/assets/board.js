@@ -112,6 +112,56 @@
     return out;
   }
 
+  // Places a line names become links: a web address, and a check's log as
+  // foreman host writes it (log=/its/path/c-1.log), which this board
+  // serves at ci/logs/ when it reads host.logs. Nothing else is a link,
+  // and a link goes only to http or https.
+  const PLACE = /https?:\/\/[^\s<>"']+|\blog=\S+/g;
+  const LOG_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.log$/;
+  let hostLogs = false; // the board serves host.logs
+
+  function link(href, text, title) {
+    const a = el('a', 'place', text);
+    a.href = href;
+    a.target = '_blank';
+    a.rel = 'noopener noreferrer';
+    if (title) a.title = title;
+    return a;
+  }
+
+  // place returns a place in a line as nodes: a link if it is one.
+  function place(word) {
+    if (word.startsWith('log=')) {
+      const path = word.slice(4);
+      if (/^https?:\/\//.test(path)) return ['log=', ...place(path)];
+      const name = path.split('/').pop();
+      if (hostLogs && LOG_NAME.test(name)) {
+        return ['log=', link('ci/logs/' + encodeURIComponent(name), path, 'the check\'s log, as this board serves it')];
+      }
+      return [word];
+    }
+    // Punctuation that ends a sentence is not part of the address.
+    const m = /[.,;:!?)\]]+$/.exec(word);
+    const url = m ? word.slice(0, m.index) : word;
+    const out = [link(url, url)];
+    if (m) out.push(m[0]);
+    return out;
+  }
+
+  // rich returns text as nodes: places as links, ids by name, the rest as
+  // text (never as markup).
+  function rich(text) {
+    const out = [];
+    let last = 0;
+    for (const m of text.matchAll(PLACE)) {
+      if (m.index > last) out.push(...withIds(text.slice(last, m.index)));
+      out.push(...place(m[0]));
+      last = m.index + m[0].length;
+    }
+    if (last < text.length) out.push(...withIds(text.slice(last)));
+    return out;
+  }
+
   // Copying an id: any element that shows one (data-id) copies it when
   // clicked, for a command that wants it (ASSIGN c @id). The clipboard
   // API needs a secure context (localhost is one); elsewhere the id is
@@ -203,6 +253,7 @@
     if (c) return c;
     const li = el('li', 'node');
     li.dataset.name = name;
+    li.tabIndex = 0; // focused, a card shows all its text (board.css)
     const title = el('h3', 'name', name);
     title.title = name;
     const state = el('p', 'state');
@@ -276,7 +327,7 @@
       note = 'PR ' + v.pr;
     }
     c.note.classList.toggle('why', !!v.escalation);
-    c.note.replaceChildren(...withIds(note));
+    c.note.replaceChildren(...rich(note));
     c.note.title = note; // a long note is cut on the card
   }
 
@@ -375,7 +426,7 @@
     list.replaceChildren(...items.map(([what, code, text]) => {
       const li = el('li');
       li.append(el('strong', null, what), ' — ', el('span', 'code', code));
-      if (text) li.append(': ', ...withIds(text));
+      if (text) li.append(': ', ...rich(text));
       return li;
     }));
     $('attention').hidden = items.length === 0;
@@ -541,7 +592,7 @@
     const from = e.said ? el('span', 'who', 'foreman') : who(e.from);
     from.classList.add('who');
     li.append(t, from, el('span', 'text'));
-    li.lastChild.append(...withIds(e.text));
+    li.lastChild.append(...rich(e.text));
     const merged = /^MERGED (\S+)$/.exec(e.text);
     if (merged) {
       li.dataset.merged = merged[1]; // hostqueue.js links it to its receipt
@@ -616,6 +667,7 @@
     }
     board = b;
     skew = Date.parse(b.now) - Date.now();
+    hostLogs = !!b.host_logs;
     learnNames(b.names);
     drawMembers(b);
     setStart(b);
