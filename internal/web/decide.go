@@ -210,22 +210,24 @@ func (s *Server) sessionOf(r *http.Request) *session {
 	return se
 }
 
-// SessionAnswer tells the page who decides, and the token to send back.
+// SessionAnswer tells the page who decides, and the token to send back;
+// empty when nobody is signed in on this browser.
 type SessionAnswer struct {
-	Operator string `json:"operator"`
-	CSRF     string `json:"csrf"`
+	Operator string `json:"operator,omitempty"`
+	CSRF     string `json:"csrf,omitempty"`
 }
 
 // serveSession is GET /api/session (who is signed in on this browser) and
 // POST /api/session (a ticket traded for a session).
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
-		se := s.sessionOf(r)
-		if se == nil {
-			refuse(w, http.StatusUnauthorized, "not signed in: to decide here, run foreman board-login and open the URL it prints")
-			return
+		// Not signed in is an answer, not an error: a browser reports
+		// every failed request as a page error.
+		var ans SessionAnswer
+		if se := s.sessionOf(r); se != nil {
+			ans = SessionAnswer{Operator: se.relay.operator, CSRF: se.csrf}
 		}
-		writeJSON(w, http.StatusOK, SessionAnswer{Operator: se.relay.operator, CSRF: se.csrf})
+		writeJSON(w, http.StatusOK, ans)
 		return
 	}
 	if !sameOrigin(r) {

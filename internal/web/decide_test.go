@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -183,4 +184,45 @@ func TestDecisionsOnTheBoard(t *testing.T) {
 		t.Fatalf("the relay stopped: %v", err)
 	default:
 	}
+}
+
+// TestBrowserDecides: the operator opens the link foreman board-login
+// printed, picks RESOLVE for the held component on the board, and its
+// board-login says it in the room: foreman answers OK and the card leaves
+// its hold. The ticket leaves the address bar.
+func TestBrowserDecides(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	requireChromium(t)
+	lb := startLiveBuild(t, []coordinator.Component{{Name: "db"}, {Name: "api", Deps: []string{"db"}}}, "b1", "operator")
+	lb.expect("TASKS db")
+	lb.say("b1", "CLAIM db")
+	lb.expect("ACK db")
+	lb.say("b1", "ABORT db missing_dependency: nobody said which database")
+	lb.expect("ESCALATE db hard-blocker")
+	ctx := t.Context()
+	ans, err := Login(ctx, lb.URL, lb.agents["operator"].key)
+	require.NoError(t, err)
+	go func() {
+		_ = Relay(ctx, lb.URL, ans.Relay, func(line string) error { lb.say("operator", line); return nil })
+	}()
+
+	p := openPage(t, ans.URL)
+	p.waitFor("signed in", `!document.getElementById('decide').hidden`)
+	assert.Equal(t, "operator", p.text("#decider"), "who decides, by name")
+	assert.Equal(t, "", p.eval(`location.hash`), "the ticket is out of the address bar")
+	assert.True(t, p.eval(`String(document.getElementById('decide-hint').hidden)`) == "true")
+	p.waitFor("db offered", `document.getElementById('decide-subject').value === 'db'`)
+	p.eval(`String(document.getElementById('decide-arg').value = 'use postgres')`)
+	p.do(chromedp.Click("#decide-say"))
+	p.waitFor("foreman's OK in the room log", `[...document.querySelectorAll('#log li.said .text')].some(e => e.textContent === 'OK RESOLVE db use postgres')`)
+	p.waitFor("the operator's line in the room log", `[...document.querySelectorAll('#log li.heard')].some(li => li.querySelector('.text').textContent === 'RESOLVE db use postgres' && li.querySelector('.who').dataset.id === '`+lb.id("operator")+`')`)
+	p.waitState("db", "pending")
+	lb.expect("OK RESOLVE db")
+	p.screenshot("board-decided.png")
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	assert.Empty(t, p.console, "the page reported errors")
 }

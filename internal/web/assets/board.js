@@ -430,7 +430,85 @@
       return li;
     }));
     $('attention').hidden = items.length === 0;
+    decideOn(b);
   }
+
+  // Deciding on the board (decide.go). An operator signed in with
+  // foreman board-login picks a command and a component that needs a
+  // decision; the board queues the line for that operator's board-login,
+  // which says it in the room, as the operator. The room log then shows
+  // the line and foreman's answer.
+  let decider = null; // {operator, csrf} once signed in
+
+  function showDecider(why) {
+    $('decide').hidden = !decider;
+    $('decide-hint').hidden = !!decider;
+    if (decider) {
+      const e = $('decider');
+      e.replaceChildren(who(decider.operator));
+    }
+    if (why) $('decide-status').textContent = why;
+  }
+
+  // decideOn offers the components that need a decision, keeping the one
+  // chosen while the board is redrawn.
+  function decideOn(b) {
+    if (!decider) return;
+    const sel = $('decide-subject');
+    const names = ((b.view && b.view.components) || []).filter((c) => c.escalation).map((c) => c.name);
+    const now = [...sel.options].map((o) => o.value);
+    if (JSON.stringify(now) === JSON.stringify(names)) return;
+    const keep = sel.value;
+    sel.replaceChildren(...names.map((n) => { const o = el('option', null, n); o.value = n; return o; }));
+    if (names.includes(keep)) sel.value = keep;
+  }
+
+  function answer(r) {
+    return r.json().then((j) => ({ ok: r.ok, status: r.status, j }));
+  }
+
+  function signIn() {
+    const m = /^#login=([A-Za-z0-9_-]+)$/.exec(location.hash);
+    let asked;
+    if (m) {
+      // The ticket is good once: out of the address bar and the history.
+      history.replaceState(null, '', location.pathname + location.search);
+      asked = fetch('api/session', {
+        method: 'POST', credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ticket: m[1] }),
+      });
+    } else {
+      asked = fetch('api/session', { cache: 'no-store', credentials: 'same-origin' });
+    }
+    asked.then(answer).then((a) => {
+      decider = a.ok && a.j.operator ? a.j : null;
+      showDecider(m && !a.ok ? a.j.error : '');
+      if (board) decideOn(board);
+    }).catch(() => {});
+  }
+
+  function decide() {
+    if (!decider) return;
+    const line = [$('decide-verb').value, $('decide-subject').value, $('decide-arg').value.trim()].filter(Boolean).join(' ');
+    const status = $('decide-status');
+    status.textContent = 'sending ' + line + '…';
+    fetch('api/decide', {
+      method: 'POST', credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json', 'X-Foreman-CSRF': decider.csrf },
+      body: JSON.stringify({ line }),
+    }).then(answer).then((a) => {
+      if (a.ok) {
+        status.textContent = 'your board-login says it in the room: ' + a.j.queued + ' (foreman answers in the room log)';
+        $('decide-arg').value = '';
+      } else {
+        status.textContent = a.j.error || 'refused';
+        if (a.status === 401) { decider = null; showDecider(''); }
+      }
+    }).catch(() => { status.textContent = 'cannot reach foreman; nothing was said'; });
+  }
+
+  $('decide-say').addEventListener('click', decide);
+  $('decide-arg').addEventListener('keydown', (ev) => { if (ev.key === 'Enter') decide(); });
 
   // ports spreads the edges meeting one side of a card along that side.
   function ports(edges, key, other) {
@@ -752,4 +830,5 @@
     }
   }
   connect();
+  signIn();
 })();
