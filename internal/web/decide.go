@@ -89,6 +89,27 @@ type ticket struct {
 	expires time.Time
 }
 
+// prune forgets the relays that stopped and their sessions, and the
+// tickets never used: a sign-in adds to them, and nothing else ends them.
+// d.mu is held.
+func (d *decisions) prune(now time.Time) {
+	for tok, rl := range d.relays {
+		if now.Sub(rl.lastSeen) > relayGone {
+			delete(d.relays, tok)
+		}
+	}
+	for c, se := range d.sessions {
+		if d.relays[se.relay.token] == nil {
+			delete(d.sessions, c)
+		}
+	}
+	for t, tk := range d.tickets {
+		if now.After(tk.expires) {
+			delete(d.tickets, t)
+		}
+	}
+}
+
 func newDecisions() *decisions {
 	return &decisions{challenges: map[string]time.Time{}, tickets: map[string]ticket{},
 		relays: map[string]*relay{}, sessions: map[string]*session{}}
@@ -179,6 +200,7 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 	rl := &relay{operator: req.ID, token: secret(), wake: make(chan struct{}), lastSeen: time.Now()}
 	t := secret()
 	d.mu.Lock()
+	d.prune(time.Now())
 	d.relays[rl.token] = rl
 	d.tickets[t] = ticket{relay: rl, expires: time.Now().Add(ticketLife)}
 	d.mu.Unlock()
