@@ -136,7 +136,7 @@ func refuse(w http.ResponseWriter, code int, format string, args ...any) {
 // serveChallenge is GET /api/login/challenge.
 func (s *Server) serveChallenge(w http.ResponseWriter, r *http.Request) {
 	d := s.dec
-	now := time.Now()
+	now := s.opts.Now()
 	c := secret()
 	d.mu.Lock()
 	d.challenges[c] = now.Add(challengeLife)
@@ -175,7 +175,7 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 	exp, ok := d.challenges[req.Challenge]
 	delete(d.challenges, req.Challenge) // one try per challenge
 	d.mu.Unlock()
-	if !ok || time.Now().After(exp) {
+	if !ok || s.opts.Now().After(exp) {
 		refuse(w, http.StatusUnauthorized, "the challenge is unknown, used or expired; run foreman board-login again")
 		return
 	}
@@ -197,12 +197,12 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusForbidden, "%s is not an operator (roles.operators): only an operator decides on the board", req.ID)
 		return
 	}
-	rl := &relay{operator: req.ID, token: secret(), wake: make(chan struct{}), lastSeen: time.Now()}
+	rl := &relay{operator: req.ID, token: secret(), wake: make(chan struct{}), lastSeen: s.opts.Now()}
 	t := secret()
 	d.mu.Lock()
-	d.prune(time.Now())
+	d.prune(s.opts.Now())
 	d.relays[rl.token] = rl
-	d.tickets[t] = ticket{relay: rl, expires: time.Now().Add(ticketLife)}
+	d.tickets[t] = ticket{relay: rl, expires: s.opts.Now().Add(ticketLife)}
 	d.mu.Unlock()
 	s.opts.Logger.Info().Str("operator", req.ID).Msg("an operator signed in to decide on the board")
 	u := url.URL{Scheme: "http", Host: r.Host, Path: "/", Fragment: "login=" + t}
@@ -212,24 +212,27 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, LoginAnswer{URL: u.String(), Relay: rl.token})
 }
 
-// sessionOf returns the live session of a request, or nil.
-func (s *Server) sessionOf(r *http.Request) *session {
+// notSignedIn is why a request without a session is refused.
+const notSignedIn = "not signed in: to decide here, run foreman board-login and open the URL it prints"
+
+// sessionOf returns the live session of a request, or nil and why not.
+func (s *Server) sessionOf(r *http.Request) (*session, string) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return nil
+		return nil, notSignedIn
 	}
 	d := s.dec
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	se := d.sessions[c.Value]
 	if se == nil {
-		return nil
+		return nil, notSignedIn
 	}
-	if time.Since(se.relay.lastSeen) > relayGone || d.relays[se.relay.token] == nil {
+	if s.opts.Now().Sub(se.relay.lastSeen) > relayGone || d.relays[se.relay.token] == nil {
 		delete(d.sessions, c.Value)
-		return nil
+		return nil, "signed out: the foreman board-login that signed this browser in has stopped; run it again and open the URL it prints"
 	}
-	return se
+	return se, ""
 }
 
 // SessionAnswer tells the page who decides, and the token to send back;
@@ -246,7 +249,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		// Not signed in is an answer, not an error: a browser reports
 		// every failed request as a page error.
 		var ans SessionAnswer
-		if se := s.sessionOf(r); se != nil {
+		if se, _ := s.sessionOf(r); se != nil {
 			ans = SessionAnswer{Operator: se.relay.operator, CSRF: se.csrf}
 		}
 		writeJSON(w, http.StatusOK, ans)
@@ -269,7 +272,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	delete(d.tickets, req.Ticket) // once
 	var se *session
 	cookie := secret()
-	if ok && time.Now().Before(t.expires) {
+	if ok && s.opts.Now().Before(t.expires) {
 		se = &session{relay: t.relay, csrf: secret()}
 		d.sessions[cookie] = se
 	}
@@ -304,9 +307,9 @@ type DecideAnswer struct {
 // serveDecide is POST /api/decide: one operator command, said in the room
 // by the signed-in operator's foreman board-login.
 func (s *Server) serveDecide(w http.ResponseWriter, r *http.Request) {
-	se := s.sessionOf(r)
+	se, why := s.sessionOf(r)
 	if se == nil {
-		refuse(w, http.StatusUnauthorized, "not signed in: to decide here, run foreman board-login and open the URL it prints")
+		refuse(w, http.StatusUnauthorized, "%s", why)
 		return
 	}
 	if !sameOrigin(r) {
@@ -386,7 +389,7 @@ func (s *Server) serveRelay(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	rl := d.relays[token]
 	if rl != nil {
-		rl.lastSeen = time.Now()
+		rl.lastSeen = s.opts.Now()
 	}
 	d.mu.Unlock()
 	if rl == nil || token == "" {
@@ -399,7 +402,7 @@ func (s *Server) serveRelay(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
 		lines, wake := rl.queue, rl.wake
 		rl.queue = nil
-		rl.lastSeen = time.Now()
+		rl.lastSeen = s.opts.Now()
 		d.mu.Unlock()
 		if len(lines) > 0 {
 			writeJSON(w, http.StatusOK, RelayAnswer{Lines: lines})

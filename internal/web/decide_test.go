@@ -8,12 +8,15 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/coordinator"
 )
 
@@ -225,4 +228,75 @@ func TestBrowserDecides(t *testing.T) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	assert.Empty(t, p.console, "the page reported errors")
+}
+
+// clock is a time the test moves.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// TestBoardSignInsExpire, on a clock the test moves: a challenge signed
+// too late, a link opened too late, and a session whose board-login has
+// stopped asking for decisions are each refused, saying so; a moment
+// before, each is taken.
+func TestBoardSignInsExpire(t *testing.T) {
+	op, err := agentchat.NewIdentity("olga")
+	require.NoError(t, err)
+	clk := &clock{now: t0}
+	s := New(Options{Now: clk.Now, Operators: func() []string { return []string{op.AgentID()} }})
+	s.Attach(&fakeSource{view: shopView(), health: healthy()})
+	ts := newTestServer(t, s)
+	base := ts.URL + "/"
+	host := strings.TrimPrefix(ts.URL, "http://")
+	ctx := t.Context()
+
+	signIn := func(after time.Duration) (LoginAnswer, error) {
+		var ch struct{ Challenge string }
+		require.NoError(t, call(ctx, http.MethodGet, base+"api/login/challenge", "", nil, &ch))
+		clk.add(after)
+		var ans LoginAnswer
+		err := call(ctx, http.MethodPost, base+"api/login", "", LoginRequest{ID: op.AgentID(), PublicKey: op.PublicPEM(), Challenge: ch.Challenge,
+			Signature: base64.StdEncoding.EncodeToString(op.Sign(loginMessage(host, ch.Challenge)))}, &ans)
+		return ans, err
+	}
+	_, err = signIn(challengeLife + time.Second)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the challenge is unknown, used or expired")
+	_, err = signIn(challengeLife - time.Second)
+	require.NoError(t, err, "a challenge signed in time")
+
+	trade := func(ans LoginAnswer, after time.Duration) (*browser, int, map[string]string) {
+		clk.add(after)
+		u, err := url.Parse(ans.URL)
+		require.NoError(t, err)
+		page := newBrowser(t, base)
+		code, body := page.post("/api/session", map[string]string{"ticket": strings.TrimPrefix(u.Fragment, "login=")}, nil)
+		return page, code, body
+	}
+	ans, err := signIn(0)
+	require.NoError(t, err)
+	_, code, body := trade(ans, ticketLife+time.Second)
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Contains(t, body["error"], "used or expired")
+
+	ans, err = signIn(0)
+	require.NoError(t, err)
+	page, code, session := trade(ans, ticketLife-time.Second)
+	require.Equal(t, http.StatusOK, code, session)
+	// The board-login asked for decisions when it signed in, and not since.
+	clk.add(relayGone - ticketLife)
+	code, body = page.post("/api/decide", map[string]string{"line": "PAUSE"}, map[string]string{csrfHeader: session["csrf"]})
+	assert.Equal(t, http.StatusAccepted, code, "the board-login was heard from %v ago: %v", relayGone-time.Second, body)
+	clk.add(2 * time.Second)
+	code, body = page.post("/api/decide", map[string]string{"line": "RESUME"}, map[string]string{csrfHeader: session["csrf"]})
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Contains(t, body["error"], "the foreman board-login that signed this browser in has stopped")
 }
