@@ -84,6 +84,7 @@ type Host struct {
 	// the defaults.
 	Unconfined    bool           // host.sandbox: off
 	SandboxNet    string         // host.sandbox_net: none ("") or all
+	SandboxMemory string         // host.sandbox_memory: cgroup or watcher
 	SandboxRO     []string       // host.sandbox_paths.ro: absolute, ~ expanded
 	SandboxRW     []string       // host.sandbox_paths.rw
 	SandboxLimits sandbox.Limits // host.sandbox_limits.*
@@ -129,11 +130,14 @@ func hostDefaults(d map[string]any) {
 	d["host.workers"] = ""
 	d["host.sandbox"] = "on"
 	d["host.sandbox_net"] = sandbox.NetNone
+	d["host.sandbox_memory"] = sandbox.MemoryCgroup
 	d["host.sandbox_paths.ro"] = []string{}
 	d["host.sandbox_paths.rw"] = []string{}
 	d["host.sandbox_limits.memory"] = sandbox.Size(sandbox.DefaultMemory)
 	d["host.sandbox_limits.processes"] = sandbox.DefaultTasks
 	d["host.sandbox_limits.file_size"] = sandbox.Size(sandbox.DefaultFileSize)
+	d["host.sandbox_limits.disk"] = sandbox.Size(sandbox.DefaultDisk)
+	d["host.sandbox_limits.caches"] = sandbox.Size(sandbox.DefaultCaches)
 }
 
 func decodeHost(v *viper.Viper, c *Config, src sources) error {
@@ -281,6 +285,11 @@ func decodeSandbox(v *viper.Viper, h *Host, src sources) error {
 	default:
 		return errorf("host.sandbox_net", "%q is not none (a network of the check's own: its loopback, nothing else) or all (the host's network, unconfined)", h.SandboxNet)
 	}
+	switch h.SandboxMemory = strings.ToLower(strings.TrimSpace(v.GetString("host.sandbox_memory"))); h.SandboxMemory {
+	case sandbox.MemoryCgroup, sandbox.MemoryWatcher:
+	default:
+		return errorf("host.sandbox_memory", "%q is not cgroup (the kernel counts each check's memory, in a cgroup of its own) or watcher (the host polls its processes: weaker)", h.SandboxMemory)
+	}
 	for _, list := range []struct {
 		key string
 		to  *[]string
@@ -310,15 +319,17 @@ func decodeSandbox(v *viper.Viper, h *Host, src sources) error {
 		}
 	}
 	for _, l := range []struct {
-		key string
-		to  *int64
-	}{{"host.sandbox_limits.memory", &h.SandboxLimits.Memory}, {"host.sandbox_limits.file_size", &h.SandboxLimits.FileSize}} {
+		key   string
+		to    *int64
+		least int64
+	}{{"host.sandbox_limits.memory", &h.SandboxLimits.Memory, 1 << 20}, {"host.sandbox_limits.file_size", &h.SandboxLimits.FileSize, 1 << 20},
+		{"host.sandbox_limits.disk", &h.SandboxLimits.Disk, sandbox.MinDisk}, {"host.sandbox_limits.caches", &h.SandboxLimits.Caches, sandbox.MinDisk}} {
 		n, err := sandbox.ParseSize(v.GetString(l.key))
 		if err != nil {
 			return errorf(l.key, "%v", err)
 		}
-		if n < 1<<20 {
-			return errorf(l.key, "%s is below the least allowed, 1MiB", sandbox.Size(n))
+		if n < l.least {
+			return errorf(l.key, "%s is below the least allowed, %s", sandbox.Size(n), sandbox.Size(l.least))
 		}
 		*l.to = n
 	}

@@ -44,7 +44,7 @@ func SandboxConfig(c *config.Config, gitDir string) sandbox.Config {
 		}
 	}
 	return sandbox.Config{
-		Net: c.Host.SandboxNet, RO: c.Host.SandboxRO, RW: c.Host.SandboxRW, Limits: c.Host.SandboxLimits,
+		Net: c.Host.SandboxNet, Memory: c.Host.SandboxMemory, RO: c.Host.SandboxRO, RW: c.Host.SandboxRW, Limits: c.Host.SandboxLimits,
 		GitDir: gitDir, Deny: deny, Home: home, Layers: filepath.Join(c.Host.Work, "cache-layers"), Repo: c.Host.Repo,
 	}
 }
@@ -61,6 +61,11 @@ func Sandbox(c *config.Config, gitDir string) (*sandbox.Sandbox, []string, error
 		return nil, nil, fmt.Errorf("host.sandbox: %w", err)
 	}
 	var warnings []string
+	if !c.Cluster.Enabled() {
+		if w := s.DiskRoom(c.Host.Work, c.Host.MaxParallel); w != "" {
+			warnings = append(warnings, w)
+		}
+	}
 	if sc.Net == sandbox.NetAll {
 		warnings = append(warnings, "host.sandbox_net is all: checks reach the host's network, the room and every service on this machine included")
 	}
@@ -157,6 +162,7 @@ func CheckSandbox(ctx context.Context, c *config.Config, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("host.sandbox: %w", err)
 	}
+	defer s.Close()
 	if c.Host.Unconfined {
 		fmt.Fprintln(out, "host.sandbox: off: checks run unconfined; with it on, this machine would enforce:")
 	} else {

@@ -144,9 +144,11 @@ func workerMain(ctx context.Context, c *config.Config, log zerolog.Logger, out i
 	if !c.Host.Unconfined {
 		// What a host would refuse, a worker refuses too, before it takes
 		// a job: the machine must confine checks as the keys say.
-		if _, err := sandbox.New(WorkerSandbox(c)); err != nil {
+		s, err := sandbox.New(WorkerSandbox(c))
+		if err != nil {
 			return fmt.Errorf("host.sandbox: %w", err)
 		}
+		s.Close()
 	}
 	// The programs of host.checks it would run (none of the repository's:
 	// it has none), when its configuration names them.

@@ -33,6 +33,17 @@ import (
 	"strings"
 )
 
+// How a check's memory is counted (host.sandbox_memory).
+const (
+	// MemoryCgroup: by the kernel, each check in a memory cgroup of its
+	// own (the default; a host that cannot make one refuses to start).
+	MemoryCgroup = "cgroup"
+	// MemoryWatcher: by the host, polling each check's processes: what
+	// no process maps (a SysV segment held detached, a memfd in flight
+	// on a socket) escapes it.
+	MemoryWatcher = "watcher"
+)
+
 // Net is what network a check has.
 const (
 	NetNone = "none" // a private network namespace: its own loopback, nothing else
@@ -43,6 +54,7 @@ const (
 // must keep from its checks.
 type Config struct {
 	Net    string   // NetNone (default) or NetAll
+	Memory string   // MemoryCgroup (default) or MemoryWatcher
 	RO, RW []string // host.sandbox_paths: absolute, ~ expanded
 	Limits Limits
 	// GitDir is host.repo's git directory: a check reads it (git log,
@@ -77,7 +89,26 @@ type Without struct {
 	// SharedMemory counts a check's anonymous memory only (resident less
 	// shared): what it makes shared (MAP_SHARED, memfds, /dev/shm) is free.
 	SharedMemory bool
+	// IPC: the check shares the host's IPC namespace: a SysV segment it
+	// leaves outlives it.
+	IPC bool
+	// NoFollow: the host reads the worktree's .git as any file, following
+	// links, whatever it is, however big, and makes a run's own copy of an
+	// RW path in its private directory through whatever is there.
+	NoFollow bool
+	// SetID: a check may set setuid and setgid bits, and the binds it
+	// writes are not nosuid.
+	SetID bool
+	// Volumes: a check writes the host's disk itself, and the host polls
+	// what it wrote (as where no volume can be made).
+	Volumes bool
+	// Disk: nothing bounds what a check writes but the disk.
+	Disk bool
 }
+
+// MinDisk is the least host.sandbox_limits.disk and .caches may be: an
+// ext4 of its own wants room for its metadata.
+const MinDisk = 16 << 20
 
 // Nobody is the user a host running as root runs its checks as.
 const Nobody = 65534
@@ -100,6 +131,12 @@ type Limits struct {
 	Memory   int64 // bytes of anonymous memory of all its processes
 	Tasks    int   // its processes and threads, together
 	FileSize int64 // bytes: the largest file it may write
+	// Disk is bytes it may write to its worktree and private directory
+	// (TMPDIR, HOME) together, in one run of the checks.
+	Disk int64
+	// Caches is bytes every builder's copies of the RW paths hold
+	// together: the host's, not one check's.
+	Caches int64
 }
 
 // The defaults leave room three to four times over for a `go test ./...`
@@ -109,6 +146,12 @@ const (
 	DefaultMemory   = 4 << 30
 	DefaultTasks    = 1024
 	DefaultFileSize = 1 << 30
+	// A check's disk and the caches are sparse images: they take on the
+	// host's disk what is written in them, and these bounds only cap it.
+	// host.max_parallel × Disk + Caches should fit beside the ledger and
+	// logs (the host warns at start when it does not).
+	DefaultDisk   = 8 << 30
+	DefaultCaches = 32 << 30
 )
 
 // WithDefaults fills what is zero.
@@ -122,6 +165,12 @@ func (l Limits) WithDefaults() Limits {
 	if l.FileSize <= 0 {
 		l.FileSize = DefaultFileSize
 	}
+	if l.Disk <= 0 {
+		l.Disk = DefaultDisk
+	}
+	if l.Caches <= 0 {
+		l.Caches = DefaultCaches
+	}
 	return l
 }
 
@@ -132,6 +181,8 @@ type Run struct {
 	// Layer is whose writes to the RW paths this run sees and adds to:
 	// the builder whose work is checked. "" keeps them for this run only.
 	Layer string
+
+	diskSize int64 // the probe's: a small volume
 }
 
 // Size writes a byte count as the configuration takes it: 4GiB, 512MiB,
@@ -178,15 +229,16 @@ func ParseSize(s string) (int64, error) {
 }
 
 // Digest names what the sandbox enforces, as Describe says it, less how
-// long its probe took: a landing's receipt records it ("off" for no
-// sandbox), and two hosts confining their checks alike give the same one.
+// long its probe took and where its cgroups are: a landing's receipt
+// records it ("off" for no sandbox), and two hosts confining their checks
+// alike give the same one.
 func (s *Sandbox) Digest() string {
 	if s == nil {
 		return "off"
 	}
 	var keep []string
 	for _, l := range s.Describe() {
-		if !strings.HasPrefix(l, "probe:") {
+		if !strings.HasPrefix(l, "probe:") && !strings.HasPrefix(l, "cgroups:") {
 			keep = append(keep, l)
 		}
 	}
