@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/agentforeman/foreman/protocol"
 )
@@ -41,8 +42,38 @@ func (e *Engine) ciVerdict(agent string, cmd protocol.Command) {
 	case cmd.Verdict == protocol.MergeConflict:
 		e.ciFailed(c, mergeConflict, cmd.Text)
 	default:
+		if what, ok := hostFault(cmd.Text); ok {
+			e.heldForHost(c, what)
+			return
+		}
 		e.ciFailed(c, checksFailed, cmd.Text)
 	}
+}
+
+// hostFault reads a CI FAIL whose details' first word is host-fault: the
+// CI role could not run c's checks for a reason of its own, such as a
+// check program missing or not executable or the sandbox failing
+// (contract section 6), as ABORT's reason may start with a hard blocker's
+// type. The rest says what happened and what fixes it.
+func hostFault(details string) (string, bool) {
+	word, rest, _ := strings.Cut(strings.TrimSpace(details), " ")
+	if strings.TrimSuffix(word, ":") != string(protocol.HostFault) {
+		return "", false
+	}
+	return strings.TrimSpace(rest), true
+}
+
+// heldForHost holds c for the operator: its checks could not run, which
+// is nobody's failure but the host's, so nothing is charged to the
+// builder (no CI attempt counted) and its owner keeps it.
+func (e *Engine) heldForHost(c *component, what string) {
+	if what == "" {
+		what = "the host could not run the checks"
+	}
+	// The host's text says what fixes it; the suggestion keeps to what
+	// fits beside it.
+	e.holdFor(c, protocol.HostFault, what,
+		fmt.Sprintf("nothing counted against %s; fix it as said, then RESOLVE %s", c.owner, c.name))
 }
 
 // mergerVerdict handles CI about an approved component (merge mode
@@ -61,6 +92,10 @@ func (e *Engine) mergerVerdict(agent string, c *component, cmd protocol.Command)
 		e.ciFailed(c, mergeConflict, cmd.Text)
 	default:
 		c.approved = false
+		if what, ok := hostFault(cmd.Text); ok {
+			e.heldForHost(c, what)
+			return
+		}
 		e.ciFailed(c, checksFailed, cmd.Text)
 	}
 }
@@ -91,6 +126,10 @@ func (e *Engine) ciFailed(c *component, kind ciFailure, details string) {
 		e.say(protocol.Fix(c.name, c.owner, *n, max, text))
 		return
 	}
-	e.holdFor(c, protocol.CIExhausted, fmt.Sprintf("%s (%d/%d) on %s by %s", text, *n, max, c.pr, c.owner),
-		fmt.Sprintf("fix CI or the branch, then RESOLVE %s, or RELEASE %s", c.name, c.name))
+	advice := fmt.Sprintf("fix CI or the branch, then RESOLVE %s, or RELEASE %s", c.name, c.name)
+	if kind == checksFailed {
+		// A fix to the checks lands as any change does, through the host.
+		advice = fmt.Sprintf("fix the branch, or land a fix to the checks (ADD hotfix, ASSIGN hotfix @you, READY hotfix <branch>), then RESOLVE %s; or RELEASE %s", c.name, c.name)
+	}
+	e.holdFor(c, protocol.CIExhausted, fmt.Sprintf("%s (%d/%d) on %s by %s", text, *n, max, c.pr, c.owner), advice)
 }

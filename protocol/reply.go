@@ -99,12 +99,16 @@ const (
 	ClaimDispute      Escalation = "claim-dispute"
 	Cycle             Escalation = "cycle"
 	Overtime          Escalation = "overtime"
+	// HostFault: the host cannot run c's checks for a reason of its own
+	// (a check program missing or not executable, the sandbox failing):
+	// held, nothing charged to the builder.
+	HostFault Escalation = "host-fault"
 )
 
 // Escalations lists every code, in contract order.
 func Escalations() []Escalation {
 	return []Escalation{AuditExhausted, AuditOverdue, HardBlocker, NeedInfo,
-		InterfaceConflict, CIExhausted, ClaimDispute, Cycle, Overtime}
+		InterfaceConflict, CIExhausted, ClaimDispute, Cycle, Overtime, HostFault}
 }
 
 // Holds reports whether an ESCALATE with this code freezes the component it

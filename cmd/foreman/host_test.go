@@ -45,14 +45,16 @@ roles:
 	gated, external := "  ci_gating: on\n", "  ci_gating: on\n  merge: external\n"
 	mine := fmt.Sprintf("  ci: [%q]\n  merger: [%q]\n", hid.AgentID(), hid.AgentID())
 	for name, tc := range map[string]struct{ yaml, want string }{
-		"no repo":       {base("", gated, mine), "host.repo: not set"},
-		"nothing to do": {base("  repo: repo.git\n", "  ci_gating: off\n", mine), "rules.ci_gating: off, and rules.merge is accept"},
-		"not a repo":    {base("  repo: .\n", gated, mine), "host.repo: " + dir + ": not a git repository"},
-		"no target":     {base("  repo: repo.git\n  target: trunk\n", gated, mine), "host.target: no branch trunk in " + filepath.Join(dir, "repo.git")},
-		"not ci":        {base("  repo: repo.git\n", gated, fmt.Sprintf("  ci: [%q]\n", other)), "roles.ci: does not list the host's id " + hid.AgentID()},
-		"not merger":    {base("  repo: repo.git\n", external, fmt.Sprintf("  ci: [%q]\n", hid.AgentID())), "roles.merger: does not list the host's id " + hid.AgentID()},
-		"bad check":     {base("  repo: repo.git\n  checks: [\"make 'test\"]\n", gated, mine), `host.checks[0]: "make 'test" has an unclosed ' quote`},
-		"no foreman":    {strings.Replace(base("  repo: repo.git\n", gated, mine), "identity: foreman.json", "identity: gone.json", 1), "host.coordinator: not set, and foreman's key (server.identity"},
+		"no repo":               {base("", gated, mine), "host.repo: not set"},
+		"nothing to do":         {base("  repo: repo.git\n", "  ci_gating: off\n", mine), "rules.ci_gating: off, and rules.merge is accept"},
+		"not a repo":            {base("  repo: .\n", gated, mine), "host.repo: " + dir + ": not a git repository"},
+		"no target":             {base("  repo: repo.git\n  target: trunk\n", gated, mine), "host.target: no branch trunk in " + filepath.Join(dir, "repo.git")},
+		"not ci":                {base("  repo: repo.git\n", gated, fmt.Sprintf("  ci: [%q]\n", other)), "roles.ci: does not list the host's id " + hid.AgentID()},
+		"not merger":            {base("  repo: repo.git\n", external, fmt.Sprintf("  ci: [%q]\n", hid.AgentID())), "roles.merger: does not list the host's id " + hid.AgentID()},
+		"bad check":             {base("  repo: repo.git\n  checks: [\"make 'test\"]\n", gated, mine), `host.checks[0]: "make 'test" has an unclosed ' quote`},
+		"check not in the tree": {base("  repo: repo.git\n  checks: [\"./check.sh\"]\n", gated, mine), "host.checks[0]: ./check.sh is not in main's tree, where checks find it (they run in a worktree of what would land): commit it to main, or change host.checks"},
+		"check not on the PATH": {base("  repo: repo.git\n  checks: [\"no-such-tool-48 run\"]\n", gated, mine), "host.checks[0]: no-such-tool-48 is not on the checks' PATH ("},
+		"no foreman":            {strings.Replace(base("  repo: repo.git\n", gated, mine), "identity: foreman.json", "identity: gone.json", 1), "host.coordinator: not set, and foreman's key (server.identity"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/live"
 )
 
@@ -47,6 +48,17 @@ order).`,
 			}
 			if c.Host.Repo != "" && !c.Host.Unconfined {
 				if err := live.SandboxConfig(c, "").CheckPaths(); err != nil {
+					return err
+				}
+			}
+			if c.Host.Repo != "" {
+				// As foreman host will run them; the repository's own
+				// programs only where it opens (foreman host says why not).
+				repo, err := gitrepo.Open(cmd.Context(), c.Host.Repo)
+				if err != nil {
+					repo = nil
+				}
+				if err := live.CheckPrograms(cmd.Context(), c, repo, !c.Cluster.Enabled()); err != nil {
 					return err
 				}
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,4 +118,44 @@ host:
 		code, _, errOut := foreman(t, "validate", config)
 		oneLine(t, code, errOut, want)
 	}
+}
+
+// validate checks host.checks' programs as foreman host will run them: a
+// program of the repository as host.target holds it, in one line that
+// says what to do (issue 48: a check.sh committed without its executable
+// bit was every builder's failure, five times each).
+func TestValidateChecksTheChecksPrograms(t *testing.T) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "shop")
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=o", "GIT_AUTHOR_EMAIL=o@example.com", "GIT_COMMITTER_NAME=o", "GIT_COMMITTER_EMAIL=o@example.com")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	require.NoError(t, os.MkdirAll(repo, 0o755))
+	git("init", "--initial-branch=main")
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "check.sh"), []byte("#!/bin/sh\nexit 0\n"), 0o644))
+	git("add", "check.sh")
+	git("commit", "-m", "start")
+	config := writeFile(t, dir, "foreman.yaml", fmt.Sprintf(`build:
+  name: shop
+  components: [{name: db}]
+roles:
+  operators: ["@0123456789abcdef"]
+rules:
+  ci_gating: on
+host:
+  repo: %s
+  checks: ["./check.sh"]
+`, repo))
+	code, _, errOut := foreman(t, "validate", config)
+	oneLine(t, code, errOut, "host.checks[0]: ./check.sh is not executable in main's tree: git update-index --chmod=+x check.sh, commit it to main, then start again")
+
+	git("update-index", "--chmod=+x", "check.sh")
+	git("commit", "-m", "executable")
+	code, out, errOut := foreman(t, "validate", config)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
 }

@@ -65,7 +65,7 @@ func (h *Core) learn(o Outcome) {
 		s.passedAgain++
 	}
 	switch {
-	case o.Result == Failed && o.Command != "":
+	case o.Result == Failed && o.Command != "" && o.NotRun == "": // a command that never ran says nothing of itself
 		h.stats(o.Command).failed++
 		if o.Tree != "" {
 			if _, ok := h.failedTrees.get(o.Tree); !ok {

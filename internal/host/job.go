@@ -232,6 +232,13 @@ func (r Result) String() string {
 	return "?"
 }
 
+// Why a check never started (Outcome.NotRun), as package checks says it.
+const (
+	NotFound      = "not found"      // no such program, or not on the checks' PATH
+	NotExecutable = "not executable" // there, but not a program anyone may run
+	SandboxFailed = "sandbox failed" // the sandbox could not confine or start it
+)
+
 // Outcome is a finished job, as the shell reports it.
 type Outcome struct {
 	Run     int
@@ -260,6 +267,16 @@ type Outcome struct {
 	// Failed: a time limit or a sandbox limit: running it again would cost
 	// as much and end the same, so it is not (host.retries).
 	Lasting bool
+	// Failed: the failing check never started. NotRun says why
+	// (NotFound, NotExecutable, SandboxFailed) and Program what was to
+	// run; InTree, that Program is a file of the checked tree
+	// (./check.sh), and then OnTarget is its mode on Base, the target it
+	// was merged with (gitrepo.Mode: "" when the target has no such
+	// file). The core judges from them whose fault it is (hostFault).
+	NotRun   string
+	Program  string
+	InTree   bool
+	OnTarget string
 	// Land, Moved: the target is not at Base (moved by hand, or the chain
 	// was not made on it); Target is where it is now.
 	Target string
@@ -301,6 +318,11 @@ type Made struct {
 	Commit string
 	Tree   string
 	Tip    string
+	// ChecksChanged: the repository's files that define the checks
+	// (./check.sh, a Makefile for make) this commit changes from the one
+	// before it in the chain: its own checks ran as it defines them, and
+	// its receipt says so.
+	ChecksChanged []string
 }
 
 // Rebase says the host rebased a builder's branch onto the target.

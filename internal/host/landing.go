@@ -265,7 +265,8 @@ func (h *Core) landings(cars []*car, ev receipt.Checks) ([]Job, error) {
 		c := k.c
 		l := receipt.Landing{Host: h.cfg.Self, Target: "refs/heads/" + h.cfg.Target, Component: c.name, Builder: c.owner,
 			Ref: c.ref, Approved: h.approvals[c.name].Approval, LandedOn: on, Commit: made[i].Commit, Tree: made[i].Tree,
-			Checks: ev, At: h.now, LandedAs: h.landAs(), Batch: batch, Repository: h.cfg.Repository, Chain: h.link(prev, on)}
+			Checks: ev, At: h.now, LandedAs: h.landAs(), Batch: batch, Repository: h.cfg.Repository, Chain: h.link(prev, on),
+			ChecksChanged: checksChangedBy(head, made[i].Commit)}
 		env, err := h.sign(receipt.New(l))
 		if err != nil {
 			return nil, err
@@ -280,6 +281,17 @@ func (h *Core) landings(cars []*car, ev receipt.Checks) ([]Job, error) {
 		on, prev = l.Commit, *link
 	}
 	return jobs, nil
+}
+
+// checksChangedBy is what the chain o made says commit changed of the
+// files that define the checks.
+func checksChangedBy(o *Outcome, commit string) []string {
+	for _, m := range o.Chain {
+		if m.Commit == commit {
+			return m.ChecksChanged
+		}
+	}
+	return nil
 }
 
 // mayLand is why the records say k may not land now ("": it may), by the

@@ -61,6 +61,9 @@ func (h *Core) report(c *comp, r *run, o Outcome) {
 		}
 	case Failed:
 		line = "CI " + c.name + " FAIL " + failDetails(o)
+		if why, ok := h.hostFault(c, o); ok {
+			line = hostFaultLine(c, why)
+		}
 	case Conflicted:
 		line = "CI " + c.name + " CONFLICT " + files(o.Files)
 	case Invalid:

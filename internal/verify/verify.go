@@ -126,6 +126,9 @@ type Row struct {
 	Batch     string `json:"batch,omitempty"`      // the head of the batch it landed in, if it did
 	BatchSize int    `json:"batch_size,omitempty"` // how many commits that batch landed
 	Seq       int    `json:"seq,omitempty"`        // its place in the chain of receipts (0: a receipt of version 1)
+	// ChecksChanged: the files that define the checks it changed, as its
+	// receipt says (checksChanged): it was checked by them as it brings them.
+	ChecksChanged []string `json:"checks_changed,omitempty"`
 
 	batch *receipt.Batch // as its receipt says, for batches to check across rows
 	rc    *opened        // its receipt, opened
@@ -593,6 +596,7 @@ func judge(o Options, c gitrepo.Commit, x *opened) Row {
 	row.RanOn, row.Sandbox = strings.Join(p.Checks.RanOn, ","), p.Checks.Sandbox
 	row.Approved, row.LandedOn, row.PassedOn, row.CheckedAs = p.Approved.Tip, p.LandedOn, p.Checks.Tree, p.Checks.Commit
 	row.LandedAs = p.LandedAs
+	row.ChecksChanged = p.ChecksChanged
 	if p.Batch != nil {
 		row.Batch, row.BatchSize, row.batch = p.Batch.Head, len(p.Batch.Commits), p.Batch
 	}
@@ -675,6 +679,9 @@ func (r Report) Table() string {
 			}
 			detail = fmt.Sprintf("approved %s by %s%s; run %d passed on %s (%s, sandbox %s)%s; signed %s",
 				short(row.Approved), by, how, row.Run, short(row.PassedOn), row.RanOn, shortDigest(row.Sandbox), batch, row.Signer)
+		}
+		if row.Verdict == Landed && len(row.ChecksChanged) > 0 {
+			detail += "; changed the checks (" + strings.Join(row.ChecksChanged, ", ") + ")"
 		}
 		comp := row.Component
 		if comp == "" {

@@ -10,8 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -58,10 +60,32 @@ type Result struct {
 	Silent   bool   // it failed without a line of output: Line says how it ended
 	TimedOut bool   // killed at the time limit
 	Stopped  bool   // stopped by a sandbox limit, or it did not run: no second try would differ
+	// NotRun, when the failing command never started, says why: NotFound,
+	// NotExecutable, or SandboxFailed. Whose fault that is (the host's,
+	// or a builder's who broke a program of the worktree) is for the
+	// caller to judge, from Program.
+	NotRun   string
+	Program  string // NotRun: the program as it was to run (the path found, else the name)
 	Duration time.Duration
 	Logged   int64 // bytes written to the log
 	Cut      int64 // bytes of output not kept
 }
+
+// Why a command did not start (Result.NotRun).
+const (
+	NotFound      = "not found"      // no such program, or not on the checks' PATH
+	NotExecutable = "not executable" // there, but not a program anyone may run
+	SandboxFailed = "sandbox failed" // the sandbox could not confine or start it
+)
+
+// notRun is a command that never started, and why.
+type notRun struct {
+	why, program string
+	err          error
+}
+
+func (e *notRun) Error() string { return e.err.Error() }
+func (e *notRun) Unwrap() error { return e.err }
 
 // Run runs the commands in order until one fails. A cancelled ctx (the
 // run went stale) kills the running command's group and returns ctx's
@@ -114,6 +138,15 @@ commands:
 		case runErr != nil:
 			log.note("[did not run: " + red.redact(runErr.Error()) + "]")
 			res = Result{Command: name, Line: "did not run: " + red.redact(runErr.Error()), Stopped: true}
+			var nr *notRun
+			if errors.As(runErr, &nr) {
+				res.NotRun, res.Program = nr.why, nr.program
+				if interp := interpreter(s.Dir, nr.program); nr.why == NotFound && interp != "" {
+					// The program is there: what is not is the
+					// interpreter its first line names.
+					res.Program = interp
+				}
+			}
 		case code != 0:
 			how := fmt.Sprintf("exited with status %d", code)
 			if code == 128+int(syscall.SIGXFSZ) && s.Sandbox != nil {
@@ -147,7 +180,7 @@ commands:
 func runOne(limit context.Context, s Spec, argv []string, out *redactor) (code int, stopped string, err error) {
 	path, err := lookPath(argv[0], s.Env)
 	if err != nil {
-		return -1, "", err
+		return -1, "", &notRun{NotFound, argv[0], err}
 	}
 	cmd := exec.CommandContext(limit, path, argv[1:]...)
 	cmd.Args[0] = argv[0]
@@ -163,14 +196,15 @@ func runOne(limit context.Context, s Spec, argv []string, out *redactor) (code i
 	var box *sandbox.Process
 	if s.Sandbox != nil {
 		if box, err = s.Sandbox.Command(cmd, sandbox.Run{Worktree: s.Dir, Private: s.Private, Layer: s.Layer}); err != nil {
-			return -1, "", fmt.Errorf("sandbox: %w", err)
+			return -1, "", &notRun{SandboxFailed, path, fmt.Errorf("sandbox: %w", err)}
 		}
 	}
 	if err := cmd.Start(); err != nil {
 		if box != nil {
 			box.Done()
+			return -1, "", &notRun{SandboxFailed, path, fmt.Errorf("sandbox: %w", err)}
 		}
-		return -1, "", err
+		return -1, "", &notRun{execFailure(err), path, err}
 	}
 	if s.Started != nil {
 		s.Started(cmd.Process.Pid)
@@ -179,7 +213,7 @@ func runOne(limit context.Context, s Spec, argv []string, out *redactor) (code i
 		if err := box.Started(); err != nil {
 			_ = cmd.Wait()
 			box.Done()
-			return -1, "", describeStage(err)
+			return -1, "", describeStage(err, path)
 		}
 	}
 	err = cmd.Wait()
@@ -206,16 +240,74 @@ func runOne(limit context.Context, s Spec, argv []string, out *redactor) (code i
 
 // describeStage says why a confined command did not run, with what to do
 // when the sandbox kept its program out.
-func describeStage(err error) error {
+func describeStage(err error, path string) error {
 	var se *sandbox.StageError
 	if !errors.As(err, &se) {
-		return err
+		return &notRun{SandboxFailed, path, err}
 	}
 	msg := se.Msg
-	if strings.HasPrefix(msg, "exec ") && (strings.HasSuffix(msg, "permission denied") || strings.HasSuffix(msg, "no such file or directory")) {
-		msg += " (a check's filesystem holds the system directories, its worktree and the paths host.sandbox_paths names, nothing else: add the program's directory to host.sandbox_paths.ro)"
+	why := SandboxFailed
+	if strings.HasPrefix(msg, "exec ") {
+		switch {
+		case strings.HasSuffix(msg, "permission denied"):
+			why = NotExecutable
+		case strings.HasSuffix(msg, "no such file or directory"):
+			why = NotFound
+		case strings.HasSuffix(msg, "exec format error"):
+			why = NotExecutable
+		}
+		if why != SandboxFailed && !inTree(path) {
+			msg += " (a check's filesystem holds the system directories, its worktree and the paths host.sandbox_paths names, nothing else: add the program's directory to host.sandbox_paths.ro)"
+		}
 	}
-	return errors.New("sandbox: " + msg)
+	return &notRun{why, path, errors.New("sandbox: " + msg)}
+}
+
+// interpreter is the program a script's first line names (#!/bin/sh),
+// if program is a file there (relative to dir) with such a line.
+func interpreter(dir, program string) string {
+	if !strings.Contains(program, "/") {
+		return ""
+	}
+	if !filepath.IsAbs(program) {
+		program = filepath.Join(dir, program)
+	}
+	f, err := os.Open(program)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	line, _, _ := strings.Cut(string(head[:n]), "\n")
+	rest, ok := strings.CutPrefix(line, "#!")
+	if !ok {
+		return ""
+	}
+	words := strings.Fields(rest)
+	if len(words) == 0 {
+		return ""
+	}
+	return words[0]
+}
+
+// InTree reports whether a program is named as a path in the worktree
+// (./check.sh, scripts/ci): the repository's file, not the host's.
+func InTree(program string) bool { return inTree(program) }
+
+func inTree(program string) bool {
+	return strings.Contains(program, "/") && !filepath.IsAbs(program)
+}
+
+// execFailure says why an unconfined program did not start.
+func execFailure(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, exec.ErrNotFound):
+		return NotFound
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EPERM):
+		return NotExecutable
+	}
+	return NotFound
 }
 
 func killGroup(cmd *exec.Cmd) error {

@@ -78,8 +78,12 @@ func (r *Runner) car(ctx context.Context, j host.Job) host.Outcome {
 			o.Result, o.Files, o.Culprit = host.Conflicted, conflicts, l.Component
 			return o
 		}
+		changed, err := r.checksChanged(ctx, head, commit)
+		if err != nil {
+			return retry(err)
+		}
 		head = commit
-		o.Chain = append(o.Chain, host.Made{Commit: commit, Tree: tree})
+		o.Chain = append(o.Chain, host.Made{Commit: commit, Tree: tree, ChecksChanged: changed})
 	}
 	commit, tree, conflicts, err := r.mergeResult(ctx, j.Link(), head, tip, j.Squash)
 	if err != nil {
@@ -89,8 +93,12 @@ func (r *Runner) car(ctx context.Context, j host.Job) host.Outcome {
 		o.Result, o.Files = host.Conflicted, conflicts
 		return o
 	}
+	changed, err := r.checksChanged(ctx, head, commit)
+	if err != nil {
+		return retry(err)
+	}
 	o.Commit, o.Tree = commit, tree
-	o.Chain = append(o.Chain, host.Made{Commit: commit, Tree: tree})
+	o.Chain = append(o.Chain, host.Made{Commit: commit, Tree: tree, ChecksChanged: changed})
 	if slices.Contains(j.Passed, tree) {
 		o.Result, o.Reused = host.Passed, true
 		return o
@@ -103,7 +111,7 @@ func (r *Runner) car(ctx context.Context, j host.Job) host.Outcome {
 		return retry(err)
 	}
 	if !res.Passed {
-		return failed(res, o)
+		return r.failed(ctx, res, o)
 	}
 	o.Result = host.Passed
 	return o

@@ -85,7 +85,7 @@ func (r *Runner) check(ctx context.Context, j host.Job) host.Outcome {
 		}
 	}
 	if !res.Passed {
-		return failed(res, o)
+		return r.failed(ctx, res, o)
 	}
 	o.Result = host.Passed
 	return o
@@ -132,8 +132,12 @@ func (r *Runner) shared(ctx context.Context, j host.Job) host.Outcome {
 		if len(conflicts) > 0 {
 			return host.Outcome{Result: host.Conflicted, Files: conflicts, Culprit: l.Component}
 		}
+		changed, err := r.checksChanged(ctx, head, commit)
+		if err != nil {
+			return retry(err)
+		}
 		head = commit
-		o.Chain = append(o.Chain, host.Made{Commit: commit, Tree: tree, Tip: l.Tip})
+		o.Chain = append(o.Chain, host.Made{Commit: commit, Tree: tree, Tip: l.Tip, ChecksChanged: changed})
 	}
 	for _, l := range links {
 		_, tip, bad := r.resolve(ctx, l.Ref)
@@ -148,8 +152,12 @@ func (r *Runner) shared(ctx context.Context, j host.Job) host.Outcome {
 		if len(conflicts) > 0 {
 			return host.Outcome{Result: host.Conflicted, Files: conflicts, Culprit: l.Component}
 		}
+		changed, err := r.checksChanged(ctx, head, commit)
+		if err != nil {
+			return retry(err)
+		}
 		head = commit
-		o.Chain = append(o.Chain, host.Made{Commit: commit, Tree: tree, Tip: tip})
+		o.Chain = append(o.Chain, host.Made{Commit: commit, Tree: tree, Tip: tip, ChecksChanged: changed})
 	}
 	last := o.Chain[len(o.Chain)-1]
 	o.Commit, o.Tree, o.Tip = last.Commit, last.Tree, last.Tip
@@ -172,7 +180,7 @@ func (r *Runner) shared(ctx context.Context, j host.Job) host.Outcome {
 		}
 	}
 	if !res.Passed {
-		return failed(res, o)
+		return r.failed(ctx, res, o)
 	}
 	o.Result = host.Passed
 	return o

@@ -72,6 +72,8 @@ type Runner struct {
 
 	changes map[string][]string // scans: files a commit changed since it left a base
 	merged  map[string][]string // scans: files two commits conflict in
+
+	checkFiles map[string]bool // the repository's files that define the checks (checkFiles)
 }
 
 // New makes a runner; it makes the log and work directories.
@@ -93,7 +95,7 @@ func New(o Options) (*Runner, error) {
 	if err := os.Chmod(o.Work, 0o700); err != nil {
 		return nil, fmt.Errorf("host.work: %w", err)
 	}
-	return &Runner{o: o, changes: map[string][]string{}, merged: map[string][]string{}}, nil
+	return &Runner{o: o, changes: map[string][]string{}, merged: map[string][]string{}, checkFiles: checkFiles(o.Checks)}, nil
 }
 
 // Prune ends and removes what a crash left in the work directory: the
@@ -351,6 +353,25 @@ func (r *Runner) runChecks(ctx context.Context, s CheckSpec, out *Checked, try i
 // failed is the outcome of checks that did not pass: the check, named
 // short, and its first failing line; a check that said nothing is named
 // whole, with how it ended (sh -c 'test -f README': exited with status 1).
+func (r *Runner) failed(ctx context.Context, res checks.Result, o host.Outcome) host.Outcome {
+	o = failed(res, o)
+	if res.NotRun == "" {
+		return o
+	}
+	// The check never started: the core judges whose fault that is, from
+	// where its program is and how the target holds it.
+	o.NotRun, o.Program = res.NotRun, res.Program
+	if prog := res.Program; strings.Contains(prog, "/") && !filepath.IsAbs(prog) && o.Base != "" {
+		o.InTree = true
+		mode, err := r.o.Repo.Mode(ctx, o.Base, prog)
+		if err != nil {
+			return retry(err)
+		}
+		o.OnTarget = mode
+	}
+	return o
+}
+
 func failed(res checks.Result, o host.Outcome) host.Outcome {
 	o.Result = host.Failed
 	name := shortCommand(res.Command)

@@ -101,6 +101,11 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 	if tip, err := repo.RevParse(ctx, "refs/heads/"+c.Host.Target); err != nil || tip == "" {
 		return nil, fmt.Errorf("host.target: no branch %s in %s", c.Host.Target, repo.Dir())
 	}
+	// A check that cannot start would be every builder's failure, or every
+	// component's hold: said now, once, with what to do.
+	if err := CheckPrograms(ctx, c, repo, !clustered); err != nil {
+		return nil, err
+	}
 	if !repo.Bare() {
 		warnings = append(warnings, fmt.Sprintf("host.repo: %s has a work tree; a bare repository is best (a checkout of %s there must be clean for a landing, and follows it)", repo.Dir(), c.Host.Target))
 	}

@@ -150,6 +150,11 @@ func workerMain(ctx context.Context, c *config.Config, log zerolog.Logger, out i
 		}
 		s.Close()
 	}
+	// The programs of host.checks it would run (none of the repository's:
+	// it has none), when its configuration names them.
+	if err := CheckPrograms(ctx, c, nil, true); err != nil {
+		return err
+	}
 	id := c.Cluster.ID
 	if id == "" {
 		id = cluster.DefaultID()

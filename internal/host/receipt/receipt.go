@@ -90,6 +90,13 @@ type Landing struct {
 	// Chain is its place in the repository's chain of landings: version
 	// 2; nil in a receipt of version 1.
 	Chain *Chain `json:"chain,omitempty"`
+	// ChecksChanged names the repository's files that define the checks
+	// (a program of host.checks in the worktree, a file its arguments
+	// name, a Makefile for make) which this landing changed: the checks
+	// that passed on Tree (Checks) were these files as it brings them,
+	// never the target's before it. Absent when it changed none; version
+	// 2 receipts without it still open.
+	ChecksChanged []string `json:"checksChanged,omitempty"`
 	// Batch: it landed in a batch, several components by one
 	// compare-and-swap: the target went from the first's LandedOn to the
 	// head straight, and never held the commits below the head. Checks is
