@@ -111,6 +111,7 @@ type Bot struct {
 
 	health  atomic.Pointer[Health]
 	views   chan chan coordinator.View
+	spends  chan spendBatch
 	stopped chan struct{} // closed when Run has returned: the engine is then idle
 }
 
@@ -146,7 +147,7 @@ func New(opts Options) (*Bot, error) {
 		opts.ShutdownGrace = defaultGrace
 	}
 	b := &Bot{opts: opts, cfg: cfg, log: opts.Logger, id: opts.Identity, views: make(chan chan coordinator.View),
-		stopped: make(chan struct{}), operators: cfg.Roles.Operators}
+		spends: make(chan spendBatch), stopped: make(chan struct{}), operators: cfg.Roles.Operators}
 	b.health.Store(&Health{})
 	b.guardObservers()
 	if b.id == nil {
@@ -276,6 +277,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	batches := b.client.Batches()
 	b.log.Info().Str("url", b.cfg.Server.URL).Str("channel", b.cfg.Server.Channel).Str("agent", b.AgentID()).
 		Msg("connecting to the room")
+	var spent spendBatch
 	for {
 		b.armTimer(timer)
 		var err error
@@ -318,9 +320,30 @@ func (b *Bot) Run(ctx context.Context) error {
 		case reply := <-b.views:
 			reply <- b.node.Engine().View()
 			continue
+		case sb := <-b.spends:
+			spent = sb
+			for _, s := range sb.batch {
+				if !b.sess.Spend(b.room.now(), s) {
+					sb.refused = true
+					break
+				}
+			}
 		}
 		if err == nil {
 			err = b.flush()
+		}
+		if spent.done != nil {
+			// Answered once journaled: an export the exporter was told
+			// was taken survives a restart.
+			switch {
+			case err != nil:
+				spent.done <- err
+			case spent.refused:
+				spent.done <- errNotCounting
+			default:
+				spent.done <- nil
+			}
+			spent = spendBatch{}
 		}
 		if err != nil {
 			return err
@@ -637,4 +660,29 @@ func (b *Bot) setHealth(f func(*Health)) {
 	h := *b.health.Load()
 	f(&h)
 	b.health.Store(&h)
+}
+
+// spendBatch is one export's spend, on its way to the engine.
+type spendBatch struct {
+	batch   []coordinator.Spend
+	refused bool       // the session would not take it now
+	done    chan error // nil once it is answered
+}
+
+var errNotCounting = errors.New("the build has not started, or foreman is not in the room")
+
+// Spend hands the engine the spend of one export (the OTLP receiver's
+// Sink); safe from any goroutine. It returns once the spend is journaled,
+// or with an error when foreman cannot count it now: the exporter sends it
+// again.
+func (b *Bot) Spend(ctx context.Context, batch []coordinator.Spend) error {
+	done := make(chan error, 1)
+	select {
+	case b.spends <- spendBatch{batch: batch, done: done}:
+	case <-b.stopped:
+		return errors.New("foreman is stopping")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-done
 }

@@ -379,3 +379,17 @@ func (s *Session) Reload(at time.Time, comps []coordinator.Component, roles coor
 	s.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: at, Components: comps, Roles: &roles})
 	return true
 }
+
+// Spend hands the engine what an agent's exporter reported, received at
+// at (issue 47), journaled like any event. It refuses (false) before the
+// build has started and while foreman is out of the room or catching up:
+// the exporter sends it again, and the engine counts it then, after what
+// the room said meanwhile.
+func (s *Session) Spend(at time.Time, sp coordinator.Spend) bool {
+	if !s.node.Started() || !s.joined {
+		return false
+	}
+	s.node.Wake(at)
+	s.node.Step(coordinator.Event{Kind: coordinator.KindSpend, At: at, Spend: sp})
+	return true
+}
