@@ -44,6 +44,15 @@ bench:
 # and confined).
 VERIFY_LANDINGS ?= 1000
 export VERIFY_LANDINGS
+.PHONY: bench-spend
+# A recorded Claude Code export replayed through the OTLP receiver into a
+# live foreman with a journal (docs/PERFORMANCE.md, issue 47); CI runs it
+# small in make test (200 a second for 1 s).
+SPEND_RATE ?= 1000
+SPEND_SECONDS ?= 60
+bench-spend:
+	SPEND_RATE=$(SPEND_RATE) SPEND_SECONDS=$(SPEND_SECONDS) $(GO) test -run '^TestSpendLoad$$' -count=1 -v -timeout 30m ./internal/bot | grep -E '^(spendbench:|---|FAIL|ok)'
+
 .PHONY: bench-host
 bench-host:
 	$(GO) test -run '^$$' -bench 'ReadyToVerdict|QueueThroughput' $(call benchtime,-benchtime 20x) ./internal/host/gitjob

@@ -277,7 +277,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	batches := b.client.Batches()
 	b.log.Info().Str("url", b.cfg.Server.URL).Str("channel", b.cfg.Server.Channel).Str("agent", b.AgentID()).
 		Msg("connecting to the room")
-	var spent spendBatch
+	var spent []spendBatch
 	for {
 		b.armTimer(timer)
 		var err error
@@ -321,30 +321,34 @@ func (b *Bot) Run(ctx context.Context) error {
 			reply <- b.node.Engine().View()
 			continue
 		case sb := <-b.spends:
-			spent = sb
-			for _, s := range sb.batch {
-				if !b.sess.Spend(b.room.now(), s) {
-					sb.refused = true
-					break
+			// Every export waiting is taken, then journaled in one
+			// commit: a flood of small exports costs one sync a round.
+			spent = append(spent, b.spend(sb))
+			for more := true; more && len(spent) < maxSpendRound; {
+				select {
+				case sb := <-b.spends:
+					spent = append(spent, b.spend(sb))
+				default:
+					more = false
 				}
 			}
 		}
 		if err == nil {
 			err = b.flush()
 		}
-		if spent.done != nil {
-			// Answered once journaled: an export the exporter was told
-			// was taken survives a restart.
+		// Answered once journaled: an export the exporter was told was
+		// taken survives a restart.
+		for _, sb := range spent {
 			switch {
 			case err != nil:
-				spent.done <- err
-			case spent.refused:
-				spent.done <- errNotCounting
+				sb.done <- err
+			case sb.refused:
+				sb.done <- errNotCounting
 			default:
-				spent.done <- nil
+				sb.done <- nil
 			}
-			spent = spendBatch{}
 		}
+		spent = spent[:0]
 		if err != nil {
 			return err
 		}
@@ -667,6 +671,20 @@ type spendBatch struct {
 	batch   []coordinator.Spend
 	refused bool       // the session would not take it now
 	done    chan error // nil once it is answered
+}
+
+// maxSpendRound bounds the exports one round of the bot's loop takes.
+const maxSpendRound = 256
+
+// spend steps the engine with one export's spend.
+func (b *Bot) spend(sb spendBatch) spendBatch {
+	for _, s := range sb.batch {
+		if !b.sess.Spend(b.room.now(), s) {
+			sb.refused = true
+			break
+		}
+	}
+	return sb
 }
 
 var errNotCounting = errors.New("the build has not started, or foreman is not in the room")
