@@ -125,7 +125,9 @@ func TestSpendLoad(t *testing.T) {
 	require.NoError(t, stop())
 
 	slices.Sort(lat)
-	q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))].Round(10 * time.Microsecond) }
+	q := func(p float64) time.Duration {
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))].Round(10 * time.Microsecond)
+	}
 	fmt.Printf("spendbench: %d exports at %d/s for %d s (sent in %.1f s): %d answered 200, spend $%.3f and %d tokens counted; latency p50 %v p99 %v max %v; journal commits %d\n",
 		total, rate, seconds, sendFor.Seconds(), ok, float64(v.Components[0].Spent.USD)/1e6, v.Components[0].Spent.Tokens,
 		q(0.5), q(0.99), lat[len(lat)-1].Round(10*time.Microsecond), b.Health().Commits)
