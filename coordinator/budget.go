@@ -40,6 +40,27 @@ func (l Limit) String() string {
 	return strings.Join(parts, ",")
 }
 
+// ParseLimit reads a budget as the config writes it: "" (none), USD (5,
+// 2.50), tokens (200000t), or both joined by a comma (5,200000t).
+func ParseLimit(s string) (Limit, error) {
+	var l Limit
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		a, err := protocol.ParseAmount(part)
+		if err != nil || a.Raise || a.None {
+			return Limit{}, fmt.Errorf("%q is not a budget: USD (5, 2.50), tokens (200000t), or both (5,200000t)", part)
+		}
+		if a.Tokens {
+			l.Tokens, l.HasTokens = a.Value, true
+		} else {
+			l.USD, l.HasUSD = a.Value, true
+		}
+	}
+	return l, nil
+}
+
 // IsSet reports whether the limit limits anything.
 func (l Limit) IsSet() bool { return l.HasUSD || l.HasTokens }
 

@@ -16,7 +16,9 @@ package otlp
 import (
 	"compress/gzip"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -66,9 +68,13 @@ type Options struct {
 	// Tokens names the agents that may report, each by its token (the
 	// bearer token its exporter sends). An export from anyone else is
 	// refused.
-	Tokens  map[string]string // token -> agent id
-	MaxBody int64             // 0: DefaultMaxBody
-	Now     func() time.Time  // for points without a time; nil: time.Now
+	Tokens map[string]string // token -> agent id
+	// Secret, if set, makes every agent's token (Token): an export is
+	// taken from the agent its foreman.agent attribute names when its
+	// token is Token(Secret, that agent).
+	Secret  []byte
+	MaxBody int64            // 0: DefaultMaxBody
+	Now     func() time.Time // for points without a time; nil: time.Now
 }
 
 // Refusal says why an export, or a point of one, was not taken. Each is
@@ -169,7 +175,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request, logs bool) {
 	if err == nil {
 		var body []byte
 		if body, err = r.read(w, req); err == nil {
-			batch, rejected, err = r.parse(body, jsonBody, logs, r.agentOf(req))
+			batch, rejected, err = r.parse(body, jsonBody, logs, r.authority(req))
 		}
 	}
 	if err == nil && len(batch) > 0 {
@@ -198,7 +204,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request, logs bool) {
 // check refuses what can be refused before reading the body: no valid
 // token, a content type that is not OTLP's, a body declared too large.
 func (r *Receiver) check(req *http.Request) (jsonBody bool, err error) {
-	if r.agentOf(req) == "" {
+	if r.agentOf(req) == "" && (r.opts.Secret == nil || bearer(req) == "") {
 		return false, refuse(http.StatusUnauthorized, RefusedToken, "no valid token: send Authorization: Bearer <the agent's token> (foreman mcp --print-config prints it)")
 	}
 	switch ct, _, _ := strings.Cut(req.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) {
@@ -214,12 +220,44 @@ func (r *Receiver) check(req *http.Request) (jsonBody bool, err error) {
 	return jsonBody, nil
 }
 
+func bearer(req *http.Request) string {
+	tok, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	return strings.TrimSpace(tok)
+}
+
 func (r *Receiver) agentOf(req *http.Request) string {
-	tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-	if !ok || tok == "" {
+	tok := bearer(req)
+	if tok == "" {
 		return ""
 	}
-	return r.tokens[sha256.Sum256([]byte(strings.TrimSpace(tok)))]
+	return r.tokens[sha256.Sum256([]byte(tok))]
+}
+
+// authority decides, from the agent a resource names, whose spend the
+// export is: the token's agent, who must be the one named; or, with a
+// secret, the one named, whose token it must be.
+func (r *Receiver) authority(req *http.Request) func(named string) (string, error) {
+	if agent := r.agentOf(req); agent != "" {
+		return func(named string) (string, error) { return agent, checkAgent(named, agent) }
+	}
+	tok := bearer(req)
+	return func(named string) (string, error) {
+		if named == "" {
+			return "", checkAgent(named, "<your sender id>")
+		}
+		if !hmac.Equal([]byte(Token(r.opts.Secret, named)), []byte(tok)) {
+			return "", refuse(http.StatusUnauthorized, RefusedToken, "the token is not %s's: send its own (foreman mcp --print-config prints it)", protocol.CleanWord(named, protocol.MaxName))
+		}
+		return named, nil
+	}
+}
+
+// Token is agent's token under secret: what its exporter sends as
+// Authorization: Bearer.
+func Token(secret []byte, agent string) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte("foreman otlp token\x00" + agent))
+	return hex.EncodeToString(mac.Sum(nil))[:32]
 }
 
 // read reads the body, at most MaxBody bytes of it, gunzipped if it came
@@ -252,7 +290,7 @@ var jsonOpts = protojson.UnmarshalOptions{DiscardUnknown: true}
 
 // parse reads an export. Its resources must each name the token's agent.
 // It returns the spend found and how many points were refused.
-func (r *Receiver) parse(body []byte, jsonBody, logs bool, agent string) ([]coordinator.Spend, int64, error) {
+func (r *Receiver) parse(body []byte, jsonBody, logs bool, auth func(named string) (string, error)) ([]coordinator.Spend, int64, error) {
 	unmarshal := proto.Unmarshal
 	if jsonBody {
 		unmarshal = jsonOpts.Unmarshal
@@ -264,8 +302,10 @@ func (r *Receiver) parse(body []byte, jsonBody, logs bool, agent string) ([]coor
 		if err := unmarshal(body, &data); err != nil {
 			return nil, 0, refuse(http.StatusBadRequest, RefusedBody, "not an OTLP logs export: %v", err)
 		}
+		var agent string
 		for _, rl := range data.ResourceLogs {
-			if err := checkAgent(rl.Resource, agent); err != nil {
+			var err error
+			if agent, err = oneAgent(agent, rl.Resource, auth); err != nil {
 				return nil, 0, err
 			}
 		}
@@ -283,8 +323,10 @@ func (r *Receiver) parse(body []byte, jsonBody, logs bool, agent string) ([]coor
 	if err := unmarshal(body, &data); err != nil {
 		return nil, 0, refuse(http.StatusBadRequest, RefusedBody, "not an OTLP metrics export: %v", err)
 	}
+	var agent string
 	for _, rm := range data.ResourceMetrics {
-		if err := checkAgent(rm.Resource, agent); err != nil {
+		var err error
+		if agent, err = oneAgent(agent, rm.Resource, auth); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -299,15 +341,25 @@ func (r *Receiver) parse(body []byte, jsonBody, logs bool, agent string) ([]coor
 	return p.done(r)
 }
 
-// checkAgent refuses a resource that does not name the token's agent: a
-// token spends for its own agent only.
-func checkAgent(res *resourcepb.Resource, agent string) error {
+// oneAgent is the agent res names, as auth allows it; every resource of
+// an export must be the same agent's.
+func oneAgent(before string, res *resourcepb.Resource, auth func(string) (string, error)) (string, error) {
 	named := ""
 	for _, kv := range res.GetAttributes() {
 		if kv.GetKey() == AgentAttribute {
 			named = kv.GetValue().GetStringValue()
 		}
 	}
+	agent, err := auth(named)
+	if err == nil && before != "" && agent != before {
+		err = refuse(http.StatusForbidden, RefusedAgent, "an export names %s and %s: one agent an export", before, agent)
+	}
+	return agent, err
+}
+
+// checkAgent refuses a resource that does not name the token's agent: a
+// token spends for its own agent only.
+func checkAgent(named, agent string) error {
 	switch {
 	case named == "":
 		return refuse(http.StatusBadRequest, RefusedAgent, "no %s resource attribute: set OTEL_RESOURCE_ATTRIBUTES=%s=%s", AgentAttribute, AgentAttribute, agent)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -251,3 +252,50 @@ func post(t *testing.T, url, token, ct, body string) int {
 }
 
 func itoa(n int64) string { return protocol.FormatTokens(n)[:len(protocol.FormatTokens(n))-1] }
+
+// With a secret, an agent's token is made from it: the attribute names
+// the agent, the token proves it; another agent's token, or a made-up
+// one, is refused.
+func TestSecretTokens(t *testing.T) {
+	sink := newSink(t)
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	r, srv := serve(t, sink, Options{Tokens: map[string]string{}, Secret: secret})
+	sink.hear(t, "@b1", "CLAIM api")
+	ok := newMeter(t, srv.URL, Token(secret, "@b1"), "@b1", metricdata.DeltaTemporality, "USD")
+	ok.cost(0.5)
+	require.NoError(t, ok.flush(t))
+	for _, tc := range []struct{ token, agent string }{{Token(secret, "@b2"), "@b1"}, {"made-up", "@b1"}, {Token(secret, "@b1"), ""}} {
+		m := newMeter(t, srv.URL, tc.token, tc.agent, metricdata.DeltaTemporality, "USD")
+		m.cost(1)
+		assert.Error(t, m.flush(t), "%+v", tc)
+	}
+	assert.Equal(t, coordinator.Cost{USD: 500_000}, sink.view().Components[0].Spent)
+	assert.EqualValues(t, 2, r.Counts().Refused[RefusedToken])
+	assert.EqualValues(t, 1, r.Counts().Refused[RefusedAgent])
+	assert.NotEqual(t, Token(secret, "@b1"), Token([]byte("another secret, another foreman"), "@b1"))
+}
+
+func TestLoadSecret(t *testing.T) {
+	path := t.TempDir() + "/otlp/secret"
+	a, err := LoadSecret(path)
+	require.NoError(t, err)
+	b, err := LoadSecret(path)
+	require.NoError(t, err)
+	assert.Equal(t, a, b, "made once, then read")
+	require.NoError(t, os.WriteFile(path, []byte("short"), 0o600))
+	_, err = LoadSecret(path)
+	assert.ErrorContains(t, err, "at least 16")
+}
+
+// The environment an agent started by hand (or by foreman up) needs: the
+// exporter of Claude Code to foreman's listener, its token and name, and
+// intervals short enough for the overshoot bound.
+func TestEnv(t *testing.T) {
+	env := Env("http://127.0.0.1:9090/", "@b1", "tok")
+	assert.Contains(t, env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:9090")
+	assert.Contains(t, env, "OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer tok")
+	assert.Contains(t, env, "OTEL_RESOURCE_ATTRIBUTES=foreman.agent=@b1")
+	assert.Contains(t, env, "OTEL_METRIC_EXPORT_INTERVAL=5000")
+	assert.Contains(t, env, "OTEL_LOGS_EXPORT_INTERVAL=5000")
+	assert.Contains(t, env, "CLAUDE_CODE_ENABLE_TELEMETRY=1")
+}
