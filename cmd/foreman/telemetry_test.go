@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/otlp"
@@ -48,4 +49,31 @@ func TestWithReceiver(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "an empty export with a token made from the secret")
+}
+
+// With telemetry.secret, --print-config also prints, on stderr, the
+// exporter environment of the agent's own process: its token verifies
+// under the secret and names the agent by its key's sender id.
+func TestMCPPrintsTheExporterEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	writeFile(t, dir, "foreman.yaml", "server:\n  channel: \"#build\"\ntelemetry:\n  secret: .foreman/otlp.secret\nhttp:\n  listen: 127.0.0.1:9191\n")
+	code, out, errOut := foreman(t, "mcp", "--print-config", "--identity", ".foreman/ada.json")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"mcpServers"`, "stdout stays the client's JSON")
+	id, err := agentchatLoad(filepath.Join(dir, ".foreman", "ada.json"))
+	require.NoError(t, err)
+	secret, err := os.ReadFile(filepath.Join(dir, ".foreman", "otlp.secret"))
+	require.NoError(t, err)
+	assert.Contains(t, errOut, "export OTEL_EXPORTER_OTLP_ENDPOINT='http://127.0.0.1:9191'")
+	assert.Contains(t, errOut, "export OTEL_RESOURCE_ATTRIBUTES='foreman.agent="+id+"'")
+	assert.Contains(t, errOut, "export OTEL_EXPORTER_OTLP_HEADERS='Authorization=Bearer "+otlp.Token(secret, id)+"'")
+}
+
+func agentchatLoad(path string) (string, error) {
+	id, err := agentchat.LoadIdentity(path)
+	if err != nil {
+		return "", err
+	}
+	return id.AgentID(), nil
 }
