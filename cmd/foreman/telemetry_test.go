@@ -77,3 +77,19 @@ func agentchatLoad(path string) (string, error) {
 	}
 	return id.AgentID(), nil
 }
+
+// foreman status says what the build and each agent spent, against their
+// budgets, and each component's spend in its notes (issue 47).
+func TestStatusShowsSpend(t *testing.T) {
+	v := midBuild()
+	v.Spent, v.Budget = coordinator.Cost{USD: 1_500_000, Tokens: 3000}, &coordinator.Limit{USD: 10_000_000, HasUSD: true}
+	v.Agents = []coordinator.AgentView{{ID: "@b2", Spent: coordinator.Cost{USD: 1_500_000, Tokens: 3000}, Holds: "api"}}
+	v.Components[1].Spent = coordinator.Cost{USD: 1_250_000, Tokens: 2000}
+	v.Components[1].Budget = &coordinator.Limit{USD: 2_000_000, HasUSD: true}
+	ts := statusServer(t, v)
+	code, out, errOut := foreman(t, "status", "--board", ts.URL)
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(out, "\n")
+	assert.Equal(t, "spent $1.50 and 3000 tokens of $10.00; bob @b2 $1.50 and 3000 tokens (on api)", lines[1])
+	assert.Contains(t, out, "overlaps web; failed audits 1/3; spent $1.25 and 2000 tokens of $2.00")
+}
