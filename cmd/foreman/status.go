@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/coordinator"
-	"github.com/agentforeman/foreman/protocol"
 	"github.com/agentforeman/foreman/internal/web"
+	"github.com/agentforeman/foreman/protocol"
 )
 
 func (a *app) statusCommand() *cobra.Command {
