@@ -389,6 +389,9 @@ func (s *Session) Spend(at time.Time, sp coordinator.Spend) bool {
 	if !s.node.Started() || !s.joined {
 		return false
 	}
+	// The journal keeps milliseconds: the live engine is handed what a
+	// recovery will read back, so both place the spend alike.
+	at, sp.At, sp.Start = at.Truncate(time.Millisecond), sp.At.Truncate(time.Millisecond), sp.Start.Truncate(time.Millisecond)
 	s.node.Wake(at)
 	s.node.Step(coordinator.Event{Kind: coordinator.KindSpend, At: at, Spend: sp})
 	return true
