@@ -86,8 +86,14 @@ func TestSpendLoad(t *testing.T) {
 	lat := make([]time.Duration, total)
 	codes := make([]int, total)
 	var wg sync.WaitGroup
+	// At most SPEND_AGENTS exports in flight: each agent's exporter sends
+	// one at a time. Unbounded, a stalled machine piled up connections
+	// until the process ran out of files (20,000) and exports failed to
+	// connect.
+	inflight := make(chan struct{}, envInt("SPEND_AGENTS", 256))
 	send := func(i int) {
 		defer wg.Done()
+		defer func() { <-inflight }()
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+otlp.LogsPath, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer tok-b1")
 		req.Header.Set("Content-Type", "application/x-protobuf")
@@ -100,12 +106,13 @@ func TestSpendLoad(t *testing.T) {
 		}
 	}
 	// Open loop: export i is sent at its time whatever the others do, as
-	// agents' exporters would.
+	// agents' exporters would, unless every agent has one in flight.
 	start := time.Now()
 	for i := range total {
 		if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); d > 0 {
 			time.Sleep(d)
 		}
+		inflight <- struct{}{}
 		wg.Add(1)
 		go send(i)
 	}
@@ -128,7 +135,7 @@ func TestSpendLoad(t *testing.T) {
 	q := func(p float64) time.Duration {
 		return lat[min(len(lat)-1, int(p*float64(len(lat))))].Round(10 * time.Microsecond)
 	}
-	fmt.Printf("spendbench: %d exports at %d/s for %d s (sent in %.1f s): %d answered 200, spend $%.3f and %d tokens counted; latency p50 %v p99 %v max %v; journal commits %d\n",
-		total, rate, seconds, sendFor.Seconds(), ok, float64(v.Components[0].Spent.USD)/1e6, v.Components[0].Spent.Tokens,
+	fmt.Printf("spendbench: %d exports at %d/s for %d s by %d agents (sent in %.1f s): %d answered 200, spend $%.3f and %d tokens counted; latency p50 %v p99 %v max %v; journal commits %d\n",
+		total, rate, seconds, cap(inflight), sendFor.Seconds(), ok, float64(v.Components[0].Spent.USD)/1e6, v.Components[0].Spent.Tokens,
 		q(0.5), q(0.99), lat[len(lat)-1].Round(10*time.Microsecond), b.Health().Commits)
 }

@@ -52,6 +52,9 @@ const (
 	LogsPath    = "/v1/logs"
 )
 
+// DefaultMaxInFlight bounds the exports waiting for the engine at once.
+const DefaultMaxInFlight = 1024
+
 // DefaultMaxBody bounds an export's body, before and after gzip. A
 // Claude Code export is a few kilobytes.
 const DefaultMaxBody = 4 << 20
@@ -73,8 +76,12 @@ type Options struct {
 	// taken from the agent its foreman.agent attribute names when its
 	// token is Token(Secret, that agent).
 	Secret  []byte
-	MaxBody int64            // 0: DefaultMaxBody
-	Now     func() time.Time // for points without a time; nil: time.Now
+	MaxBody int64 // 0: DefaultMaxBody
+	// MaxInFlight bounds the exports waiting for the engine at once; one
+	// more is answered 503 (the exporter sends it again), so a flood
+	// holds no more than this many connections. 0: DefaultMaxInFlight.
+	MaxInFlight int
+	Now         func() time.Time // for points without a time; nil: time.Now
 }
 
 // Refusal says why an export, or a point of one, was not taken. Each is
@@ -111,6 +118,7 @@ type Receiver struct {
 	tokens  map[[32]byte]string
 	sink    Sink
 	refused [numRefusals]atomic.Int64
+	slots   chan struct{} // one per export waiting for the engine
 	exports atomic.Int64
 	points  atomic.Int64
 }
@@ -123,7 +131,10 @@ func New(opts Options, sink Sink) *Receiver {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &Receiver{opts: opts, sink: sink, tokens: make(map[[32]byte]string, len(opts.Tokens))}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	r := &Receiver{opts: opts, sink: sink, tokens: make(map[[32]byte]string, len(opts.Tokens)), slots: make(chan struct{}, opts.MaxInFlight)}
 	for tok, agent := range opts.Tokens {
 		r.tokens[sha256.Sum256([]byte(tok))] = agent // looked up by hash: no early exit on a matching prefix
 	}
@@ -179,8 +190,16 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request, logs bool) {
 		}
 	}
 	if err == nil && len(batch) > 0 {
-		if serr := r.sink.Spend(req.Context(), batch); serr != nil {
-			err = refuse(http.StatusServiceUnavailable, RefusedBusy, "foreman cannot count spend now (%v); send it again", serr)
+		select {
+		case r.slots <- struct{}{}:
+			if serr := r.sink.Spend(req.Context(), batch); serr != nil {
+				err = refuse(http.StatusServiceUnavailable, RefusedBusy, "foreman cannot count spend now (%v); send it again", serr)
+			}
+			<-r.slots
+		default:
+			err = refuse(http.StatusServiceUnavailable, RefusedBusy, "%d exports already wait for foreman; send it again", cap(r.slots))
+		}
+		if err != nil {
 			w.Header().Set("Retry-After", "1")
 		}
 	}

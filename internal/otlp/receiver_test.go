@@ -299,3 +299,35 @@ func TestEnv(t *testing.T) {
 	assert.Contains(t, env, "OTEL_LOGS_EXPORT_INTERVAL=5000")
 	assert.Contains(t, env, "CLAUDE_CODE_ENABLE_TELEMETRY=1")
 }
+
+type blockingSink struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingSink) Spend(ctx context.Context, _ []coordinator.Spend) error {
+	b.entered <- struct{}{}
+	<-b.release
+	return nil
+}
+
+// A flood holds no more than MaxInFlight exports waiting for the engine:
+// one more is answered 503 at once (the exporter sends it again), and
+// counted busy; those waiting are taken.
+func TestFloodIsBounded(t *testing.T) {
+	sink := &blockingSink{entered: make(chan struct{}, 2), release: make(chan struct{})}
+	r, srv := serve(t, sink, Options{MaxInFlight: 2})
+	ns := time.Now().UnixNano()
+	body := `{"resourceLogs":[{"resource":{"attributes":[{"key":"foreman.agent","value":{"stringValue":"@b1"}}]},"scopeLogs":[{"logRecords":[{"timeUnixNano":"` + itoa(ns) + `","attributes":[{"key":"event.name","value":{"stringValue":"api_request"}},{"key":"cost_usd","value":{"doubleValue":0.01}}]}]}]}]}`
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() { codes <- post(t, srv.URL+LogsPath, tokB1, "application/json", body) }()
+	}
+	<-sink.entered
+	<-sink.entered
+	assert.Equal(t, http.StatusServiceUnavailable, post(t, srv.URL+LogsPath, tokB1, "application/json", body))
+	assert.EqualValues(t, 1, r.Counts().Refused[RefusedBusy])
+	close(sink.release)
+	assert.Equal(t, http.StatusOK, <-codes)
+	assert.Equal(t, http.StatusOK, <-codes)
+}
