@@ -46,6 +46,15 @@ bench:
 # and confined).
 VERIFY_LANDINGS ?= 1000
 export VERIFY_LANDINGS
+.PHONY: bench-spend
+# A recorded Claude Code export replayed through the OTLP receiver into a
+# live foreman with a journal (docs/PERFORMANCE.md, issue 47); CI runs it
+# small in make test (200 a second for 1 s).
+SPEND_RATE ?= 1000
+SPEND_SECONDS ?= 60
+bench-spend:
+	SPEND_RATE=$(SPEND_RATE) SPEND_SECONDS=$(SPEND_SECONDS) $(GO) test -run '^TestSpendLoad$$' -count=1 -v -timeout 30m ./internal/bot
+
 .PHONY: bench-host
 bench-host:
 	$(GO) test -run '^$$' -bench 'ReadyToVerdict|QueueThroughput' $(call benchtime,-benchtime 20x) ./internal/host/gitjob
@@ -202,6 +211,7 @@ ci-small:
 	$(MAKE) demo-real ARGS="--limit 60s" # issue 38: the whole build in under a minute, or CI fails
 	$(MAKE) bench BENCHTIME=1x
 	$(MAKE) bench-host BENCHTIME=1x VERIFY_LANDINGS=50
+	$(MAKE) bench-spend SPEND_RATE=200 SPEND_SECONDS=2
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2 TRAIN_FLAKE=0.1
 	$(MAKE) bench-train TRAIN_RUNS=6:300ms:2 TRAIN_FLAKE=0.1 TRAIN_BATCH=4 TRAIN_DEPTH=1

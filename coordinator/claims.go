@@ -20,6 +20,10 @@ func (e *Engine) claim(agent, name string) {
 		e.say(protocol.Reject(name, agent, "build paused by an operator; CLAIM again after RESUME"))
 		return
 	}
+	if e.buildOver() {
+		e.say(protocol.Reject(name, agent, fmt.Sprintf("the build spent %s; claims wait for an operator's BUDGET build", figures(e.spend.build, e.limit(protocol.BuildSubject)))))
+		return
+	}
 	c, ok := e.lookup(agent, name)
 	if !ok {
 		return
@@ -35,6 +39,8 @@ func (e *Engine) claim(agent, name string) {
 		e.reject(c, agent, "held for a human (%s); claims wait until an operator decides", c.hold)
 	case c.isBarred(agent):
 		e.reject(c, agent, "you used all %d audit attempts on %s; CLAIM another component", e.rules.AuditAttempts, c.name)
+	case e.agentOver(agent):
+		e.reject(c, agent, "you spent %s; claims wait for an operator's BUDGET %s", figures(e.agentSpend(agent, false).spent, e.limit(agent)), agent)
 	case c.unmerged > 0:
 		e.reject(c, agent, "waiting on %s (not merged yet); CLAIM one from TASKS", strings.Join(e.unmergedDeps(c), ", "))
 	case e.owned[agent] >= e.rules.MaxClaimsPerAgent:
@@ -54,6 +60,7 @@ func (e *Engine) assign(c *component, agent string) {
 	if c.owner == "" {
 		c.owner = agent
 		c.since = e.now
+		e.took(agent, c)
 		e.owned[agent]++
 		c.progress, c.hasProgress, c.pr = 0, false, ""
 		c.ciFails, c.ciConflict = 0, 0 // CI attempts are the new builder's own
@@ -125,6 +132,7 @@ func (e *Engine) clearOwner(c *component) {
 	if c.owner == "" {
 		return
 	}
+	e.left(c.owner, c)
 	if e.owned[c.owner]--; e.owned[c.owner] <= 0 {
 		delete(e.owned, c.owner)
 	}

@@ -67,6 +67,7 @@ type component struct {
 	approvedBy string // who said it (shown while approved: the merger's receipts name the auditor)
 	left       *trail // what the last builder left, for the next ACK
 	mergedFrom string // who built it, once merged
+	spent      Cost   // what its builders spent while they held it (spend.go)
 }
 
 // attempts counts one builder's failed audits on a component.

@@ -22,4 +22,5 @@ type Config struct {
 	Components []Component // in declaration order, which is TASKS order
 	Roles      Roles
 	Rules      Rules
+	Budgets    Budgets // spend budgets (budget.go); none: nothing is enforced, all is counted
 }

@@ -61,6 +61,10 @@ type Engine struct {
 
 	seen seenIDs // message ids already handled
 
+	spend       ledger           // what was spent (spend.go)
+	budgetSet   map[string]Limit // budgets an operator's BUDGET set, by subject (budget.go)
+	budgetFlags map[string]uint8 // what was said of each subject's budget
+
 	out []Reply // replies of the event being handled
 }
 

@@ -22,10 +22,11 @@ const (
 	KindOnline       // from At, they can again: deadlines go on, later by the time offline
 	KindGap          // the room's history no longer reaches back to Since: lines said until Until may be lost
 	KindMembers      // the room showed Members in the channel (its member list on joining, or one joining): ids ASSIGN may name
+	KindSpend        // an agent's exporter reported Spend (spend.go); At is when foreman received it
 	numKinds
 )
 
-var kindNames = [numKinds]string{"", "start", "message", "tick", "advance", "recover", "reload", "offline", "online", "gap", "members"}
+var kindNames = [numKinds]string{"", "start", "message", "tick", "advance", "recover", "reload", "offline", "online", "gap", "members", "spend"}
 
 func (k Kind) String() string {
 	if k >= numKinds {
@@ -51,6 +52,7 @@ type Event struct {
 	Since      time.Time   // KindGap: the last line the coordinator is sure to have heard
 	Until      time.Time   // KindGap: the oldest line the room still has
 	Members    []Member    // KindMembers: at most MaxMembers; At moves no clock (membership says nothing about time)
+	Spend      Spend       // KindSpend
 }
 
 // Heard is the event of hearing m.
@@ -104,6 +106,8 @@ func (e *Engine) Step(ev Event) []Reply {
 		e.gap(ev.At, ev.Since, ev.Until)
 	case KindMembers:
 		e.members(ev.Members)
+	case KindSpend:
+		e.spent(ev.At, ev.Spend)
 	}
 	out := e.out
 	e.out = nil

@@ -32,6 +32,9 @@ func (e *Engine) operator(agent string, cmd protocol.Command) {
 	case protocol.Add:
 		e.add(agent, cmd)
 		return
+	case protocol.Budget:
+		e.budgetCommand(agent, cmd)
+		return
 	}
 	c, ok := e.lookup(agent, cmd.Component)
 	if !ok {
@@ -103,6 +106,10 @@ func (e *Engine) resolve(agent string, c *component, cmd protocol.Command) {
 	c.hold = ""
 	c.fails, c.barred, c.pushback = nil, nil, nil
 	c.ciFails, c.ciConflict = 0, 0
+	if e.budgetHolds(c) { // only a BUDGET gives it more to spend
+		e.holdForBudget(c, "RESOLVE, but still over budget: "+e.budgetFigures(c), e.budgetSubject(c), e.budgetSpent(c), e.limit(e.budgetSubject(c)))
+		return
+	}
 	if c.owner == "" {
 		e.setState(c, Pending)
 		if e.claimable(c) {

@@ -40,6 +40,92 @@ type Snapshot struct {
 	Seen         []string            `json:"seen,omitempty"`
 	Declared     []Component         `json:"declared,omitempty"` // the components as last configured, for Reload
 	Components   []ComponentSnapshot `json:"components"`
+	Spend        *SpendSnapshot      `json:"spend,omitempty"` // what was spent, and the budgets BUDGET set
+}
+
+// SpendSnapshot is the ledger (spend.go) and the budgets' state
+// (budget.go). A snapshot without it (one written before budgets) has
+// nothing spent.
+type SpendSnapshot struct {
+	Build   Cost                          `json:"build,omitzero"`
+	Agents  map[string]AgentSpendSnapshot `json:"agents,omitempty"`
+	Ignored int64                         `json:"ignored,omitempty"`
+	Budgets map[string]Limit              `json:"budgets,omitempty"` // set by BUDGET, by subject
+	Flags   map[string]uint8              `json:"flags,omitempty"`   // what was said of each budget
+}
+
+// AgentSpendSnapshot is one agent's spending.
+type AgentSpendSnapshot struct {
+	Spent    Cost                      `json:"spent,omitzero"`
+	Tenures  []TenureSnapshot          `json:"tenures,omitempty"`
+	Series   map[string]SeriesSnapshot `json:"series,omitempty"`
+	Requests bool                      `json:"requests,omitempty"`
+}
+
+// TenureSnapshot is a span in which an agent held a component.
+type TenureSnapshot struct {
+	Comp string    `json:"comp"`
+	From time.Time `json:"from"`
+	To   time.Time `json:"to,omitzero"`
+}
+
+// SeriesSnapshot is a cumulative series' last point.
+type SeriesSnapshot struct {
+	Start time.Time `json:"start,omitzero"`
+	Sum   Cost      `json:"sum,omitzero"`
+}
+
+func (e *Engine) snapshotSpend() *SpendSnapshot {
+	if e.spend.build.IsZero() && len(e.spend.agents) == 0 && e.spend.ignored == 0 && len(e.budgetSet) == 0 && len(e.budgetFlags) == 0 {
+		return nil
+	}
+	s := &SpendSnapshot{Build: e.spend.build, Ignored: e.spend.ignored, Budgets: maps.Clone(e.budgetSet), Flags: maps.Clone(e.budgetFlags)}
+	if len(e.spend.agents) > 0 {
+		s.Agents = make(map[string]AgentSpendSnapshot, len(e.spend.agents))
+	}
+	for id, a := range e.spend.agents {
+		as := AgentSpendSnapshot{Spent: a.spent, Requests: a.requests}
+		for _, t := range a.tenures {
+			as.Tenures = append(as.Tenures, TenureSnapshot{Comp: t.comp, From: t.from, To: t.to})
+		}
+		if len(a.series) > 0 {
+			as.Series = make(map[string]SeriesSnapshot, len(a.series))
+			for k, m := range a.series {
+				as.Series[k] = SeriesSnapshot{Start: m.start, Sum: m.sum}
+			}
+		}
+		s.Agents[id] = as
+	}
+	return s
+}
+
+func (e *Engine) restoreSpend(s *SpendSnapshot) {
+	if s == nil {
+		return
+	}
+	e.spend.build, e.spend.ignored = s.Build, s.Ignored
+	if len(s.Budgets) > 0 {
+		e.budgetSet = maps.Clone(s.Budgets)
+	}
+	if len(s.Flags) > 0 {
+		e.budgetFlags = maps.Clone(s.Flags)
+	}
+	for id, as := range s.Agents {
+		a := e.agentSpend(id, true)
+		if a == nil {
+			break
+		}
+		a.spent, a.requests = as.Spent, as.Requests
+		for _, t := range as.Tenures {
+			a.tenures = append(a.tenures, tenure{comp: t.Comp, from: t.From, to: t.To})
+		}
+		for k, m := range as.Series {
+			if a.series == nil {
+				a.series = make(map[string]seriesMark, len(as.Series))
+			}
+			a.series[k] = seriesMark{start: m.Start, sum: m.Sum}
+		}
+	}
 }
 
 // ComponentSnapshot is one component's state.
@@ -73,6 +159,7 @@ type ComponentSnapshot struct {
 	MergedFrom  string         `json:"merged_from,omitempty"`
 	Branch      string         `json:"branch,omitempty"`   // the last ref named for it (section 10)
 	Overlaps    []string       `json:"overlaps,omitempty"` // as recorded, in order
+	Spent       Cost           `json:"spent,omitzero"`     // what its builders spent on it
 }
 
 // FailSnapshot is one builder's failed audits.
@@ -108,6 +195,7 @@ func (e *Engine) Snapshot() *Snapshot {
 		Now: e.now, Paused: e.paused, Withheld: e.withheld, ClaimAgain: e.claimAgain, Offline: e.offline, FrozenAt: e.frozenAt, Complete: e.complete,
 		OvertimeSaid: e.overtimeSaid, BoardAt: e.boardAt, Roles: &roles, Senders: maps.Clone(e.senders), Seen: e.seen.ids(), Declared: e.cfg.Components,
 	}
+	s.Spend = e.snapshotSpend()
 	for _, n := range e.halted {
 		s.Halted = append(s.Halted, e.graph.Name(n))
 	}
@@ -128,7 +216,7 @@ func (e *Engine) snapshotComponent(c *component) ComponentSnapshot {
 		Progress: c.progress, HasProgress: c.hasProgress, ProgressAt: c.progressAt,
 		PR: c.pr, Findings: c.findings, CIFails: c.ciFails, CIConflict: c.ciConflict,
 		Barred: slices.Clone(c.barred), TimedOut: slices.Clone(c.timedOut), Hold: string(c.hold), Overdue: c.overdue,
-		Approved: c.approved, ApprovedBy: c.approvedBy, MergedFrom: c.mergedFrom, Branch: c.branch,
+		Approved: c.approved, ApprovedBy: c.approvedBy, MergedFrom: c.mergedFrom, Branch: c.branch, Spent: c.spent,
 	}
 	for _, o := range c.overlaps {
 		cs.Overlaps = append(cs.Overlaps, o.name)
@@ -220,6 +308,7 @@ func Restore(cfg Config, s *Snapshot) (*Engine, error) {
 	if s.Overtime != nil {
 		e.timers.arm(&e.overtime, overtimeTimer, *s.Overtime)
 	}
+	e.restoreSpend(s.Spend)
 	return e, nil
 }
 
@@ -237,6 +326,7 @@ func (e *Engine) restoreComponent(c *component, cs ComponentSnapshot) error {
 	c.hold, c.overdue, c.approved, c.approvedBy = protocol.Escalation(cs.Hold), cs.Overdue, cs.Approved, cs.ApprovedBy
 	c.mergedFrom = cs.MergedFrom
 	c.branch = cs.Branch
+	c.spent = cs.Spent
 	for _, name := range cs.Overlaps {
 		oi, ok := e.graph.Index(name)
 		if !ok {

@@ -80,6 +80,13 @@ func (e *Engine) statusLine(c *component) protocol.Reply {
 	if len(v.Overlaps) > 0 {
 		add("overlaps", strings.Join(v.Overlaps, ","))
 	}
+	if !v.Spent.IsZero() || v.Budget != nil {
+		add("spent", protocol.FormatUSD(v.Spent.USD))
+		add("tokens", strconv.FormatInt(v.Spent.Tokens, 10))
+	}
+	if b := v.Budget; b != nil {
+		add("budget", b.String())
+	}
 	return protocol.StatusLine(c.name, v.State, f)
 }
 

@@ -2,10 +2,13 @@ package coordinator
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/agentforeman/foreman/protocol"
 )
 
 // View is the build as a person looking at a board sees it: every
@@ -21,6 +24,18 @@ type View struct {
 	Merged     int             `json:"merged"`
 	Overtime   bool            `json:"overtime,omitempty"` // ESCALATE build overtime was said
 	Components []ComponentView `json:"components"`
+	Spent      Cost            `json:"spent,omitzero"`          // the build's spend
+	Budget     *Limit          `json:"budget,omitempty"`        // the build's budget, if it has one
+	Agents     []AgentView     `json:"agents,omitempty"`        // those that spent, by id
+	Ignored    int64           `json:"spend_ignored,omitempty"` // spend reports not counted (spend.go)
+}
+
+// AgentView is an agent's spend on the board.
+type AgentView struct {
+	ID     string `json:"id"`
+	Spent  Cost   `json:"spent,omitzero"`
+	Budget *Limit `json:"budget,omitempty"`
+	Holds  string `json:"holds,omitempty"` // the component its spend counts to now
 }
 
 // ComponentView is one component on the board.
@@ -50,6 +65,8 @@ type ComponentView struct {
 	Claimable   bool      `json:"claimable,omitempty"`
 	Branch      string    `json:"branch,omitempty"`   // the last ref named for it: where its work in progress is (section 10)
 	Overlaps    []string  `json:"overlaps,omitempty"` // components whose work the host found would conflict with its own
+	Spent       Cost      `json:"spent,omitzero"`     // what its builders spent on it (spend.go)
+	Budget      *Limit    `json:"budget,omitempty"`   // its budget, if it has one
 }
 
 // Size is how many components the build has now: those configured, and
@@ -67,7 +84,25 @@ func (e *Engine) View() View {
 	for i, c := range e.comps {
 		v.Components[i] = e.componentView(c)
 	}
+	v.Spent, v.Budget, v.Ignored = e.spend.build, e.limitView(protocol.BuildSubject), e.spend.ignored
+	ids := slices.Sorted(maps.Keys(e.spend.agents))
+	for _, id := range ids {
+		a := e.spend.agents[id]
+		av := AgentView{ID: id, Spent: a.spent, Budget: e.limitView(id)}
+		if c := e.heldAt(a, e.now); c != nil {
+			av.Holds = c.name
+		}
+		v.Agents = append(v.Agents, av)
+	}
 	return v
+}
+
+// limitView is subject's budget, nil when it has none.
+func (e *Engine) limitView(subject string) *Limit {
+	if l := e.limit(subject); l.IsSet() {
+		return &l
+	}
+	return nil
 }
 
 func (e *Engine) componentView(c *component) ComponentView {
@@ -116,6 +151,7 @@ func (e *Engine) componentView(c *component) ComponentView {
 	for _, o := range c.overlaps {
 		v.Overlaps = append(v.Overlaps, o.name)
 	}
+	v.Spent, v.Budget = c.spent, e.limitView(c.name)
 	return v
 }
 

@@ -10,7 +10,7 @@ import (
 // was read, so reading a command does not allocate (ADD's list aside).
 type Command struct {
 	Verb      Verb
-	Component string       // c: every verb but PAUSE, RESUME and a bare STATUS
+	Component string       // c: every verb but PAUSE, RESUME and a bare STATUS; BUDGET: c or build (or "" for @a)
 	Dep       string       // BLOCKED, DEPEND, UNDEPEND: the dependency
 	Other     string       // CONFLICT: the component collided with; OVERLAP: d
 	Kind      ConflictKind // CONFLICT
@@ -18,7 +18,8 @@ type Command struct {
 	Branch    string       // PROGRESS: the ref its note names as the work in progress (branch=<ref>), checked by CheckRef
 	PR        string       // READY: PR URL or branch
 	Verdict   Verdict      // AUDIT, CI
-	Agent     string       // ASSIGN: the sender id to assign to
+	Agent     string       // ASSIGN: the sender id to assign to; BUDGET: the agent whose budget it is
+	Amount    Amount       // BUDGET: the amount
 	Deps      []string     // ADD: dependencies of the new component
 	Text      string       // the free-text tail: note (after branch=), details, reason; OVERLAP: the files
 }
@@ -97,6 +98,9 @@ func (c Command) String() string {
 		word(c.Verdict.String())
 	case Assign:
 		word(c.Agent)
+	case Budget:
+		word(c.Agent)
+		word(c.Amount.String())
 	case Add:
 		for _, d := range c.Deps {
 			word(d)

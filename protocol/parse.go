@@ -135,7 +135,42 @@ func (p *parser) parse() {
 		}
 	case Pause, Resume:
 		p.end()
+	case Budget:
+		p.budgetTarget()
+		c.Amount = p.amount()
+		c.Text = p.text(false)
 	}
+}
+
+// budgetTarget reads whose budget a BUDGET line sets: a component, an
+// agent (@a) or the build.
+func (p *parser) budgetTarget() {
+	w := p.next("<c|@a|build>")
+	switch {
+	case p.err != nil:
+	case strings.HasPrefix(w, "@"):
+		if !ValidAgent(w) {
+			p.fail(BadAgent, w, "")
+			return
+		}
+		p.cmd.Agent = w
+	case strings.EqualFold(w, BuildSubject):
+		p.cmd.Component = BuildSubject
+	default:
+		p.cmd.Component = p.checkComponent(w)
+	}
+}
+
+func (p *parser) amount() Amount {
+	w := p.next("<amount>")
+	if p.err != nil {
+		return Amount{}
+	}
+	a, err := ParseAmount(w)
+	if err != nil {
+		p.fail(BadAmount, w, "")
+	}
+	return a
 }
 
 func (p *parser) fail(problem Problem, arg, want string) {
@@ -400,6 +435,7 @@ const (
 	Unprintable
 	ReservedName
 	BadRef // PROGRESS's branch=: the rest of the line stands
+	BadAmount
 )
 
 // ParseError is a protocol line with wrong arguments. Its message says what
@@ -440,6 +476,8 @@ func (e *ParseError) Error() string {
 		what = fmt.Sprintf("%q is reserved (a verb, or the word build) and cannot name a component", e.Arg)
 	case Unprintable:
 		what = fmt.Sprintf("%s %q is too long or has control characters", e.Want, e.Arg)
+	case BadAmount:
+		what = fmt.Sprintf("%q is not an amount: USD (5, 2.50, $5), tokens with a t suffix (200000t), either after + to raise, or none", e.Arg)
 	case BadRef:
 		what = fmt.Sprintf("bad %s: %s (the line still counts as a check-in)", BranchKey, e.Want)
 	default:

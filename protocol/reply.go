@@ -99,6 +99,7 @@ const (
 	ClaimDispute      Escalation = "claim-dispute"
 	Cycle             Escalation = "cycle"
 	Overtime          Escalation = "overtime"
+	BudgetSpent       Escalation = "budget" // spend reached a budget (contract section 4)
 	// HostFault: the host cannot run c's checks for a reason of its own
 	// (a check program missing or not executable, the sandbox failing):
 	// held, nothing charged to the builder.
@@ -108,7 +109,7 @@ const (
 // Escalations lists every code, in contract order.
 func Escalations() []Escalation {
 	return []Escalation{AuditExhausted, AuditOverdue, HardBlocker, NeedInfo,
-		InterfaceConflict, CIExhausted, ClaimDispute, Cycle, Overtime, HostFault}
+		InterfaceConflict, CIExhausted, ClaimDispute, Cycle, Overtime, BudgetSpent, HostFault}
 }
 
 // Holds reports whether an ESCALATE with this code freezes the component it
@@ -355,6 +356,19 @@ func Released(cmd Command, owner string) Reply {
 	r := newLine(ReplyOK).text(cmd.String() + " from " + CleanWord(owner, MaxName)).reply()
 	r.Subject = cmd.Component
 	return r
+}
+
+// Notice is a chat line from the coordinator to agent about c: no verb, so
+// nobody reads it as a command or a reply (a budget's 80% warning). It
+// starts with the agent's id, or with c when it is for the room.
+func Notice(agent, c, text string) Reply {
+	var b strings.Builder
+	if agent != "" {
+		b.WriteString(CleanWord(agent, MaxName) + " ")
+	}
+	b.WriteString(CleanWord(c, MaxName) + ": ")
+	b.WriteString(strings.TrimSpace(CleanText(text, MaxText)))
+	return Reply{Verb: NoReply, Subject: CleanWord(c, MaxName), Detail: text, Text: b.String()}
 }
 
 // Error answers a malformed line (subject: the sender) or a build-level fault

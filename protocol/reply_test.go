@@ -108,6 +108,6 @@ func TestEscalationHolds(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[Escalation]bool{AuditExhausted: true, HardBlocker: true, NeedInfo: true,
-		InterfaceConflict: true, CIExhausted: true, Cycle: true, HostFault: true}, held)
+		InterfaceConflict: true, CIExhausted: true, Cycle: true, BudgetSpent: true, HostFault: true}, held)
 	assert.True(t, Escalation("from-a-newer-contract").Holds(), "an unknown code is read as holding: a listener stays careful")
 }

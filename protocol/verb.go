@@ -33,6 +33,7 @@ const (
 	Add
 	Pause
 	Resume
+	Budget
 	numVerbs
 )
 
@@ -61,6 +62,7 @@ var verbs = [numVerbs]struct {
 	Add:      {"ADD", "ADD <c> [dep...]"},
 	Pause:    {"PAUSE", "PAUSE"},
 	Resume:   {"RESUME", "RESUME"},
+	Budget:   {"BUDGET", "BUDGET <c|@a|build> <amount: 5, +5, none, 200000t> [note]"},
 }
 
 // String returns the verb as it is written: upper case.
@@ -89,10 +91,10 @@ func (v Verb) IsBuilderLine() bool {
 }
 
 // IsOperatorCommand reports whether the verb is an operator command (contract
-// section 2: ASSIGN through RESUME). MERGED is one, though the merger role
+// section 2: ASSIGN through BUDGET). MERGED is one, though the merger role
 // may say it too.
 func (v Verb) IsOperatorCommand() bool {
-	return v >= Assign && v <= Resume
+	return v >= Assign && v <= Budget
 }
 
 // LookupVerb finds the verb a word names, ignoring case. It does not allocate.

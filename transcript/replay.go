@@ -78,7 +78,7 @@ func ReplayWith(t *Transcript, swap Swap) (*Result, error) {
 			}
 			heard = d.Pos
 			n.Step(coordinator.Event{Kind: d.Kind, At: Epoch.Add(d.At), Components: d.Components, Roles: d.Roles,
-				Since: Epoch.Add(d.Since), Until: Epoch.Add(d.Until), Members: d.Members})
+				Since: Epoch.Add(d.Since), Until: Epoch.Add(d.Until), Members: d.Members, Spend: d.Spend})
 		}
 	}
 	n.Step(coordinator.Event{Kind: coordinator.KindStart, At: Epoch, ClaimAgain: t.ClaimAgain})

@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +57,10 @@ type Transcript struct {
 //	                           the room showed these members, with their display names: in
 //	                           the channel (its member list, someone joining), or as the
 //	                           name a sender's lines came with; an operator may ASSIGN to them
+//	!spend HH:MM:SS @id request|delta|cumulative [at=HH:MM:SS] [series=NAME start=HH:MM:SS] AMOUNT...
+//	                           the agent's exporter reported spend, received then: AMOUNT is USD
+//	                           (0.50) or tokens (1200t); at= is the request's or the point's own
+//	                           time (default: when received); a cumulative point names its series
 type Timed struct {
 	Kind       coordinator.Kind
 	At         time.Duration
@@ -65,6 +70,7 @@ type Timed struct {
 	Components []coordinator.Component
 	Roles      *coordinator.Roles   // !reload with role:KIND=@a,@b words: the roles as reloaded
 	Members    []coordinator.Member // !members
+	Spend      coordinator.Spend    // !spend, its times from Epoch
 	Before     int                  // the index in Lines of the line it comes before
 	Pos        int
 }
@@ -303,8 +309,14 @@ func (t *Transcript) directive(s string) (component bool, err error) {
 			m.Members = append(m.Members, coordinator.Member{ID: id, Name: name, Verified: true})
 		}
 		t.Timed = append(t.Timed, m)
+	case "!spend":
+		d, err := parseSpend(args)
+		if err != nil {
+			return false, err
+		}
+		t.Timed = append(t.Timed, d)
 	default:
-		return false, fmt.Errorf("unknown directive %s (known: !build !coordinator !component !role !set !ignore !end, and foreman's own !downtime !reload !offline !online !gap !members !claim-again)", name)
+		return false, fmt.Errorf("unknown directive %s (known: !build !coordinator !component !role !set !ignore !end, and foreman's own !downtime !reload !offline !online !gap !members !claim-again !spend)", name)
 	}
 	return false, nil
 }
@@ -416,4 +428,61 @@ func addRole(r *coordinator.Roles, kind, ids string) error {
 		}
 	}
 	return nil
+}
+
+const spendUsage = "!spend HH:MM:SS @id request|delta|cumulative [at=HH:MM:SS] [series=NAME start=HH:MM:SS] AMOUNT... (0.50 for USD, 1200t for tokens)"
+
+// parseSpend reads the arguments of a !spend directive.
+func parseSpend(args []string) (Timed, error) {
+	if len(args) < 4 {
+		return Timed{}, fmt.Errorf("usage: %s", spendUsage)
+	}
+	at, err := ParseTime(args[0])
+	if err != nil {
+		return Timed{}, err
+	}
+	d := Timed{Kind: coordinator.KindSpend, At: at, From: at}
+	s := &d.Spend
+	s.Agent, s.At = args[1], Epoch.Add(at)
+	if !protocol.ValidAgent(s.Agent) {
+		return Timed{}, fmt.Errorf("!spend: %q is not a sender id (@ and a word)", s.Agent)
+	}
+	src, ok := map[string]coordinator.SpendSource{"request": coordinator.SpendRequest, "delta": coordinator.SpendDelta,
+		"cumulative": coordinator.SpendCumulative}[args[2]]
+	if !ok {
+		return Timed{}, fmt.Errorf("!spend: %q is not request, delta or cumulative", args[2])
+	}
+	s.Source = src
+	for _, a := range args[3:] {
+		switch k, v, _ := strings.Cut(a, "="); k {
+		case "at", "start":
+			t, err := ParseTime(v)
+			if err != nil {
+				return Timed{}, fmt.Errorf("!spend %s=: %w", k, err)
+			}
+			if k == "at" {
+				s.At = Epoch.Add(t)
+			} else {
+				s.Start = Epoch.Add(t)
+			}
+		case "series":
+			if s.Series, err = url.PathUnescape(v); err != nil {
+				return Timed{}, fmt.Errorf("!spend series=: %w", err)
+			}
+		default:
+			amount, err := protocol.ParseAmount(a)
+			if err != nil || amount.Raise || amount.None {
+				return Timed{}, fmt.Errorf("!spend: %q is not an amount; usage: %s", a, spendUsage)
+			}
+			if amount.Tokens {
+				s.Cost.Tokens += amount.Value
+			} else {
+				s.Cost.USD += amount.Value
+			}
+		}
+	}
+	if src == coordinator.SpendCumulative && s.Series == "" {
+		return Timed{}, fmt.Errorf("!spend: a cumulative point names its series=; usage: %s", spendUsage)
+	}
+	return d, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 
@@ -183,6 +184,22 @@ func (tw *Writer) Online(at time.Duration) { tw.printf("!online %s\n", FormatTim
 // since and until.
 func (tw *Writer) Gap(at, since, until time.Duration) {
 	tw.printf("!gap %s %s %s\n", FormatTime(at), FormatTime(since), FormatTime(until))
+}
+
+// Spend records spend an agent's exporter reported, received at at; start
+// is the build's start, from which the spend's own times are written.
+func (tw *Writer) Spend(at time.Duration, start time.Time, s coordinator.Spend) {
+	src := map[coordinator.SpendSource]string{coordinator.SpendRequest: "request", coordinator.SpendDelta: "delta",
+		coordinator.SpendCumulative: "cumulative"}[s.Source]
+	line := fmt.Sprintf("!spend %s %s %s at=%s", FormatTime(at), s.Agent, src, FormatTime(s.At.Sub(start)))
+	if s.Source == coordinator.SpendCumulative {
+		line += fmt.Sprintf(" series=%s start=%s", url.PathEscape(s.Series), FormatTime(s.Start.Sub(start)))
+	}
+	line += " " + protocol.FormatUSD(s.Cost.USD)[1:]
+	if s.Cost.Tokens > 0 {
+		line += " " + protocol.FormatTokens(s.Cost.Tokens)
+	}
+	tw.printf("%s\n", line)
 }
 
 // Comment records a comment line.

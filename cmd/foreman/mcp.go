@@ -18,6 +18,7 @@ import (
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/mcpagent"
+	"github.com/agentforeman/foreman/internal/otlp"
 	"github.com/agentforeman/foreman/internal/paste"
 )
 
@@ -116,15 +117,53 @@ func (a *app) printMCPConfig(cmd *cobra.Command, c *config.Config, f *mcpFlags) 
 			agents = append(agents, paste.MCPEntry{Server: "foreman-" + name, Name: name,
 				Key: filepath.Join(filepath.Dir(file), ".foreman", name+".json")})
 		}
-		_, err := io.WriteString(a.stdout, paste.MCPConfig(paste.Program(), file, url, agents...))
-		return err
+		if _, err := io.WriteString(a.stdout, paste.MCPConfig(paste.Program(), file, url, agents...)); err != nil {
+			return err
+		}
+		for _, e := range agents {
+			if err := a.printExporterEnv(c, e.Key, e.Name); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	key := f.identity
 	if key == "" {
 		key = filepath.Join(filepath.Dir(file), ".foreman", "agent.json")
 	}
-	_, err := io.WriteString(a.stdout, paste.MCPConfig(paste.Program(), file, url, paste.MCPEntry{Server: "foreman", Name: f.name, Key: paste.Abs(key)}))
-	return err
+	if _, err := io.WriteString(a.stdout, paste.MCPConfig(paste.Program(), file, url, paste.MCPEntry{Server: "foreman", Name: f.name, Key: paste.Abs(key)})); err != nil {
+		return err
+	}
+	return a.printExporterEnv(c, paste.Abs(key), f.name)
+}
+
+// printExporterEnv prints, on stderr (stdout is the client's JSON), the
+// environment the agent's own process needs to report its spend to
+// foreman (docs/BUDGETS.md), when telemetry.secret and http.listen are
+// set. The agent's key is made here if it is not yet: its sender id names
+// it in the environment.
+func (a *app) printExporterEnv(c *config.Config, key, name string) error {
+	if c.Telemetry.Secret == "" || c.HTTP == "" {
+		return nil
+	}
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(key), ".json")
+	}
+	id, _, err := agentchat.LoadOrCreateIdentity(key, name)
+	if err != nil {
+		return fmt.Errorf("--identity: %w", err)
+	}
+	secret, err := otlp.LoadSecret(c.Telemetry.Secret)
+	if err != nil {
+		return fmt.Errorf("telemetry.secret: %w", err)
+	}
+	agent := id.AgentID()
+	fmt.Fprintf(a.stderr, "# %s's spend: start its agent (Claude Code) with this environment (docs/BUDGETS.md)\n", agent)
+	for _, kv := range otlp.Env("http://"+c.HTTP, agent, otlp.Token(secret, agent)) {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(a.stderr, "export %s='%s'\n", k, v)
+	}
+	return nil
 }
 
 func (a *app) runMCP(cmd *cobra.Command, file string, f *mcpFlags) error {

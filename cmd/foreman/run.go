@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentforeman/foreman/internal/bot"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/otlp"
 	"github.com/agentforeman/foreman/internal/web"
 )
 
@@ -104,10 +105,15 @@ release the leases, so that a standby takes over at once.`,
 			// The board starts before the bot, so a taken port fails at once,
 			// and stops after it: /healthz answers while queued replies go out.
 			var board *web.Server
+			spend := &otlp.LateSink{}
 			if c.HTTP != "" {
 				var url string
 				var stopBoard func()
-				board, url, stopBoard, err = web.Start(c.HTTP, web.ConfigOptions(c, log))
+				wopts := web.ConfigOptions(c, log)
+				if err := withReceiver(&wopts, c, spend); err != nil {
+					return err
+				}
+				board, url, stopBoard, err = web.Start(c.HTTP, wopts)
 				if err != nil {
 					return fmt.Errorf("http.listen: %w", err)
 				}
@@ -122,6 +128,7 @@ release the leases, so that a standby takes over at once.`,
 			if board != nil {
 				board.Attach(b)
 			}
+			spend.Attach(b)
 			return config.RoomError(b.Run(ctx), c)
 		},
 	}
@@ -190,5 +197,21 @@ func refuseCycle(c *config.Config) error {
 	if _, cycle := g.Order(); cycle != nil {
 		return fmt.Errorf("build %s: dependency cycle: %s (fix the config, or start it halted with --halted and mend it in the room with UNDEPEND)", c.Build.Name, g.Format(cycle))
 	}
+	return nil
+}
+
+// withReceiver serves the OTLP receiver of agents' spend on the board's
+// listener when telemetry.secret is set (docs/BUDGETS.md).
+func withReceiver(o *web.Options, c *config.Config, sink otlp.Sink) error {
+	if c.Telemetry.Secret == "" {
+		return nil
+	}
+	secret, err := otlp.LoadSecret(c.Telemetry.Secret)
+	if err != nil {
+		return fmt.Errorf("telemetry.secret: %w", err)
+	}
+	rec := otlp.New(otlp.Options{Secret: secret}, sink)
+	o.OTLP = rec.Handler()
+	o.Collectors = append(o.Collectors, rec.Collector())
 	return nil
 }

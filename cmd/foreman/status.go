@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/web"
+	"github.com/agentforeman/foreman/protocol"
 )
 
 func (a *app) statusCommand() *cobra.Command {
@@ -162,6 +163,7 @@ func writeStatus(w io.Writer, b *web.Board, color bool) {
 	if b.Problem != "" {
 		fmt.Fprintln(w, "foreman:", paint(color, "1;31", b.Problem))
 	}
+	writeSpend(w, v, b.Names)
 	writeRoom(w, b, color)
 	fmt.Fprintln(w)
 
@@ -354,6 +356,9 @@ func notesOf(c coordinator.ComponentView, esc map[string]web.Escalation, names m
 	if c.Approved {
 		notes = append(notes, "approved, waiting for MERGED")
 	}
+	if !c.Spent.IsZero() || c.Budget != nil {
+		notes = append(notes, "spent "+costOf(c.Spent, c.Budget))
+	}
 	if len(notes) == 0 {
 		return "-"
 	}
@@ -391,4 +396,33 @@ func writeTable(w io.Writer, rows [][]string, style func(row, col int, cell stri
 		}
 		fmt.Fprintln(w, sb.String())
 	}
+}
+
+// writeSpend says what the build and each agent spent (docs/BUDGETS.md),
+// when anything was spent or budgeted.
+func writeSpend(w io.Writer, v *coordinator.View, names map[string]string) {
+	if v.Spent.IsZero() && v.Budget == nil && len(v.Agents) == 0 {
+		return
+	}
+	line := "spent " + costOf(v.Spent, v.Budget)
+	for _, a := range v.Agents {
+		line += "; " + named(a.ID, names) + " " + costOf(a.Spent, a.Budget)
+		if a.Holds != "" {
+			line += " (on " + a.Holds + ")"
+		}
+	}
+	fmt.Fprintln(w, line)
+}
+
+// costOf writes spend, and the budget it counts against: $1.10 and 1000
+// tokens of $5.00.
+func costOf(c coordinator.Cost, budget *coordinator.Limit) string {
+	s := protocol.FormatUSD(c.USD)
+	if c.Tokens > 0 {
+		s += fmt.Sprintf(" and %d tokens", c.Tokens)
+	}
+	if budget != nil {
+		s += " of " + budget.String()
+	}
+	return s
 }

@@ -117,6 +117,7 @@ type Bot struct {
 
 	health  atomic.Pointer[Health]
 	views   chan chan coordinator.View
+	spends  chan spendBatch
 	stopped chan struct{} // closed when Run has returned: the engine is then idle
 }
 
@@ -152,7 +153,7 @@ func New(opts Options) (*Bot, error) {
 		opts.ShutdownGrace = defaultGrace
 	}
 	b := &Bot{opts: opts, cfg: cfg, log: opts.Logger, id: opts.Identity, views: make(chan chan coordinator.View),
-		stopped: make(chan struct{}), operators: cfg.Roles.Operators}
+		spends: make(chan spendBatch), stopped: make(chan struct{}), operators: cfg.Roles.Operators}
 	b.health.Store(&Health{})
 	b.guardObservers()
 	if b.id == nil {
@@ -282,6 +283,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	batches := b.client.Batches()
 	b.log.Info().Str("url", b.cfg.Server.URL).Str("channel", b.cfg.Server.Channel).Str("agent", b.AgentID()).
 		Msg("connecting to the room")
+	var spent []spendBatch
 	for {
 		b.armTimer(timer)
 		var err error
@@ -324,10 +326,35 @@ func (b *Bot) Run(ctx context.Context) error {
 		case reply := <-b.views:
 			reply <- b.node.Engine().View()
 			continue
+		case sb := <-b.spends:
+			// Every export waiting is taken, then journaled in one
+			// commit: a flood of small exports costs one sync a round.
+			spent = append(spent, b.spend(sb))
+			for more := true; more && len(spent) < maxSpendRound; {
+				select {
+				case sb := <-b.spends:
+					spent = append(spent, b.spend(sb))
+				default:
+					more = false
+				}
+			}
 		}
 		if err == nil {
 			err = b.flush()
 		}
+		// Answered once journaled: an export the exporter was told was
+		// taken survives a restart.
+		for _, sb := range spent {
+			switch {
+			case err != nil:
+				sb.done <- err
+			case sb.refused:
+				sb.done <- errNotCounting
+			default:
+				sb.done <- nil
+			}
+		}
+		spent = spent[:0]
 		if err != nil {
 			return err
 		}
@@ -645,4 +672,43 @@ func (b *Bot) setHealth(f func(*Health)) {
 	h := *b.health.Load()
 	f(&h)
 	b.health.Store(&h)
+}
+
+// spendBatch is one export's spend, on its way to the engine.
+type spendBatch struct {
+	batch   []coordinator.Spend
+	refused bool       // the session would not take it now
+	done    chan error // nil once it is answered
+}
+
+// maxSpendRound bounds the exports one round of the bot's loop takes.
+const maxSpendRound = 256
+
+// spend steps the engine with one export's spend.
+func (b *Bot) spend(sb spendBatch) spendBatch {
+	for _, s := range sb.batch {
+		if !b.sess.Spend(b.room.now(), s) {
+			sb.refused = true
+			break
+		}
+	}
+	return sb
+}
+
+var errNotCounting = errors.New("the build has not started, or foreman is not in the room")
+
+// Spend hands the engine the spend of one export (the OTLP receiver's
+// Sink); safe from any goroutine. It returns once the spend is journaled,
+// or with an error when foreman cannot count it now: the exporter sends it
+// again.
+func (b *Bot) Spend(ctx context.Context, batch []coordinator.Spend) error {
+	done := make(chan error, 1)
+	select {
+	case b.spends <- spendBatch{batch: batch, done: done}:
+	case <-b.stopped:
+		return errors.New("foreman is stopping")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-done
 }

@@ -70,6 +70,8 @@ func (r *recorder) event(ev *coordinator.Event, said []coordinator.Reply, now ti
 		r.w.Gap(r.since(now), r.since(ev.Since), r.since(ev.Until))
 	case coordinator.KindMembers:
 		r.w.Members(r.since(now), ev.Members)
+	case coordinator.KindSpend:
+		r.w.Spend(r.since(ev.At), r.start(), ev.Spend)
 	}
 	for _, s := range said {
 		r.w.Said(r.since(s.At), []string{s.Text})

@@ -30,15 +30,18 @@ type Config struct {
 	Build   Build
 	Roles   coordinator.Roles
 	Rules   coordinator.Rules
-	Journal string // path of the journal; "" keeps no journal
-	Record  string // path of the transcript to record; "" records none
-	HTTP    string // listen address of the board, metrics and health
+	Budgets coordinator.Budgets // budgets.component, .agent, .build: the defaults; BUDGET lines set the rest
+	Journal string              // path of the journal; "" keeps no journal
+	Record  string              // path of the transcript to record; "" records none
+	HTTP    string              // listen address of the board, metrics and health
 	Log     Log
 	MCP     MCP
-	Cluster Cluster // NATS JetStream and leases; off by default
-	Host    Host    // foreman host: the git repository it checks and lands in
-	Worker  Worker  // foreman worker: runs the hosts' checks (with cluster.nats)
-	File    string  // the file read, "" if none
+	// Telemetry is where agents' spend comes in (docs/BUDGETS.md).
+	Telemetry Telemetry
+	Cluster   Cluster // NATS JetStream and leases; off by default
+	Host      Host    // foreman host: the git repository it checks and lands in
+	Worker    Worker  // foreman worker: runs the hosts' checks (with cluster.nats)
+	File      string  // the file read, "" if none
 	// Warnings are problems that do not stop foreman, for the log.
 	Warnings []string
 
@@ -86,6 +89,13 @@ type MCP struct {
 	// calling a tool stop this long after its last tool call, so that a
 	// dead agent still times out; 0: no automatic check-ins.
 	Keepalive time.Duration
+}
+
+// Telemetry configures the OTLP receiver of agents' spend.
+type Telemetry struct {
+	// Secret is the path of the file whose bytes make each agent's
+	// token (internal/otlp.Token); created when missing. "": no receiver.
+	Secret string
 }
 
 // Log says how foreman logs.
@@ -136,6 +146,10 @@ func defaults() map[string]any {
 		"log.level":          "info",
 		"log.format":         "auto",
 		"mcp.keepalive":      "30m",
+		"budgets.component":  "",
+		"budgets.agent":      "",
+		"budgets.build":      "",
+		"telemetry.secret":   "",
 	}
 	clusterDefaults(d)
 	hostDefaults(d)
@@ -297,6 +311,13 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 	}
 	if c.MCP.Keepalive, err = duration(v, "mcp.keepalive", false); err != nil {
 		return nil, err
+	}
+	c.Telemetry.Secret = src.path("telemetry.secret", v.GetString("telemetry.secret"))
+	for key, dst := range map[string]*coordinator.Limit{"budgets.component": &c.Budgets.Component,
+		"budgets.agent": &c.Budgets.Agent, "budgets.build": &c.Budgets.Build} {
+		if *dst, err = coordinator.ParseLimit(v.GetString(key)); err != nil {
+			return nil, errorf(key, "%v", err)
+		}
 	}
 	if err := atMost(c.Server.RateLimit, time.Minute, "server.rate_limit"); err != nil {
 		return nil, err
@@ -605,5 +626,6 @@ func (c *Config) Engine(self string) coordinator.Config {
 		Components: c.Build.Components,
 		Roles:      c.Roles,
 		Rules:      c.Rules,
+		Budgets:    c.Budgets,
 	}
 }

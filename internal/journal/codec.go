@@ -29,6 +29,19 @@ type record struct {
 	Until   int64                   `json:"u,omitempty"`
 	Members []member                `json:"m,omitempty"`
 	Confirm *node.Confirm           `json:"conf,omitempty"`
+	Spend   *spend                  `json:"sp,omitempty"`
+}
+
+// spend is a coordinator.Spend as stored: a flood of small exports makes
+// many, so its keys are short too. Times are Unix milliseconds.
+type spend struct {
+	A      string                  `json:"a"`
+	Src    coordinator.SpendSource `json:"src"`
+	T      int64                   `json:"t,omitempty"`
+	Series string                  `json:"s,omitempty"`
+	Start  int64                   `json:"st,omitempty"`
+	USD    int64                   `json:"usd,omitempty"` // micro-dollars
+	Tok    int64                   `json:"tok,omitempty"`
 }
 
 // member is a coordinator.Member as stored: a member list may hold
@@ -63,6 +76,10 @@ func encodeEntry(e node.Entry) ([]byte, error) {
 		for _, m := range ev.Members {
 			r.Members = append(r.Members, member{ID: m.ID, N: m.Name, V: m.Verified})
 		}
+		if ev.Kind == coordinator.KindSpend {
+			s := ev.Spend
+			r.Spend = &spend{A: s.Agent, Src: s.Source, T: ms(s.At), Series: s.Series, Start: ms(s.Start), USD: s.Cost.USD, Tok: s.Cost.Tokens}
+		}
 	}
 	return json.Marshal(r)
 }
@@ -82,6 +99,11 @@ func decodeEntry(data []byte) (node.Entry, error) {
 			Since: fromMS(r.Since), Until: fromMS(r.Until)}
 		for _, m := range r.Members {
 			e.Event.Members = append(e.Event.Members, coordinator.Member{ID: m.ID, Name: m.N, Verified: m.V})
+		}
+		if r.K == coordinator.KindSpend && r.Spend != nil {
+			s := r.Spend
+			e.Event.Spend = coordinator.Spend{Agent: s.A, Source: s.Src, At: fromMS(s.T), Series: s.Series, Start: fromMS(s.Start),
+				Cost: coordinator.Cost{USD: s.USD, Tokens: s.Tok}}
 		}
 		if r.K == coordinator.KindMessage {
 			e.Event.Msg = coordinator.Message{ID: r.ID, From: r.From, Name: r.Name, Verified: r.V, At: at, Content: r.C}

@@ -259,3 +259,23 @@ func TestMembersRoundTrip(t *testing.T) {
 	defer j.Close()
 	assert.Equal(t, want, readAll(t, j, 0))
 }
+
+// Spend goes in the journal and comes back as it was: a restart loses no
+// spend (issue 47).
+func TestSpendRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	j := open(t, dir, Options{})
+	require.NoError(t, j.Entries(0, nil))
+	want := []node.Entry{
+		{Index: 1, Event: &coordinator.Event{Kind: coordinator.KindSpend, At: t0.Add(time.Second), Spend: coordinator.Spend{
+			Agent: "@b1aa", Source: coordinator.SpendRequest, At: t0, Cost: coordinator.Cost{USD: 12345, Tokens: 678}}}},
+		{Index: 2, Event: &coordinator.Event{Kind: coordinator.KindSpend, At: t0.Add(2 * time.Second), Spend: coordinator.Spend{
+			Agent: "@b1aa", Source: coordinator.SpendCumulative, At: t0.Add(time.Second), Series: "claude_code.cost.usage|model=x y",
+			Start: t0.Add(-time.Minute), Cost: coordinator.Cost{USD: 5 * 1_000_000}}}},
+	}
+	require.NoError(t, j.Append(want))
+	require.NoError(t, j.Close())
+	j = open(t, dir, Options{})
+	defer j.Close()
+	assert.Equal(t, want, readAll(t, j, 0))
+}

@@ -379,3 +379,20 @@ func (s *Session) Reload(at time.Time, comps []coordinator.Component, roles coor
 	s.node.Step(coordinator.Event{Kind: coordinator.KindReload, At: at, Components: comps, Roles: &roles})
 	return true
 }
+
+// Spend hands the engine what an agent's exporter reported, received at
+// at (issue 47), journaled like any event. It refuses (false) before the
+// build has started and while foreman is out of the room or catching up:
+// the exporter sends it again, and the engine counts it then, after what
+// the room said meanwhile.
+func (s *Session) Spend(at time.Time, sp coordinator.Spend) bool {
+	if !s.node.Started() || !s.joined {
+		return false
+	}
+	// The journal keeps milliseconds: the live engine is handed what a
+	// recovery will read back, so both place the spend alike.
+	at, sp.At, sp.Start = at.Truncate(time.Millisecond), sp.At.Truncate(time.Millisecond), sp.Start.Truncate(time.Millisecond)
+	s.node.Wake(at)
+	s.node.Step(coordinator.Event{Kind: coordinator.KindSpend, At: at, Spend: sp})
+	return true
+}

@@ -109,6 +109,9 @@ var (
 	descLastEvent  = prometheus.NewDesc("foreman_last_event_timestamp_seconds", "The engine's clock at its latest event, in Unix seconds.", nil, nil)
 	descCommits    = prometheus.NewDesc("foreman_journal_commits_total", "Journal commits: one write and one fdatasync each.", nil, nil)
 	descEntries    = prometheus.NewDesc("foreman_journal_entries_total", "Entries (events and confirmations) the journal's commits held.", nil, nil)
+	descSpendUSD   = prometheus.NewDesc("foreman_spend_usd", "USD spent, as agents' exporters reported it: by the build, an agent or a component (issue 47).", []string{"scope", "name"}, nil)
+	descSpendTok   = prometheus.NewDesc("foreman_spend_tokens", "Tokens spent, as agents' exporters reported them: by the build, an agent or a component.", []string{"scope", "name"}, nil)
+	descSpendIgn   = prometheus.NewDesc("foreman_spend_ignored_total", "Spend reports the engine did not count (metrics of an agent that sends per-request events, malformed).", nil, nil)
 )
 
 // sourceCollector reads the states at scrape time.
@@ -117,7 +120,7 @@ type sourceCollector struct{ s *Server }
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descComponents, descComplete, descPaused, descHalted, descQueue,
 		descSent, descLinesSent, descResent, descReconnects, descConnected, descJournalOK, descLastEvent,
-		descCommits, descEntries} {
+		descCommits, descEntries, descSpendUSD, descSpendTok, descSpendIgn} {
 		ch <- d
 	}
 }
@@ -166,6 +169,20 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descComplete, b2f(v.Complete))
 	gauge(descPaused, b2f(v.Paused))
 	gauge(descHalted, b2f(len(v.Halted) > 0))
+	spend := func(scope, name string, c coordinator.Cost) {
+		ch <- prometheus.MustNewConstMetric(descSpendUSD, prometheus.CounterValue, float64(c.USD)/protocol.Micro, scope, name)
+		ch <- prometheus.MustNewConstMetric(descSpendTok, prometheus.CounterValue, float64(c.Tokens), scope, name)
+	}
+	spend("build", v.Build, v.Spent)
+	for _, a := range v.Agents {
+		spend("agent", a.ID, a.Spent)
+	}
+	for _, comp := range v.Components {
+		if !comp.Spent.IsZero() { // thousands of components: only those that spent
+			spend("component", comp.Name, comp.Spent)
+		}
+	}
+	counter(descSpendIgn, v.Ignored)
 }
 
 func b2f(b bool) float64 {

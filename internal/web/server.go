@@ -32,6 +32,9 @@ type Options struct {
 	Cluster func() []pool.Lead
 	// Collectors are more metrics for /metrics (the cluster's).
 	Collectors []prometheus.Collector
+	// OTLP, if set, receives agents' spend over OTLP/HTTP (internal/otlp):
+	// served at POST /v1/metrics and /v1/logs, where exporters post.
+	OTLP http.Handler
 	// HostLogs is foreman host's host.logs directory, if it is on this
 	// machine: the board then serves its queue and logs (hostqueue.go).
 	HostLogs string
@@ -124,6 +127,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/session", s.serveSession)
 	mux.HandleFunc("POST /api/decide", s.serveDecide)
 	mux.HandleFunc("GET /api/relay", s.serveRelay)
+	if s.opts.OTLP != nil {
+		mux.Handle("POST /v1/metrics", s.opts.OTLP)
+		mux.Handle("POST /v1/logs", s.opts.OTLP)
+	}
 	return secured(mux)
 }
 

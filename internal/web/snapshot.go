@@ -294,5 +294,6 @@ func sameComponent(a, b *coordinator.ComponentView) bool {
 		slices.Equal(a.Barred, b.Barred) && slices.Equal(a.TimedOut, b.TimedOut) &&
 		a.Escalation == b.Escalation && a.Approved == b.Approved && a.ApprovedBy == b.ApprovedBy &&
 		a.BuiltBy == b.BuiltBy && a.Claimable == b.Claimable &&
-		a.Branch == b.Branch && slices.Equal(a.Overlaps, b.Overlaps)
+		a.Branch == b.Branch && slices.Equal(a.Overlaps, b.Overlaps) &&
+		a.Spent == b.Spent && (a.Budget == nil) == (b.Budget == nil) && (a.Budget == nil || *a.Budget == *b.Budget)
 }

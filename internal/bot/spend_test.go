@@ -1,0 +1,56 @@
+package bot
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/tooling/roomtest"
+)
+
+// Spend handed to the bot (as the OTLP receiver does) is journaled before
+// the exporter hears it was taken: a budget holds the component in the
+// room, a restart of foreman loses none of it, and the recording replays
+// with it (issue 47).
+func TestSpendIsJournaledAndHeldAgainstBudgets(t *testing.T) {
+	r := roomtest.Start(t)
+	b1, op := r.Join(t, "b1"), r.Join(t, "op")
+	id, err := agentchat.NewIdentity("foreman")
+	require.NoError(t, err)
+	cfg := fastConfig(t, r.URL(), t.TempDir(), coordinator.Component{Name: "db"})
+	cfg.Roles.Operators = []string{op.ID}
+	bot := id.AgentID()
+	b, stop := runBot(t, cfg, id)
+	ctx := context.Background()
+
+	b1.Await(bot, "TASKS db")
+	op.Say("BUDGET db 1")
+	op.Await(bot, "OK BUDGET db 1.00")
+	b1.Say("CLAIM db")
+	b1.Await(bot, "ACK db "+b1.ID)
+	spend := func(b *Bot, usd int64) error {
+		return b.Spend(ctx, []coordinator.Spend{{Agent: b1.ID, Source: coordinator.SpendRequest, At: time.Now(), Cost: coordinator.Cost{USD: usd, Tokens: 10}}})
+	}
+	require.NoError(t, spend(b, 600_000))
+	require.NoError(t, spend(b, 500_000))
+	b1.Await(bot, "ESCALATE db budget db spent $1.10 of $1.00 (110%)")
+	require.NoError(t, stop())
+	assert.Error(t, spend(b, 1), "a stopped bot takes no spend")
+
+	b, stop = runBot(t, cfg, id)
+	b1.Say("STATUS db")
+	status, _ := b1.Await(bot, "STATUS db")
+	assert.Contains(t, status, "spent=$1.10 tokens=20 budget=$1.00", "nothing lost across the restart")
+	v, err := b.View(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, coordinator.Cost{USD: 1_100_000, Tokens: 20}, v.Spent)
+	op.Say("BUDGET db +1")
+	b1.Await(bot, "ACK db "+b1.ID+" budget set by "+op.ID)
+	require.NoError(t, stop())
+	replayRecording(t, cfg.Record)
+}

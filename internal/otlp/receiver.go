@@ -1,0 +1,617 @@
+// Package otlp receives what agents spend over OTLP/HTTP (issue 47): the
+// metrics and log events an agent's OpenTelemetry exporter sends, as
+// protobuf or JSON, on foreman's HTTP listener. It only reads: it checks
+// who sent an export, turns the points it knows into coordinator.Spend
+// and hands them to the engine (through a Sink), which decides what they
+// count to. It keeps no spend of its own, so a restart of foreman loses
+// nothing the journal has.
+//
+// What it reads: Claude Code's claude_code.cost.usage (USD) and
+// claude_code.token.usage (tokens) metrics, cumulative or delta; its
+// api_request log event, with each request's cost and tokens; and the
+// GenAI semantic conventions' gen_ai.client.token.usage. The data model
+// is the OpenTelemetry project's own (go.opentelemetry.io/proto/otlp).
+package otlp
+
+import (
+	"compress/gzip"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/protocol"
+)
+
+// AgentAttribute is the resource attribute that names the agent an export
+// comes from: its sender id in the room.
+const AgentAttribute = "foreman.agent"
+
+// The paths OTLP/HTTP exporters post to.
+const (
+	MetricsPath = "/v1/metrics"
+	LogsPath    = "/v1/logs"
+)
+
+// DefaultMaxInFlight bounds the exports waiting for the engine at once.
+const DefaultMaxInFlight = 1024
+
+// DefaultMaxBody bounds an export's body, before and after gzip. A
+// Claude Code export is a few kilobytes.
+const DefaultMaxBody = 4 << 20
+
+// Sink takes the spend of one export to the engine. An error means the
+// engine could not take it now (the build has not started, foreman is
+// catching up): the exporter is asked to send it again.
+type Sink interface {
+	Spend(ctx context.Context, batch []coordinator.Spend) error
+}
+
+// Options configure a Receiver.
+type Options struct {
+	// Tokens names the agents that may report, each by its token (the
+	// bearer token its exporter sends). An export from anyone else is
+	// refused.
+	Tokens map[string]string // token -> agent id
+	// Secret, if set, makes every agent's token (Token): an export is
+	// taken from the agent its foreman.agent attribute names when its
+	// token is Token(Secret, that agent).
+	Secret  []byte
+	MaxBody int64 // 0: DefaultMaxBody
+	// MaxInFlight bounds the exports waiting for the engine at once; one
+	// more is answered 503 (the exporter sends it again), so a flood
+	// holds no more than this many connections. 0: DefaultMaxInFlight.
+	MaxInFlight int
+	Now         func() time.Time // for points without a time; nil: time.Now
+}
+
+// Refusal says why an export, or a point of one, was not taken. Each is
+// counted (Counts).
+type Refusal int
+
+// The refusals.
+const (
+	RefusedToken Refusal = iota // no token, or one no agent has
+	RefusedAgent                // no foreman.agent attribute, or another agent's
+	RefusedUnit                 // a spend metric in a unit other than USD or tokens
+	RefusedBody                 // too large, not OTLP, or an unknown content type
+	RefusedPoint                // a point without temporality, or a negative or non-finite value
+	RefusedBusy                 // the engine could not take it now: sent again by the exporter
+	numRefusals
+)
+
+var refusalNames = [numRefusals]string{"token", "agent", "unit", "body", "point", "busy"}
+
+func (r Refusal) String() string { return refusalNames[r] }
+
+// Refusals lists every refusal, for metrics.
+func Refusals() []Refusal {
+	out := make([]Refusal, numRefusals)
+	for i := range out {
+		out[i] = Refusal(i)
+	}
+	return out
+}
+
+// Receiver serves OTLP/HTTP exports of spend.
+type Receiver struct {
+	opts    Options
+	tokens  map[[32]byte]string
+	sink    Sink
+	refused [numRefusals]atomic.Int64
+	slots   chan struct{} // one per export waiting for the engine
+	exports atomic.Int64
+	points  atomic.Int64
+}
+
+// New makes a receiver that hands spend to sink.
+func New(opts Options, sink Sink) *Receiver {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	r := &Receiver{opts: opts, sink: sink, tokens: make(map[[32]byte]string, len(opts.Tokens)), slots: make(chan struct{}, opts.MaxInFlight)}
+	for tok, agent := range opts.Tokens {
+		r.tokens[sha256.Sum256([]byte(tok))] = agent // looked up by hash: no early exit on a matching prefix
+	}
+	return r
+}
+
+// Counts are the receiver's counters.
+type Counts struct {
+	Exports int64              // exports taken
+	Points  int64              // spend points handed to the engine
+	Refused [numRefusals]int64 // by Refusal
+}
+
+// Counts returns the counters; safe from any goroutine.
+func (r *Receiver) Counts() Counts {
+	c := Counts{Exports: r.exports.Load(), Points: r.points.Load()}
+	for i := range c.Refused {
+		c.Refused[i] = r.refused[i].Load()
+	}
+	return c
+}
+
+// Handler serves POST /v1/metrics and POST /v1/logs.
+func (r *Receiver) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+MetricsPath, func(w http.ResponseWriter, req *http.Request) { r.serve(w, req, false) })
+	mux.HandleFunc("POST "+LogsPath, func(w http.ResponseWriter, req *http.Request) { r.serve(w, req, true) })
+	return mux
+}
+
+// httpError is a refusal with its status and one line that says what to
+// change.
+type httpError struct {
+	status int
+	why    Refusal
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func refuse(status int, why Refusal, format string, args ...any) *httpError {
+	return &httpError{status: status, why: why, msg: fmt.Sprintf(format, args...)}
+}
+
+func (r *Receiver) serve(w http.ResponseWriter, req *http.Request, logs bool) {
+	jsonBody, err := r.check(req)
+	var batch []coordinator.Spend
+	var rejected int64
+	if err == nil {
+		var body []byte
+		if body, err = r.read(w, req); err == nil {
+			batch, rejected, err = r.parse(body, jsonBody, logs, r.authority(req))
+		}
+	}
+	if err == nil && len(batch) > 0 {
+		select {
+		case r.slots <- struct{}{}:
+			if serr := r.sink.Spend(req.Context(), batch); serr != nil {
+				err = refuse(http.StatusServiceUnavailable, RefusedBusy, "foreman cannot count spend now (%v); send it again", serr)
+			}
+			<-r.slots
+		default:
+			err = refuse(http.StatusServiceUnavailable, RefusedBusy, "%d exports already wait for foreman; send it again", cap(r.slots))
+		}
+		if err != nil {
+			w.Header().Set("Retry-After", "1")
+		}
+	}
+	var he *httpError
+	if errors.As(err, &he) {
+		r.refused[he.why].Add(1)
+		http.Error(w, he.msg, he.status)
+		return
+	}
+	r.exports.Add(1)
+	r.points.Add(int64(len(batch)))
+	if jsonBody {
+		w.Header().Set("Content-Type", "application/json")
+	} else {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}
+	w.WriteHeader(http.StatusOK)
+	w.Write(response(rejected, jsonBody, logs))
+}
+
+// check refuses what can be refused before reading the body: no valid
+// token, a content type that is not OTLP's, a body declared too large.
+func (r *Receiver) check(req *http.Request) (jsonBody bool, err error) {
+	if r.agentOf(req) == "" && (r.opts.Secret == nil || bearer(req) == "") {
+		return false, refuse(http.StatusUnauthorized, RefusedToken, "no valid token: send Authorization: Bearer <the agent's token> (foreman mcp --print-config prints it)")
+	}
+	switch ct, _, _ := strings.Cut(req.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) {
+	case "application/x-protobuf":
+	case "application/json":
+		jsonBody = true
+	default:
+		return false, refuse(http.StatusUnsupportedMediaType, RefusedBody, "content type %q: send application/x-protobuf or application/json (OTLP/HTTP)", ct)
+	}
+	if req.ContentLength > r.opts.MaxBody {
+		return false, refuse(http.StatusRequestEntityTooLarge, RefusedBody, "a body of %d bytes is over the limit of %d: export more often", req.ContentLength, r.opts.MaxBody)
+	}
+	return jsonBody, nil
+}
+
+func bearer(req *http.Request) string {
+	tok, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	return strings.TrimSpace(tok)
+}
+
+func (r *Receiver) agentOf(req *http.Request) string {
+	tok := bearer(req)
+	if tok == "" {
+		return ""
+	}
+	return r.tokens[sha256.Sum256([]byte(tok))]
+}
+
+// authority decides, from the agent a resource names, whose spend the
+// export is: the token's agent, who must be the one named; or, with a
+// secret, the one named, whose token it must be.
+func (r *Receiver) authority(req *http.Request) func(named string) (string, error) {
+	if agent := r.agentOf(req); agent != "" {
+		return func(named string) (string, error) { return agent, checkAgent(named, agent) }
+	}
+	tok := bearer(req)
+	return func(named string) (string, error) {
+		if named == "" {
+			return "", checkAgent(named, "<your sender id>")
+		}
+		if !hmac.Equal([]byte(Token(r.opts.Secret, named)), []byte(tok)) {
+			return "", refuse(http.StatusUnauthorized, RefusedToken, "the token is not %s's: send its own (foreman mcp --print-config prints it)", protocol.CleanWord(named, protocol.MaxName))
+		}
+		return named, nil
+	}
+}
+
+// Token is agent's token under secret: what its exporter sends as
+// Authorization: Bearer.
+func Token(secret []byte, agent string) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte("foreman otlp token\x00" + agent))
+	return hex.EncodeToString(mac.Sum(nil))[:32]
+}
+
+// read reads the body, at most MaxBody bytes of it, gunzipped if it came
+// so (and then at most MaxBody once unzipped).
+func (r *Receiver) read(w http.ResponseWriter, req *http.Request) ([]byte, error) {
+	var body io.Reader = http.MaxBytesReader(w, req.Body, r.opts.MaxBody)
+	switch enc := req.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, refuse(http.StatusBadRequest, RefusedBody, "Content-Encoding gzip, but the body is not gzip: %v", err)
+		}
+		body = io.LimitReader(zr, r.opts.MaxBody+1)
+	default:
+		return nil, refuse(http.StatusUnsupportedMediaType, RefusedBody, "Content-Encoding %q: send gzip or none", enc)
+	}
+	data, err := io.ReadAll(body)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) || int64(len(data)) > r.opts.MaxBody {
+		return nil, refuse(http.StatusRequestEntityTooLarge, RefusedBody, "the body is over the limit of %d bytes: export more often", r.opts.MaxBody)
+	}
+	if err != nil {
+		return nil, refuse(http.StatusBadRequest, RefusedBody, "reading the body: %v", err)
+	}
+	return data, nil
+}
+
+var jsonOpts = protojson.UnmarshalOptions{DiscardUnknown: true}
+
+// parse reads an export. Its resources must each name the token's agent.
+// It returns the spend found and how many points were refused.
+func (r *Receiver) parse(body []byte, jsonBody, logs bool, auth func(named string) (string, error)) ([]coordinator.Spend, int64, error) {
+	unmarshal := proto.Unmarshal
+	if jsonBody {
+		unmarshal = jsonOpts.Unmarshal
+	}
+	// MetricsData and LogsData are, on the wire and in JSON, the export
+	// requests of OTLP's collector service, without its gRPC stubs.
+	if logs {
+		var data logspb.LogsData
+		if err := unmarshal(body, &data); err != nil {
+			return nil, 0, refuse(http.StatusBadRequest, RefusedBody, "not an OTLP logs export: %v", err)
+		}
+		var agent string
+		for _, rl := range data.ResourceLogs {
+			var err error
+			if agent, err = oneAgent(agent, rl.Resource, auth); err != nil {
+				return nil, 0, err
+			}
+		}
+		p := parser{agent: agent, now: r.opts.Now()}
+		for _, rl := range data.ResourceLogs {
+			for _, sl := range rl.ScopeLogs {
+				for _, lr := range sl.LogRecords {
+					p.logRecord(lr)
+				}
+			}
+		}
+		return p.done(r)
+	}
+	var data metricspb.MetricsData
+	if err := unmarshal(body, &data); err != nil {
+		return nil, 0, refuse(http.StatusBadRequest, RefusedBody, "not an OTLP metrics export: %v", err)
+	}
+	var agent string
+	for _, rm := range data.ResourceMetrics {
+		var err error
+		if agent, err = oneAgent(agent, rm.Resource, auth); err != nil {
+			return nil, 0, err
+		}
+	}
+	p := parser{agent: agent, now: r.opts.Now()}
+	for _, rm := range data.ResourceMetrics {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				p.metric(m)
+			}
+		}
+	}
+	return p.done(r)
+}
+
+// oneAgent is the agent res names, as auth allows it; every resource of
+// an export must be the same agent's.
+func oneAgent(before string, res *resourcepb.Resource, auth func(string) (string, error)) (string, error) {
+	named := ""
+	for _, kv := range res.GetAttributes() {
+		if kv.GetKey() == AgentAttribute {
+			named = kv.GetValue().GetStringValue()
+		}
+	}
+	agent, err := auth(named)
+	if err == nil && before != "" && agent != before {
+		err = refuse(http.StatusForbidden, RefusedAgent, "an export names %s and %s: one agent an export", before, agent)
+	}
+	return agent, err
+}
+
+// checkAgent refuses a resource that does not name the token's agent: a
+// token spends for its own agent only.
+func checkAgent(named, agent string) error {
+	switch {
+	case named == "":
+		return refuse(http.StatusBadRequest, RefusedAgent, "no %s resource attribute: set OTEL_RESOURCE_ATTRIBUTES=%s=%s", AgentAttribute, AgentAttribute, agent)
+	case named != agent:
+		return refuse(http.StatusForbidden, RefusedAgent, "%s=%s, but the token is %s's: each agent reports with its own token", AgentAttribute, protocol.CleanWord(named, protocol.MaxName), agent)
+	}
+	return nil
+}
+
+// parser turns the points of one export into spend.
+type parser struct {
+	agent    string
+	now      time.Time
+	out      []coordinator.Spend
+	rejected int64
+	unit     string // a spend metric's unit that is neither USD nor tokens
+}
+
+func (p *parser) done(r *Receiver) ([]coordinator.Spend, int64, error) {
+	if p.unit != "" && len(p.out) == 0 {
+		return nil, 0, refuse(http.StatusBadRequest, RefusedUnit, "spend in %q: foreman counts USD and tokens only", protocol.CleanText(p.unit, 40))
+	}
+	if p.unit != "" {
+		r.refused[RefusedUnit].Add(1)
+	}
+	if p.rejected > 0 {
+		r.refused[RefusedPoint].Add(p.rejected)
+	}
+	return p.out, p.rejected, nil
+}
+
+// The metrics read, and what they count.
+const (
+	costMetric       = "claude_code.cost.usage"
+	tokenMetric      = "claude_code.token.usage"
+	genAITokenMetric = "gen_ai.client.token.usage"
+)
+
+func (p *parser) metric(m *metricspb.Metric) {
+	name := m.GetName()
+	var tokens bool
+	switch name {
+	case costMetric:
+		if m.GetUnit() != "USD" {
+			p.unit = m.GetUnit()
+			return
+		}
+	case tokenMetric, genAITokenMetric:
+		switch m.GetUnit() {
+		case "tokens", "{token}", "token", "{tokens}":
+		default:
+			p.unit = m.GetUnit()
+			return
+		}
+		tokens = true
+	default:
+		return // not spend
+	}
+	if s := m.GetSum(); s != nil {
+		for _, dp := range s.DataPoints {
+			v, ok := numberValue(dp)
+			p.point(name, s.AggregationTemporality, dp.Attributes, dp.StartTimeUnixNano, dp.TimeUnixNano, v, ok, tokens)
+		}
+	}
+	if h := m.GetHistogram(); h != nil { // GenAI token usage: the sum of the recorded counts
+		for _, dp := range h.DataPoints {
+			p.point(name, h.AggregationTemporality, dp.Attributes, dp.StartTimeUnixNano, dp.TimeUnixNano, dp.GetSum(), dp.Sum != nil, tokens)
+		}
+	}
+}
+
+func numberValue(dp *metricspb.NumberDataPoint) (float64, bool) {
+	switch v := dp.Value.(type) {
+	case *metricspb.NumberDataPoint_AsDouble:
+		return v.AsDouble, true
+	case *metricspb.NumberDataPoint_AsInt:
+		return float64(v.AsInt), true
+	}
+	return 0, false
+}
+
+func (p *parser) point(name string, temp metricspb.AggregationTemporality, attrs []*commonpb.KeyValue, start, at uint64, v float64, ok, tokens bool) {
+	cost, good := toCost(v, tokens)
+	if !ok || !good {
+		p.rejected++
+		return
+	}
+	s := coordinator.Spend{Agent: p.agent, At: p.time(at), Cost: cost}
+	switch temp {
+	case metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA:
+		s.Source = coordinator.SpendDelta
+	case metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE:
+		s.Source, s.Series, s.Start = coordinator.SpendCumulative, seriesKey(name, attrs), fromNanos(start)
+	default:
+		p.rejected++
+		return
+	}
+	p.out = append(p.out, s)
+}
+
+func toCost(v float64, tokens bool) (coordinator.Cost, bool) {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1e12 {
+		return coordinator.Cost{}, false
+	}
+	if tokens {
+		return coordinator.Cost{Tokens: int64(math.Round(v))}, true
+	}
+	return coordinator.Cost{USD: int64(math.Round(v * protocol.Micro))}, true
+}
+
+// seriesKey names a cumulative series: the metric and a digest of its
+// attributes (session, model, token type), so a key is short and the same
+// for the same series whatever order the attributes come in.
+func seriesKey(name string, attrs []*commonpb.KeyValue) string {
+	kvs := make([]string, 0, len(attrs))
+	for _, kv := range attrs {
+		kvs = append(kvs, kv.GetKey()+"="+anyString(kv.GetValue()))
+	}
+	slices.Sort(kvs)
+	sum := sha256.Sum256([]byte(strings.Join(kvs, "\x00")))
+	return fmt.Sprintf("%s#%x", name, sum[:8])
+}
+
+func anyString(v *commonpb.AnyValue) string {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return x.StringValue
+	case *commonpb.AnyValue_IntValue:
+		return strconv.FormatInt(x.IntValue, 10)
+	case *commonpb.AnyValue_DoubleValue:
+		return strconv.FormatFloat(x.DoubleValue, 'g', -1, 64)
+	case *commonpb.AnyValue_BoolValue:
+		return strconv.FormatBool(x.BoolValue)
+	}
+	return ""
+}
+
+func (p *parser) time(ns uint64) time.Time {
+	if t := fromNanos(ns); !t.IsZero() {
+		return t
+	}
+	return p.now
+}
+
+func fromNanos(ns uint64) time.Time {
+	if ns == 0 || ns > math.MaxInt64 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(ns)).UTC()
+}
+
+// The request event's attributes, as Claude Code names them.
+var requestTokens = []string{"input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"}
+
+// logRecord reads Claude Code's api_request event: one request's cost and
+// tokens, at its own time. Other records are not spend.
+func (p *parser) logRecord(lr *logspb.LogRecord) {
+	attrs := make(map[string]*commonpb.AnyValue, len(lr.Attributes))
+	for _, kv := range lr.Attributes {
+		attrs[kv.GetKey()] = kv.GetValue()
+	}
+	name := lr.GetEventName()
+	if name == "" {
+		name = attrs["event.name"].GetStringValue()
+	}
+	if name == "" {
+		name = lr.GetBody().GetStringValue()
+	}
+	if name != "api_request" && name != "claude_code.api_request" {
+		return
+	}
+	usd, ok := anyNumber(attrs["cost_usd"])
+	cost, good := toCost(usd, false)
+	if !ok || !good {
+		p.rejected++
+		return
+	}
+	for _, k := range requestTokens {
+		if n, ok := anyNumber(attrs[k]); ok && n >= 0 && n <= 1e12 {
+			cost.Tokens += int64(n)
+		}
+	}
+	at := fromNanos(lr.TimeUnixNano)
+	if ts := attrs["event.timestamp"].GetStringValue(); at.IsZero() && ts != "" {
+		if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+			at = t.UTC()
+		}
+	}
+	if at.IsZero() {
+		at = fromNanos(lr.ObservedTimeUnixNano)
+	}
+	if at.IsZero() {
+		at = p.now
+	}
+	p.out = append(p.out, coordinator.Spend{Agent: p.agent, Source: coordinator.SpendRequest, At: at, Cost: cost})
+}
+
+// anyNumber reads a number that may come as a number or as a string
+// (Claude Code sends its event attributes as strings).
+func anyNumber(v *commonpb.AnyValue) (float64, bool) {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_DoubleValue:
+		return x.DoubleValue, true
+	case *commonpb.AnyValue_IntValue:
+		return float64(x.IntValue), true
+	case *commonpb.AnyValue_StringValue:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x.StringValue), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// response is the export's answer: empty, or a partial success that says
+// how many points were refused (field 1 of the collector's response,
+// rejected data points or log records in its field 1).
+func response(rejected int64, jsonBody, logs bool) []byte {
+	if jsonBody {
+		if rejected == 0 {
+			return []byte("{}")
+		}
+		field := "rejectedDataPoints"
+		if logs {
+			field = "rejectedLogRecords"
+		}
+		return fmt.Appendf(nil, `{"partialSuccess":{"%s":"%d","errorMessage":"points without temporality, or with negative or non-finite values"}}`, field, rejected)
+	}
+	if rejected == 0 {
+		return nil
+	}
+	var inner []byte
+	inner = protowire.AppendTag(inner, 1, protowire.VarintType)
+	inner = protowire.AppendVarint(inner, uint64(rejected))
+	var out []byte
+	out = protowire.AppendTag(out, 1, protowire.BytesType)
+	return protowire.AppendBytes(out, inner)
+}
