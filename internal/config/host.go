@@ -12,9 +12,8 @@ import (
 
 	"github.com/spf13/viper"
 
+	"github.com/agentforeman/foreman/internal/checkspec"
 	"github.com/agentforeman/foreman/internal/gitrepo"
-	"github.com/agentforeman/foreman/internal/host/checks"
-	"github.com/agentforeman/foreman/internal/host/sandbox"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -82,11 +81,11 @@ type Host struct {
 
 	// The checks' sandbox (package sandbox); the zero value is on, with
 	// the defaults.
-	Unconfined    bool           // host.sandbox: off
-	SandboxNet    string         // host.sandbox_net: none ("") or all
-	SandboxRO     []string       // host.sandbox_paths.ro: absolute, ~ expanded
-	SandboxRW     []string       // host.sandbox_paths.rw
-	SandboxLimits sandbox.Limits // host.sandbox_limits.*
+	Unconfined    bool             // host.sandbox: off
+	SandboxNet    string           // host.sandbox_net: none ("") or all
+	SandboxRO     []string         // host.sandbox_paths.ro: absolute, ~ expanded
+	SandboxRW     []string         // host.sandbox_paths.rw
+	SandboxLimits checkspec.Limits // host.sandbox_limits.*
 }
 
 // host.land_as's values.
@@ -128,12 +127,12 @@ func hostDefaults(d map[string]any) {
 	d["host.serve_url"] = ""
 	d["host.workers"] = ""
 	d["host.sandbox"] = "on"
-	d["host.sandbox_net"] = sandbox.NetNone
+	d["host.sandbox_net"] = checkspec.NetNone
 	d["host.sandbox_paths.ro"] = []string{}
 	d["host.sandbox_paths.rw"] = []string{}
-	d["host.sandbox_limits.memory"] = sandbox.Size(sandbox.DefaultMemory)
-	d["host.sandbox_limits.processes"] = sandbox.DefaultTasks
-	d["host.sandbox_limits.file_size"] = sandbox.Size(sandbox.DefaultFileSize)
+	d["host.sandbox_limits.memory"] = checkspec.Size(checkspec.DefaultMemory)
+	d["host.sandbox_limits.processes"] = checkspec.DefaultTasks
+	d["host.sandbox_limits.file_size"] = checkspec.Size(checkspec.DefaultFileSize)
 }
 
 func decodeHost(v *viper.Viper, c *Config, src sources) error {
@@ -232,7 +231,7 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 		return err
 	}
 	for i, e := range v.GetStringSlice("host.env") {
-		if err := checks.CheckEnvEntry(e); err != nil {
+		if err := checkspec.CheckEnvEntry(e); err != nil {
 			return errorf(fmt.Sprintf("host.env[%d]", i), "%v", err)
 		}
 		h.Env = append(h.Env, e)
@@ -277,7 +276,7 @@ func decodeSandbox(v *viper.Viper, h *Host, src sources) error {
 	}
 	h.Unconfined = !on
 	switch h.SandboxNet = strings.ToLower(strings.TrimSpace(v.GetString("host.sandbox_net"))); h.SandboxNet {
-	case sandbox.NetNone, sandbox.NetAll:
+	case checkspec.NetNone, checkspec.NetAll:
 	default:
 		return errorf("host.sandbox_net", "%q is not none (a network of the check's own: its loopback, nothing else) or all (the host's network, unconfined)", h.SandboxNet)
 	}
@@ -313,12 +312,12 @@ func decodeSandbox(v *viper.Viper, h *Host, src sources) error {
 		key string
 		to  *int64
 	}{{"host.sandbox_limits.memory", &h.SandboxLimits.Memory}, {"host.sandbox_limits.file_size", &h.SandboxLimits.FileSize}} {
-		n, err := sandbox.ParseSize(v.GetString(l.key))
+		n, err := checkspec.ParseSize(v.GetString(l.key))
 		if err != nil {
 			return errorf(l.key, "%v", err)
 		}
 		if n < 1<<20 {
-			return errorf(l.key, "%s is below the least allowed, 1MiB", sandbox.Size(n))
+			return errorf(l.key, "%s is below the least allowed, 1MiB", checkspec.Size(n))
 		}
 		*l.to = n
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/checkspec"
 )
 
 // TestGoTestFitsTheDefaults runs `go test` of this repository's own
@@ -78,7 +80,7 @@ func TestGoTestFitsTheDefaults(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("go test %s confined: %s; most memory %s (limit %s), most tasks %d (limit %d)", pkgs, time.Since(start).Round(time.Second),
-		Size(peak.memory>>20<<20), Size(DefaultMemory), peak.tasks, DefaultTasks)
+		checkspec.Size(peak.memory>>20<<20), checkspec.Size(DefaultMemory), peak.tasks, DefaultTasks)
 	require.Empty(t, stopped)
 	require.NoError(t, err, "%s", log.String())
 }

@@ -17,6 +17,7 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
+	"github.com/agentforeman/foreman/internal/checkspec"
 	"github.com/agentforeman/foreman/internal/host/sandbox/stage"
 )
 
@@ -254,7 +255,7 @@ func (s *Sandbox) Describe() []string {
 	}
 	out = append(out, "namespaces: "+ns)
 	l := s.c.Limits
-	out = append(out, fmt.Sprintf("limits: memory %s (host.sandbox_limits.memory), processes and threads %d (host.sandbox_limits.processes), file size %s (host.sandbox_limits.file_size), core dumps off", Size(l.Memory), l.Tasks, Size(l.FileSize)))
+	out = append(out, fmt.Sprintf("limits: memory %s (host.sandbox_limits.memory), processes and threads %d (host.sandbox_limits.processes), file size %s (host.sandbox_limits.file_size), core dumps off", checkspec.Size(l.Memory), l.Tasks, checkspec.Size(l.FileSize)))
 	reads := append(append(append([]string{}, s.system.dirs...), s.system.files...), "/etc (what every user may read)", "/proc (its own)")
 	if s.c.GitDir != "" {
 		reads = append(reads, s.c.GitDir+" (host.repo's git directory)")
