@@ -22,7 +22,7 @@ import (
 // agentFlags are foreman agent's settings.
 type agentFlags struct {
 	url, channel, role, name, identity, coordinator string
-	newIdentity                                     bool // --new: make the --identity file if it is not there
+	newIdentity                                     bool     // --new: make the --identity file if it is not there
 	repo, target                                    string   // builder: where to push, and the branch work starts from
 	hosts                                           []string // builder: the CI role (roles.ci), whose handoff lines it reads
 	minute, rateLimit                               time.Duration
