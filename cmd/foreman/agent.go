@@ -165,9 +165,9 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	defer stop()
 
 	show := newRoomShow(a.stdout, !f.noColor && isTTY(a.stdout), f.coordinator)
-	show.self, show.role = id.AgentID(), f.role
-	show.names[id.AgentID()] = f.name
-	show.setRoles(c.Roles, rolesSource(c))
+	show.Self, show.Role = id.AgentID(), f.role
+	show.Names[id.AgentID()] = f.name
+	show.SetRoles(c.Roles, rolesSource(c))
 	show.hostRoles(c)
 	if f.identity != "" {
 		warnOpenIdentity(a.stderr, f.identity)
