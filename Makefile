@@ -180,10 +180,10 @@ load: build
 	$(BIN) bench --agents $(LOADAGENTS) --spread $(LOADSPREAD)
 	$(BIN) bench --agents $(LOADBURST) --rate-limit 1s --simultaneous
 
-# Every scenario transcript in testdata replayed on the virtual clock and
+# Every scenario transcript in coordinator/testdata replayed on the virtual clock and
 # compared line by line (also TestScenarios in make test).
 replay:
-	$(GO) run ./cmd/foreman replay testdata/*.txt
+	$(GO) run ./cmd/foreman replay coordinator/testdata/*.txt
 
 # Every documented target above, once, at a small size: each proves its
 # command still runs end to end, not its figure (the figures come from the
