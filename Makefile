@@ -22,9 +22,11 @@ install:
 	case ":$$PATH:" in *":$$bin:"*) ;; *) echo "$$bin is not on PATH: export PATH=\"$$bin:\$$PATH\"";; esac
 
 # vet first: it fails fast on mistakes the race-enabled tests would take longer to show.
+# -timeout 25m: a package of real processes (internal/host/live) took past
+# go test's 10 minutes under -race beside the others on 2 cores.
 test:
 	$(GO) vet ./...
-	$(GO) test -race ./...
+	$(GO) test -race -timeout 25m ./...
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -88,7 +88,15 @@ func TestHostCheckSandbox(t *testing.T) {
 	assert.Contains(t, out, filepath.Join(dir, "cache"))
 	assert.Contains(t, out, "filesystem: the check's own root (pivot_root into a tmpfs), holding only: /usr ")
 	assert.Contains(t, out, "descriptors: all but 0, 1 and 2 closed")
+	assert.Contains(t, out, "memory: counted by the kernel (host.sandbox_memory: cgroup)")
+	assert.Contains(t, out, "setuid and setgid bits: refused")
 	assert.Regexp(t, `(?m)^  digest: sha256:[0-9a-f]{64} \(each landing's receipt records it\)$`, out)
+
+	// The watcher, asked for by name, is said to be in force.
+	require.NoError(t, os.WriteFile(path, []byte("host:\n  sandbox_memory: watcher\n"), 0o644))
+	code, out, errOut = foreman(t, "host", "--check-sandbox", path)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "memory: polled by the host every 100 ms (host.sandbox_memory: watcher, weaker than a cgroup)")
 
 	// A cache that would hand checks the configuration is refused.
 	require.NoError(t, os.WriteFile(path, []byte("host:\n  sandbox_paths:\n    ro: [.]\n"), 0o644))

@@ -85,6 +85,7 @@ through audit and CI (READY, REVIEW, AUDIT, FIX, RETRY), handles pushback
 		a.workerCommand(),
 		a.natsCommand(),
 		a.upCommand(),
+		a.boardLoginCommand(),
 	)
 	return root
 }

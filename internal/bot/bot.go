@@ -25,15 +25,18 @@ import (
 
 // Timing of the shell. Deadlines themselves are the engine's, in room time.
 const (
-	// aliveEvery is how often foreman notes it is running, so that a
-	// restart can tell the time it was away from time it merely idled.
-	aliveEvery = 2 * time.Second
+	// aliveEvery is how often foreman notes it is running (when the mark
+	// moved: a synced 16-byte write), so that a restart can tell the time
+	// it was away from time it merely idled.
+	aliveEvery = 1 * time.Second
 	// heartbeatEvery: a room quiet this long is asked its clock, so that
 	// the alive mark (the room's time, the last time foreman surely was in
-	// the room) follows a quiet stretch: after a stop, even a kill -9, the
-	// time counted as away is off by at most this and aliveEvery (contract
-	// section 3). At most one frame every 3 s, of the room's flood limit.
-	heartbeatEvery = 3 * time.Second
+	// the room) follows a quiet stretch: after a stop, even a kill -9 or a
+	// power loss, the time counted as away is off by at most this, twice
+	// aliveEvery and the room's answer, 4 s and a round trip (contract
+	// section 3). One frame every 2 s of the room's flood limit (60 in
+	// 10 s).
+	heartbeatEvery = 2 * time.Second
 	// minPingGap spaces the clock readings a due deadline asks for: the
 	// room counts them against its frame-flood limit.
 	minPingGap = 200 * time.Millisecond
@@ -102,12 +105,15 @@ type Bot struct {
 	rec       *recorder
 	client    *agentchat.Client
 
-	tag       string
-	room      roomClock
-	lastPing  time.Time
-	lastHeard time.Time           // when, by our clock, the room last sent a timestamp
-	history   []agentchat.Message // the room's replay at the latest join
-	operators []string            // as last configured: who is told of a refused reload
+	tag      string
+	room     roomClock
+	lastPing time.Time
+	// savedAlive is the alive mark last saved: an unchanged one is not
+	// written again.
+	savedAlive time.Time
+	lastHeard  time.Time           // when, by our clock, the room last sent a timestamp
+	history    []agentchat.Message // the room's replay at the latest join
+	operators  []string            // as last configured: who is told of a refused reload
 
 	health  atomic.Pointer[Health]
 	views   chan chan coordinator.View
@@ -544,12 +550,14 @@ func reloadRefused(err error, operators []string) string {
 
 func (b *Bot) saveAlive() {
 	at := b.sess.AliveMark()
-	if at.IsZero() {
+	if at.IsZero() || at.Equal(b.savedAlive) {
 		return
 	}
 	if err := b.st.SaveAlive(at); err != nil {
 		b.journalFailed(err)
+		return
 	}
+	b.savedAlive = at
 }
 
 // shutdown stops handling the room, persists what is left, and gives

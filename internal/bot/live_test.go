@@ -273,6 +273,12 @@ func TestAQuietStretchBeforeAStopIsNotDowntime(t *testing.T) {
 		mark := aliveMark(t, cfg.Journal)
 		return mark.After(lastLine.Add(time.Second))
 	}, 20*time.Second, 20*time.Millisecond, "the alive mark never moved past the last line while the room was quiet")
+	// The heartbeat leaves the journal as it is: an idle day adds nothing
+	// but the alive mark's rewrite of its own 16 bytes.
+	before, mark := journalBytes(t, cfg.Journal), aliveMark(t, cfg.Journal)
+	require.Eventually(t, func() bool { return aliveMark(t, cfg.Journal).After(mark.Add(time.Second)) },
+		20*time.Second, 20*time.Millisecond, "the alive mark stopped moving")
+	assert.Equal(t, before, journalBytes(t, cfg.Journal), "a second of heartbeats grew the journal")
 	require.NoError(t, stop())
 	stopped := time.Now()
 
@@ -291,6 +297,21 @@ func TestAQuietStretchBeforeAStopIsNotDowntime(t *testing.T) {
 	require.Len(t, away, 1)
 	assert.LessOrEqual(t, away[0].At-away[0].From, restarted.Sub(stopped)+400*time.Millisecond,
 		"the time away is the time foreman was down (and a heartbeat), not the quiet stretch before it (over a second)")
+}
+
+// journalBytes is the size of each file of the journal's directory but the
+// alive mark.
+func journalBytes(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && e.Name() != "alive" {
+			out[e.Name()] = info.Size()
+		}
+	}
+	return out
 }
 
 // aliveMark reads the journal's alive mark (journal.Journal's format: its

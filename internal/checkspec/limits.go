@@ -6,17 +6,38 @@ import (
 	"strings"
 )
 
+// How a check's memory is counted (host.sandbox_memory).
+const (
+	// MemoryCgroup: by the kernel, each check in a memory cgroup of its
+	// own (the default; a host that cannot make one refuses to start).
+	MemoryCgroup = "cgroup"
+	// MemoryWatcher: by the host, polling each check's processes: what
+	// no process maps (a SysV segment held detached, a memfd in flight
+	// on a socket) escapes it.
+	MemoryWatcher = "watcher"
+)
+
 // Net is what network a check has.
 const (
 	NetNone = "none" // a private network namespace: its own loopback, nothing else
 	NetAll  = "all"  // the host's network, unconfined
 )
 
+// MinDisk is the least host.sandbox_limits.disk and .caches may be: an
+// ext4 of its own wants room for its metadata.
+const MinDisk = 16 << 20
+
 // Limits bound one check command; zero takes the default.
 type Limits struct {
 	Memory   int64 // bytes of anonymous memory of all its processes
 	Tasks    int   // its processes and threads, together
 	FileSize int64 // bytes: the largest file it may write
+	// Disk is bytes it may write to its worktree and private directory
+	// (TMPDIR, HOME) together, in one run of the checks.
+	Disk int64
+	// Caches is bytes every builder's copies of the RW paths hold
+	// together: the host's, not one check's.
+	Caches int64
 }
 
 // The defaults leave room three to four times over for a `go test ./...`
@@ -26,6 +47,12 @@ const (
 	DefaultMemory   = 4 << 30
 	DefaultTasks    = 1024
 	DefaultFileSize = 1 << 30
+	// A check's disk and the caches are sparse images: they take on the
+	// host's disk what is written in them, and these bounds only cap it.
+	// host.max_parallel × Disk + Caches should fit beside the ledger and
+	// logs (the host warns at start when it does not).
+	DefaultDisk   = 8 << 30
+	DefaultCaches = 32 << 30
 )
 
 // WithDefaults fills what is zero.
@@ -38,6 +65,12 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.FileSize <= 0 {
 		l.FileSize = DefaultFileSize
+	}
+	if l.Disk <= 0 {
+		l.Disk = DefaultDisk
+	}
+	if l.Caches <= 0 {
+		l.Caches = DefaultCaches
 	}
 	return l
 }

@@ -83,6 +83,7 @@ type Host struct {
 	// the defaults.
 	Unconfined    bool             // host.sandbox: off
 	SandboxNet    string           // host.sandbox_net: none ("") or all
+	SandboxMemory string           // host.sandbox_memory: cgroup or watcher
 	SandboxRO     []string         // host.sandbox_paths.ro: absolute, ~ expanded
 	SandboxRW     []string         // host.sandbox_paths.rw
 	SandboxLimits checkspec.Limits // host.sandbox_limits.*
@@ -128,11 +129,14 @@ func hostDefaults(d map[string]any) {
 	d["host.workers"] = ""
 	d["host.sandbox"] = "on"
 	d["host.sandbox_net"] = checkspec.NetNone
+	d["host.sandbox_memory"] = checkspec.MemoryCgroup
 	d["host.sandbox_paths.ro"] = []string{}
 	d["host.sandbox_paths.rw"] = []string{}
 	d["host.sandbox_limits.memory"] = checkspec.Size(checkspec.DefaultMemory)
 	d["host.sandbox_limits.processes"] = checkspec.DefaultTasks
 	d["host.sandbox_limits.file_size"] = checkspec.Size(checkspec.DefaultFileSize)
+	d["host.sandbox_limits.disk"] = checkspec.Size(checkspec.DefaultDisk)
+	d["host.sandbox_limits.caches"] = checkspec.Size(checkspec.DefaultCaches)
 }
 
 func decodeHost(v *viper.Viper, c *Config, src sources) error {
@@ -280,6 +284,11 @@ func decodeSandbox(v *viper.Viper, h *Host, src sources) error {
 	default:
 		return errorf("host.sandbox_net", "%q is not none (a network of the check's own: its loopback, nothing else) or all (the host's network, unconfined)", h.SandboxNet)
 	}
+	switch h.SandboxMemory = strings.ToLower(strings.TrimSpace(v.GetString("host.sandbox_memory"))); h.SandboxMemory {
+	case checkspec.MemoryCgroup, checkspec.MemoryWatcher:
+	default:
+		return errorf("host.sandbox_memory", "%q is not cgroup (the kernel counts each check's memory, in a cgroup of its own) or watcher (the host polls its processes: weaker)", h.SandboxMemory)
+	}
 	for _, list := range []struct {
 		key string
 		to  *[]string
@@ -309,15 +318,17 @@ func decodeSandbox(v *viper.Viper, h *Host, src sources) error {
 		}
 	}
 	for _, l := range []struct {
-		key string
-		to  *int64
-	}{{"host.sandbox_limits.memory", &h.SandboxLimits.Memory}, {"host.sandbox_limits.file_size", &h.SandboxLimits.FileSize}} {
+		key   string
+		to    *int64
+		least int64
+	}{{"host.sandbox_limits.memory", &h.SandboxLimits.Memory, 1 << 20}, {"host.sandbox_limits.file_size", &h.SandboxLimits.FileSize, 1 << 20},
+		{"host.sandbox_limits.disk", &h.SandboxLimits.Disk, checkspec.MinDisk}, {"host.sandbox_limits.caches", &h.SandboxLimits.Caches, checkspec.MinDisk}} {
 		n, err := checkspec.ParseSize(v.GetString(l.key))
 		if err != nil {
 			return errorf(l.key, "%v", err)
 		}
-		if n < 1<<20 {
-			return errorf(l.key, "%s is below the least allowed, 1MiB", checkspec.Size(n))
+		if n < l.least {
+			return errorf(l.key, "%s is below the least allowed, %s", checkspec.Size(n), checkspec.Size(l.least))
 		}
 		*l.to = n
 	}
@@ -356,7 +367,7 @@ func (c *Config) RepositoryName() string {
 // repository, or rules that give it nothing to do.
 func (c *Config) RequireHost() error {
 	if c.Host.Repo == "" {
-		return errorf("host.repo", "not set: the path of the git repository foreman host checks and lands in; set it, or run foreman init in the repository, which offers it")
+		return errorf("host.repo", "not set: the path of the git repository foreman host checks and lands in")
 	}
 	if !c.Rules.CIGating && c.Rules.Merge != "external" {
 		return errorf("rules.ci_gating", "off, and rules.merge is accept: foreman host would have nothing to do (turn ci_gating on for checks, merge external for landings)")

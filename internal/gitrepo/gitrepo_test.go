@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -384,6 +385,15 @@ func TestCheckWorktreeKnowsItsOwn(t *testing.T) {
 			require.NoError(t, os.Symlink(filepath.Join(r.GitDir(), "worktrees", "slot-1"), gitFile))
 		},
 		"gone": func() { require.NoError(t, os.Remove(gitFile)) },
+		// Read, these would never end or never start.
+		"a link to /dev/zero": func() {
+			require.NoError(t, os.Remove(gitFile))
+			require.NoError(t, os.Symlink("/dev/zero", gitFile))
+		},
+		"a fifo": func() {
+			require.NoError(t, os.Remove(gitFile))
+			require.NoError(t, syscall.Mkfifo(gitFile, 0o644))
+		},
 	} {
 		damage()
 		assert.Error(t, r.CheckWorktree(dir), name)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentforeman/foreman/internal/nofollow"
 )
 
 // AddWorktree checks commit out, detached, in a new worktree at dir (which
@@ -53,16 +55,11 @@ func (r *Repo) ResetWorktree(ctx context.Context, dir, commit string) error {
 // worktree again instead.
 func (r *Repo) CheckWorktree(dir string) error {
 	gitFile := filepath.Join(dir, ".git")
-	fi, err := os.Lstat(gitFile)
+	// A check may have made it anything: read without following a link,
+	// a regular file only, 4 KiB at most.
+	data, err := nofollow.ReadFile(dir, ".git", 4096)
 	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > 4096 {
-		return fmt.Errorf("%s is not the file git worktree add wrote (%s)", gitFile, fi.Mode().Type())
-	}
-	data, err := os.ReadFile(gitFile)
-	if err != nil {
-		return err
+		return fmt.Errorf("%s is not the file git worktree add wrote: %w", gitFile, err)
 	}
 	admin, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
 	if !ok {
@@ -82,7 +79,11 @@ func (r *Repo) CheckWorktree(dir string) error {
 	if !filepath.IsAbs(named) {
 		named = filepath.Join(admin, named)
 	}
-	if !sameFile(named, gitFile) {
+	fi, err := os.Lstat(gitFile)
+	if err != nil {
+		return err
+	}
+	if ni, err := os.Stat(named); err != nil || !os.SameFile(ni, fi) {
 		return fmt.Errorf("%s belongs to %s, not %s", admin, named, gitFile)
 	}
 	return nil

@@ -32,8 +32,9 @@ type Board struct {
 	Self        string                      `json:"self,omitempty"`    // foreman's own sender id
 	Members     *[]Member                   `json:"members,omitempty"` // who is in the channel; in a stream, only when it changed since the viewer's last event
 	Update      bool                        `json:"update,omitempty"`
-	Changed     []coordinator.ComponentView `json:"changed,omitempty"` // in an update: the components whose view changed, in view order
-	Cluster     []pool.Lead                 `json:"cluster,omitempty"` // in a cluster: who leads which build
+	Changed     []coordinator.ComponentView `json:"changed,omitempty"`   // in an update: the components whose view changed, in view order
+	Cluster     []pool.Lead                 `json:"cluster,omitempty"`   // in a cluster: who leads which build
+	HostLogs    bool                        `json:"host_logs,omitempty"` // the board serves foreman host's logs at ci/logs/ (a line's log=<path> links there)
 }
 
 // RoomStats are the room connection's counters.
@@ -61,13 +62,19 @@ const viewTimeout = 2 * time.Second
 // wholeBoard is the board with a view asked for now (so that /api/view
 // never shows a copy that went stale), and every log line kept.
 func (s *Server) wholeBoard(ctx context.Context) Board {
-	sn := s.snapshotFor(ctx, want{gen: s.generation(), asked: time.Now()})
+	return s.boardOf(ctx, want{gen: s.generation(), asked: time.Now()})
+}
+
+// boardOf is the whole board from a snapshot that meets w.
+func (s *Server) boardOf(ctx context.Context, w want) Board {
+	sn := s.snapshotFor(ctx, w)
 	b := Board{Now: s.opts.Now().UTC(), View: sn.view, Problem: sn.problem, Stale: sn.stale,
 		Layout: sn.layout, Escalations: sn.escalations, Full: true}
 	src := s.source()
 	b.Health = healthOf(src, b.Now)
 	b.Room = s.roomStats(src)
 	b.Cluster = s.cluster()
+	b.HostLogs = s.opts.HostLogs != ""
 	s.mu.Lock()
 	b.Log = append([]Entry{}, s.log.since(0)...)
 	b.LogSeq = s.log.seq

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -158,4 +159,38 @@ func TestPageAndAssets(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, code)
 	code, _, _ = get(t, ts.URL+"/nothing")
 	assert.Equal(t, http.StatusNotFound, code)
+}
+
+// TestPageCarriesTheBoard: the page is served with the board as it is now
+// inside it (so the first paint shows the build, issue 48), as a JSON data
+// block that text from the room cannot end or turn into a script.
+func TestPageCarriesTheBoard(t *testing.T) {
+	src := &fakeSource{view: shopView(), health: healthy()}
+	s := New(Options{})
+	s.Attach(src)
+	attack := `</script><script>alert(1)</script><!--`
+	s.Observe(heard(t0, "@b1", "PROGRESS api 40 "+attack), nil)
+	ts := newTestServer(t, s)
+	code, h, body := get(t, ts.URL+"/")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "no-store", h.Get("Cache-Control"), "a page that carries the board is never reused")
+	page := string(body)
+	assert.NotContains(t, page, "<script>alert", "text from the room stays text")
+	assert.Equal(t, 1, strings.Count(page, "</script>")-strings.Count(page, "<script src="), "one data block, ended once")
+
+	const open = `<script id="board-data" type="application/json">`
+	_, data, ok := strings.Cut(page, open)
+	require.True(t, ok, "the page carries the board")
+	data, _, ok = strings.Cut(data, "</script>")
+	require.True(t, ok)
+	var b Board
+	require.NoError(t, json.Unmarshal([]byte(data), &b))
+	require.NotNil(t, b.View)
+	assert.Equal(t, "shop", b.View.Build)
+	assert.Len(t, b.View.Components, 4)
+	require.NotNil(t, b.Layout, "laid out, to draw at once")
+	assert.True(t, b.Full)
+	require.NotEmpty(t, b.Log)
+	assert.Equal(t, "PROGRESS api 40 "+attack, b.Log[len(b.Log)-1].Text, "the line itself, as the room said it")
+	assert.Less(t, strings.Index(page, open), strings.Index(page, `src="assets/board.js"`), "before the script that draws it")
 }

@@ -80,6 +80,7 @@ func openPage(t *testing.T, url string) *page {
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-dev-shm-usage", true),

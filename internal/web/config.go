@@ -11,7 +11,9 @@ import (
 // ConfigOptions are the board's settings from the configuration, as foreman
 // run and foreman up serve it.
 func ConfigOptions(c *config.Config, log zerolog.Logger) Options {
-	wo := Options{Logger: log.With().Str("part", "http").Logger(), HostLogs: c.Host.Logs}
+	operators := c.Roles.Operators
+	wo := Options{Logger: log.With().Str("part", "http").Logger(), HostLogs: c.Host.Logs,
+		Operators: func() []string { return operators }}
 	if c.Journal != "" {
 		// Beside the journal's segments: the board's log and counters go
 		// on where they were after a restart.

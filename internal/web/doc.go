@@ -1,7 +1,11 @@
 // Package web lets people and machines see a build while foreman runs it:
 // /healthz for probes, /metrics for Prometheus, /api/view as JSON (for the
 // board and `foreman status`), and / itself, a live board of the dependency
-// graph and the room's recent lines, updated over Server-Sent Events.
+// graph and the room's recent lines, updated over Server-Sent Events, served
+// with the board inside it so that the first paint shows the build. An
+// operator signed in with foreman board-login decides on it (decide.go):
+// the decision is said in the room by that operator's own board-login,
+// never by the board, which holds no key (docs/BOARD.md).
 //
 // The server learns what happens in two ways. The bot calls its hooks
 // (Observe, Handled, Named) from the bot's own goroutine, so they only

@@ -105,7 +105,8 @@ func (s *Server) event(sn *snapshot, vw *viewer) []byte {
 		Members *[]Member         `json:"members,omitempty"`
 		Update  bool              `json:"update,omitempty"`
 		Lead    []pool.Lead       `json:"cluster,omitempty"`
-	}{Now: now, Health: healthOf(src, now), Room: s.roomStats(src), Full: vw.log == 0, Lead: s.cluster()}
+		Logs    bool              `json:"host_logs,omitempty"`
+	}{Now: now, Health: healthOf(src, now), Room: s.roomStats(src), Full: vw.log == 0, Lead: s.cluster(), Logs: s.opts.HostLogs != ""}
 	s.mu.Lock()
 	mine.Log = append([]Entry{}, s.log.since(vw.log)...)
 	mine.LogSeq = s.log.seq

@@ -35,6 +35,7 @@ type liveBuild struct {
 
 type agent struct {
 	ID  string
+	key *agentchat.Identity
 	c   *agentchat.Client
 	mu  sync.Mutex
 	seq uint64
@@ -65,7 +66,7 @@ func startLiveBuild(t *testing.T, comps []coordinator.Component, names ...string
 		require.NoError(t, err)
 		c := agentchat.New(agentchat.Config{URL: room.URL(), Channel: "#build", Identity: id,
 			RateLimit: 20 * time.Millisecond, Logger: zerolog.Nop()})
-		lb.agents[name] = &agent{ID: id.AgentID(), c: c}
+		lb.agents[name] = &agent{ID: id.AgentID(), key: id, c: c}
 		wg.Add(2)
 		go func() { defer wg.Done(); _ = c.Run(ctx) }()
 		go func() {
@@ -102,7 +103,7 @@ func startLiveBuild(t *testing.T, comps []coordinator.Component, names ...string
 	botID, err := agentchat.NewIdentity("foreman")
 	require.NoError(t, err)
 	lb.logs = t.TempDir()
-	lb.board = New(Options{Logger: zerolog.Nop(), HostLogs: lb.logs})
+	lb.board = New(Options{Logger: zerolog.Nop(), HostLogs: lb.logs, Operators: func() []string { return cfg.Roles.Operators }})
 	b, err := bot.New(bot.Options{
 		Config: cfg, Identity: botID, Logger: zerolog.Nop(), ShutdownGrace: time.Second,
 		Observe: func(ev *coordinator.Event, said []coordinator.Reply) {

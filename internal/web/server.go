@@ -35,6 +35,9 @@ type Options struct {
 	// HostLogs is foreman host's host.logs directory, if it is on this
 	// machine: the board then serves its queue and logs (hostqueue.go).
 	HostLogs string
+	// Operators, if set, are the sender ids who may sign in to decide on
+	// the board (roles.operators; decide.go). Without it nobody can.
+	Operators func() []string
 }
 
 // Server serves the board, the JSON view, health and metrics.
@@ -44,6 +47,7 @@ type Server struct {
 	lastView atomic.Pointer[coordinator.View] // the latest the bot gave, for when it stops answering
 	metrics  *metrics
 	handler  http.Handler
+	dec      *decisions // sign-ins to decide on the board
 
 	snap   atomic.Pointer[snapshot] // the latest; see snapshotFor
 	takeMu sync.Mutex               // one snapshot is taken at a time
@@ -75,7 +79,7 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, log: newRoomLog(opts.LogSize), esc: map[string]Escalation{}, changed: make(chan struct{})}
+	s := &Server{opts: opts, log: newRoomLog(opts.LogSize), esc: map[string]Escalation{}, changed: make(chan struct{}), dec: newDecisions()}
 	s.metrics = newMetrics(s)
 	s.handler = s.routes()
 	if opts.StateFile != "" {
@@ -105,7 +109,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", serveIndex)
+	mux.HandleFunc("GET /{$}", s.serveIndex)
 	mux.Handle("GET /assets/", serveAssets())
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
@@ -114,6 +118,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/cluster", s.serveCluster)
 	mux.HandleFunc("GET /ci/queue", s.serveCIQueue)
 	mux.HandleFunc("GET /ci/logs/{name}", s.serveCILog)
+	mux.HandleFunc("GET /api/login/challenge", s.serveChallenge)
+	mux.HandleFunc("POST /api/login", s.serveLogin)
+	mux.HandleFunc("GET /api/session", s.serveSession)
+	mux.HandleFunc("POST /api/session", s.serveSession)
+	mux.HandleFunc("POST /api/decide", s.serveDecide)
+	mux.HandleFunc("GET /api/relay", s.serveRelay)
 	return secured(mux)
 }
 

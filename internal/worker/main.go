@@ -33,9 +33,11 @@ func Main(ctx context.Context, c *config.Config, log zerolog.Logger, out io.Writ
 	if !c.Host.Unconfined {
 		// What a host would refuse, a worker refuses too, before it takes
 		// a job: the machine must confine checks as the keys say.
-		if _, err := sandbox.New(SandboxFor(c)); err != nil {
+		s, err := sandbox.New(SandboxFor(c))
+		if err != nil {
 			return fmt.Errorf("host.sandbox: %w", err)
 		}
+		s.Close()
 	}
 	id := c.Cluster.ID
 	if id == "" {

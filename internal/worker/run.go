@@ -171,7 +171,9 @@ func (w *Worker) sandbox(job workq.Job, m *mirror) (*sandbox.Sandbox, error) {
 		c.Net = sandbox.NetNone
 	}
 	if job.Sandbox.Required || job.Sandbox.Memory > 0 {
-		c.Limits = sandbox.Limits{Memory: job.Sandbox.Memory, Tasks: job.Sandbox.Tasks, FileSize: job.Sandbox.FileSize}
+		// The disk bounds are this machine's (its disk, its caches).
+		c.Limits = sandbox.Limits{Memory: job.Sandbox.Memory, Tasks: job.Sandbox.Tasks, FileSize: job.Sandbox.FileSize,
+			Disk: c.Limits.Disk, Caches: c.Limits.Caches}
 	}
 	c.Limits = c.Limits.WithDefaults()
 	gitDir := m.repo.GitDir()

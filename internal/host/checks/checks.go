@@ -38,8 +38,13 @@ type Spec struct {
 	// Layer is whose copies of host.sandbox_paths.rw the commands see: the
 	// builder whose work is checked (sandbox.Run.Layer).
 	Layer string
-	// Secrets never reach the log or the failure line.
+	// Secrets never reach the log or the failure line, in any of the
+	// forms redaction knows (see forms).
 	Secrets []Secret
+	// SecretsAsIs looks for each secret as it is only, not hex, base64 or
+	// URL-encoded: for the test that proves those forms, which the
+	// configuration never sets.
+	SecretsAsIs bool
 }
 
 // DefaultLogLimit bounds a log when the Spec does not.
@@ -71,7 +76,14 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	defer f.Close()
 	log := &capped{f: f, limit: s.LogLimit}
-	red := newRedactor(log, s.Secrets)
+	red := newRedactor(log, s.Secrets, s.SecretsAsIs)
+	if s.Sandbox != nil {
+		// What the last run in this worktree wrote is gone: this run
+		// gets all of its disk.
+		if err := s.Sandbox.Fresh(sandbox.Run{Worktree: s.Dir, Private: s.Private, Layer: s.Layer}); err != nil {
+			return Result{}, err
+		}
+	}
 	start := time.Now()
 	limit := ctx
 	var cancel context.CancelFunc = func() {}

@@ -3,7 +3,6 @@ package checks
 import (
 	"bytes"
 	"io"
-	"strings"
 )
 
 // Secret is a value the host knows that no log or verdict may show: its
@@ -19,81 +18,93 @@ type Secret struct {
 // flag, a number) would blank out half the log and hide nothing.
 const MinSecret = 8
 
-// redactor writes output on with every secret replaced by its name, and
-// holds back the last len(longest secret)-1 bytes of each write until
-// more comes (or flush), so that a secret split across two writes is
-// still caught.
+// redactor writes output on with every form of every secret (see forms)
+// replaced by the secret's name. It holds back the end of what it was
+// given, as many characters as the longest form less one, until more comes
+// (or flush), so that a form split across two writes, or across a line
+// break, is still caught.
 type redactor struct {
-	w       io.Writer
-	secrets []Secret
-	hold    int
-	buf     []byte
-	out     []byte
+	w    io.Writer
+	m    *matcher // nil: nothing to take out
+	buf  []byte
+	out  []byte
+	view []byte
+	pos  []int
 }
 
-func newRedactor(w io.Writer, secrets []Secret) *redactor {
-	r := &redactor{w: w}
-	for _, s := range secrets {
-		if len(s.Value) >= MinSecret {
-			r.secrets = append(r.secrets, s)
-			r.hold = max(r.hold, len(s.Value)-1)
-		}
-	}
-	return r
+func newRedactor(w io.Writer, secrets []Secret, asIs bool) *redactor {
+	return &redactor{w: w, m: matcherFor(secrets, asIs)}
 }
 
 func (r *redactor) Write(p []byte) (int, error) {
-	if len(r.secrets) == 0 {
+	if r.m == nil {
 		return r.w.Write(p)
 	}
 	r.buf = append(r.buf, p...)
-	r.out = r.replace(r.out[:0])
-	if keep := r.hold; len(r.buf) > keep {
-		r.out = append(r.out, r.buf[:len(r.buf)-keep]...)
-		r.buf = append(r.buf[:0], r.buf[len(r.buf)-keep:]...)
-	}
-	if len(r.out) > 0 {
-		if _, err := r.w.Write(r.out); err != nil {
-			return len(p), err
-		}
+	if err := r.emit(false); err != nil {
+		return len(p), err
 	}
 	return len(p), nil
 }
 
-// replace moves buf to out up to its last secret, each secret replaced; a
-// secret that may still be completing stays in buf.
-func (r *redactor) replace(out []byte) []byte {
-	for {
-		at, n, name := -1, 0, ""
-		for _, s := range r.secrets {
-			if i := bytes.Index(r.buf, []byte(s.Value)); i >= 0 && (at < 0 || i < at || i == at && len(s.Value) > n) {
-				at, n, name = i, len(s.Value), s.Name
-			}
-		}
-		if at < 0 {
-			return out
-		}
-		out = append(out, r.buf[:at]...)
-		out = append(out, "[redacted: "+name+"]"...)
-		r.buf = r.buf[at+n:]
+// emit writes buf on, each form found replaced, up to where a form may
+// still be completing (all of it when final).
+func (r *redactor) emit(final bool) error {
+	r.view, r.pos = view(r.buf, r.view, r.pos)
+	found := r.m.find(r.view)
+	cut := len(r.view) - (r.m.longest - 1)
+	if final {
+		cut = len(r.view)
 	}
+	for _, sp := range found {
+		if !final && sp.end > cut {
+			// It may be the start of a longer form: not said yet.
+			cut = min(cut, sp.start)
+			break
+		}
+	}
+	if cut <= 0 {
+		return nil
+	}
+	rawCut := len(r.buf)
+	if cut < len(r.view) {
+		rawCut = r.pos[cut]
+	}
+	r.out = r.out[:0]
+	at := 0
+	for _, sp := range found {
+		if sp.start >= cut {
+			break
+		}
+		r.out = append(r.out, r.buf[at:r.pos[sp.start]]...)
+		r.out = append(r.out, "[redacted: "+r.m.names[sp.name]+"]"...)
+		at = r.pos[sp.end-1] + 1
+	}
+	r.out = append(r.out, r.buf[at:rawCut]...)
+	r.buf = append(r.buf[:0], r.buf[rawCut:]...)
+	if len(r.out) == 0 {
+		return nil
+	}
+	_, err := r.w.Write(r.out)
+	return err
 }
 
 // flush writes what is held back: the command ended.
 func (r *redactor) flush() {
-	if len(r.buf) == 0 {
+	if r.m == nil || len(r.buf) == 0 {
 		return
 	}
-	r.out = r.replace(r.out[:0])
-	r.out = append(r.out, r.buf...)
-	r.buf = r.buf[:0]
-	_, _ = r.w.Write(r.out)
+	_ = r.emit(true)
 }
 
 // redact takes the secrets out of one line the host writes itself.
 func (r *redactor) redact(s string) string {
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec.Value, "[redacted: "+sec.Name+"]")
+	if r.m == nil {
+		return s
 	}
-	return s
+	var b bytes.Buffer
+	one := &redactor{w: &b, m: r.m}
+	_, _ = one.Write([]byte(s))
+	one.flush()
+	return b.String()
 }

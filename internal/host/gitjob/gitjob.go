@@ -53,6 +53,9 @@ type Options struct {
 	// trustSlots skips the check of a slot's .git before the host's own
 	// git runs there: for the test that shows the attack it stops.
 	trustSlots bool
+	// secretsAsIs redacts each secret as it is only, not encoded: for
+	// the test that shows what the encoded forms stop.
+	secretsAsIs bool
 	// trustLandings skips the land job's check that each commit is
 	// exactly its approved landing: for the test that shows what it stops.
 	trustLandings bool
@@ -84,6 +87,11 @@ func New(o Options) (*Runner, error) {
 		if err := os.MkdirAll(abs, 0o755); err != nil {
 			return nil, err
 		}
+	}
+	// The slots hold what checks wrote: no other user of the machine
+	// may reach them (a file a check left is run by nobody else).
+	if err := os.Chmod(o.Work, 0o700); err != nil {
+		return nil, fmt.Errorf("host.work: %w", err)
 	}
 	return &Runner{o: o, changes: map[string][]string{}, merged: map[string][]string{}}, nil
 }
@@ -337,7 +345,7 @@ func (r *Runner) runChecks(ctx context.Context, s CheckSpec, out *Checked, try i
 	env := checks.Env(tmp, s.Env, set)
 	started := func(pgid int) { _ = os.WriteFile(pgids, []byte(pgidRecord(pgid)), 0o644) }
 	return checks.Run(ctx, checks.Spec{Dir: sl.dir, Commands: s.Checks, Env: env, Timeout: s.Timeout,
-		Log: log, LogLimit: s.LogLimit, Started: started, Sandbox: s.Sandbox, Private: tmp, Layer: s.Job.Owner, Secrets: s.Secrets})
+		Log: log, LogLimit: s.LogLimit, Started: started, Sandbox: s.Sandbox, Private: tmp, Layer: s.Job.Owner, Secrets: s.Secrets, SecretsAsIs: r.o.secretsAsIs})
 }
 
 // failed is the outcome of checks that did not pass: the check, named

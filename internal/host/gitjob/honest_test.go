@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,6 +71,9 @@ func TestHonestChecksPassConfined(t *testing.T) {
 			f := newFixtureWith(t, true, func(f *fixture, o *Options) {
 				o.Checks = [][]string{tc.check}
 				o.Env = nil
+				// A builder's first go test builds with its own empty build
+				// cache: on a loaded machine of two cores, minutes.
+				o.Timeout = 5 * time.Minute
 				o.Sandbox = f.sandbox(sandbox.Config{RO: ro, RW: rw, Home: home, Layers: t.TempDir()})
 				require.NotNil(t, o.Sandbox)
 			})

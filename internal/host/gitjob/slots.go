@@ -81,5 +81,8 @@ func (r *Runner) checkSlot(s *slot) error {
 	return r.o.Repo.CheckWorktree(s.dir)
 }
 
-// isSlot tells the slots (kept when pruning) from what a crash left.
-func isSlot(name string) bool { return strings.HasPrefix(name, slotPrefix) }
+// isSlot tells the slots (kept when pruning, with their volumes' images)
+// and the builders' caches from what a crash left.
+func isSlot(name string) bool {
+	return strings.HasPrefix(name, slotPrefix) || name == "cache-layers" || name == "cache-layers.disk"
+}

@@ -183,16 +183,19 @@ var bg = context.Background()
 // and scripted peers: builders b1..b3, an auditor and an operator, and a
 // watcher that hears everything.
 type world struct {
-	t       *testing.T
-	dir     string
-	repo    *gitrepo.Repo
-	room    *roomtest.Room
-	cfgPath string
-	peers   map[string]*roomtest.Peer
-	foreman string // sender ids
-	host    string
-	gate    string
-	record  string
+	t *testing.T
+	// clusterHosts are the host processes clusterHost made, whose logs a
+	// failure shows.
+	clusterHosts []*hostProc
+	dir          string
+	repo         *gitrepo.Repo
+	room         *roomtest.Room
+	cfgPath      string
+	peers        map[string]*roomtest.Peer
+	foreman      string // sender ids
+	host         string
+	gate         string
+	record       string
 
 	mu     sync.Mutex
 	lines  []roomtest.Said

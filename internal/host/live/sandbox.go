@@ -35,6 +35,11 @@ func Sandbox(c *config.Config, gitDir string) (*sandbox.Sandbox, []string, error
 		return nil, nil, fmt.Errorf("host.sandbox: %w", err)
 	}
 	var warnings []string
+	if !c.Cluster.Enabled() {
+		if w := s.DiskRoom(c.Host.Work, c.Host.MaxParallel); w != "" {
+			warnings = append(warnings, w)
+		}
+	}
 	if sc.Net == sandbox.NetAll {
 		warnings = append(warnings, "host.sandbox_net is all: checks reach the host's network, the room and every service on this machine included")
 	}
@@ -131,6 +136,7 @@ func CheckSandbox(ctx context.Context, c *config.Config, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("host.sandbox: %w", err)
 	}
+	defer s.Close()
 	if c.Host.Unconfined {
 		fmt.Fprintln(out, "host.sandbox: off: checks run unconfined; with it on, this machine would enforce:")
 	} else {

@@ -83,6 +83,7 @@ type hostProc struct {
 func (w *world) clusterHost(name string, env ...string) *hostProc {
 	h := &hostProc{w: w, name: name, env: env}
 	w.t.Cleanup(h.kill)
+	w.clusterHosts = append(w.clusterHosts, h)
 	return h
 }
 
@@ -152,8 +153,17 @@ func (w *world) leader(not string, from time.Time) string {
 			}
 		}
 		return false
-	}, 2*time.Minute, 10*time.Millisecond, "no host spoke after %s; the room said:\n%s", from.Format("15:04:05.000"), w.dump())
+	}, 2*time.Minute, 10*time.Millisecond, "no host spoke after %s; the room said:\n%s%s", from.Format("15:04:05.000"), w.dump(), w.clusterLogs())
 	return name
+}
+
+// clusterLogs is what each cluster host process logged, for a failure.
+func (w *world) clusterLogs() string {
+	var b strings.Builder
+	for _, h := range w.clusterHosts {
+		fmt.Fprintf(&b, "\n%s (%d starts):\n%s", h.name, h.starts, h.log())
+	}
+	return b.String()
 }
 
 // hostLines are the host's lines with the process that said each.

@@ -188,3 +188,39 @@ func copyTree(t *testing.T, from, to string) {
 		require.NoError(t, os.WriteFile(filepath.Join(to, e.Name()), data, 0o644))
 	}
 }
+
+// A run with no builder known keeps its copies of the RW paths in its
+// private directory, which its commands write: one command leaves a link
+// there to a directory of the host's, and the next command, given its
+// copy of the RW path, would write through it into the host's directory.
+// The host makes that copy without following a link, and the second
+// command does not run. (Where a check's writes go to a volume of its
+// own, the copy is there, out of the host's directories.)
+func TestALinkLeftForTheNextCommandIsNotFollowed(t *testing.T) {
+	cache := t.TempDir()
+	victim := t.TempDir()
+	plant := `rm -rf "$TMPDIR/.layers/0" && ln -s "$VICTIM" "$TMPDIR/.layers/0" && echo planted`
+	next := `echo pwned > "$CACHE/x" && echo wrote`
+	env := []string{"VICTIM=" + victim, "CACHE=" + cache}
+
+	s := newSandbox(t, Config{RW: []string{cache}, Without: Without{NoFollow: true, Volumes: true}})
+	r := box(t)
+	res := run(t, s, r, plant, env...)
+	require.NoError(t, res.err, res.out)
+	res = run(t, s, r, next, env...)
+	require.NoError(t, res.err, res.out)
+	assert.FileExists(t, filepath.Join(victim, "x"), "without the defence, the second command writes the host's directory")
+
+	victim2 := t.TempDir()
+	env = []string{"VICTIM=" + victim2, "CACHE=" + cache}
+	s = newSandbox(t, Config{RW: []string{cache}, Without: Without{Volumes: true}})
+	r = box(t)
+	res = run(t, s, r, plant, env...)
+	require.NoError(t, res.err, res.out)
+	cmd := exec.Command("/bin/sh", "-c", next)
+	cmd.Dir = r.Worktree
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "TMPDIR=" + r.Private}, env...)
+	_, err := s.Command(cmd, r)
+	require.ErrorContains(t, err, "not a directory")
+	assert.NoFileExists(t, filepath.Join(victim2, "x"))
+}

@@ -32,7 +32,7 @@ func Configured(c *config.Config, gitDir string) Config {
 		}
 	}
 	return Config{
-		Net: c.Host.SandboxNet, RO: c.Host.SandboxRO, RW: c.Host.SandboxRW, Limits: c.Host.SandboxLimits,
+		Net: c.Host.SandboxNet, Memory: c.Host.SandboxMemory, RO: c.Host.SandboxRO, RW: c.Host.SandboxRW, Limits: c.Host.SandboxLimits,
 		GitDir: gitDir, Deny: deny, Home: home, Layers: filepath.Join(c.Host.Work, "cache-layers"), Repo: c.Host.Repo,
 	}
 }

@@ -33,7 +33,14 @@ import (
 	"github.com/agentforeman/foreman/internal/checkspec"
 )
 
-// Net is what network a check has (the configuration's words: checkspec).
+// How a check's memory is counted (host.sandbox_memory; the
+// configuration's words: checkspec).
+const (
+	MemoryCgroup  = checkspec.MemoryCgroup
+	MemoryWatcher = checkspec.MemoryWatcher
+)
+
+// Net is what network a check has (checkspec).
 const (
 	NetNone = checkspec.NetNone
 	NetAll  = checkspec.NetAll
@@ -43,6 +50,7 @@ const (
 // must keep from its checks.
 type Config struct {
 	Net    string   // NetNone (default) or NetAll
+	Memory string   // MemoryCgroup (default) or MemoryWatcher
 	RO, RW []string // host.sandbox_paths: absolute, ~ expanded
 	Limits Limits
 	// GitDir is host.repo's git directory: a check reads it (git log,
@@ -77,7 +85,26 @@ type Without struct {
 	// SharedMemory counts a check's anonymous memory only (resident less
 	// shared): what it makes shared (MAP_SHARED, memfds, /dev/shm) is free.
 	SharedMemory bool
+	// IPC: the check shares the host's IPC namespace: a SysV segment it
+	// leaves outlives it.
+	IPC bool
+	// NoFollow: the host reads the worktree's .git as any file, following
+	// links, whatever it is, however big, and makes a run's own copy of an
+	// RW path in its private directory through whatever is there.
+	NoFollow bool
+	// SetID: a check may set setuid and setgid bits, and the binds it
+	// writes are not nosuid.
+	SetID bool
+	// Volumes: a check writes the host's disk itself, and the host polls
+	// what it wrote (as where no volume can be made).
+	Volumes bool
+	// Disk: nothing bounds what a check writes but the disk.
+	Disk bool
 }
+
+// MinDisk is the least host.sandbox_limits.disk and .caches may be
+// (checkspec).
+const MinDisk = checkspec.MinDisk
 
 // Nobody is the user a host running as root runs its checks as.
 const Nobody = 65534
@@ -104,7 +131,12 @@ const (
 	DefaultMemory   = checkspec.DefaultMemory
 	DefaultTasks    = checkspec.DefaultTasks
 	DefaultFileSize = checkspec.DefaultFileSize
+	DefaultDisk     = checkspec.DefaultDisk
+	DefaultCaches   = checkspec.DefaultCaches
 )
+
+// Size writes a byte count as the configuration takes it (checkspec.Size).
+func Size(n int64) string { return checkspec.Size(n) }
 
 // Run is where one run of the checks works.
 type Run struct {
@@ -113,18 +145,21 @@ type Run struct {
 	// Layer is whose writes to the RW paths this run sees and adds to:
 	// the builder whose work is checked. "" keeps them for this run only.
 	Layer string
+
+	diskSize int64 // the probe's: a small volume
 }
 
 // Digest names what the sandbox enforces, as Describe says it, less how
-// long its probe took: a landing's receipt records it ("off" for no
-// sandbox), and two hosts confining their checks alike give the same one.
+// long its probe took and where its cgroups are: a landing's receipt
+// records it ("off" for no sandbox), and two hosts confining their checks
+// alike give the same one.
 func (s *Sandbox) Digest() string {
 	if s == nil {
 		return "off"
 	}
 	var keep []string
 	for _, l := range s.Describe() {
-		if !strings.HasPrefix(l, "probe:") {
+		if !strings.HasPrefix(l, "probe:") && !strings.HasPrefix(l, "cgroups:") {
 			keep = append(keep, l)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,11 @@ type Sandbox struct {
 	idmap  *os.File        // with nobody: a user namespace mapping root to Nobody, for the checks' writable paths
 	probe  time.Duration   // how long the probe at New took
 	watch  *watcher
+	cg     *cgroups // where each check's memory and pids cgroup is made; nil: the watcher counts
+	// disk is how what a check writes is bounded: diskVolumes, diskPolled
+	// (diskWhy says why no volume), or "" (Without.Disk).
+	disk, diskWhy string
+	disks         *disks
 	// rootMounts are the system's paths in every check's own root (its
 	// worktree, private directory and the configured paths are added per
 	// run); gitConfig is the config git finds there for host.repo.
@@ -67,7 +73,24 @@ func New(c Config) (*Sandbox, error) {
 		c.Without.CacheLayers = true
 	}
 	c.Limits = c.Limits.WithDefaults()
-	s := &Sandbox{c: c, watch: newWatcher()}
+	switch c.Memory {
+	case "", MemoryCgroup:
+		c.Memory = MemoryCgroup
+	case MemoryWatcher:
+	default:
+		return nil, fmt.Errorf("host.sandbox_memory: %q is not cgroup (the kernel counts a check's memory) or watcher (the host polls it: weaker)", c.Memory)
+	}
+	if c.Without.SharedMemory {
+		c.Memory = MemoryWatcher
+	}
+	s := &Sandbox{c: c, watch: newWatcher(), disks: newDisks()}
+	if c.Memory == MemoryCgroup {
+		cg, err := findCgroups()
+		if err != nil {
+			return nil, fmt.Errorf("host.sandbox_memory: cannot make a memory cgroup for each check (%v); run the host as root where the cgroup v1 memory controller is mounted read-write, or delegate it a cgroup v2 with the memory and pids controllers, or set host.sandbox_memory: watcher (weaker: the host polls each check's processes, and misses memory no process maps)", err)
+		}
+		s.cg = cg
+	}
 	s.abi = landlockABI()
 	if s.abi < 1 {
 		return nil, errors.New("this kernel has no Landlock (Linux 5.13 or later, built with CONFIG_SECURITY_LANDLOCK and landlock in the lsm= boot list): checks cannot be sandboxed; upgrade the kernel or enable Landlock, or set host.sandbox: off to run them unconfined")
@@ -123,8 +146,32 @@ func New(c Config) (*Sandbox, error) {
 			return nil, fmt.Errorf("a user namespace that maps root to nobody, for the checks' writable paths: %w; %s", err, s.advice())
 		}
 	}
+	switch {
+	case c.Without.Disk:
+	case c.Without.Volumes:
+		s.disk, s.diskWhy = diskPolled, "no volumes (a test's)"
+	case s.userns:
+		s.disk, s.diskWhy = diskPolled, "the host is not root, and a loop device and its mount need root"
+	case c.Without.Allowlist:
+		s.disk, s.diskWhy = diskPolled, "the check's filesystem is the host's (a test's)"
+	default:
+		s.disk = diskVolumes
+		if _, err := mkfs(); err != nil {
+			s.disk, s.diskWhy = diskPolled, err.Error()
+		}
+	}
 	start := time.Now()
-	if err := s.selfTest(); err != nil {
+	err := s.selfTest()
+	if err != nil && s.disk == diskVolumes {
+		// Confined without volumes, the checks' writes are polled: said
+		// where the sandbox describes itself.
+		why := err.Error()
+		s.disk = diskPolled
+		if s.selfTest() == nil {
+			s.diskWhy, err = "a check's volume could not be made or mounted here ("+why+")", nil
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	s.probe = time.Since(start)
@@ -176,12 +223,13 @@ func (s *Sandbox) selfTest() error {
 		return fmt.Errorf("sandbox probe: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	r := Run{Worktree: filepath.Join(dir, "worktree"), Private: filepath.Join(dir, "private")}
+	r := Run{Worktree: filepath.Join(dir, "worktree"), Private: filepath.Join(dir, "private"), diskSize: MinDisk}
 	for _, d := range []string{r.Worktree, r.Private} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("sandbox probe: %w", err)
 		}
 	}
+	defer s.forget(r)
 	got, err := s.runProbe(r)
 	if err != nil {
 		return fmt.Errorf("checks cannot be sandboxed here: %v; %s", err, s.advice())
@@ -226,20 +274,57 @@ func (s *Sandbox) Describe() []string {
 	}
 	out = append(out, "descriptors: all but 0, 1 and 2 closed at the check's exec")
 	switch {
+	case s.c.Without.SetID:
+		out = append(out, "setuid and setgid bits: NOT refused (a test's)")
+	case stage.SetIDRefusable():
+		out = append(out, "setuid and setgid bits: refused (seccomp: chmod, fchmod, fchmodat, fchmodat2, open, openat, creat, mknod and mknodat with S_ISUID or S_ISGID fail with EPERM; openat2 and io_uring_setup with ENOSYS); every mount it can write is nosuid and nodev")
+	default:
+		out = append(out, "setuid and setgid bits: not refused on "+runtime.GOARCH+" (the filter knows amd64, arm64 and riscv64); every mount it can write is nosuid and nodev, and host.work is the host's alone")
+	}
+	switch {
 	case s.nobody:
 		out = append(out, fmt.Sprintf("user: the host is root; checks run as nobody (uid %d), owning none of root's files; their worktree and private directory are nobody's while they run", Nobody))
 	case !s.userns:
 		out = append(out, "user: checks run as the host's uid, with every capability dropped")
 	}
-	if s.c.Without.SharedMemory {
+	switch {
+	case s.cg != nil:
+		where, swap := "cgroup v1", "memory.memsw.limit_in_bytes the same, so no swap"
+		if s.cg.v2 {
+			where, swap = "cgroup v2", "memory.swap.max 0, memory.oom.group 1"
+		} else if s.cg.swapKey == "" {
+			swap = "memory.swappiness 0, so no swap"
+		}
+		out = append(out, fmt.Sprintf("memory: counted by the kernel (host.sandbox_memory: cgroup): each check in a memory cgroup of its own from before its exec (%s), at host.sandbox_limits.memory (%s): all it holds counts, its processes' pages, shared memory none of them maps, SysV segments, memfds in flight, tmpfs files and the page cache it fills; at the limit the kernel reclaims, then kills, and the host stops the check and says why", where, swap))
+		if s.cg.v2 || s.cg.pids != "" {
+			out = append(out, "processes: counted by the kernel (a pids cgroup, pids.max at host.sandbox_limits.processes): a fork past it fails, and the host stops the check and says why")
+		} else {
+			out = append(out, "processes: polled by the host every 100 ms (no pids cgroup hierarchy is mounted)")
+		}
+	case s.c.Without.SharedMemory:
 		out = append(out, "memory: anonymous pages only (resident less shared)")
-	} else {
-		out = append(out, "memory: anonymous and shared pages of every process (RssAnon + RssShmem), the memfds they hold, and its /dev/shm")
+	default:
+		out = append(out, "memory: polled by the host every 100 ms (host.sandbox_memory: watcher, weaker than a cgroup): anonymous and shared pages of every process (RssAnon + RssShmem), the memfds they hold, and its /dev/shm; not a SysV segment no process maps, a memfd in flight on a socket, tmpfs files elsewhere or the page cache, and a check can overshoot by what it allocates in 100 ms")
 	}
 	if s.c.Without.CacheLayers {
 		out = append(out, "host.sandbox_paths.rw: SHARED between every check as they are ("+SharedRWEnv+" or a test): one check's writes are every later check's")
 	}
+	l := s.c.Limits
+	switch s.disk {
+	case diskVolumes:
+		out = append(out, fmt.Sprintf("disk: bounded by the kernel: what a check writes to its worktree and private directory lands in a volume of its own (an ext4 image beside its worktree, sparse, on a loop device, mounted only in its namespace: an overlay over each, the host's files below never written), %s at most (host.sandbox_limits.disk): past it the kernel says ENOSPC, and the host stops the check and says why; nothing it writes reaches the host's disk, where the ledger and logs are", checkspec.Size(l.Disk)))
+		if !s.c.Without.CacheLayers && len(s.rw.dirs) > 0 {
+			out = append(out, fmt.Sprintf("caches: every builder's copies of host.sandbox_paths.rw in one volume, %s at most (host.sandbox_limits.caches); past three quarters full, the copies least recently used are dropped at a run's start, down to half", checkspec.Size(l.Caches)))
+		}
+	case diskPolled:
+		out = append(out, fmt.Sprintf("disk: polled by the host (%s), every %d ms or less often where summing takes long: what a check's worktree and private directory hold past their run's start, at most %s (host.sandbox_limits.disk); a check can overshoot by what it writes between two sums; the caches are summed at each run's start (host.sandbox_limits.caches, %s)", s.diskWhy, Interval.Milliseconds(), checkspec.Size(l.Disk), checkspec.Size(l.Caches)))
+	default:
+		out = append(out, "disk: NOT bounded (a test's): a check may fill the host's disk")
+	}
 	ns := "pid, mount, ipc"
+	if s.c.Without.IPC {
+		ns = "pid, mount (the host's IPC namespace SHARED: a test's)"
+	}
 	if s.c.Net == NetNone {
 		ns += ", network (host.sandbox_net none: its own loopback, nothing else)"
 	} else {
@@ -254,7 +339,6 @@ func (s *Sandbox) Describe() []string {
 		ns += " (the host has CAP_SYS_ADMIN: checks run as its uid with every capability dropped)"
 	}
 	out = append(out, "namespaces: "+ns)
-	l := s.c.Limits
 	out = append(out, fmt.Sprintf("limits: memory %s (host.sandbox_limits.memory), processes and threads %d (host.sandbox_limits.processes), file size %s (host.sandbox_limits.file_size), core dumps off", checkspec.Size(l.Memory), l.Tasks, checkspec.Size(l.FileSize)))
 	reads := append(append(append([]string{}, s.system.dirs...), s.system.files...), "/etc (what every user may read)", "/proc (its own)")
 	if s.c.GitDir != "" {
@@ -266,6 +350,13 @@ func (s *Sandbox) Describe() []string {
 	}
 	rw := append(append([]string{"its worktree,", "its private TMPDIR and HOME,"}, s.rw.dirs...), s.rw.files...)
 	out = append(out, "writes: "+strings.Join(append(rw, devices...), " "))
+	if s.cg != nil {
+		where := s.cg.memory
+		if s.cg.pids != "" {
+			where += " and " + s.cg.pids
+		}
+		out = append(out, "cgroups: made under "+where)
+	}
 	out = append(out, fmt.Sprintf("probe: a confined no-op ran and found itself confined (%d ms)", s.probe.Milliseconds()))
 	return out
 }

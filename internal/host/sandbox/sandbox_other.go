@@ -42,3 +42,12 @@ func (p *Process) Done() string { return "" }
 func (s *Sandbox) MakeHome(string) (string, error) {
 	return "", errors.New("no sandbox on " + runtime.GOOS)
 }
+
+// Fresh is never called here.
+func (s *Sandbox) Fresh(Run) error { return errors.New("no sandbox on " + runtime.GOOS) }
+
+// Close has nothing to let go of here.
+func (s *Sandbox) Close() {}
+
+// DiskRoom has nothing to say here.
+func (s *Sandbox) DiskRoom(string, int) string { return "" }

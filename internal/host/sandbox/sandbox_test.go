@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,6 +33,7 @@ func newSandbox(t testing.TB, c Config) *Sandbox {
 		}
 		t.Skipf("no sandbox on this machine: %v", err)
 	}
+	t.Cleanup(s.Close)
 	return s
 }
 
@@ -238,15 +241,27 @@ func TestLimits(t *testing.T) {
 		assert.Equal(t, "ran more than 50 processes and threads (host.sandbox_limits.processes)", res.stopped)
 		assert.Empty(t, leftover(mark))
 	})
+	// Forks refused while it holds memory: told of the processes, and
+	// nothing of it is left, its cgroup included.
+	t.Run("processes while holding memory", func(t *testing.T) {
+		s := newSandbox(t, Config{Limits: Limits{Tasks: 50, Memory: 256 << 20}})
+		mark := fmt.Sprintf("%d.%d", 810000+os.Getpid()%1000, os.Getpid())
+		res := run(t, s, box(t), `x=$(head -c 40000000 /dev/zero | tr '\0' x); i=0; while [ $i -lt 2000 ]; do sleep `+mark+` & i=$((i+1)); done; wait; echo "${#x}"`)
+		assert.Error(t, res.err)
+		assert.Equal(t, "ran more than 50 processes and threads (host.sandbox_limits.processes)", res.stopped)
+		assert.Empty(t, leftover(mark))
+		if s.cg != nil {
+			left, _ := filepath.Glob(filepath.Join(s.cg.memory, fmt.Sprintf("%s%d-*", cgroupPrefix, os.Getpid())))
+			assert.Empty(t, left, "its cgroup was removed")
+		}
+	})
 	t.Run("file size", func(t *testing.T) {
 		s := newSandbox(t, Config{Limits: Limits{FileSize: 1 << 20}})
 		r := box(t)
-		res := run(t, s, r, `head -c 10000000 /dev/zero > big; echo "status $?"`)
+		res := run(t, s, r, `head -c 10000000 /dev/zero > big; echo "status $?"; echo "size $(wc -c < big)"`)
 		require.NoError(t, res.err, res.out)
 		assert.Contains(t, res.out, "status 153", "head was killed by SIGXFSZ")
-		fi, err := os.Stat(filepath.Join(r.Worktree, "big"))
-		require.NoError(t, err)
-		assert.Equal(t, int64(1<<20), fi.Size())
+		assert.Contains(t, res.out, "size 1048576\n")
 	})
 }
 
@@ -344,5 +359,36 @@ func TestRefusals(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
+	}
+}
+
+// Before each check command the host reads the worktree's .git (for the
+// admin directory the check may read): one left a link to /dev/zero, or a
+// fifo, is not read at all; read, the first would never end (the host's
+// memory), the second never start. gitjob's TestAttacks shows the host
+// reading them without this defence (a link to a fifo standing in for
+// /dev/zero, which the test machine could not survive).
+func TestTheWorktreesGitIsNotFollowed(t *testing.T) {
+	s := &Sandbox{}
+	gitDir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(gitDir, "worktrees", "slot-1"), 0o755))
+	r := box(t)
+	gitFile := filepath.Join(r.Worktree, ".git")
+	require.NoError(t, os.WriteFile(gitFile, []byte("gitdir: "+filepath.Join(gitDir, "worktrees", "slot-1")+"\n"), 0o644))
+	assert.Equal(t, filepath.Join(gitDir, "worktrees", "slot-1"), s.worktreeAdmin(r.Worktree, gitDir))
+	for name, plant := range map[string]func() error{
+		"a link to /dev/zero": func() error { return os.Symlink("/dev/zero", gitFile) },
+		"a fifo":              func() error { return syscall.Mkfifo(gitFile, 0o644) },
+	} {
+		require.NoError(t, os.Remove(gitFile))
+		require.NoError(t, plant(), name)
+		done := make(chan string)
+		go func() { done <- s.worktreeAdmin(r.Worktree, gitDir) }()
+		select {
+		case admin := <-done:
+			assert.Empty(t, admin, name)
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the host's read never ended", name)
+		}
 	}
 }

@@ -56,7 +56,15 @@ func TestAsAnUnprivilegedUser(t *testing.T) {
 }
 
 func asNobody(t *testing.T) {
-	s := newSandbox(t, Config{})
+	// A user who may not make a cgroup (nobody, here) gets a host that
+	// refuses to start, unless it asks for the watcher by name.
+	_, err := New(Config{Home: t.TempDir()})
+	require.Error(t, err, "nobody made a cgroup")
+	if !strings.Contains(err.Error(), "Landlock") && !strings.Contains(err.Error(), "user namespace") {
+		assert.Contains(t, err.Error(), "host.sandbox_memory: cannot make a memory cgroup for each check (")
+		assert.Contains(t, err.Error(), "or set host.sandbox_memory: watcher")
+	}
+	s := newSandbox(t, Config{Memory: MemoryWatcher})
 	require.True(t, s.userns, "without CAP_SYS_ADMIN the sandbox takes a user namespace")
 	r := box(t)
 	outside := filepath.Join(os.TempDir(), "outside")

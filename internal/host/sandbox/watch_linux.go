@@ -83,7 +83,25 @@ type usage struct {
 func (w *watcher) check(procs []*Process) {
 	roots := make(map[int]*Process, len(procs))
 	for _, p := range procs {
+		if over := p.s.overDisk(p, false); over != "" {
+			p.stop(over)
+			continue
+		}
+		if p.cg != nil {
+			// The kernel keeps it under its limits: the watcher only
+			// says when it refused something, and stops the check.
+			if over := p.cg.over(p.s.c.Limits); len(over) > 0 {
+				p.stop(strings.Join(over, ", and "))
+				continue
+			}
+			if p.cg.g.v2 || p.cg.pids != "" {
+				continue
+			}
+		}
 		roots[p.pid()] = p
+	}
+	if len(roots) == 0 {
+		return
 	}
 	for pid, u := range w.measure(roots) {
 		p := roots[pid]
@@ -95,7 +113,7 @@ func (w *watcher) check(procs []*Process) {
 		if u.tasks > l.Tasks {
 			over = append(over, fmt.Sprintf("ran more than %d processes and threads (host.sandbox_limits.processes)", l.Tasks))
 		}
-		if u.memory > l.Memory {
+		if u.memory > l.Memory && p.cg == nil {
 			over = append(over, fmt.Sprintf("used more than %s of memory (host.sandbox_limits.memory)", checkspec.Size(l.Memory)))
 		}
 		if len(over) > 0 {

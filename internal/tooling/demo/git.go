@@ -92,8 +92,10 @@ func newGitStage(ctx context.Context, dir string) (*gitStage, error) {
 		return nil, err
 	}
 	g := &gitStage{dir: dir, repo: repo, root: root, id: id, pushes: map[string]int{}}
-	if _, err := sandbox.New(sandbox.Config{GitDir: repo.GitDir(), Home: dir}); err != nil {
+	if s, err := sandbox.New(sandbox.Config{GitDir: repo.GitDir(), Home: dir}); err != nil {
 		g.unconfined = err.Error()
+	} else {
+		s.Close()
 	}
 	return g, nil
 }

@@ -20,6 +20,7 @@ const (
 	invTwoOwners   = "no component has two owners"
 	invTwice       = "no reply is said twice unless marked may repeat"
 	invLiveTimeout = "no builder that checked in within its deadline is timed out"
+	invLateClock   = "after a restart no deadline is later than the time foreman was away allows"
 	invHeardOnce   = "every line heard is handled once or said missed in a gap notice"
 	invRestart     = "after a restart the engine equals one that never stopped"
 	invEnd         = "every build ends COMPLETE or with each unfinished component held with a reason"
@@ -89,6 +90,13 @@ type checker struct {
 	// Time that is not a builder's: foreman away, or paused by an operator.
 	away     []interval
 	awayFrom time.Time
+	// Stalls: foreman in the room but handling nothing, and saving no
+	// alive mark. A stall that ends in a kill is downtime foreman cannot
+	// tell from the rest.
+	stalls    []interval
+	stalledAt time.Time
+	// The room's clock jumping ahead: time foreman's mark cannot follow.
+	jumps    []interval
 	pauses   []interval
 	pausedAt time.Time
 }
@@ -276,6 +284,120 @@ func (c *checker) joined(p *proc, j recovery.Joined, ev agentchat.Joined) {
 	if !c.awayFrom.IsZero() {
 		c.away = append(c.away, interval{c.awayFrom, ev.TS})
 		c.awayFrom = time.Time{}
+	}
+	c.deadlinesAfterRestart(p, ev.TS)
+}
+
+// aliveSlack is how far before a stop foreman's last alive mark on disk
+// may be, each stop: a room quiet for heartbeatEvery is asked its clock at
+// the next tick, its answer saved at the tick after (ticks aliveEvery
+// apart), and the answer takes up to the room's latency (at most 200 ms
+// here; a second allowed).
+const aliveSlack = heartbeatEvery + 2*aliveEvery + time.Second
+
+// deadlinesAfterRestart checks each builder's deadline once foreman is back
+// at at (contract section 3): a restart counts only the time foreman was
+// away, so no deadline may be later than the builder's last check-in, the
+// deadline and the time away or paused since, give or take what foreman
+// could not know (the alive mark's age when it stopped, a stall before
+// it). An earlier one is invLiveTimeout's to judge, if it fires.
+func (c *checker) deadlinesAfterRestart(p *proc, at time.Time) {
+	v := p.sess.Node().Engine().View()
+	if v.Paused || !c.pausedAt.IsZero() {
+		return
+	}
+	rules := c.w.engCfg.Rules
+	deadline := rules.CheckinInterval * time.Duration(rules.MissedCheckins)
+	for _, cv := range v.Components {
+		if cv.Next != "timeout" || cv.Owner == "" || cv.Deadline.IsZero() {
+			continue
+		}
+		last := cv.Since
+		if t := c.restart[cv.Name]; t.After(last) {
+			last = t
+		}
+		// The replies that begin a deadline, committed or said in this
+		// join and not yet committed (a FIX for an AUDIT FAIL heard in
+		// the history).
+		began := func(r said) {
+			if r.at.After(at) || !r.at.After(last) {
+				return
+			}
+			rp, ok := parseReply(r.text)
+			if ok && rp.c == cv.Name && rp.agent == cv.Owner {
+				switch rp.verb {
+				case protocol.ReplyAck, protocol.ReplyFix, protocol.ReplyUnblocked:
+					last = r.at
+				}
+			}
+		}
+		for _, r := range c.replies {
+			began(r)
+		}
+		for _, out := range c.observe {
+			for _, r := range out {
+				began(r)
+			}
+		}
+		for _, t := range c.checkins[ownerKey{cv.Name, cv.Owner}] {
+			if t.After(last) && !t.After(at) {
+				last = t
+			}
+		}
+		if last.After(at) {
+			continue
+		}
+		excused := at.Sub(last) - c.active(last, at)
+		for _, st := range c.stalls {
+			excused += overlap(st, last, at)
+		}
+		if !c.stalledAt.IsZero() {
+			excused += overlap(interval{c.stalledAt, at}, last, at)
+		}
+		for _, j := range c.jumps {
+			if j.to.After(last) && !j.to.After(at) {
+				excused += j.to.Sub(j.from)
+			}
+		}
+		want := last.Add(deadline + excused)
+		// Each stop within the deadline may add its own slack.
+		slack := aliveSlack
+		if c.w.opts.Takeovers {
+			slack += renewEvery // the mark rides on the lease's renewals
+		}
+		stops := 0
+		for _, a := range c.away {
+			if overlap(a, last, at) > 0 {
+				stops++
+			}
+		}
+		slack *= time.Duration(max(stops, 1))
+		if late := cv.Deadline.Sub(want); late > slack {
+			c.fail(invLateClock, "%s %s (%s, deadline %s) times out at %s after the restart at %s, %s later than its last check-in at %s allows (away %v, paused %v, stalled %v)",
+				cv.Name, cv.Owner, cv.State, deadline, c.w.since(cv.Deadline), c.w.since(at), late, c.w.since(last), c.spans(c.away), c.spans(c.pauses), c.spans(c.stalls))
+		}
+	}
+	c.resumed(at) // a stall of a life that died: it ended with it
+}
+
+// jumped is the room's clock jumping ahead by d, to at.
+func (c *checker) jumped(at time.Time, d time.Duration) {
+	if d > 0 {
+		c.jumps = append(c.jumps, interval{at.Add(-d), at})
+	}
+}
+
+// stalled and resumed bound a stall of foreman's.
+func (c *checker) stalled(at time.Time) {
+	if c.stalledAt.IsZero() {
+		c.stalledAt = at
+	}
+}
+
+func (c *checker) resumed(at time.Time) {
+	if !c.stalledAt.IsZero() {
+		c.stalls = append(c.stalls, interval{c.stalledAt, at})
+		c.stalledAt = time.Time{}
 	}
 }
 

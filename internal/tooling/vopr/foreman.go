@@ -14,8 +14,8 @@ import (
 
 // The bot's timing (internal/bot).
 const (
-	aliveEvery     = 2 * time.Second
-	heartbeatEvery = 3 * time.Second
+	aliveEvery     = 1 * time.Second
+	heartbeatEvery = 2 * time.Second
 	minPingGap     = 200 * time.Millisecond
 )
 
@@ -262,13 +262,21 @@ func (p *proc) reload(comps []coordinator.Component, roles coordinator.Roles) {
 }
 
 // stall stops the process (SIGSTOP) until resume: what arrives waits.
-func (p *proc) stall() { p.stalled = true }
+func (p *proc) stall() {
+	p.stalled = true
+	if !p.twin {
+		p.w.check.stalled(p.w.room.now())
+	}
+}
 
 func (p *proc) resume() {
 	if p.dead || !p.stalled {
 		return
 	}
 	p.stalled = false
+	if !p.twin {
+		p.w.check.resumed(p.w.room.now())
+	}
 	// The bot's loop picks among what is ready at random (Go's select):
 	// the alive mark may be saved before what arrived meanwhile is read.
 	if at := p.sess.AliveMark(); p.w.rnd.IntN(2) == 0 && !at.IsZero() {
@@ -280,14 +288,20 @@ func (p *proc) resume() {
 	}
 }
 
-// kill is kill -9: nothing more is written, the connection drops, and the
-// alive marks not yet on the disk are lost.
+// kill is kill -9, or the machine's power: nothing more is written and
+// the connection drops. The journal syncs each alive mark it writes
+// (internal/journal), so none is lost; in a cluster the mark rides on the
+// lease's renewals, and what was noted since the last one is.
 func (p *proc) kill() {
 	if p.dead {
 		return
 	}
 	p.dead = true
-	p.d.crash(p.w.now(), p.w.plan.writeback)
+	var lag time.Duration
+	if p.w.opts.Takeovers {
+		lag = renewEvery
+	}
+	p.d.crash(p.w.now(), lag)
 	if p.cl != nil {
 		p.cl.hangUp()
 	}

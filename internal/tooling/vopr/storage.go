@@ -15,7 +15,8 @@ import (
 // follows the journal's durability rules (internal/journal): a commit is
 // synced before Append returns; the snapshot is written in the background
 // and replaces the old one atomically; the alive mark is written often and
-// never synced, so a kill loses its latest writes. Every record carries a
+// synced (in a cluster it rides on the lease's renewals, and a kill loses
+// what was noted since the last one). Every record carries a
 // checksum, so damage is found, never read as something else.
 type disk struct {
 	records []record // committed entries, oldest first (those a snapshot covers may be gone)
@@ -50,11 +51,11 @@ func (d *disk) clone() *disk {
 	return c
 }
 
-// crash is a kill: the alive marks written less than writeback before it
-// never reached the disk.
-func (d *disk) crash(now time.Time, writeback time.Duration) {
+// crash is a kill: the alive marks written less than lag before it never
+// reached the disk (a cluster's lease not yet renewed).
+func (d *disk) crash(now time.Time, lag time.Duration) {
 	for _, m := range d.writes {
-		if !m.written.After(now.Add(-writeback)) {
+		if !m.written.After(now.Add(-lag)) {
 			d.alive = m
 		}
 	}

@@ -25,6 +25,7 @@
   const sideBySide = window.matchMedia('(min-width: 901px)');
 
   let board = null;
+  let shown = false; // a board has been drawn
   let skew = 0; // the server's clock minus ours, in ms: deadlines are on the server's clock
   let logSeq = 0;
   let startedAt = null; // the build's start, in ms on the server's clock; null until known
@@ -108,6 +109,56 @@
       last = m.index + m[0].length;
     }
     if (last < text.length) out.push(text.slice(last));
+    return out;
+  }
+
+  // Places a line names become links: a web address, and a check's log as
+  // foreman host writes it (log=/its/path/c-1.log), which this board
+  // serves at ci/logs/ when it reads host.logs. Nothing else is a link,
+  // and a link goes only to http or https.
+  const PLACE = /https?:\/\/[^\s<>"']+|\blog=\S+/g;
+  const LOG_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.log$/;
+  let hostLogs = false; // the board serves host.logs
+
+  function link(href, text, title) {
+    const a = el('a', 'place', text);
+    a.href = href;
+    a.target = '_blank';
+    a.rel = 'noopener noreferrer';
+    if (title) a.title = title;
+    return a;
+  }
+
+  // place returns a place in a line as nodes: a link if it is one.
+  function place(word) {
+    if (word.startsWith('log=')) {
+      const path = word.slice(4);
+      if (/^https?:\/\//.test(path)) return ['log=', ...place(path)];
+      const name = path.split('/').pop();
+      if (hostLogs && LOG_NAME.test(name)) {
+        return ['log=', link('ci/logs/' + encodeURIComponent(name), path, 'the check\'s log, as this board serves it')];
+      }
+      return [word];
+    }
+    // Punctuation that ends a sentence is not part of the address.
+    const m = /[.,;:!?)\]]+$/.exec(word);
+    const url = m ? word.slice(0, m.index) : word;
+    const out = [link(url, url)];
+    if (m) out.push(m[0]);
+    return out;
+  }
+
+  // rich returns text as nodes: places as links, ids by name, the rest as
+  // text (never as markup).
+  function rich(text) {
+    const out = [];
+    let last = 0;
+    for (const m of text.matchAll(PLACE)) {
+      if (m.index > last) out.push(...withIds(text.slice(last, m.index)));
+      out.push(...place(m[0]));
+      last = m.index + m[0].length;
+    }
+    if (last < text.length) out.push(...withIds(text.slice(last)));
     return out;
   }
 
@@ -202,6 +253,7 @@
     if (c) return c;
     const li = el('li', 'node');
     li.dataset.name = name;
+    li.tabIndex = 0; // focused, a card shows all its text (board.css)
     const title = el('h3', 'name', name);
     title.title = name;
     const state = el('p', 'state');
@@ -275,7 +327,7 @@
       note = 'PR ' + v.pr;
     }
     c.note.classList.toggle('why', !!v.escalation);
-    c.note.replaceChildren(...withIds(note));
+    c.note.replaceChildren(...rich(note));
     c.note.title = note; // a long note is cut on the card
   }
 
@@ -374,11 +426,89 @@
     list.replaceChildren(...items.map(([what, code, text]) => {
       const li = el('li');
       li.append(el('strong', null, what), ' — ', el('span', 'code', code));
-      if (text) li.append(': ', ...withIds(text));
+      if (text) li.append(': ', ...rich(text));
       return li;
     }));
     $('attention').hidden = items.length === 0;
+    decideOn(b);
   }
+
+  // Deciding on the board (decide.go). An operator signed in with
+  // foreman board-login picks a command and a component that needs a
+  // decision; the board queues the line for that operator's board-login,
+  // which says it in the room, as the operator. The room log then shows
+  // the line and foreman's answer.
+  let decider = null; // {operator, csrf} once signed in
+
+  function showDecider(why) {
+    $('decide').hidden = !decider;
+    $('decide-hint').hidden = !!decider;
+    if (decider) {
+      const e = $('decider');
+      e.replaceChildren(who(decider.operator));
+    }
+    if (why) $('decide-status').textContent = why;
+  }
+
+  // decideOn offers the components that need a decision, keeping the one
+  // chosen while the board is redrawn.
+  function decideOn(b) {
+    if (!decider) return;
+    const sel = $('decide-subject');
+    const names = ((b.view && b.view.components) || []).filter((c) => c.escalation).map((c) => c.name);
+    const now = [...sel.options].map((o) => o.value);
+    if (JSON.stringify(now) === JSON.stringify(names)) return;
+    const keep = sel.value;
+    sel.replaceChildren(...names.map((n) => { const o = el('option', null, n); o.value = n; return o; }));
+    if (names.includes(keep)) sel.value = keep;
+  }
+
+  function answer(r) {
+    return r.json().then((j) => ({ ok: r.ok, status: r.status, j }));
+  }
+
+  function signIn() {
+    const m = /^#login=([A-Za-z0-9_-]+)$/.exec(location.hash);
+    let asked;
+    if (m) {
+      // The ticket is good once: out of the address bar and the history.
+      history.replaceState(null, '', location.pathname + location.search);
+      asked = fetch('api/session', {
+        method: 'POST', credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ticket: m[1] }),
+      });
+    } else {
+      asked = fetch('api/session', { cache: 'no-store', credentials: 'same-origin' });
+    }
+    asked.then(answer).then((a) => {
+      decider = a.ok && a.j.operator ? a.j : null;
+      showDecider(m && !a.ok ? a.j.error : '');
+      if (board) decideOn(board);
+    }).catch(() => {});
+  }
+
+  function decide() {
+    if (!decider) return;
+    const line = [$('decide-verb').value, $('decide-subject').value, $('decide-arg').value.trim()].filter(Boolean).join(' ');
+    const status = $('decide-status');
+    status.textContent = 'sending ' + line + '…';
+    fetch('api/decide', {
+      method: 'POST', credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json', 'X-Foreman-CSRF': decider.csrf },
+      body: JSON.stringify({ line }),
+    }).then(answer).then((a) => {
+      if (a.ok) {
+        status.textContent = 'your board-login says it in the room: ' + a.j.queued + ' (foreman answers in the room log)';
+        $('decide-arg').value = '';
+      } else {
+        status.textContent = a.j.error || 'refused';
+        if (a.status === 401) { decider = null; showDecider(''); }
+      }
+    }).catch(() => { status.textContent = 'cannot reach foreman; nothing was said'; });
+  }
+
+  $('decide-say').addEventListener('click', decide);
+  $('decide-arg').addEventListener('keydown', (ev) => { if (ev.key === 'Enter') decide(); });
 
   // ports spreads the edges meeting one side of a card along that side.
   function ports(edges, key, other) {
@@ -540,7 +670,7 @@
     const from = e.said ? el('span', 'who', 'foreman') : who(e.from);
     from.classList.add('who');
     li.append(t, from, el('span', 'text'));
-    li.lastChild.append(...withIds(e.text));
+    li.lastChild.append(...rich(e.text));
     const merged = /^MERGED (\S+)$/.exec(e.text);
     if (merged) {
       li.dataset.merged = merged[1]; // hostqueue.js links it to its receipt
@@ -615,6 +745,7 @@
     }
     board = b;
     skew = Date.parse(b.now) - Date.now();
+    hostLogs = !!b.host_logs;
     learnNames(b.names);
     drawMembers(b);
     setStart(b);
@@ -627,6 +758,12 @@
     else drawGraph(b);
     drawLog(b);
     tick();
+    if (!shown) {
+      shown = true;
+      // When the page first showed a board, for whoever measures it
+      // (the first-load test reads it): ms since the navigation began.
+      performance.mark('board-shown');
+    }
   }
 
   // live says whether updates arrive. It is a status region: writing the
@@ -681,5 +818,17 @@
   window.addEventListener('resize', fit);
   sideBySide.addEventListener('change', fit);
   new ResizeObserver(fit).observe($('graph'));
+  // The page comes with the board as it was when it was served: drawn
+  // now, the first paint shows the build, whatever the stream takes to
+  // open (its first event is a whole board again, and replaces this one).
+  const served = $('board-data');
+  if (served && served.textContent) {
+    try {
+      apply(JSON.parse(served.textContent));
+    } catch (err) {
+      console.error('the board the page came with cannot be drawn:', err);
+    }
+  }
   connect();
+  signIn();
 })();

@@ -28,5 +28,6 @@ func New(t testing.TB, c sandbox.Config) *sandbox.Sandbox {
 		}
 		t.Skipf("no sandbox on this machine: %v", err)
 	}
+	t.Cleanup(s.Close)
 	return s
 }

@@ -5,6 +5,7 @@ package stage
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -31,11 +32,13 @@ func buildRoot(s *Spec) error {
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m,mode=755"); err != nil {
 		return fmt.Errorf("a tmpfs for the new root at %s: %w", root, err)
 	}
-	b := &builder{root: root}
-	mounts := append([]Mount(nil), s.Mounts...)
-	if s.Tmp != "" {
-		mounts = append(mounts, Mount{Source: s.Tmp, Target: "/tmp", Write: true})
+	b := &builder{root: root, setIDOK: s.SetIDOK}
+	for i, dev := range s.Volumes {
+		if err := b.volume(i, dev); err != nil {
+			return err
+		}
 	}
+	mounts := append([]Mount(nil), s.Mounts...)
 	// Parents before children: a path inside another mount is bound over
 	// what that mount holds, never made there.
 	sort.SliceStable(mounts, func(i, j int) bool { return depth(mounts[i].Path()) < depth(mounts[j].Path()) })
@@ -44,10 +47,29 @@ func buildRoot(s *Spec) error {
 			return fmt.Errorf("%s: %w", m.Path(), err)
 		}
 	}
+	if s.Tmp != "" {
+		// The private directory as the check has it: an overlay in the
+		// new root when its writes go to a volume.
+		tmp := Mount{Source: s.Tmp, Target: "/tmp", Write: true}
+		for _, m := range mounts {
+			if m.Path() == s.Tmp && m.Volume > 0 {
+				tmp.Source = root + s.Tmp
+			}
+		}
+		if err := b.mount(tmp); err != nil {
+			return fmt.Errorf("/tmp: %w", err)
+		}
+	}
 	for _, f := range s.Files {
 		if err := b.file(f); err != nil {
 			return fmt.Errorf("%s: %w", f.Path, err)
 		}
+	}
+	// The volumes and the layers below the overlays were mounted where
+	// the check would see them: the binds and overlays made of them hold
+	// them now.
+	if err := b.unstage(); err != nil {
+		return err
 	}
 	if err := b.dir("/tmp", 0o755); err != nil { // if nothing was mounted there
 		return err
@@ -88,6 +110,80 @@ func depth(p string) int { return strings.Count(filepath.Clean(p), "/") }
 type builder struct {
 	root    string
 	mounted []string // targets mounted so far
+	setIDOK bool     // writable binds without nosuid (a test's)
+	volumes []string // where each of Spec.Volumes is mounted, for now
+	lowers  int      // overlays' lower layers staged so far
+}
+
+// staging is where, in the new root, the stage mounts what it needs only
+// while it builds: each volume, and the idmapped lower layer of each
+// overlay. Unmounted before the check runs.
+const staging = "/.stage"
+
+// volume mounts the i-th volume's device at its staging place. The host
+// holds its filesystem mounted, so this mount shares its superblock.
+func (b *builder) volume(i int, dev string) error {
+	dir := b.root + staging + "/volume-" + strconv.Itoa(i)
+	if err := mkdirAll(dir); err != nil {
+		return err
+	}
+	if err := unix.Mount(dev, dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("mounting the check's volume %s: %w", dev, err)
+	}
+	b.volumes = append(b.volumes, dir)
+	return nil
+}
+
+// unstage unmounts and removes the staging places.
+func (b *builder) unstage() error {
+	if len(b.volumes) == 0 && b.lowers == 0 {
+		return nil
+	}
+	for i := 0; i < b.lowers; i++ {
+		if err := unix.Unmount(b.root+staging+"/lower-"+strconv.Itoa(i), unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("unmounting a staged lower layer: %w", err)
+		}
+	}
+	for _, dir := range b.volumes {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("unmounting a staged volume: %w", err)
+		}
+	}
+	entries, _ := os.ReadDir(b.root + staging)
+	for _, e := range entries {
+		_ = unix.Rmdir(b.root + staging + "/" + e.Name())
+	}
+	return unix.Rmdir(b.root + staging)
+}
+
+// overlay mounts at dst an overlay of src (idmapped when idmap), whose
+// upper directory, where every write lands, is upper in volume vol.
+func (b *builder) overlay(src, dst string, vol int, upper string, idmap bool) error {
+	if vol < 1 || vol > len(b.volumes) {
+		return fmt.Errorf("no volume %d", vol)
+	}
+	lower := src
+	if idmap {
+		lower = b.root + staging + "/lower-" + strconv.Itoa(b.lowers)
+		if err := mkdirAll(lower); err != nil {
+			return err
+		}
+		if err := idmapped(src, lower, true); err != nil {
+			return err
+		}
+		b.lowers++
+	}
+	up := b.volumes[vol-1] + "/" + upper
+	opts := "lowerdir=" + overlayPath(lower) + ",upperdir=" + overlayPath(up) + ",workdir=" + overlayPath(up+".work")
+	if err := unix.Mount("overlay", dst, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("an overlay of %s, its writes in the check's volume (overlayfs, with an idmapped lower layer: Linux 5.19): %w", src, err)
+	}
+	return nil
+}
+
+// overlayPath escapes what overlayfs reads as separators in its options.
+func overlayPath(p string) string {
+	return strings.NewReplacer(`\`, `\\`, `,`, `\,`, `:`, `\:`).Replace(p)
 }
 
 // inside reports whether target lies inside something already mounted:
@@ -175,12 +271,33 @@ func (b *builder) mount(m Mount) error {
 	if err != nil {
 		return err
 	}
+	if m.Volume > 0 && m.Upper != "" {
+		if err := b.overlay(m.Source, dst, m.Volume, m.Upper, m.Idmap); err != nil {
+			return err
+		}
+		b.mounted = append(b.mounted, target)
+		return nil
+	}
+	if m.Volume > 0 {
+		if m.Volume > len(b.volumes) {
+			return fmt.Errorf("no volume %d", m.Volume)
+		}
+		m.Source, m.Idmap = b.volumes[m.Volume-1]+"/"+m.Source, false
+	}
+	// What the check may write is nosuid and nodev: a setuid file it
+	// leaves there gives nobody anything, whoever runs it through the
+	// check's mounts (/proc/<pid>/root).
+	nosuid := m.Write && !b.setIDOK
 	if m.Idmap {
-		if err := idmapped(m.Source, dst); err != nil {
+		if err := idmapped(m.Source, dst, nosuid); err != nil {
 			return err
 		}
 	} else if err := unix.Mount(m.Source, dst, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("binding %s: %w", m.Source, err)
+	} else if nosuid {
+		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+			return fmt.Errorf("making %s nosuid: %w", m.Source, err)
+		}
 	}
 	b.mounted = append(b.mounted, target)
 	if m.Write {
@@ -192,13 +309,16 @@ func (b *builder) mount(m Mount) error {
 // idmapped binds src at dst through the user namespace on UsernsFD: a
 // detached copy of the mount (open_tree), given the mapping
 // (mount_setattr), then put in place (move_mount).
-func idmapped(src, dst string) error {
+func idmapped(src, dst string, nosuid bool) error {
 	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
 		return fmt.Errorf("cloning the mount of %s: %w", src, err)
 	}
 	defer unix.Close(fd)
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: UsernsFD}
+	if nosuid {
+		attr.Attr_set |= unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
 		return fmt.Errorf("mapping %s's owners for the check's user (an idmapped mount, which its filesystem may not support): %w", src, err)
 	}

@@ -94,6 +94,16 @@ type Spec struct {
 	// Userns says the host passed a user namespace on UsernsFD, for the
 	// Idmap mounts.
 	Userns bool
+	// RefuseSetID has seccomp refuse every call that would set a setuid
+	// or setgid bit (see setid_linux.go).
+	RefuseSetID bool
+	// SetIDOK leaves the binds the check may write without nosuid: only
+	// the test that proves it asks for that.
+	SetIDOK bool
+	// Volumes are block devices holding filesystems of the host's, each
+	// of a bounded size, for what the check writes: the stage mounts each
+	// where only it sees it, and Mounts name paths in them (Mount.Volume).
+	Volumes []string
 }
 
 // Mount is one path of the check's filesystem: Source of the host's, shown
@@ -108,9 +118,16 @@ type Mount struct {
 	Link   string `json:",omitempty"`
 	// Idmap shows Source's files as owned through the user namespace on
 	// UsernsFD (an idmapped mount): root's as the check's user, so that a
-	// check running as nobody writes its worktree, and what it writes is
-	// root's on disk. Nothing on disk changes hands.
+	// check running as nobody writes its worktree. Nothing on disk changes
+	// hands.
 	Idmap bool `json:",omitempty"`
+	// Volume, when not 0, says the mount's writes go to Spec.Volumes
+	// [Volume-1]: with Upper, it is an overlay of Source (the host's,
+	// never written: idmapped when Idmap) whose upper directory is Upper
+	// in the volume (its work directory Upper+".work" beside it); without,
+	// a bind of Source, a path in the volume.
+	Volume int    `json:",omitempty"`
+	Upper  string `json:",omitempty"`
 }
 
 // Path is where the mount is in the check's filesystem.

@@ -58,6 +58,7 @@ func run() int {
 		{"becoming the check's user", becomeUser},
 		{"dropping capabilities", dropCaps},
 		{"setting no_new_privs", func(*Spec) error { return unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }},
+		{"refusing setuid and setgid bits", refuseSetID},
 		{"enforcing Landlock", restrict},
 		{"entering the worktree", func(s *Spec) error { return unix.Chdir(s.Dir) }},
 	}
