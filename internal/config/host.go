@@ -367,7 +367,7 @@ func (c *Config) RepositoryName() string {
 // repository, or rules that give it nothing to do.
 func (c *Config) RequireHost() error {
 	if c.Host.Repo == "" {
-		return errorf("host.repo", "not set: the path of the git repository foreman host checks and lands in")
+		return errorf("host.repo", "not set: the path of the git repository foreman host checks and lands in; set it, or run foreman init in the repository, which offers it")
 	}
 	if !c.Rules.CIGating && c.Rules.Merge != "external" {
 		return errorf("rules.ci_gating", "off, and rules.merge is accept: foreman host would have nothing to do (turn ci_gating on for checks, merge external for landings)")
