@@ -43,7 +43,7 @@ bench:
 # per READY, the queue's throughput, a fresh worktree (a few minutes); what
 # a landing's receipt costs; foreman verify over VERIFY_LANDINGS landed
 # commits; then the sandbox's cost per check command (a no-op, unconfined
-# and confined).
+# and confined), and the redactor's throughput over a check's log.
 VERIFY_LANDINGS ?= 1000
 export VERIFY_LANDINGS
 .PHONY: bench-spend
@@ -64,6 +64,7 @@ bench-host:
 	$(GO) test -run '^$$' -bench 'OverlapScan' $(call benchtime,-benchtime 10x) ./internal/host/gitjob
 	$(GO) test -run '^$$' -bench 'SandboxNoop' $(call benchtime,-benchtime 200x) ./internal/host/sandbox
 	$(GO) test -run '^$$' -bench 'WarmHonestChecks' $(call benchtime,-benchtime 5x) ./internal/host/sandbox
+	$(GO) test -run '^$$' -bench 'Redactor' $(call benchtime) ./internal/host/checks
 
 # The merge queue's whole build, as a user runs it (the real binaries over
 # WebSockets, a real repository): 16 components with 4 s checks at
@@ -191,10 +192,10 @@ load: build
 	$(BIN) bench --agents $(LOADAGENTS) --spread $(LOADSPREAD)
 	$(BIN) bench --agents $(LOADBURST) --rate-limit 1s --simultaneous
 
-# Every scenario transcript in testdata replayed on the virtual clock and
+# Every scenario transcript in coordinator/testdata replayed on the virtual clock and
 # compared line by line (also TestScenarios in make test).
 replay:
-	$(GO) run ./cmd/foreman replay testdata/*.txt
+	$(GO) run ./cmd/foreman replay coordinator/testdata/*.txt
 
 # Every documented target above, once, at a small size: each proves its
 # command still runs end to end, not its figure (the figures come from the

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // Present looks, as a listener with no identity of its own, whether id is
@@ -14,6 +16,10 @@ import (
 // cannot look into says nothing either way (an error).
 func Present(ctx context.Context, cfg Config, id string, wait time.Duration) (bool, error) {
 	cfg.Identity, cfg.Name = nil, "look"
+	// The look only listens: what a keyless client is warned of (it may
+	// not send) is not the caller's to hear (foreman mcp told an agent with
+	// its key that it had none).
+	cfg.Logger = cfg.Logger.Level(max(cfg.Logger.GetLevel(), zerolog.ErrorLevel))
 	cfg.FirstAttempts = 1
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()

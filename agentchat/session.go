@@ -211,7 +211,7 @@ func (s *session) welcome(f *frame) error {
 	c.log.Info().Msgf("signed in to the chat server at %s as %s (%s)", c.cfg.URL, f.AgentID, c.cfg.Name)
 	switch {
 	case c.lurkForever && c.cfg.Identity == nil:
-		c.log.Warn().Msg("foreman has no identity key, so the chat server lets it listen but not send; anything it has to say stays queued")
+		c.log.Warn().Msgf("%s has no identity key, so the chat server lets it listen but not send; anything it has to say stays queued", c.cfg.Name)
 	case c.lurkForever:
 		c.log.Warn().Msgf("the chat server lets %s listen but not send (%s); anything it has to say stays queued", f.AgentID, f.LurkReason)
 	case f.Lurk && f.LurkUntil != 0:

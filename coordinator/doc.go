@@ -5,6 +5,6 @@
 // for byte. Replaying a transcript and recovering from a journal are both
 // just feeding it events.
 //
-// Every rule of the contract (../shared/spec/protocol.md, sections 2 to 7)
+// Every rule of the contract (docs/protocol.md, sections 2 to 7)
 // lives here, each in a file named for it.
 package coordinator

@@ -17,7 +17,7 @@ import (
 // Restoring a snapshot and going on gives the same replies as never
 // stopping, at every point of every scenario.
 func TestRestoreThenContinueIsNeverStopping(t *testing.T) {
-	files, err := filepath.Glob("../testdata/*.txt")
+	files, err := filepath.Glob("testdata/*.txt")
 	require.NoError(t, err)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {

@@ -2,7 +2,7 @@
 // lines into typed commands and formats the coordinator's replies so that each
 // is exactly one safe line. It is pure: no I/O, no clock, no state.
 //
-// The contract is ../shared/spec/protocol.md, sections 1 to 3, and the
+// The contract is docs/protocol.md, sections 1 to 3, and the
 // lines of section 10 (work in progress, handoff and overlaps).
 package protocol
 

@@ -2,14 +2,11 @@ package transcript
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentforeman/foreman/coordinator"
-	"github.com/agentforeman/foreman/protocol"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,34 +16,6 @@ func parse(t *testing.T, text string) *Transcript {
 	tr, err := Parse("test.txt", strings.NewReader(text))
 	require.NoError(t, err)
 	return tr
-}
-
-// Every scenario under testdata replays, and rewriting it from what the
-// engine said changes nothing.
-func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob("../testdata/*.txt")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			src, err := os.ReadFile(file)
-			require.NoError(t, err)
-			tr, err := Parse(file, bytes.NewReader(src))
-			require.NoError(t, err)
-			res, err := Replay(tr)
-			require.NoError(t, err)
-			if !res.Passed() {
-				var diff strings.Builder
-				res.WriteDiff(&diff)
-				t.Fatalf("replay failed:\n%s", diff.String())
-			}
-			again, err := Parse(file, bytes.NewReader(res.Update()))
-			require.NoError(t, err)
-			res2, err := Replay(again)
-			require.NoError(t, err)
-			assert.True(t, res2.Passed(), "an updated transcript replays")
-		})
-	}
 }
 
 func TestParseDirectivesAnywhere(t *testing.T) {
@@ -191,74 +160,4 @@ func TestWriterRecordsMembers(t *testing.T) {
 	res, err := Replay(parse(t, out))
 	require.NoError(t, err)
 	assert.True(t, res.Passed(), out)
-}
-
-// The scenarios together use every verb, say every reply and every
-// escalation code: a rule with no scenario would be a rule nobody checks.
-func TestScenariosCoverTheContract(t *testing.T) {
-	files, err := filepath.Glob("../testdata/*.txt")
-	require.NoError(t, err)
-	heard, said := map[string]bool{}, map[string]bool{}
-	for _, file := range files {
-		f, err := os.Open(file)
-		require.NoError(t, err)
-		tr, err := Parse(file, f)
-		f.Close()
-		require.NoError(t, err)
-		for _, l := range tr.Lines {
-			words := strings.Fields(strings.ToUpper(l.Text))
-			if len(words) == 0 {
-				continue
-			}
-			if l.Said {
-				said[words[0]] = true
-				if words[0] == protocol.ReplyEscalate.String() && len(words) > 2 {
-					said["ESCALATE "+strings.ToLower(words[2])] = true
-				}
-			} else {
-				heard[words[0]] = true
-			}
-		}
-	}
-	for _, v := range protocol.Verbs() {
-		assert.True(t, heard[v.String()], "no scenario says %s", v)
-	}
-	for _, r := range protocol.ReplyVerbs() {
-		assert.True(t, said[r.String()], "no scenario expects %s", r)
-	}
-	for _, code := range protocol.Escalations() {
-		assert.True(t, said["ESCALATE "+string(code)], "no scenario expects ESCALATE ... %s", code)
-	}
-}
-
-// Every ACK after a departure in the scenarios reads back as the handover
-// it is (protocol.ReadHandover, which a host reads foreman's ACKs with):
-// who left, why, and the branch when one was named.
-func TestHandoversReadBack(t *testing.T) {
-	files, err := filepath.Glob("../testdata/*.txt")
-	require.NoError(t, err)
-	handovers, branches := 0, 0
-	for _, file := range files {
-		f, err := os.Open(file)
-		require.NoError(t, err)
-		tr, err := Parse(file, f)
-		f.Close()
-		require.NoError(t, err)
-		for _, l := range tr.Lines {
-			h, err := protocol.ReadReply(l.Text)
-			if !l.Said || err != nil || h.Verb != protocol.ReplyAck || !strings.Contains(h.Text, "after ") {
-				continue
-			}
-			got, ok := protocol.ReadHandover(h.Text)
-			require.True(t, ok, "%s:%d: %s", file, l.Pos, l.Text)
-			assert.True(t, protocol.ValidAgent(got.From), l.Text)
-			handovers++
-			if b, ok := protocol.HandedBranch(h.Text); ok {
-				assert.Equal(t, b, got.Branch, l.Text)
-				branches++
-			}
-		}
-	}
-	assert.Positive(t, handovers)
-	assert.Positive(t, branches)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -21,6 +22,7 @@ import (
 // agentFlags are foreman agent's settings.
 type agentFlags struct {
 	url, channel, role, name, identity, coordinator string
+	newIdentity                                     bool     // --new: make the --identity file if it is not there
 	repo, target                                    string   // builder: where to push, and the branch work starts from
 	hosts                                           []string // builder: the CI role (roles.ci), whose handoff lines it reads
 	minute, rateLimit                               time.Duration
@@ -88,7 +90,8 @@ defaults to the one the file holds.`,
 	fl.StringVar(&f.channel, "channel", "", "channel to join (default: server.channel)")
 	fl.StringVar(&f.role, "role", "builder", "builder, auditor, ci, operator or chat")
 	fl.StringVar(&f.name, "name", "", "display name (default: the identity file's, else the role)")
-	fl.StringVar(&f.identity, "identity", "", "identity file to load or create (default: a fresh key, a new id each run)")
+	fl.StringVar(&f.identity, "identity", "", "identity file to load (default: a fresh key, a new id each run)")
+	fl.BoolVar(&f.newIdentity, "new", false, "make the --identity file if it is not there (without --new a missing one is refused: a mistyped path would make another identity)")
 	fl.StringVar(&f.coordinator, "coordinator", "", "foreman's agent id (default: the key in server.identity, beside the config; else whoever stamps its messages as foreman or says the first TASKS)")
 	fl.DurationVar(&f.minute, "minute", time.Minute, "real length of a contract minute, for the scripted pacing")
 	fl.DurationVar(&f.rateLimit, "rate-limit", time.Second, "the room's rate limit: one message per this interval (default: server.rate_limit)")
@@ -147,7 +150,7 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	if err != nil {
 		return err
 	}
-	id, err := agentIdentity(f.identity, f.name, f.role)
+	id, err := agentIdentity(f.identity, f.name, f.role, f.newIdentity)
 	if err != nil {
 		return err
 	}
@@ -162,9 +165,9 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	defer stop()
 
 	show := newRoomShow(a.stdout, !f.noColor && isTTY(a.stdout), f.coordinator)
-	show.self, show.role = id.AgentID(), f.role
-	show.names[id.AgentID()] = f.name
-	show.setRoles(c.Roles, rolesSource(c))
+	show.Self, show.Role = id.AgentID(), f.role
+	show.Names[id.AgentID()] = f.name
+	show.SetRoles(c.Roles, rolesSource(c))
 	show.hostRoles(c)
 	if f.identity != "" {
 		warnOpenIdentity(a.stderr, f.identity)
@@ -290,16 +293,23 @@ func failures(vals []string) (map[string][]string, error) {
 	return out, nil
 }
 
-// agentIdentity loads or creates the key file, or makes a fresh key. A new
-// key is named name, or the role; a loaded one keeps its name unless name
-// is given.
-func agentIdentity(path, name, role string) (*agentchat.Identity, error) {
+// agentIdentity loads the key file (creates it if create), or makes a
+// fresh key. A new key is named name, or the role; a loaded one keeps its
+// name unless name is given. A missing file is refused unless create: a
+// mistyped path would silently give the agent another id, and foreman
+// would know it as somebody else.
+func agentIdentity(path, name, role string, create bool) (*agentchat.Identity, error) {
 	fresh := name
 	if fresh == "" {
 		fresh = role
 	}
 	if path == "" {
 		return agentchat.NewIdentity(fresh)
+	}
+	if !create {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("--identity %s: no such file; check the path, or add --new to make a new identity there", path)
+		}
 	}
 	id, _, err := agentchat.LoadOrCreateIdentity(path, fresh)
 	if err == nil && (name != "" || id.Name == "") {

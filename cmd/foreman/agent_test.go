@@ -206,6 +206,24 @@ func TestAgentRefusesBadScripts(t *testing.T) {
 	assert.NoFileExists(t, key)
 }
 
+// A mistyped --identity is refused, naming the path and the remedy, and
+// makes no key: silently making one gave the agent another id (issue 48).
+// --new makes it.
+func TestAgentRefusesAMissingIdentityWithoutNew(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "b1.jsn")
+	code, _, errOut := foreman(t, "agent", "--url", "ws://127.0.0.1:1", "--role", "builder", "--identity", key)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "foreman: --identity "+key+": no such file; check the path, or add --new to make a new identity there", strings.TrimSpace(errOut))
+	assert.NoFileExists(t, key)
+
+	id, err := agentIdentity(key, "b1", "builder", true)
+	require.NoError(t, err)
+	assert.FileExists(t, key)
+	again, err := agentIdentity(key, "", "builder", false)
+	require.NoError(t, err, "an identity that is there needs no --new")
+	assert.Equal(t, id.AgentID(), again.AgentID())
+}
+
 // With --repo a scripted builder pushes its work before each READY, so
 // that foreman host has a branch to check: without it the host answered
 // every READY with "no branch b1/db" until db was escalated as

@@ -55,7 +55,7 @@ func clock(at, now time.Time) string {
 // room) or ctx. What the agent says is shown when the room echoes it, with
 // the room's time: shown means delivered. Local notices go to notes.
 func chat(ctx context.Context, stdin io.Reader, notes io.Writer, cfg agentchat.Config, show *roomShow, joined func()) error {
-	show.arrived(agentchat.Agent{ID: show.self, Name: cfg.Name})
+	show.arrived(agentchat.Agent{ID: show.Self, Name: cfg.Name})
 	return converse(ctx, stdin, notes, cfg, chatTalker{show: show, notes: notes, name: cfg.Name, channel: cfg.Channel}, joined)
 }
 
@@ -70,9 +70,9 @@ func (c chatTalker) heard(ev agentchat.Event) {
 	show := c.show
 	switch ev := ev.(type) {
 	case agentchat.Joined: // what was said before, or while reconnecting
-		clear(show.here)
+		clear(show.Here)
 		show.arrived(ev.Agents...)
-		show.arrived(agentchat.Agent{ID: show.self, Name: c.name})
+		show.arrived(agentchat.Agent{ID: show.Self, Name: c.name})
 		for _, m := range ev.History {
 			showMessage(show, m)
 		}
@@ -98,7 +98,7 @@ func (c chatTalker) typed(l string) (string, bool) {
 	case strings.HasPrefix(l, "/"):
 		fmt.Fprintf(c.notes, "%s is not a command here: /help lists them (lines starting with / are never sent)\n", strings.Fields(l)[0])
 	default:
-		l, note, ok := c.show.expandAssign(l)
+		l, note, ok := c.show.ExpandAssign(l)
 		if note != "" {
 			fmt.Fprintln(c.notes, note)
 		}
@@ -110,7 +110,7 @@ func (c chatTalker) typed(l string) (string, bool) {
 }
 
 func (c chatTalker) said(l string, d agentchat.Delivered) {
-	c.show.lineAt(d.TS, c.show.self, c.show.names[c.show.self], l)
+	c.show.lineAt(d.TS, c.show.Self, c.show.Names[c.show.Self], l)
 }
 
 // showMessage shows a room message at the time the room says it was sent,
@@ -121,8 +121,8 @@ func showMessage(show *roomShow, m agentchat.Message) {
 	if m.Notice {
 		return
 	}
-	if show.coord == "" && m.Stamp != nil && strings.HasPrefix(m.Stamp.Tag, "foreman ") {
-		show.coord = m.From
+	if show.Coord == "" && m.Stamp != nil && strings.HasPrefix(m.Stamp.Tag, "foreman ") {
+		show.Coord = m.From
 	}
 	for l := range protocol.Lines(m.Body()) {
 		show.lineAt(m.TS, m.From, m.FromName, strings.TrimSpace(l))

@@ -95,8 +95,8 @@ func TestAgentSaysItIsInTheRoomOnlyOnceJoined(t *testing.T) {
 // (you), two builders named b1 (one here, one gone) and b2.
 func chatRoom(out *bytes.Buffer) *roomShow {
 	show := newRoomShow(out, false, "")
-	show.self, show.role = "@op", "chat"
-	show.setRoles(coordinator.Roles{Operators: []string{"@op", "@absent"}, Auditors: []string{"@aud"}}, "shop.yaml's roles.*")
+	show.Self, show.Role = "@op", "chat"
+	show.SetRoles(coordinator.Roles{Operators: []string{"@op", "@absent"}, Auditors: []string{"@aud"}}, "shop.yaml's roles.*")
 	show.arrived(agentchat.Agent{ID: "@f", Name: "foreman"}, agentchat.Agent{ID: "@op", Name: "olga"},
 		agentchat.Agent{ID: "@cb88", Name: "b1"}, agentchat.Agent{ID: "@dd01", Name: "b2"}, agentchat.Agent{ID: "@old1", Name: "b1"})
 	show.left(agentchat.Agent{ID: "@old1", Name: "b1"})
@@ -196,7 +196,7 @@ func TestChatLabelsAsOthersSeeThem(t *testing.T) {
 	// Without a role in the config, the agent's own lines show the role it
 	// plays here.
 	out.Reset()
-	show.self = "@dd01"
+	show.Self = "@dd01"
 	show.lineAt(at, "@dd01", "b2", "STATUS")
 	assert.Equal(t, "Jan 02 03:04:05 b2 chat STATUS\n", squeeze(out.String()))
 }
@@ -242,7 +242,7 @@ func TestChatAssignsByName(t *testing.T) {
 		"RELEASE auth":      {"RELEASE auth", "", true},
 		"ASSIGN auth b2 x":  {"ASSIGN auth b2 x", "", true},
 	} {
-		line, note, ok := show.expandAssign(typed)
+		line, note, ok := show.ExpandAssign(typed)
 		assert.Equal(t, want.ok, ok, typed)
 		assert.Equal(t, want.note, note, typed)
 		if ok {
@@ -251,7 +251,7 @@ func TestChatAssignsByName(t *testing.T) {
 	}
 	// Two here named b1: nothing is sent, and the candidates are named.
 	show.arrived(agentchat.Agent{ID: "@old1", Name: "b1"})
-	_, note, ok := show.expandAssign("ASSIGN auth b1")
+	_, note, ok := show.ExpandAssign("ASSIGN auth b1")
 	assert.False(t, ok)
 	assert.Equal(t, "not sent: 2 here go by b1 (@cb88, @old1); type the id: ASSIGN auth @cb88", note)
 }

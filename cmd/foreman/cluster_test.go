@@ -110,7 +110,7 @@ func TestClusterCommandsNeedNATS(t *testing.T) {
 	assert.Contains(t, errOut, "cluster.nats: not set")
 }
 
-// writePool writes a pool as the README's "A pool" and make scale do: a
+// writePool writes a pool as docs/OPERATIONS.md's "A pool" and make scale do: a
 // process config holding only cluster settings, and a build config per
 // build (its own channel and identity) in cluster.builds.
 func writePool(t *testing.T, roomURL, natsURL string, builds ...string) (dir, config string) {
@@ -158,10 +158,10 @@ func TestValidateAPool(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "build beta: 2 components, no cycles; build order:\n  1. db\n  2. api  after db\n")
 
-	// The README's pool.yaml, beside the same builds.
-	readme := string(must(os.ReadFile("../../README.md")))
-	_, block, ok := strings.Cut(readme, "```yaml\n# pool.yaml")
-	require.True(t, ok, "the README's \"A pool\" shows a pool.yaml")
+	// docs/OPERATIONS.md's pool.yaml, beside the same builds.
+	ops := string(must(os.ReadFile("../../docs/OPERATIONS.md")))
+	_, block, ok := strings.Cut(ops, "```yaml\n# pool.yaml")
+	require.True(t, ok, "docs/OPERATIONS.md's \"A pool\" shows a pool.yaml")
 	block, _, _ = strings.Cut("# pool.yaml"+block, "```")
 	code, out, errOut = foreman(t, "validate", writeFile(t, dir, "readme.yaml", block))
 	require.Equal(t, 0, code, errOut)

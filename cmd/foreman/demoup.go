@@ -201,9 +201,9 @@ func (d *upDemo) watch(ctx context.Context, wg *sync.WaitGroup, c *config.Config
 		return err
 	}
 	show := newRoomShow(w, d.color, "")
-	show.self, show.role = id.AgentID(), "chat"
-	show.names[id.AgentID()] = id.Name
-	show.setRoles(c.Roles, rolesSource(c))
+	show.Self, show.Role = id.AgentID(), "chat"
+	show.Names[id.AgentID()] = id.Name
+	show.SetRoles(c.Roles, rolesSource(c))
 	stdin, typing := io.Pipe()
 	wg.Add(1)
 	go func() {

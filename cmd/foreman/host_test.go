@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ func TestHostRefusesBadConfigurations(t *testing.T) {
 	dir := t.TempDir()
 	_, err := gitrepo.Init(context.Background(), filepath.Join(dir, "repo.git"), "main", true)
 	require.NoError(t, err)
+	require.NoError(t, exec.Command("git", "init", "--quiet", "--bare", "--initial-branch=main", filepath.Join(dir, "empty.git")).Run())
 	fid, err := agentchat.NewIdentity("foreman")
 	require.NoError(t, err)
 	require.NoError(t, fid.Save(filepath.Join(dir, "foreman.json")))
@@ -45,10 +47,13 @@ roles:
 	gated, external := "  ci_gating: on\n", "  ci_gating: on\n  merge: external\n"
 	mine := fmt.Sprintf("  ci: [%q]\n  merger: [%q]\n", hid.AgentID(), hid.AgentID())
 	for name, tc := range map[string]struct{ yaml, want string }{
-		"no repo":               {base("", gated, mine), "host.repo: not set"},
+		"no repo":               {base("", gated, mine), "host.repo: not set: the path of the git repository foreman host checks and lands in; set it, or run foreman init in the repository, which offers it"},
 		"nothing to do":         {base("  repo: repo.git\n", "  ci_gating: off\n", mine), "rules.ci_gating: off, and rules.merge is accept"},
-		"not a repo":            {base("  repo: .\n", gated, mine), "host.repo: " + dir + ": not a git repository"},
-		"no target":             {base("  repo: repo.git\n  target: trunk\n", gated, mine), "host.target: no branch trunk in " + filepath.Join(dir, "repo.git")},
+		"not a repo":            {base("  repo: .\n", gated, mine), "host.repo: " + dir + ": not a git repository; make it one (git init --initial-branch=main " + dir + ") or name the repository's top directory"},
+		"no directory":          {base("  repo: gone.git\n", gated, mine), "host.repo: " + filepath.Join(dir, "gone.git") + ": no such directory; make a repository there (git init --initial-branch=main " + filepath.Join(dir, "gone.git") + ") or name the one you have"},
+		"inside one":            {base("  repo: repo.git/refs\n", gated, mine), "host.repo: " + filepath.Join(dir, "repo.git/refs") + ": not a git repository (it is inside " + filepath.Join(dir, "repo.git") + "); name " + filepath.Join(dir, "repo.git") + " itself"},
+		"no commit yet":         {base("  repo: empty.git\n", gated, mine), "host.target: no branch main in " + filepath.Join(dir, "empty.git") + ": the repository has no commit yet; make a first one on main (git commit --allow-empty -m start, then push it there if this is a bare repository) and start again"},
+		"no target":             {base("  repo: repo.git\n  target: trunk\n", gated, mine), "host.target: no branch trunk in " + filepath.Join(dir, "repo.git") + "; set host.target to one of its branches (main), or make trunk there (git branch trunk COMMIT)"},
 		"not ci":                {base("  repo: repo.git\n", gated, fmt.Sprintf("  ci: [%q]\n", other)), "roles.ci: does not list the host's id " + hid.AgentID()},
 		"not merger":            {base("  repo: repo.git\n", external, fmt.Sprintf("  ci: [%q]\n", hid.AgentID())), "roles.merger: does not list the host's id " + hid.AgentID()},
 		"bad check":             {base("  repo: repo.git\n  checks: [\"make 'test\"]\n", gated, mine), `host.checks[0]: "make 'test" has an unclosed ' quote`},

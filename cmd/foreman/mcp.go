@@ -184,7 +184,7 @@ func (a *app) runMCP(cmd *cobra.Command, file string, f *mcpFlags) error {
 	if err != nil {
 		return err
 	}
-	id, err := agentIdentity(f.identity, f.name, keyName(f.identity))
+	id, err := agentIdentity(f.identity, f.name, keyName(f.identity), true) // documented: created if missing
 	if err != nil {
 		return err
 	}

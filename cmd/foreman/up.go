@@ -87,6 +87,13 @@ func (a *app) runUp(ctx context.Context, cmd *cobra.Command, file string, f upFl
 	if err := refuseCycle(c); err != nil {
 		return err
 	}
+	if c.Log.Format == "auto" {
+		// up is a person's command: its summary goes to stdout, its log
+		// beside it, and JSON lines there drown the summary even when
+		// stderr is not a terminal (2>&1 | tee). log.format: json asks
+		// for them.
+		c.Log.Format = "console"
+	}
 	log, err := a.logger(c)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -319,4 +320,53 @@ func TestUpServesWhereListenSays(t *testing.T) {
 
 	code, _, errOut := foreman(t, "up", config, "--listen", addr, "--join")
 	oneLine(t, code, errOut, "foreman: --listen and --join")
+}
+
+// When foreman up's host fails, up says so and stops the rest: foreman,
+// the board and the room do not run on without the host that lands their
+// work (a planted bug that kept them running went unseen, issue 48). The
+// host fails as a real one may: another program keeps taking its key.
+// up's log beside its summary is for people, not JSON lines, even when
+// stderr is not a terminal.
+func TestUpStopsWhenItsHostFails(t *testing.T) {
+	w := newUpWorld(t)
+	config := w.config("foreman", "127.0.0.1:0", "127.0.0.1:0", "journal", "shop.git", "")
+	stdout, stderr, done, _ := startUp(t, config)
+	url := regexp.MustCompile(`(?m)^foreman up: build shop \(2 components\) in #build at (ws://127\.0\.0\.1:\d+) \(served here\)$`).FindStringSubmatch(stdout.String())
+	require.NotNil(t, url, stdout.String())
+	hid, err := agentchat.LoadIdentity(filepath.Join(w.dir, ".foreman", "host.json"))
+	require.NoError(t, err)
+
+	// The thief comes back at once each time the host takes its key back,
+	// and never gives up: the host, after its third drop, does.
+	ctx, cancel := context.WithCancel(context.Background())
+	thief := agentchat.New(agentchat.Config{URL: url[1], Channel: "#build", Identity: hid, Name: "thief",
+		DisplacedWait: 50 * time.Millisecond, MaxDisplaced: 1 << 20, FirstAttempts: 1, Logger: zerolog.Nop()})
+	thiefDone := make(chan struct{})
+	go func() {
+		defer close(thiefDone)
+		_ = thief.Run(ctx)
+	}()
+	go func() {
+		for range thief.Events() {
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-thiefDone })
+
+	select {
+	case code := <-done:
+		assert.Equal(t, 1, code)
+	case <-time.After(upWait):
+		t.Fatalf("foreman up ran on without its host:\n%s", stderr)
+	}
+	errOut := stderr.String()
+	assert.Contains(t, errOut, "foreman host: ")
+	assert.Contains(t, errOut, "another program keeps connecting with this identity")
+	assert.Contains(t, errOut, "foreman has stopped")
+	assert.Contains(t, errOut, "the room is closed")
+	_, err = net.Dial("tcp", strings.TrimPrefix(url[1], "ws://"))
+	assert.Error(t, err, "the room is closed")
+	for _, l := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		assert.False(t, strings.HasPrefix(l, "{"), "a JSON log line beside up's summary: %s", l)
+	}
 }

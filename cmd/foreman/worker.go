@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentforeman/foreman/internal/host/live"
+	"github.com/agentforeman/foreman/internal/worker"
 )
 
 func (a *app) workerCommand() *cobra.Command {
@@ -57,7 +57,7 @@ workers. See docs/HOST.md, "Workers".`,
 			}
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return live.WorkerMain(ctx, c, log, a.stderr)
+			return worker.Main(ctx, c, log, a.stderr)
 		},
 	}
 	return cmd

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/viper"
 
-	"github.com/agentforeman/foreman/internal/host/checks"
+	"github.com/agentforeman/foreman/internal/checkspec"
 )
 
 // labelRE is what a label may be (worker.labels, a check's labels): a
@@ -68,11 +68,11 @@ func decodeChecks(v *viper.Viper, h *Host) error {
 		default:
 			return errorf(key, "is not a check like \"make test\", nor a mapping with run and labels")
 		}
-		argv, err := checks.Split(line)
+		argv, err := checkspec.Split(line)
 		if err != nil {
 			return errorf(key, "%v", err)
 		}
-		if op := checks.ShellOperator(line); op != "" {
+		if op := checkspec.ShellOperator(line); op != "" {
 			return errorf(key, "%q has %s outside quotes, and checks run with no shell to read it; write sh -c '%s'",
 				line, op, strings.ReplaceAll(line, "'", `'\''`))
 		}

@@ -12,9 +12,8 @@ import (
 
 	"github.com/spf13/viper"
 
+	"github.com/agentforeman/foreman/internal/checkspec"
 	"github.com/agentforeman/foreman/internal/gitrepo"
-	"github.com/agentforeman/foreman/internal/host/checks"
-	"github.com/agentforeman/foreman/internal/host/sandbox"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -82,12 +81,12 @@ type Host struct {
 
 	// The checks' sandbox (package sandbox); the zero value is on, with
 	// the defaults.
-	Unconfined    bool           // host.sandbox: off
-	SandboxNet    string         // host.sandbox_net: none ("") or all
-	SandboxMemory string         // host.sandbox_memory: cgroup or watcher
-	SandboxRO     []string       // host.sandbox_paths.ro: absolute, ~ expanded
-	SandboxRW     []string       // host.sandbox_paths.rw
-	SandboxLimits sandbox.Limits // host.sandbox_limits.*
+	Unconfined    bool             // host.sandbox: off
+	SandboxNet    string           // host.sandbox_net: none ("") or all
+	SandboxMemory string           // host.sandbox_memory: cgroup or watcher
+	SandboxRO     []string         // host.sandbox_paths.ro: absolute, ~ expanded
+	SandboxRW     []string         // host.sandbox_paths.rw
+	SandboxLimits checkspec.Limits // host.sandbox_limits.*
 }
 
 // host.land_as's values.
@@ -129,15 +128,15 @@ func hostDefaults(d map[string]any) {
 	d["host.serve_url"] = ""
 	d["host.workers"] = ""
 	d["host.sandbox"] = "on"
-	d["host.sandbox_net"] = sandbox.NetNone
-	d["host.sandbox_memory"] = sandbox.MemoryCgroup
+	d["host.sandbox_net"] = checkspec.NetNone
+	d["host.sandbox_memory"] = checkspec.MemoryCgroup
 	d["host.sandbox_paths.ro"] = []string{}
 	d["host.sandbox_paths.rw"] = []string{}
-	d["host.sandbox_limits.memory"] = sandbox.Size(sandbox.DefaultMemory)
-	d["host.sandbox_limits.processes"] = sandbox.DefaultTasks
-	d["host.sandbox_limits.file_size"] = sandbox.Size(sandbox.DefaultFileSize)
-	d["host.sandbox_limits.disk"] = sandbox.Size(sandbox.DefaultDisk)
-	d["host.sandbox_limits.caches"] = sandbox.Size(sandbox.DefaultCaches)
+	d["host.sandbox_limits.memory"] = checkspec.Size(checkspec.DefaultMemory)
+	d["host.sandbox_limits.processes"] = checkspec.DefaultTasks
+	d["host.sandbox_limits.file_size"] = checkspec.Size(checkspec.DefaultFileSize)
+	d["host.sandbox_limits.disk"] = checkspec.Size(checkspec.DefaultDisk)
+	d["host.sandbox_limits.caches"] = checkspec.Size(checkspec.DefaultCaches)
 }
 
 func decodeHost(v *viper.Viper, c *Config, src sources) error {
@@ -236,7 +235,7 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 		return err
 	}
 	for i, e := range v.GetStringSlice("host.env") {
-		if err := checks.CheckEnvEntry(e); err != nil {
+		if err := checkspec.CheckEnvEntry(e); err != nil {
 			return errorf(fmt.Sprintf("host.env[%d]", i), "%v", err)
 		}
 		h.Env = append(h.Env, e)
@@ -281,12 +280,12 @@ func decodeSandbox(v *viper.Viper, h *Host, src sources) error {
 	}
 	h.Unconfined = !on
 	switch h.SandboxNet = strings.ToLower(strings.TrimSpace(v.GetString("host.sandbox_net"))); h.SandboxNet {
-	case sandbox.NetNone, sandbox.NetAll:
+	case checkspec.NetNone, checkspec.NetAll:
 	default:
 		return errorf("host.sandbox_net", "%q is not none (a network of the check's own: its loopback, nothing else) or all (the host's network, unconfined)", h.SandboxNet)
 	}
 	switch h.SandboxMemory = strings.ToLower(strings.TrimSpace(v.GetString("host.sandbox_memory"))); h.SandboxMemory {
-	case sandbox.MemoryCgroup, sandbox.MemoryWatcher:
+	case checkspec.MemoryCgroup, checkspec.MemoryWatcher:
 	default:
 		return errorf("host.sandbox_memory", "%q is not cgroup (the kernel counts each check's memory, in a cgroup of its own) or watcher (the host polls its processes: weaker)", h.SandboxMemory)
 	}
@@ -323,13 +322,13 @@ func decodeSandbox(v *viper.Viper, h *Host, src sources) error {
 		to    *int64
 		least int64
 	}{{"host.sandbox_limits.memory", &h.SandboxLimits.Memory, 1 << 20}, {"host.sandbox_limits.file_size", &h.SandboxLimits.FileSize, 1 << 20},
-		{"host.sandbox_limits.disk", &h.SandboxLimits.Disk, sandbox.MinDisk}, {"host.sandbox_limits.caches", &h.SandboxLimits.Caches, sandbox.MinDisk}} {
-		n, err := sandbox.ParseSize(v.GetString(l.key))
+		{"host.sandbox_limits.disk", &h.SandboxLimits.Disk, checkspec.MinDisk}, {"host.sandbox_limits.caches", &h.SandboxLimits.Caches, checkspec.MinDisk}} {
+		n, err := checkspec.ParseSize(v.GetString(l.key))
 		if err != nil {
 			return errorf(l.key, "%v", err)
 		}
 		if n < l.least {
-			return errorf(l.key, "%s is below the least allowed, %s", sandbox.Size(n), sandbox.Size(l.least))
+			return errorf(l.key, "%s is below the least allowed, %s", checkspec.Size(n), checkspec.Size(l.least))
 		}
 		*l.to = n
 	}
@@ -368,7 +367,7 @@ func (c *Config) RepositoryName() string {
 // repository, or rules that give it nothing to do.
 func (c *Config) RequireHost() error {
 	if c.Host.Repo == "" {
-		return errorf("host.repo", "not set: the path of the git repository foreman host checks and lands in")
+		return errorf("host.repo", "not set: the path of the git repository foreman host checks and lands in; set it, or run foreman init in the repository, which offers it")
 	}
 	if !c.Rules.CIGating && c.Rules.Merge != "external" {
 		return errorf("rules.ci_gating", "off, and rules.merge is accept: foreman host would have nothing to do (turn ci_gating on for checks, merge external for landings)")

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentforeman/foreman/internal/host/sandbox"
+	"github.com/agentforeman/foreman/internal/checkspec"
 )
 
 func TestHostDefaultsAndPaths(t *testing.T) {
@@ -35,8 +35,8 @@ func TestHostDefaultsAndPaths(t *testing.T) {
 	assert.Equal(t, "none", h.SandboxNet)
 	assert.Equal(t, "cgroup", h.SandboxMemory)
 	assert.Empty(t, h.SandboxRO)
-	assert.Equal(t, sandbox.Limits{Memory: sandbox.DefaultMemory, Tasks: sandbox.DefaultTasks, FileSize: sandbox.DefaultFileSize,
-		Disk: sandbox.DefaultDisk, Caches: sandbox.DefaultCaches}, h.SandboxLimits)
+	assert.Equal(t, checkspec.Limits{Memory: checkspec.DefaultMemory, Tasks: checkspec.DefaultTasks, FileSize: checkspec.DefaultFileSize,
+		Disk: checkspec.DefaultDisk, Caches: checkspec.DefaultCaches}, h.SandboxLimits)
 	assert.ErrorContains(t, c.RequireHost(), "rules.ci_gating: off, and rules.merge is accept: foreman host would have nothing to do")
 	c.Rules.CIGating = true
 	assert.NoError(t, c.RequireHost())
@@ -97,7 +97,7 @@ func TestHostSandboxPaths(t *testing.T) {
 	assert.Equal(t, "all", h.SandboxNet)
 	assert.Equal(t, []string{filepath.Join(filepath.Dir(path), "tools"), "/opt/sdk"}, h.SandboxRO, "relative to the file")
 	assert.Equal(t, []string{filepath.Join(home, ".cache/go-build"), home}, h.SandboxRW, "~ is the HOME (foreman host refuses all of it later)")
-	assert.Equal(t, sandbox.Limits{Memory: 2 << 30, Tasks: 100, FileSize: 64 << 20, Disk: 512 << 20, Caches: sandbox.DefaultCaches}, h.SandboxLimits)
+	assert.Equal(t, checkspec.Limits{Memory: 2 << 30, Tasks: 100, FileSize: 64 << 20, Disk: 512 << 20, Caches: checkspec.DefaultCaches}, h.SandboxLimits)
 }
 
 func make40(c byte) []byte {

@@ -33,12 +33,12 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		return nil, err
 	}
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%s: no such directory", abs)
+		return nil, fmt.Errorf("%s: no such directory; make a repository there (git init --initial-branch=main %s) or name the one you have", abs, abs)
 	}
 	r := &Repo{dir: abs, env: cleanEnv(os.Environ())}
 	out, err := r.git(ctx, "rev-parse", "--absolute-git-dir", "--is-bare-repository")
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a git repository (%v)", abs, err)
+		return nil, fmt.Errorf("%s: not a git repository; make it one (git init --initial-branch=main %s) or name the repository's top directory", abs, abs)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 {
@@ -56,7 +56,7 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		top = strings.TrimSpace(out)
 	}
 	if !sameDir(top, abs) {
-		return nil, fmt.Errorf("%s: not a git repository (it is inside %s)", abs, top)
+		return nil, fmt.Errorf("%s: not a git repository (it is inside %s); name %s itself", abs, top, top)
 	}
 	return r, nil
 }

@@ -578,7 +578,7 @@ func judge(o Options, c gitrepo.Commit, x *opened) Row {
 	row := Row{Commit: c.ID, Subject: c.Subject, Author: c.Author, Tree: c.Tree, rc: x}
 	if x == nil {
 		row.Verdict = ByHand
-		row.Why = "no receipt: not landed by foreman (pushed by " + c.Author + ")"
+		row.Why = "no receipt: not landed by foreman (author " + c.Author + ")" // who wrote it, not who pushed it: git does not know that
 		if strings.Contains(c.Subject, ") into "+o.Target) && (strings.HasPrefix(c.Subject, "Merge ") || strings.HasPrefix(c.Subject, "Squash ")) {
 			row.Why = "no receipt, though its message reads as foreman host's landing: its note was deleted, or never written"
 		}
@@ -658,10 +658,24 @@ func short(oid string) string {
 	return oid
 }
 
-// Table writes the report for people: a line per commit, then the sum.
+// subjectWidth is the table's room for a commit's subject: a longer one
+// is cut (--json gives it whole).
+const subjectWidth = 40
+
+// subject is a commit's first line as the table shows it.
+func subject(s string) string {
+	r := []rune(s)
+	if len(r) > subjectWidth {
+		return string(r[:subjectWidth-1]) + "…"
+	}
+	return s
+}
+
+// Table writes the report for people: a line per commit, its subject
+// included, then the sum.
 func (r Report) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-12s  %-8s  %-12s  %s\n", "COMMIT", "VERDICT", "COMPONENT", "DETAIL")
+	fmt.Fprintf(&b, "%-12s  %-8s  %-12s  %-*s  %s\n", "COMMIT", "VERDICT", "COMPONENT", subjectWidth, "SUBJECT", "DETAIL")
 	for _, row := range r.Rows {
 		detail := row.Why
 		if row.Verdict == Landed {
@@ -687,7 +701,7 @@ func (r Report) Table() string {
 		if comp == "" {
 			comp = "-"
 		}
-		fmt.Fprintf(&b, "%-12s  %-8s  %-12s  %s\n", short(row.Commit), row.Verdict, comp, detail)
+		fmt.Fprintf(&b, "%-12s  %-8s  %-12s  %-*s  %s\n", short(row.Commit), row.Verdict, comp, subjectWidth, subject(row.Subject), detail)
 	}
 	since := short(r.Since)
 	if r.Since == "" {

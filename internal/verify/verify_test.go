@@ -169,7 +169,13 @@ func TestWhatIsNotAccountedFor(t *testing.T) {
 	assert.False(t, rep.OK())
 	v := verdicts(rep)
 	assert.Equal(t, "landed: ", v[good])
-	assert.Equal(t, "by-hand: no receipt: not landed by foreman (pushed by olga <olga@example.com>)", v[hand])
+	assert.Equal(t, "by-hand: no receipt: not landed by foreman (author olga <olga@example.com>)", v[hand])
+	// The table names each commit's subject, and the author as the author:
+	// who pushed it, git cannot tell (issue 48).
+	table := rep.Table()
+	assert.Regexp(t, `(?m)^COMMIT +VERDICT +COMPONENT +SUBJECT +DETAIL$`, table)
+	assert.Regexp(t, `(?m)^`+hand[:12]+` +by-hand +- +a fix straight to main +no receipt: not landed by foreman \(author olga <olga@example.com>\)$`, table)
+	assert.NotContains(t, table, "pushed by")
 	assert.Contains(t, v[untrusted], "refused: its receipt: signed by "+stranger.AgentID()+", which is not a trusted key")
 	assert.Contains(t, v[wrongTree], "refused: the checks its receipt names passed on tree eeeeeeeeeeee")
 	assert.Equal(t, "refused: not every check its receipt names passed", v[failed])

@@ -3,7 +3,7 @@ package chattest
 import (
 	"testing"
 
-	"github.com/agentforeman/foreman/internal/tooling/tcpproxy"
+	"github.com/agentforeman/foreman/internal/testkit/tcpproxy"
 )
 
 // Proxy stands between a chat client and the server, and can hold, freeze

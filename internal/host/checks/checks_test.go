@@ -259,28 +259,6 @@ func TestShortDuration(t *testing.T) {
 	}
 }
 
-func TestSplit(t *testing.T) {
-	for in, want := range map[string][]string{
-		"make test":                    {"make", "test"},
-		"  go   test ./...  ":          {"go", "test", "./..."},
-		`sh -c 'go vet ./... && make'`: {"sh", "-c", "go vet ./... && make"},
-		`echo "a b" c`:                 {"echo", "a b", "c"},
-		`grep -q ''`:                   {"grep", "-q", ""},
-	} {
-		got, err := Split(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, got, in)
-	}
-	for _, bad := range []string{"", "   ", `echo 'x`, "a\nb"} {
-		_, err := Split(bad)
-		assert.Error(t, err, "%q", bad)
-	}
-	assert.NoError(t, CheckEnvEntry("GOFLAGS=-count=1"))
-	assert.NoError(t, CheckEnvEntry("HTTP_PROXY"))
-	assert.Error(t, CheckEnvEntry("1X=2"))
-	assert.Error(t, CheckEnvEntry("A B"))
-}
-
 // A secret of exactly MinSecret bytes is a secret: it never reaches the
 // log or the verdict's line, where a shorter value is left alone.
 func TestASecretOfTheShortestLengthIsRedacted(t *testing.T) {

@@ -29,32 +29,3 @@ func quoteWord(w string) string {
 	}
 	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
-
-// shellOperators are what a shell reads between commands or as a
-// redirection; a check written with one and no shell would hand it to its
-// program as an argument.
-var shellOperators = []string{"&&", "||", "$(", "`", "|", ";", ">", "<"}
-
-// ShellOperator returns the first shell operator written outside quotes
-// in a check as configured, "" if none: `test -f README && echo ok` has no
-// shell to read its &&, and needs sh -c '...'.
-func ShellOperator(s string) string {
-	var quote rune
-	for i, r := range s {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			}
-		case r == '\'' || r == '"':
-			quote = r
-		default:
-			for _, op := range shellOperators {
-				if strings.HasPrefix(s[i:], op) {
-					return op
-				}
-			}
-		}
-	}
-	return ""
-}

@@ -99,7 +99,7 @@ func Prepare(ctx context.Context, c *config.Config, log zerolog.Logger) (*Setup,
 		}
 	}()
 	if tip, err := repo.RevParse(ctx, "refs/heads/"+c.Host.Target); err != nil || tip == "" {
-		return nil, fmt.Errorf("host.target: no branch %s in %s", c.Host.Target, repo.Dir())
+		return nil, noTarget(ctx, repo, c.Host.Target)
 	}
 	// A check that cannot start would be every builder's failure, or every
 	// component's hold: said now, once, with what to do.
@@ -311,4 +311,20 @@ func (s *Setup) Serve(ctx context.Context, c *config.Config, log zerolog.Logger,
 		return nil
 	}
 	return err
+}
+
+// noTarget says why host.target is not a branch of the repository, and
+// what to do: a repository with no commit yet needs a first one; another
+// names its branches.
+func noTarget(ctx context.Context, repo *gitrepo.Repo, target string) error {
+	heads, _ := repo.Refs(ctx, "refs/heads/")
+	if len(heads) == 0 {
+		return fmt.Errorf("host.target: no branch %s in %s: the repository has no commit yet; make a first one on %s (git commit --allow-empty -m start, then push it there if this is a bare repository) and start again", target, repo.Dir(), target)
+	}
+	names := make([]string, 0, len(heads))
+	for ref := range heads {
+		names = append(names, strings.TrimPrefix(ref, "refs/heads/"))
+	}
+	slices.Sort(names)
+	return fmt.Errorf("host.target: no branch %s in %s; set host.target to one of its branches (%s), or make %s there (git branch %s COMMIT)", target, repo.Dir(), strings.Join(names, ", "), target, target)
 }

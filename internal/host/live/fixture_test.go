@@ -26,6 +26,7 @@ import (
 	"github.com/agentforeman/foreman/internal/host/sandbox/sandboxtest"
 	"github.com/agentforeman/foreman/internal/tooling/natstest"
 	"github.com/agentforeman/foreman/internal/tooling/roomtest"
+	"github.com/agentforeman/foreman/internal/worker"
 )
 
 // The test binary is three things: the tests; with HELPER set, the check
@@ -55,7 +56,7 @@ func workerProcess(path string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := zerolog.New(os.Stderr).With().Timestamp().Logger()
-	if err := WorkerMain(ctx, c, log, os.Stderr); err != nil {
+	if err := worker.Main(ctx, c, log, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1
 	}

@@ -42,7 +42,7 @@ func (w *world) startWorker(id string, change ...func(*config.Config, *worker.Op
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := workerMain(ctx, c, zerolog.Nop(), &strings.Builder{}, opts...); err != nil {
+		if err := worker.Main(ctx, c, zerolog.Nop(), &strings.Builder{}, opts...); err != nil {
 			w.t.Errorf("worker %s: %v", id, err)
 		}
 	}()

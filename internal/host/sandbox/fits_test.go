@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/checkspec"
 )
 
 // TestGoTestFitsTheDefaults runs `go test` of this repository's own
@@ -82,7 +84,7 @@ func TestGoTestFitsTheDefaults(t *testing.T) {
 		for _, f := range []string{"memory.max_usage_in_bytes", "memory.peak"} {
 			if data, err := os.ReadFile(filepath.Join(p.cg.memory, f)); err == nil {
 				if n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil {
-					charged = fmt.Sprintf("; most charged to its cgroup (page cache included) %s", Size(n>>20<<20))
+					charged = fmt.Sprintf("; most charged to its cgroup (page cache included) %s", checkspec.Size(n>>20<<20))
 				}
 			}
 		}
@@ -91,7 +93,7 @@ func TestGoTestFitsTheDefaults(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("go test %s confined: %s; most memory %s (limit %s), most tasks %d (limit %d)%s", pkgs, time.Since(start).Round(time.Second),
-		Size(peak.memory>>20<<20), Size(DefaultMemory), peak.tasks, DefaultTasks, charged)
+		checkspec.Size(peak.memory>>20<<20), checkspec.Size(DefaultMemory), peak.tasks, DefaultTasks, charged)
 	require.Empty(t, stopped)
 	require.NoError(t, err, "%s", log.String())
 }

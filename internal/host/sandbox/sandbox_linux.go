@@ -18,6 +18,7 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
+	"github.com/agentforeman/foreman/internal/checkspec"
 	"github.com/agentforeman/foreman/internal/host/sandbox/stage"
 )
 
@@ -311,12 +312,12 @@ func (s *Sandbox) Describe() []string {
 	l := s.c.Limits
 	switch s.disk {
 	case diskVolumes:
-		out = append(out, fmt.Sprintf("disk: bounded by the kernel: what a check writes to its worktree and private directory lands in a volume of its own (an ext4 image beside its worktree, sparse, on a loop device, mounted only in its namespace: an overlay over each, the host's files below never written), %s at most (host.sandbox_limits.disk): past it the kernel says ENOSPC, and the host stops the check and says why; nothing it writes reaches the host's disk, where the ledger and logs are", Size(l.Disk)))
+		out = append(out, fmt.Sprintf("disk: bounded by the kernel: what a check writes to its worktree and private directory lands in a volume of its own (an ext4 image beside its worktree, sparse, on a loop device, mounted only in its namespace: an overlay over each, the host's files below never written), %s at most (host.sandbox_limits.disk): past it the kernel says ENOSPC, and the host stops the check and says why; nothing it writes reaches the host's disk, where the ledger and logs are", checkspec.Size(l.Disk)))
 		if !s.c.Without.CacheLayers && len(s.rw.dirs) > 0 {
-			out = append(out, fmt.Sprintf("caches: every builder's copies of host.sandbox_paths.rw in one volume, %s at most (host.sandbox_limits.caches); past three quarters full, the copies least recently used are dropped at a run's start, down to half", Size(l.Caches)))
+			out = append(out, fmt.Sprintf("caches: every builder's copies of host.sandbox_paths.rw in one volume, %s at most (host.sandbox_limits.caches); past three quarters full, the copies least recently used are dropped at a run's start, down to half", checkspec.Size(l.Caches)))
 		}
 	case diskPolled:
-		out = append(out, fmt.Sprintf("disk: polled by the host (%s), every %d ms or less often where summing takes long: what a check's worktree and private directory hold past their run's start, at most %s (host.sandbox_limits.disk); a check can overshoot by what it writes between two sums; the caches are summed at each run's start (host.sandbox_limits.caches, %s)", s.diskWhy, Interval.Milliseconds(), Size(l.Disk), Size(l.Caches)))
+		out = append(out, fmt.Sprintf("disk: polled by the host (%s), every %d ms or less often where summing takes long: what a check's worktree and private directory hold past their run's start, at most %s (host.sandbox_limits.disk); a check can overshoot by what it writes between two sums; the caches are summed at each run's start (host.sandbox_limits.caches, %s)", s.diskWhy, Interval.Milliseconds(), checkspec.Size(l.Disk), checkspec.Size(l.Caches)))
 	default:
 		out = append(out, "disk: NOT bounded (a test's): a check may fill the host's disk")
 	}
@@ -338,7 +339,7 @@ func (s *Sandbox) Describe() []string {
 		ns += " (the host has CAP_SYS_ADMIN: checks run as its uid with every capability dropped)"
 	}
 	out = append(out, "namespaces: "+ns)
-	out = append(out, fmt.Sprintf("limits: memory %s (host.sandbox_limits.memory), processes and threads %d (host.sandbox_limits.processes), file size %s (host.sandbox_limits.file_size), core dumps off", Size(l.Memory), l.Tasks, Size(l.FileSize)))
+	out = append(out, fmt.Sprintf("limits: memory %s (host.sandbox_limits.memory), processes and threads %d (host.sandbox_limits.processes), file size %s (host.sandbox_limits.file_size), core dumps off", checkspec.Size(l.Memory), l.Tasks, checkspec.Size(l.FileSize)))
 	reads := append(append(append([]string{}, s.system.dirs...), s.system.files...), "/etc (what every user may read)", "/proc (its own)")
 	if s.c.GitDir != "" {
 		reads = append(reads, s.c.GitDir+" (host.repo's git directory)")

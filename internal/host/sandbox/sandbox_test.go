@@ -362,21 +362,6 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-func TestSizes(t *testing.T) {
-	for in, want := range map[string]int64{"4GiB": 4 << 30, "512MiB": 512 << 20, "1048576": 1 << 20, "2G": 2 << 30, "10 KB": 10 << 10, "7B": 7} {
-		n, err := ParseSize(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, n, in)
-	}
-	for _, bad := range []string{"", "x", "-1GiB", "1.5GiB", "99999999999TiB"} {
-		_, err := ParseSize(bad)
-		assert.Error(t, err, bad)
-	}
-	assert.Equal(t, "4GiB", Size(4<<30))
-	assert.Equal(t, "1536MiB", Size(1536<<20))
-	assert.Equal(t, "1000", Size(1000))
-}
-
 // Before each check command the host reads the worktree's .git (for the
 // admin directory the check may read): one left a link to /dev/zero, or a
 // fifo, is not read at all; read, the first would never end (the host's

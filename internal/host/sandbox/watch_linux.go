@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/agentforeman/foreman/internal/checkspec"
 )
 
 // Interval is how often the host sums what each running check uses. A
@@ -112,7 +114,7 @@ func (w *watcher) check(procs []*Process) {
 			over = append(over, fmt.Sprintf("ran more than %d processes and threads (host.sandbox_limits.processes)", l.Tasks))
 		}
 		if u.memory > l.Memory && p.cg == nil {
-			over = append(over, fmt.Sprintf("used more than %s of memory (host.sandbox_limits.memory)", Size(l.Memory)))
+			over = append(over, fmt.Sprintf("used more than %s of memory (host.sandbox_limits.memory)", checkspec.Size(l.Memory)))
 		}
 		if len(over) > 0 {
 			p.stop(strings.Join(over, ", and "))

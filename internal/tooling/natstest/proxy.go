@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentforeman/foreman/internal/tooling/tcpproxy"
+	"github.com/agentforeman/foreman/internal/testkit/tcpproxy"
 )
 
 // Proxy forwards TCP connections to a NATS server and can cut them, to

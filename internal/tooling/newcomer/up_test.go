@@ -19,17 +19,21 @@ type block struct {
 	lines []string
 }
 
-// readmeSection returns the fenced blocks of the README between two
-// headings, in order.
-func readmeSection(t *testing.T, from, to string) []block {
+// readmeSection returns the fenced blocks of a document of the
+// repository (README.md, docs/RUNNING.md) between two headings, in order;
+// to "" reads on to its end.
+func readmeSection(t *testing.T, file, from, to string) []block {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	b, err := os.ReadFile(filepath.Join(repo, file))
 	require.NoError(t, err)
 	text := string(b)
 	start := strings.Index(text, from)
-	require.GreaterOrEqual(t, start, 0, "the README has %q", from)
-	end := strings.Index(text[start:], to)
-	require.Greater(t, end, 0, "the README has %q after %q", to, from)
+	require.GreaterOrEqual(t, start, 0, "%s has %q", file, from)
+	end := len(text) - start
+	if to != "" {
+		end = strings.Index(text[start:], to)
+		require.Greater(t, end, 0, "%s has %q after %q", file, to, from)
+	}
 	var blocks []block
 	var cur *block
 	for l := range strings.SplitSeq(text[start:start+end], "\n") {
@@ -66,7 +70,7 @@ func TestTheReadmesOneCommandPath(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds foreman and runs a whole build on real git across six processes")
 	}
-	blocks := readmeSection(t, "## Running it for real", "### The separate processes")
+	blocks := readmeSection(t, "README.md", "## Running it for real", "## The main commands")
 	var sh []block
 	var typed []string
 	for _, b := range blocks {
@@ -173,7 +177,7 @@ func TestTheReadmesOneCommandPath(t *testing.T) {
 // prints: absolute paths throughout, the program's included, since an MCP
 // client starts it from anywhere, often without ~/go/bin on PATH.
 func TestTheReadmesMCPConfigUsesAbsolutePaths(t *testing.T) {
-	blocks := readmeSection(t, "### Connecting real agents", "### Configuration")
+	blocks := readmeSection(t, "docs/RUNNING.md", "## Connecting real agents", "")
 	var found bool
 	for _, b := range blocks {
 		if b.lang != "json" {
@@ -197,8 +201,8 @@ func TestTheReadmesMCPConfigUsesAbsolutePaths(t *testing.T) {
 			}
 		}
 	}
-	assert.True(t, found, "the README shows an MCP client's configuration")
-	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	assert.True(t, found, "docs/RUNNING.md shows an MCP client's configuration")
+	running, err := os.ReadFile(filepath.Join(repo, "docs", "RUNNING.md"))
 	require.NoError(t, err)
-	assert.Contains(t, strings.Join(strings.Fields(string(readme)), " "), "foreman mcp --print-config --identity .foreman/ada.json", "and says which command prints it")
+	assert.Contains(t, strings.Join(strings.Fields(string(running)), " "), "foreman mcp --print-config --identity .foreman/ada.json", "and says which command prints it")
 }

@@ -42,7 +42,7 @@ type event struct {
 func TestJSONBuilderCompletesAComponent(t *testing.T) {
 	b, auditor := startBuild(t, "  checkin_interval: 30s\n", "30m", "db")
 	key := filepath.Join(b.dir, "cy.json")
-	cmd := exec.Command(bin, "agent", "--json", "--identity", key, "--name", "cy", b.config)
+	cmd := exec.Command(bin, "agent", "--json", "--identity", key, "--new", "--name", "cy", b.config)
 	stderr := &roomtest.SyncBuffer{}
 	cmd.Dir, cmd.Env, cmd.Stderr = b.dir, roomtest.CleanEnv(), stderr
 	stdin, err := cmd.StdinPipe()
