@@ -96,7 +96,9 @@ type checker struct {
 	stalls    []interval
 	stalledAt time.Time
 	// The room's clock jumping ahead: time foreman's mark cannot follow.
-	jumps    []interval
+	jumps []interval
+	// began is when committed replies began each builder's deadline.
+	began    map[ownerKey][]time.Time
 	pauses   []interval
 	pausedAt time.Time
 }
@@ -105,7 +107,7 @@ func newChecker(w *world) *checker {
 	c := &checker{w: w, reader: protocol.Reader{Mentions: w.engCfg.Mentions},
 		replies: map[uint64]said{}, ids: map[string]uint64{}, observe: map[*coordinator.Event][]said{},
 		unmarked: map[uint64]int{}, inRoom: map[uint64]bool{}, checkins: map[ownerKey][]time.Time{},
-		owner: map[string]string{}, assignTo: map[string]string{}, resolved: map[string]bool{}, restart: map[string]time.Time{},
+		owner: map[string]string{}, assignTo: map[string]string{}, resolved: map[string]bool{}, restart: map[string]time.Time{}, began: map[ownerKey][]time.Time{},
 		postedAt: map[uint64]time.Time{}, leftAt: map[string]departed{}, handed: map[string][]handed{}, hostMerged: map[string]bool{}}
 	shadow, err := node.Open(node.Config{Engine: w.engCfg, SnapshotEvery: -1,
 		Observe: func(_ *coordinator.Event, out []coordinator.Reply) { c.shadowSaid = append(c.shadowSaid, out...) }})
@@ -208,6 +210,7 @@ func (c *checker) committed(p *proc, entries []node.Entry) {
 			}
 			c.maxSeq = s.seq
 			c.replies[s.seq] = s
+			c.noteBegan(s)
 		}
 	}
 }
@@ -319,24 +322,17 @@ func (c *checker) deadlinesAfterRestart(p *proc, at time.Time) {
 		// The replies that begin a deadline, committed or said in this
 		// join and not yet committed (a FIX for an AUDIT FAIL heard in
 		// the history).
-		began := func(r said) {
-			if r.at.After(at) || !r.at.After(last) {
-				return
+		k := ownerKey{cv.Name, cv.Owner}
+		for _, t := range c.began[k] {
+			if t.After(last) && !t.After(at) {
+				last = t
 			}
-			rp, ok := parseReply(r.text)
-			if ok && rp.c == cv.Name && rp.agent == cv.Owner {
-				switch rp.verb {
-				case protocol.ReplyAck, protocol.ReplyFix, protocol.ReplyUnblocked:
-					last = r.at
-				}
-			}
-		}
-		for _, r := range c.replies {
-			began(r)
 		}
 		for _, out := range c.observe {
 			for _, r := range out {
-				began(r)
+				if kk, ok := beginsDeadline(r); ok && kk == k && r.at.After(last) && !r.at.After(at) {
+					last = r.at
+				}
 			}
 		}
 		for _, t := range c.checkins[ownerKey{cv.Name, cv.Owner}] {
@@ -378,6 +374,27 @@ func (c *checker) deadlinesAfterRestart(p *proc, at time.Time) {
 		}
 	}
 	c.resumed(at) // a stall of a life that died: it ended with it
+}
+
+// beginsDeadline reports whose deadline a reply begins: an ACK, FIX or
+// UNBLOCKED names the component and its builder.
+func beginsDeadline(r said) (ownerKey, bool) {
+	rp, ok := parseReply(r.text)
+	if !ok {
+		return ownerKey{}, false
+	}
+	switch rp.verb {
+	case protocol.ReplyAck, protocol.ReplyFix, protocol.ReplyUnblocked:
+		return ownerKey{rp.c, rp.agent}, true
+	}
+	return ownerKey{}, false
+}
+
+// noteBegan keeps when each committed reply began a builder's deadline.
+func (c *checker) noteBegan(r said) {
+	if k, ok := beginsDeadline(r); ok {
+		c.began[k] = append(c.began[k], r.at)
+	}
 }
 
 // jumped is the room's clock jumping ahead by d, to at.
