@@ -340,7 +340,10 @@ func (e *Engine) budgetSubject(c *component) string {
 // budgetSpent is the spend that holds c: its own or its owner's.
 func (e *Engine) budgetSpent(c *component) Cost {
 	if s := e.budgetSubject(c); s != c.name {
-		return e.agentSpend(s, false).spent
+		if a := e.agentSpend(s, false); a != nil {
+			return a.spent
+		}
+		return Cost{} // a budget of 0 holds an agent that has spent nothing
 	}
 	return c.spent
 }

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -128,4 +129,28 @@ func TestBadSpendIsIgnored(t *testing.T) {
 	v := e.View()
 	assert.True(t, v.Spent.IsZero())
 	assert.EqualValues(t, 4, v.Ignored)
+}
+
+// Past the agents the engine keeps spend for (maxSpendingAgent), an
+// agent has no entry, and a budget of 0 is over for it all the same: a
+// RESOLVE of what it owns, held for another reason, finds it still over,
+// with nothing spent, and says so (it read the missing entry and stopped).
+func TestAZeroBudgetForAnAgentPastTheCap(t *testing.T) {
+	e := newEngine(t, func(c *Config) {
+		c.Rules.CIGating = true
+		c.Roles = Roles{CI: []string{"@host"}, Operators: []string{"@op"}}
+	})
+	e.doStart(t0)
+	for i := range maxSpendingAgent {
+		e.doSpend(time.Second, request(fmt.Sprintf("@s%d", i), time.Second, usd(0.01)))
+	}
+	e.doReceive(msg("@b1", "CLAIM db", 2*time.Second))
+	require.Nil(t, e.agentSpend("@b1", false), "past the cap")
+	e.doReceive(msg("@op", "BUDGET @b1 0", 3*time.Second))
+	e.doReceive(msg("@b1", "READY db b1/db", 4*time.Second))
+	e.doReceive(msg("@host", "CI db FAIL host-fault: ./check.sh is not executable on main", 5*time.Second))
+	require.Equal(t, "held", e.View().Components[0].State)
+	var out []string
+	require.NotPanics(t, func() { out = e.doReceive(msg("@op", "RESOLVE db", 6*time.Second)) })
+	assert.Contains(t, strings.Join(out, "\n"), "ESCALATE db budget RESOLVE, but still over budget")
 }
