@@ -14,11 +14,21 @@ const (
 	ModeSymlink    = "120000"
 )
 
-// Mode is how commit's tree (a commit id, or a ref's name) holds file (a path relative to the tree's
-// root, as a check names its program: ./check.sh, scripts/ci): its mode
-// (ModeExecutable, ModeFile, ModeSymlink, 040000 for a directory), or ""
-// when the tree has no such path.
+// Mode is how commit's tree (a commit id, or a ref's name) holds file (a
+// path relative to the tree's root, as a check names its program:
+// ./check.sh, scripts/ci): its mode (ModeExecutable, ModeFile,
+// ModeSymlink, 040000 for a directory), or "" when the tree has no such
+// path.
 func (r *Repo) Mode(ctx context.Context, commit, file string) (string, error) {
+	e, err := r.Entry(ctx, commit, file)
+	mode, _, _ := strings.Cut(e, " ")
+	return mode, err
+}
+
+// Entry is file's entry in commit's tree, its mode, type and object
+// ("100755 blob 3b18e5..."), or "" if the tree holds no such file: two
+// trees hold file alike when their entries are equal.
+func (r *Repo) Entry(ctx context.Context, commit, file string) (string, error) {
 	clean := path.Clean(file)
 	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || clean == "." {
 		return "", fmt.Errorf("%s is not a path inside the repository", file)
@@ -34,8 +44,7 @@ func (r *Repo) Mode(ctx context.Context, commit, file string) (string, error) {
 	for _, e := range strings.Split(out, "\x00") {
 		meta, name, ok := strings.Cut(e, "\t")
 		if ok && name == clean {
-			mode, _, _ := strings.Cut(meta, " ")
-			return mode, nil
+			return meta, nil
 		}
 	}
 	return "", nil

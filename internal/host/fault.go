@@ -13,10 +13,13 @@ import (
 // host-fault), and if so what happened and what fixes it. The host's own
 // are the sandbox failing, a program outside the worktree (the host's
 // file: missing, not executable, or out of the sandbox's sight), and a
-// program of the worktree that the target holds just as broken: the
-// builder's branch did not break it, and cannot be asked to mend what
-// the checks stand on. A program of the worktree that runs on the target
-// was broken by the branch: a failure of the builder's, as any other.
+// program of the worktree that the checked tree holds just as the target
+// does (its content and mode): the builder's branch did not break it, and
+// cannot be asked to mend what the checks stand on. A program of the
+// worktree the branch changed (its first line naming an interpreter
+// nobody has, its executable bit taken, itself deleted) is a failure of
+// the builder's, as any other: a branch cannot make its own failure the
+// host's, and so be charged nothing.
 func (h *Core) hostFault(c *comp, o Outcome) (string, bool) {
 	if o.Result != Failed || o.NotRun == "" {
 		return "", false
@@ -30,11 +33,14 @@ func (h *Core) hostFault(c *comp, o Outcome) (string, bool) {
 			fix = "chmod +x " + o.Program + ", or add its directory to host.sandbox_paths.ro"
 		}
 		return fmt.Sprintf("check program %s: %s in the checks' sandbox: %s", o.Program, o.NotRun, fix), true
+	case o.Changed:
+		return "", false // the branch changed it
 	case o.OnTarget == "":
 		return fmt.Sprintf("check program %s is not in %s's tree: %s", o.Program, h.cfg.Target, landAFix(o.Program, false)), true
 	case o.NotRun == NotExecutable && o.OnTarget != gitrepoExecutable:
-		// As broken on the target as in what was checked.
 		return fmt.Sprintf("check program %s is not executable on %s: %s", o.Program, h.cfg.Target, landAFix(o.Program, true)), true
+	case o.NotRun == NotFound && o.Interpreter != "":
+		return fmt.Sprintf("check program %s runs with %s (its #! line), not found in the checks' sandbox: install it (in sight: host.sandbox_paths.ro), or land a first line that names one through the host", o.Program, o.Interpreter), true
 	}
 	return "", false
 }

@@ -272,11 +272,16 @@ type Outcome struct {
 	// run; InTree, that Program is a file of the checked tree
 	// (./check.sh), and then OnTarget is its mode on Base, the target it
 	// was merged with (gitrepo.Mode: "" when the target has no such
-	// file). The core judges from them whose fault it is (hostFault).
-	NotRun   string
-	Program  string
-	InTree   bool
-	OnTarget string
+	// file), and Changed that the checked tree holds it otherwise than
+	// Base does (its content or its mode). Interpreter: NotFound, the
+	// program a script's first line names, which may be what was not
+	// found. The core judges from them whose fault it is (hostFault).
+	NotRun      string
+	Program     string
+	Interpreter string
+	InTree      bool
+	OnTarget    string
+	Changed     bool
 	// Land, Moved: the target is not at Base (moved by hand, or the chain
 	// was not made on it); Target is where it is now.
 	Target string

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman/internal/host/sandbox"
+	"github.com/agentforeman/foreman/internal/nofollow"
+	"golang.org/x/sys/unix"
 )
 
 // Spec is one run of the checks.
@@ -64,11 +66,16 @@ type Result struct {
 	// NotExecutable, or SandboxFailed. Whose fault that is (the host's,
 	// or a builder's who broke a program of the worktree) is for the
 	// caller to judge, from Program.
-	NotRun   string
-	Program  string // NotRun: the program as it was to run (the path found, else the name)
-	Duration time.Duration
-	Logged   int64 // bytes written to the log
-	Cut      int64 // bytes of output not kept
+	NotRun  string
+	Program string // NotRun: the program as it was to run (the path found, else the name)
+	// Interpreter: NotFound, and Program a script of the worktree whose
+	// first line names this program (#!/usr/bin/python3): what was not
+	// found may be it. The script stays Program: a branch may write any
+	// first line, so whose fault it is turns on the script.
+	Interpreter string
+	Duration    time.Duration
+	Logged      int64 // bytes written to the log
+	Cut         int64 // bytes of output not kept
 }
 
 // Why a command did not start (Result.NotRun).
@@ -141,10 +148,10 @@ commands:
 			var nr *notRun
 			if errors.As(runErr, &nr) {
 				res.NotRun, res.Program = nr.why, nr.program
-				if interp := interpreter(s.Dir, nr.program); nr.why == NotFound && interp != "" {
-					// The program is there: what is not is the
+				if nr.why == NotFound {
+					// The program may be there, and what is not the
 					// interpreter its first line names.
-					res.Program = interp
+					res.Interpreter = interpreter(s.Dir, nr.program)
 				}
 			}
 		case code != 0:
@@ -264,19 +271,22 @@ func describeStage(err error, path string) error {
 }
 
 // interpreter is the program a script's first line names (#!/bin/sh),
-// if program is a file there (relative to dir) with such a line.
+// if program is a file there (relative to dir) with such a line. A check
+// may have left anything at that path: it is opened without following a
+// link at any component and without blocking, and read only if it is a
+// regular file, its first 256 bytes.
 func interpreter(dir, program string) string {
-	if !strings.Contains(program, "/") {
+	if !inTree(program) {
 		return ""
 	}
-	if !filepath.IsAbs(program) {
-		program = filepath.Join(dir, program)
-	}
-	f, err := os.Open(program)
+	f, err := nofollow.Open(dir, program, os.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
 	head := make([]byte, 256)
 	n, _ := io.ReadFull(f, head)
 	line, _, _ := strings.Cut(string(head[:n]), "\n")

@@ -360,14 +360,21 @@ func (r *Runner) failed(ctx context.Context, res checks.Result, o host.Outcome) 
 	}
 	// The check never started: the core judges whose fault that is, from
 	// where its program is and how the target holds it.
-	o.NotRun, o.Program = res.NotRun, res.Program
-	if prog := res.Program; strings.Contains(prog, "/") && !filepath.IsAbs(prog) && o.Base != "" {
+	o.NotRun, o.Program, o.Interpreter = res.NotRun, res.Program, res.Interpreter
+	if prog := res.Program; checks.InTree(prog) && o.Base != "" {
 		o.InTree = true
-		mode, err := r.o.Repo.Mode(ctx, o.Base, prog)
+		target, err := r.o.Repo.Entry(ctx, o.Base, prog)
 		if err != nil {
 			return retry(err)
 		}
-		o.OnTarget = mode
+		o.OnTarget, _, _ = strings.Cut(target, " ")
+		checked := target
+		if o.Commit != "" {
+			if checked, err = r.o.Repo.Entry(ctx, o.Commit, prog); err != nil {
+				return retry(err)
+			}
+		}
+		o.Changed = checked != target
 	}
 	return o
 }

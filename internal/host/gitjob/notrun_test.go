@@ -69,6 +69,7 @@ func TestACheckThatNeverStartsSaysWhy(t *testing.T) {
 		assert.Equal(t, host.Failed, o.Result, o.Line)
 		assert.Equal(t, host.NotExecutable, o.NotRun, o.Line)
 		assert.Equal(t, gitrepo.ModeExecutable, o.OnTarget, "it runs on the target: the branch broke it")
+		assert.True(t, o.Changed)
 	})
 	t.Run("deleted by nobody: missing from the target", func(t *testing.T) {
 		f := newFixture(t, false, func(o *Options) { o.Checks = [][]string{{"scripts/check"}} })
@@ -93,7 +94,21 @@ func TestACheckThatNeverStartsSaysWhy(t *testing.T) {
 		f.commit("b1/api", "main", map[string]string{"api.txt": "api\n"}, "api")
 		o := f.check("api", "b1/api")
 		assert.Equal(t, host.NotFound, o.NotRun, o.Line)
-		assert.Equal(t, "/no/such/shell", o.Program, "the program is there; its interpreter is not")
+		assert.Equal(t, "./check.sh", o.Program, "the script stays the program")
+		assert.Equal(t, "/no/such/shell", o.Interpreter, "the program is there; its interpreter is not")
+		assert.True(t, o.InTree)
+		assert.False(t, o.Changed, "the target holds it so: not the builder's doing")
+	})
+	t.Run("its interpreter, named by the branch", func(t *testing.T) {
+		// A builder near ci-exhausted cannot make its failure the host's
+		// by writing a first line nobody has: the script is the branch's.
+		f := newFixture(t, false, func(o *Options) { o.Checks = [][]string{{"./check.sh"}} })
+		f.commitFile("main", "main", "check.sh", script, gitrepo.ModeExecutable)
+		f.commitFile("b1/api", "main", "check.sh", "#!/nonexistent/sh\necho checked\n", gitrepo.ModeExecutable)
+		o := f.check("api", "b1/api")
+		assert.Equal(t, host.NotFound, o.NotRun, o.Line)
+		assert.Equal(t, "/nonexistent/sh", o.Interpreter)
+		assert.True(t, o.Changed, "the branch changed the script")
 	})
 	t.Run("a check that ran and failed", func(t *testing.T) {
 		f := newFixture(t, false, func(o *Options) { o.Checks = [][]string{{"./check.sh"}} })
