@@ -223,7 +223,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request, logs bool) {
 // check refuses what can be refused before reading the body: no valid
 // token, a content type that is not OTLP's, a body declared too large.
 func (r *Receiver) check(req *http.Request) (jsonBody bool, err error) {
-	if r.agentOf(req) == "" && (r.opts.Secret == nil || bearer(req) == "") {
+	if r.agentOf(req) == "" {
 		return false, refuse(http.StatusUnauthorized, RefusedToken, "no valid token: send Authorization: Bearer <the agent's token> (foreman mcp --print-config prints it)")
 	}
 	switch ct, _, _ := strings.Cut(req.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) {
@@ -244,39 +244,41 @@ func bearer(req *http.Request) string {
 	return strings.TrimSpace(tok)
 }
 
+// agentOf is the agent the request's token is for, "" if it is no
+// agent's: known before a byte of the body is read, so that nobody
+// without a token costs foreman the reading and parsing of one.
 func (r *Receiver) agentOf(req *http.Request) string {
 	tok := bearer(req)
 	if tok == "" {
 		return ""
 	}
-	return r.tokens[sha256.Sum256([]byte(tok))]
+	if agent := r.tokens[sha256.Sum256([]byte(tok))]; agent != "" {
+		return agent
+	}
+	if r.opts.Secret == nil {
+		return ""
+	}
+	agent, _, ok := strings.Cut(tok, ".")
+	if !ok || agent == "" || !hmac.Equal([]byte(Token(r.opts.Secret, agent)), []byte(tok)) {
+		return ""
+	}
+	return agent
 }
 
 // authority decides, from the agent a resource names, whose spend the
-// export is: the token's agent, who must be the one named; or, with a
-// secret, the one named, whose token it must be.
+// export is: the token's agent, who must be the one named.
 func (r *Receiver) authority(req *http.Request) func(named string) (string, error) {
-	if agent := r.agentOf(req); agent != "" {
-		return func(named string) (string, error) { return agent, checkAgent(named, agent) }
-	}
-	tok := bearer(req)
-	return func(named string) (string, error) {
-		if named == "" {
-			return "", checkAgent(named, "<your sender id>")
-		}
-		if !hmac.Equal([]byte(Token(r.opts.Secret, named)), []byte(tok)) {
-			return "", refuse(http.StatusUnauthorized, RefusedToken, "the token is not %s's: send its own (foreman mcp --print-config prints it)", protocol.CleanWord(named, protocol.MaxName))
-		}
-		return named, nil
-	}
+	agent := r.agentOf(req)
+	return func(named string) (string, error) { return agent, checkAgent(named, agent) }
 }
 
 // Token is agent's token under secret: what its exporter sends as
-// Authorization: Bearer.
+// Authorization: Bearer. It names the agent (agent.mac), so that the
+// receiver knows whose it is, and that it holds, before it reads the body.
 func Token(secret []byte, agent string) string {
 	mac := hmac.New(sha256.New, secret)
 	mac.Write([]byte("foreman otlp token\x00" + agent))
-	return hex.EncodeToString(mac.Sum(nil))[:32]
+	return agent + "." + hex.EncodeToString(mac.Sum(nil))[:32]
 }
 
 // read reads the body, at most MaxBody bytes of it, gunzipped if it came

@@ -270,9 +270,32 @@ func TestSecretTokens(t *testing.T) {
 		assert.Error(t, m.flush(t), "%+v", tc)
 	}
 	assert.Equal(t, coordinator.Cost{USD: 500_000}, sink.view().Components[0].Spent)
-	assert.EqualValues(t, 2, r.Counts().Refused[RefusedToken])
-	assert.EqualValues(t, 1, r.Counts().Refused[RefusedAgent])
+	assert.EqualValues(t, 1, r.Counts().Refused[RefusedToken], "the made-up one")
+	assert.EqualValues(t, 2, r.Counts().Refused[RefusedAgent], "@b2's token naming @b1, and none named")
 	assert.NotEqual(t, Token(secret, "@b1"), Token([]byte("another secret, another foreman"), "@b1"))
+}
+
+// A token that is no agent's is refused before a byte of the body is
+// read: nobody without one costs foreman the reading and parsing of an
+// export (a few KiB of gzip can unpack to megabytes that parse into far
+// more).
+func TestNoBodyIsReadWithoutAToken(t *testing.T) {
+	sink := newSink(t)
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	r, _ := serve(t, sink, Options{Tokens: map[string]string{}, Secret: secret})
+	forged := "@b1." + strings.Repeat("0", 32)
+	for _, tok := range []string{"", "made-up", forged, Token([]byte("another secret, another foreman"), "@b1")} {
+		body := &countingReader{n: 1 << 20}
+		req := httptest.NewRequest(http.MethodPost, "/v1/metrics", body)
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		w := httptest.NewRecorder()
+		r.Handler().ServeHTTP(w, req)
+		assert.Equal(t, http.StatusUnauthorized, w.Code, "token %q", tok)
+		assert.Zero(t, body.read.Load(), "token %q: the body was read", tok)
+	}
 }
 
 func TestLoadSecret(t *testing.T) {
