@@ -331,16 +331,9 @@ func (s *Server) serveDecide(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusBadRequest, "the decision is not JSON: %v", err)
 		return
 	}
-	// One line, read as the room would read it: only an operator's own
-	// commands (contract section 2), well formed.
-	line := strings.TrimSpace(protocol.CleanText(req.Line, protocol.MaxText))
-	cmd, err := protocol.Read(line)
-	switch {
-	case err != nil:
+	line, err := operatorLine(req.Line)
+	if err != nil {
 		refuse(w, http.StatusBadRequest, "%v", err)
-		return
-	case !cmd.Verb.IsOperatorCommand():
-		refuse(w, http.StatusBadRequest, "%q is not an operator command (%s)", line, verbList())
 		return
 	}
 	op := se.relay.operator
@@ -364,6 +357,20 @@ func (s *Server) serveDecide(w http.ResponseWriter, r *http.Request) {
 	}
 	s.opts.Logger.Info().Str("operator", op).Str("line", line).Msg("a decision taken on the board")
 	writeJSON(w, http.StatusAccepted, DecideAnswer{Queued: line, By: op})
+}
+
+// operatorLine reads one decision as the room would: one line, well
+// formed, and one of an operator's own commands (contract section 2).
+func operatorLine(raw string) (string, error) {
+	line := strings.TrimSpace(protocol.CleanText(raw, protocol.MaxText))
+	cmd, err := protocol.Read(line)
+	switch {
+	case err != nil:
+		return "", err
+	case !cmd.Verb.IsOperatorCommand():
+		return "", fmt.Errorf("%q is not an operator command (%s)", line, verbList())
+	}
+	return line, nil
 }
 
 // verbList names the operator's commands.
@@ -454,7 +461,14 @@ func Relay(ctx context.Context, boardURL, token string, say func(line string) er
 			return err
 		}
 		for _, l := range ans.Lines {
-			if err := say(l); err != nil {
+			// Read again here: what is said is signed with the
+			// operator's key, and whatever answers at boardURL (another
+			// process on the port, a mistyped --board) may send anything.
+			line, err := operatorLine(l)
+			if err != nil {
+				return fmt.Errorf("the board at %s asked to say what no board of foreman's would (%v): nothing said; signed out", boardURL, err)
+			}
+			if err := say(line); err != nil {
 				return err
 			}
 		}
