@@ -402,3 +402,20 @@ func TestCheckWorktreeKnowsItsOwn(t *testing.T) {
 		require.NoError(t, r.CheckWorktree(dir), "restored after %s", name)
 	}
 }
+
+// A git worktree add stopped midway (its context cancelled) leaves the
+// worktree locked as "initializing", which git worktree prune keeps:
+// RemoveWorktree unlocks it, so no half-made worktree stays registered
+// (a check cancelled while its slot was made left one).
+func TestRemoveWorktreeOfAnAddStoppedMidway(t *testing.T) {
+	r := newRepo(t, true)
+	dir := filepath.Join(t.TempDir(), "slot-1")
+	require.NoError(t, r.AddWorktree(ctx, dir, tip(t, r, "main")))
+	_, err := r.git(ctx, "worktree", "lock", "--reason", "initializing", "--", dir)
+	require.NoError(t, err)
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, ".git"))) // cut short before its .git was written
+	require.NoError(t, r.RemoveWorktree(ctx, dir))
+	out, err := r.git(ctx, "worktree", "list", "--porcelain")
+	require.NoError(t, err)
+	assert.NotContains(t, out, "slot-1")
+}

@@ -23,7 +23,10 @@ func (r *Repo) AddWorktree(ctx context.Context, dir, commit string) error {
 func (r *Repo) RemoveWorktree(ctx context.Context, dir string) error {
 	_, err := r.git(ctx, "worktree", "remove", "--force", "--force", "--", dir)
 	if err != nil {
-		// Half made, or its files already gone: clean up by hand.
+		// Half made, or its files already gone: clean up by hand. A
+		// git worktree add stopped midway leaves its worktree locked
+		// ("initializing"), which prune keeps: unlocked first.
+		_, _ = r.git(ctx, "worktree", "unlock", "--", dir)
 		rmErr := os.RemoveAll(dir)
 		_, _ = r.git(ctx, "worktree", "prune")
 		return rmErr
