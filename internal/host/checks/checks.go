@@ -271,9 +271,9 @@ func describeStage(err error, path string) error {
 }
 
 // interpreter is the program a script's first line names (#!/bin/sh),
-// if program is a file there (relative to dir) with such a line. A check
-// may have left anything at that path: it is opened without following a
-// link at any component and without blocking, and read only if it is a
+// if program is a file of the worktree dir with such a line. A check may
+// have left anything at that path: it is opened without following a link
+// at any component and without blocking, and read only if it is a
 // regular file, its first 256 bytes.
 func interpreter(dir, program string) string {
 	if !inTree(program) {
@@ -284,6 +284,26 @@ func interpreter(dir, program string) string {
 		return ""
 	}
 	defer f.Close()
+	return firstLine(f)
+}
+
+// hostInterpreter is interpreter for a program of the host's own (an
+// absolute path, resolved at start): no check has written it.
+func hostInterpreter(program string) string {
+	if !filepath.IsAbs(program) {
+		return ""
+	}
+	f, err := os.Open(program)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	return firstLine(f)
+}
+
+// firstLine is the program a regular file's #! line names, from its first
+// 256 bytes.
+func firstLine(f *os.File) string {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return ""
 	}

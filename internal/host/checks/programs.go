@@ -104,7 +104,7 @@ func (p Programs) onHost(prog, of string) error {
 			return fmt.Errorf("%s is out of the checks' sandbox, which holds the system directories, the worktree and host.sandbox_paths: add %s to host.sandbox_paths.ro", what, dir)
 		}
 	}
-	if interp := interpreter("", prog); interp != "" && of == "" {
+	if interp := hostInterpreter(prog); interp != "" && of == "" {
 		if !filepath.IsAbs(interp) {
 			return fmt.Errorf("%s names %s on its first line, not an absolute path: write #!/usr/bin/env %s", prog, interp, interp)
 		}
