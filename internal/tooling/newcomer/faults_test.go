@@ -154,7 +154,7 @@ func TestTheReadmesPathThroughFaults(t *testing.T) {
 	require.NoError(t, err, "foreman verify:\n%s", table)
 	assert.Regexp(t, `(?m)^main at [0-9a-f]{12} since [0-9a-f]{12}: 8 commits, 8 landed by foreman, 0 not landed by foreman, 0 receipts refused$`, string(table))
 	t.Logf("foreman verify:\n%s", table)
-	assert.Regexp(t, `(?m)^[0-9a-f]{12}  landed +hotfix +approved [0-9a-f]{12} by @[0-9a-f]+; .*; changed the checks \(check\.sh\)$`, string(table))
+	assert.Regexp(t, `(?m)^[0-9a-f]{12}  landed +hotfix +Merge olga/hotfix \(hotfix\) into main +approved [0-9a-f]{12} by @[0-9a-f]+; .*; changed the checks \(check\.sh\)$`, string(table))
 
 	// The fix's receipt names who built it and who approved it, and says
 	// it changed the checks.
