@@ -200,11 +200,29 @@ func (b *hostBuild) tip(ref string) string {
 // the host lands.
 func (b *hostBuild) land(builder, c, ref string) {
 	b.t.Helper()
+	before := b.headNow()
 	b.say(builder, "READY "+c+" "+ref)
 	b.await(b.foreman, "REVIEW "+c+" ")
 	b.say("aud", "AUDIT "+c+" PASS")
 	b.await(b.foreman, "OK MERGED "+c)
+	// The host signs its head after each landing: the test's last step,
+	// foreman verify, finds the newest landing anchored only once it has
+	// (a host stopped before it signs leaves verify saying so).
+	require.Eventually(b.t, func() bool { now := b.headNow(); return now != "" && now != before },
+		patience, 20*time.Millisecond, "the host never signed its head after landing %s", c)
 }
+
+// headNow is the blob the host's signed head of main is, "" if none.
+func (b *hostBuild) headNow() string {
+	out, err := b.repo.Git(context.Background(), "rev-parse", "--verify", "--quiet", headRef)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// headRef is where the host keeps its signed head of main.
+const headRef = "refs/foreman/head/main"
 
 // Issue 28, with the real binaries and real git: two builders editing the
 // same line hear OVERLAP before either says READY; with overlap: wait the
