@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -157,11 +155,7 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	if f.name == "" {
 		f.name = id.Name
 	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := untilInterrupted(cmd)
 	defer stop()
 
 	show := newRoomShow(a.stdout, !f.noColor && isTTY(a.stdout), f.coordinator)

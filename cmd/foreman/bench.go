@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime/pprof"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,7 +70,7 @@ foreman's key makes the channel before the agents join.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := untilInterrupted(cmd)
 			defer stop()
 			r, err := loadtest.Run(ctx, o)
 			if err != nil {

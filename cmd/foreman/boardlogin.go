@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -87,11 +85,7 @@ func (a *app) runBoardLogin(cmd *cobra.Command, file string, f *boardLoginFlags)
 	if err != nil {
 		return err
 	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := untilInterrupted(cmd)
 	defer stop()
 
 	ans, err := web.Login(ctx, board, id)

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -68,7 +66,7 @@ component, stops foreman up as Ctrl-C would, and says how long it took.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if up.on {
-				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				ctx, stop := untilInterrupted(cmd)
 				defer stop()
 				http := o.HTTP
 				if http == "" {
@@ -93,7 +91,7 @@ component, stops foreman up as Ctrl-C would, and says how long it took.
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := untilInterrupted(cmd)
 			defer stop()
 			o.Seed, o.Out, o.Logger = seed, a.stdout, log
 			o.Color = !noColor && isTTY(a.stdout)

@@ -1,11 +1,6 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/internal/host/live"
@@ -75,11 +70,7 @@ docs/HOST.md.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			ctx, stop := untilInterrupted(cmd)
 			defer stop()
 			return live.Main(ctx, c, log, a.stderr)
 		},

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -157,4 +160,14 @@ func (a *app) logger(c *config.Config) (zerolog.Logger, error) {
 		log.Warn().Msg(w)
 	}
 	return log, nil
+}
+
+// untilInterrupted is cmd's context (the background if it has none, as in
+// tests that call RunE), done at SIGINT or SIGTERM.
+func untilInterrupted(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }

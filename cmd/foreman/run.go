@@ -90,7 +90,7 @@ release the leases, so that a standby takes over at once.`,
 			for _, w := range warnings {
 				log.Warn().Msg(w)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := untilInterrupted(cmd)
 			defer stop()
 			reload, stopHUP := reloadOnHUP()
 			defer stopHUP()

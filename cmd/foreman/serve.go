@@ -2,10 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -65,7 +62,7 @@ channels, unless --open-create).`,
 				channels = []string{c.Server.Channel}
 			}
 			up.StockRoom(&cfg, c, log, channels, programVersion())
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := untilInterrupted(cmd)
 			defer stop()
 			srv, err := server.Start(ctx, cfg)
 			if err != nil {

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -58,7 +55,7 @@ for running the parts on different machines, and for a cluster.`,
   foreman up --listen 127.0.0.1:0 --http 127.0.0.1:0   # free ports, printed once ready`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := untilInterrupted(cmd)
 			defer stop()
 			return a.runUp(ctx, cmd, configArg(args), f)
 		},

@@ -1,11 +1,6 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/internal/worker"
@@ -51,11 +46,7 @@ workers. See docs/HOST.md, "Workers".`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			ctx, stop := untilInterrupted(cmd)
 			defer stop()
 			return worker.Main(ctx, c, log, a.stderr)
 		},
