@@ -740,7 +740,19 @@ func (q *Queue) WatchResults(ctx context.Context, build string) (<-chan Stored, 
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan Stored, 64)
+	return follow(ctx, w, func(e jetstream.KeyValueEntry) (Stored, bool) {
+		if e.Operation() != jetstream.KeyValuePut {
+			return Stored{}, false
+		}
+		return stored(build, e.Key(), e.Value()), true
+	}), nil
+}
+
+// follow hands on what each of w's entries becomes (those each keeps),
+// until ctx ends or the watch does; the channel closes then, and the
+// watch stops.
+func follow[T any](ctx context.Context, w jetstream.KeyWatcher, each func(jetstream.KeyValueEntry) (T, bool)) <-chan T {
+	out := make(chan T, 64)
 	go func() {
 		defer close(out)
 		defer w.Stop()
@@ -752,16 +764,20 @@ func (q *Queue) WatchResults(ctx context.Context, build string) (<-chan Stored, 
 				if !ok {
 					return
 				}
-				if e == nil || e.Operation() != jetstream.KeyValuePut {
+				if e == nil {
+					continue
+				}
+				v, keep := each(e)
+				if !keep {
 					continue
 				}
 				select {
-				case out <- stored(build, e.Key(), e.Value()):
+				case out <- v:
 				case <-ctx.Done():
 					return
 				}
 			}
 		}
 	}()
-	return out, nil
+	return out
 }

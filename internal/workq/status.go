@@ -110,40 +110,19 @@ func (q *Queue) WatchWorkers(ctx context.Context) (<-chan WorkerSeen, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan WorkerSeen, 64)
-	go func() {
-		defer close(out)
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e == nil {
-					continue
-				}
-				id, _ := unKey(strings.TrimPrefix(e.Key(), "w."))
-				s := WorkerSeen{ID: id}
-				if e.Operation() == jetstream.KeyValuePut {
-					var st WorkerStatus
-					if json.Unmarshal(e.Value(), &st) != nil || st.ID != id {
-						continue // a word not its own: a worker writes only its key
-					}
-					st.Seen, st.Rev = e.Created(), e.Revision()
-					s.Status = &st
-				}
-				select {
-				case out <- s:
-				case <-ctx.Done():
-					return
-				}
+	return follow(ctx, w, func(e jetstream.KeyValueEntry) (WorkerSeen, bool) {
+		id, _ := unKey(strings.TrimPrefix(e.Key(), "w."))
+		s := WorkerSeen{ID: id}
+		if e.Operation() == jetstream.KeyValuePut {
+			var st WorkerStatus
+			if json.Unmarshal(e.Value(), &st) != nil || st.ID != id {
+				return s, false // a word not its own: a worker writes only its key
 			}
+			st.Seen, st.Rev = e.Created(), e.Revision()
+			s.Status = &st
 		}
-	}()
-	return out, nil
+		return s, true
+	}), nil
 }
 
 // WorkerSaid is what worker id said of itself last, read directly (nil
