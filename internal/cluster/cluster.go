@@ -127,7 +127,7 @@ func Connect(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 func (c *Cluster) open(ctx context.Context) error {
-	if _, err := c.js.AccountInfo(ctx); err != nil {
+	if _, err := ask(ctx, c.js.AccountInfo); err != nil {
 		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
 			return fmt.Errorf("the NATS server at %s has no JetStream: start it with -js (nats-server -js -sd DIR)", c.opts.URL)
 		}
@@ -145,14 +145,12 @@ func (c *Cluster) open(ctx context.Context) error {
 		if c.nodes, err = c.bucket(ctx, NodeBucket); err != nil {
 			return fmt.Errorf("%s: %w", NodeBucket, err)
 		}
-		c.snaps, err = c.js.ObjectStore(ctx, SnapshotBucket)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			c.snaps, err = c.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: SnapshotBucket,
-				Storage: jetstream.FileStorage, Replicas: c.opts.Replicas})
-			if errors.Is(err, jetstream.ErrBucketExists) {
-				c.snaps, err = c.js.ObjectStore(ctx, SnapshotBucket)
-			}
-		}
+		c.snaps, err = ensure(ctx,
+			func(ctx context.Context) (jetstream.ObjectStore, error) { return c.js.ObjectStore(ctx, SnapshotBucket) },
+			func(ctx context.Context) (jetstream.ObjectStore, error) {
+				return c.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: SnapshotBucket,
+					Storage: jetstream.FileStorage, Replicas: c.opts.Replicas})
+			}, jetstream.ErrBucketNotFound, jetstream.ErrBucketExists)
 		if err != nil {
 			return fmt.Errorf("%s: %w", SnapshotBucket, err)
 		}
@@ -169,7 +167,7 @@ func (c *Cluster) open(ctx context.Context) error {
 			kv   *jetstream.KeyValue
 			name string
 		}{{&c.builds.kv, LeaseBucket}, {&c.hosts.kv, HostLeaseBucket}, {&c.hostNodes, HostNodeBucket}} {
-			kv, err := c.js.KeyValue(ctx, b.name)
+			kv, err := ask(ctx, c.lookBucket(b.name))
 			if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 				return fmt.Errorf("%s: %w", b.name, err)
 			}
@@ -184,7 +182,7 @@ func (c *Cluster) open(ctx context.Context) error {
 // by hand), unless the operator said so (Init).
 func (c *Cluster) openLeases(ctx context.Context, set *leaseSet) error {
 	var err error
-	if set.kv, err = c.js.KeyValue(ctx, set.bucket); errors.Is(err, jetstream.ErrBucketNotFound) {
+	if set.kv, err = ask(ctx, c.lookBucket(set.bucket)); errors.Is(err, jetstream.ErrBucketNotFound) {
 		if !c.opts.Init {
 			if name, ok := c.anyStream(ctx, set.prefix); ok {
 				return &RefusedError{Why: fmt.Sprintf(
@@ -208,16 +206,15 @@ func (c *Cluster) bucket(ctx context.Context, name string) (jetstream.KeyValue, 
 
 // bucketTTL is bucket, whose keys expire after ttl (0: never).
 func (c *Cluster) bucketTTL(ctx context.Context, name string, ttl time.Duration) (jetstream.KeyValue, error) {
-	kv, err := c.js.KeyValue(ctx, name)
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return kv, err
-	}
-	kv, err = c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 1, TTL: ttl,
-		Storage: jetstream.FileStorage, Replicas: c.opts.Replicas})
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		return c.js.KeyValue(ctx, name)
-	}
-	return kv, err
+	return ensure(ctx, c.lookBucket(name), func(ctx context.Context) (jetstream.KeyValue, error) {
+		return c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 1, TTL: ttl,
+			Storage: jetstream.FileStorage, Replicas: c.opts.Replicas})
+	}, jetstream.ErrBucketNotFound, jetstream.ErrBucketExists)
+}
+
+// lookBucket is the request that opens the KV bucket name.
+func (c *Cluster) lookBucket(name string) func(context.Context) (jetstream.KeyValue, error) {
+	return func(ctx context.Context) (jetstream.KeyValue, error) { return c.js.KeyValue(ctx, name) }
 }
 
 // anyStream names a stream whose name starts with prefix, if there is one.

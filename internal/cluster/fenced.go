@@ -48,8 +48,8 @@ func (c *Cluster) newFenced(l *Lease) fenced {
 
 // ensureStream makes the build's stream of set if it is not there.
 // Standbys may race to make it; on a NATS cluster a create that loses such
-// a race can go unanswered, so each attempt is short, and the next finds
-// the stream made.
+// a race can go unanswered, so each attempt is short (ensure), and the next
+// look finds the stream made.
 func (c *Cluster) ensureStream(ctx context.Context, set *leaseSet, key string) (jetstream.Stream, error) {
 	cfg := jetstream.StreamConfig{
 		Name:        set.prefix + key,
@@ -62,25 +62,10 @@ func (c *Cluster) ensureStream(ctx context.Context, set *leaseSet, key string) (
 		Duplicates:  2 * time.Minute,
 		AllowDirect: true,
 	}
-	for {
-		s, err := c.js.Stream(ctx, cfg.Name)
-		if err == nil || !errors.Is(err, jetstream.ErrStreamNotFound) {
-			return s, err
-		}
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		s, err = c.js.CreateStream(actx, cfg)
-		cancel()
-		switch {
-		case err == nil:
-			return s, nil
-		case ctx.Err() != nil:
-			return nil, err
-		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse), errors.Is(err, context.DeadlineExceeded):
-			continue // another made it, or is making it: look again
-		default:
-			return nil, err
-		}
-	}
+	return ensure(ctx,
+		func(ctx context.Context) (jetstream.Stream, error) { return c.js.Stream(ctx, cfg.Name) },
+		func(ctx context.Context) (jetstream.Stream, error) { return c.js.CreateStream(ctx, cfg) },
+		jetstream.ErrStreamNotFound, jetstream.ErrStreamNameAlreadyInUse)
 }
 
 // fence puts this holder's mark after everything in the stream: from here
