@@ -34,8 +34,11 @@ type Config struct {
 	Journal string              // path of the journal; "" keeps no journal
 	Record  string              // path of the transcript to record; "" records none
 	HTTP    string              // listen address of the board, metrics and health
-	Log     Log
-	MCP     MCP
+	// HTTPNames are more names the board is reached by (http.names): an
+	// operator signs in to decide on the board only at one of its own.
+	HTTPNames []string
+	Log       Log
+	MCP       MCP
 	// Telemetry is where agents' spend comes in (docs/BUDGETS.md).
 	Telemetry Telemetry
 	Cluster   Cluster // NATS JetStream and leases; off by default
@@ -143,6 +146,7 @@ func defaults() map[string]any {
 		"journal.path":       ".foreman/journal",
 		"record.path":        "",
 		"http.listen":        "127.0.0.1:9090",
+		"http.names":         []string{},
 		"log.level":          "info",
 		"log.format":         "auto",
 		"mcp.keepalive":      "30m",
@@ -276,13 +280,14 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 			Identity: src.path("server.identity", v.GetString("server.identity")),
 			Name:     v.GetString("server.name"),
 		},
-		Build:   Build{Name: v.GetString("build.name"), Spec: v.GetString("build.spec")},
-		Journal: src.path("journal.path", v.GetString("journal.path")),
-		Record:  src.path("record.path", v.GetString("record.path")),
-		HTTP:    v.GetString("http.listen"),
-		Log:     Log{Level: strings.ToLower(v.GetString("log.level")), Format: strings.ToLower(v.GetString("log.format"))},
-		Rules:   coordinator.DefaultRules(),
-		File:    file,
+		Build:     Build{Name: v.GetString("build.name"), Spec: v.GetString("build.spec")},
+		Journal:   src.path("journal.path", v.GetString("journal.path")),
+		Record:    src.path("record.path", v.GetString("record.path")),
+		HTTP:      v.GetString("http.listen"),
+		HTTPNames: v.GetStringSlice("http.names"),
+		Log:       Log{Level: strings.ToLower(v.GetString("log.level")), Format: strings.ToLower(v.GetString("log.format"))},
+		Rules:     coordinator.DefaultRules(),
+		File:      file,
 	}
 	if !strings.HasPrefix(c.Server.URL, "ws://") && !strings.HasPrefix(c.Server.URL, "wss://") {
 		return nil, errorf("server.url", "%q is not a ws:// or wss:// URL", c.Server.URL)
@@ -292,6 +297,11 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 	}
 	if !nameRE.MatchString(c.Server.Name) {
 		return nil, errorf("server.name", "%q is not a display name: 1 to 32 letters, digits, _ or -", c.Server.Name)
+	}
+	for _, n := range c.HTTPNames {
+		if n == "" || strings.ContainsAny(n, "/ \t@?#") {
+			return nil, errorf("http.names", "%q is not a host or host:port: give the board's name as a browser's address has it, without http:// (board.example, board.example:8443)", n)
+		}
 	}
 	var err error
 	if c.Server.RateLimit, err = duration(v, "server.rate_limit", false); err != nil {

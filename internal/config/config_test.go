@@ -83,6 +83,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		"slow rate":            {minimal + "server:\n  rate_limit: 2h\n", "server.rate_limit: 2h0m0s is over the most allowed, 1m0s"},
 		"huge history":         {minimal + "server:\n  history: 9999999\n", "server.history: 9999999 is over the most allowed"},
 		"bad keepalive":        {minimal + "mcp:\n  keepalive: forever\n", `mcp.keepalive: "forever" is not a duration`},
+		"board name a URL":     {minimal + "http:\n  names: [\"https://board.example\"]\n", `http.names: "https://board.example" is not a host or host:port`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 func ConfigOptions(c *config.Config, log zerolog.Logger) Options {
 	operators := c.Roles.Operators
 	wo := Options{Logger: log.With().Str("part", "http").Logger(), HostLogs: c.Host.Logs,
-		Operators: func() []string { return operators }}
+		Operators: func() []string { return operators }, Names: c.HTTPNames}
 	if c.Journal != "" {
 		// Beside the journal's segments: the board's log and counters go
 		// on where they were after a restart.

@@ -3,14 +3,19 @@ package web
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +52,6 @@ const (
 	ticketLife    = 2 * time.Minute  // a ticket must be opened within this
 	relayWait     = 20 * time.Second // a relay's request waits this long for a decision
 	relayGone     = 45 * time.Second // a relay that has not asked for this long has stopped
-	maxChallenges = 64               // outstanding challenges kept; the oldest go first
 	maxQueued     = 16               // decisions waiting for one relay
 	sessionCookie = "foreman_board_session"
 	csrfHeader    = "X-Foreman-CSRF"
@@ -55,7 +59,9 @@ const (
 
 // loginMessage is what an operator's key signs to sign in: the purpose,
 // the board's host as the operator reached it (so a signature given to
-// another board is no good here), and the board's challenge.
+// another board is no good here: the board takes only its own names,
+// never the name a request says it was sent to), and the board's
+// challenge.
 func loginMessage(host, challenge string) []byte {
 	return []byte("foreman board login\n" + host + "\n" + challenge)
 }
@@ -76,12 +82,16 @@ type session struct {
 
 // decisions holds the board's sign-ins.
 type decisions struct {
-	mu         sync.Mutex
-	challenges map[string]time.Time // challenge -> expiry
-	order      []string             // challenges, oldest first
-	tickets    map[string]ticket
-	relays     map[string]*relay   // by token
-	sessions   map[string]*session // by cookie
+	mu sync.Mutex
+	// A challenge is its expiry and a MAC of it under key: the board keeps
+	// nothing for the challenges it gives, so asking for any number of them
+	// pushes none out, and used holds only those an operator signed in
+	// with, until they expire.
+	key      []byte
+	used     map[string]time.Time // challenge -> expiry
+	tickets  map[string]ticket
+	relays   map[string]*relay   // by token
+	sessions map[string]*session // by cookie
 }
 
 type ticket struct {
@@ -108,11 +118,47 @@ func (d *decisions) prune(now time.Time) {
 			delete(d.tickets, t)
 		}
 	}
+	for c, exp := range d.used {
+		if now.After(exp) {
+			delete(d.used, c)
+		}
+	}
 }
 
 func newDecisions() *decisions {
-	return &decisions{challenges: map[string]time.Time{}, tickets: map[string]ticket{},
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // never fails (crypto/rand)
+	return &decisions{key: key, used: map[string]time.Time{}, tickets: map[string]ticket{},
 		relays: map[string]*relay{}, sessions: map[string]*session{}}
+}
+
+// challengeSize is a challenge's bytes: its expiry (Unix nanoseconds),
+// 16 random bytes, and the first 16 bytes of the HMAC-SHA256 of both.
+const challengeSize = 8 + 16 + 16
+
+// challenge makes a challenge that expires at exp.
+func (d *decisions) challenge(exp time.Time) string {
+	b := make([]byte, challengeSize)
+	binary.BigEndian.PutUint64(b, uint64(exp.UnixNano()))
+	_, _ = rand.Read(b[8:24])
+	copy(b[24:], d.mac(b[:24]))
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (d *decisions) mac(b []byte) []byte {
+	m := hmac.New(sha256.New, d.key)
+	m.Write(b)
+	return m.Sum(nil)[:16]
+}
+
+// expiry reads a challenge this board made: when it expires, or false
+// when it is not this board's.
+func (d *decisions) expiry(c string) (time.Time, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) != challengeSize || !hmac.Equal(b[24:], d.mac(b[:24])) {
+		return time.Time{}, false
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(b))), true
 }
 
 func secret() string {
@@ -135,18 +181,7 @@ func refuse(w http.ResponseWriter, code int, format string, args ...any) {
 
 // serveChallenge is GET /api/login/challenge.
 func (s *Server) serveChallenge(w http.ResponseWriter, r *http.Request) {
-	d := s.dec
-	now := s.opts.Now()
-	c := secret()
-	d.mu.Lock()
-	d.challenges[c] = now.Add(challengeLife)
-	d.order = append(d.order, c)
-	for len(d.order) > maxChallenges {
-		delete(d.challenges, d.order[0])
-		d.order = d.order[1:]
-	}
-	d.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]string{"challenge": c})
+	writeJSON(w, http.StatusOK, map[string]string{"challenge": s.dec.challenge(s.opts.Now().Add(challengeLife))})
 }
 
 // LoginRequest is what foreman board-login sends, signed.
@@ -171,12 +206,14 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := s.dec
-	d.mu.Lock()
-	exp, ok := d.challenges[req.Challenge]
-	delete(d.challenges, req.Challenge) // one try per challenge
-	d.mu.Unlock()
+	exp, ok := d.expiry(req.Challenge)
 	if !ok || s.opts.Now().After(exp) {
-		refuse(w, http.StatusUnauthorized, "the challenge is unknown, used or expired; run foreman board-login again")
+		refuse(w, http.StatusUnauthorized, "the challenge is not this board's, or expired; run foreman board-login again")
+		return
+	}
+	if !s.named(r.Host) {
+		refuse(w, http.StatusForbidden, "this board is not %s to sign in at (it is %s); reach it by one of those, or list the name operators use under http.names",
+			r.Host, strings.Join(s.ownNames(), ", "))
 		return
 	}
 	pub, err := agentchat.ParsePublicPEM(req.PublicKey)
@@ -201,6 +238,12 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 	t := secret()
 	d.mu.Lock()
 	d.prune(s.opts.Now())
+	if _, used := d.used[req.Challenge]; used {
+		d.mu.Unlock()
+		refuse(w, http.StatusUnauthorized, "the challenge was used to sign in already; run foreman board-login again")
+		return
+	}
+	d.used[req.Challenge] = exp
 	d.relays[rl.token] = rl
 	d.tickets[t] = ticket{relay: rl, expires: s.opts.Now().Add(ticketLife)}
 	d.mu.Unlock()
@@ -512,4 +555,30 @@ func call(ctx context.Context, method, u, token string, in, out any) error {
 		return fmt.Errorf("the board answered %s at %s", resp.Status, u)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// ownNames are the hosts this board answers sign-ins at: where it listens
+// (as 127.0.0.1, localhost and [::1] too when that is this machine's
+// loopback or every interface) and the names the configuration gives it
+// (http.names: behind a proxy, or reached by a name). A signed login
+// names the host its board-login reached; a host the board does not know
+// as its own is refused, whatever the request's Host header says, so a
+// board that passed this one's challenge on cannot sign in here with the
+// signature it was given.
+func (s *Server) ownNames() []string {
+	names := slices.Clone(s.opts.Names)
+	if a, _ := s.addr.Load().(*net.TCPAddr); a != nil {
+		port := strconv.Itoa(a.Port)
+		if a.IP.IsLoopback() || a.IP.IsUnspecified() {
+			names = append(names, net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("localhost", port), net.JoinHostPort("::1", port))
+		}
+		if !a.IP.IsUnspecified() && !a.IP.Equal(net.IPv4(127, 0, 0, 1)) {
+			names = append(names, net.JoinHostPort(a.IP.String(), port))
+		}
+	}
+	return names
+}
+
+func (s *Server) named(host string) bool {
+	return slices.ContainsFunc(s.ownNames(), func(n string) bool { return strings.EqualFold(n, host) })
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -118,11 +120,24 @@ func TestDecisionsOnTheBoard(t *testing.T) {
 	err = call(ctx, http.MethodPost, lb.URL+"api/login", "", signed, &LoginAnswer{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the signature does not verify for this board")
-	// Nor is a challenge tried once already.
+	// Nor is it good here sent with the other board's name as its Host:
+	// the board signs in at its own names only.
+	err = callHost(ctx, lb.URL+"api/login", "board.example:8080", signed)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "this board is not board.example:8080 to sign in at")
+	// Nor is a challenge an operator signed in with already.
 	signed.Signature = base64.StdEncoding.EncodeToString(op.Sign(loginMessage(host, c)))
+	require.NoError(t, call(ctx, http.MethodPost, lb.URL+"api/login", "", signed, &LoginAnswer{}))
 	err = call(ctx, http.MethodPost, lb.URL+"api/login", "", signed, &LoginAnswer{})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "the challenge is unknown, used or expired")
+	assert.Contains(t, err.Error(), "the challenge was used to sign in already")
+	// Nor a challenge the board did not make.
+	forged := signed
+	forged.Challenge = strings.Repeat("A", len(c))
+	forged.Signature = base64.StdEncoding.EncodeToString(op.Sign(loginMessage(host, forged.Challenge)))
+	err = call(ctx, http.MethodPost, lb.URL+"api/login", "", forged, &LoginAnswer{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the challenge is not this board's")
 
 	// The operator signs in; its board-login says what is decided.
 	ans, err := Login(ctx, lb.URL, op)
@@ -269,7 +284,7 @@ func TestBoardSignInsExpire(t *testing.T) {
 	}
 	_, err = signIn(challengeLife + time.Second)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "the challenge is unknown, used or expired")
+	assert.Contains(t, err.Error(), "the challenge is not this board's, or expired")
 	_, err = signIn(challengeLife - time.Second)
 	require.NoError(t, err, "a challenge signed in time")
 
@@ -299,4 +314,82 @@ func TestBoardSignInsExpire(t *testing.T) {
 	code, body = page.post("/api/decide", map[string]string{"line": "RESUME"}, map[string]string{csrfHeader: session["csrf"]})
 	assert.Equal(t, http.StatusUnauthorized, code)
 	assert.Contains(t, body["error"], "the foreman board-login that signed this browser in has stopped")
+}
+
+// callHost posts a login with the Host header set to host, as a board
+// that relays another's challenge would send it.
+func callHost(ctx context.Context, u, host string, login LoginRequest) error {
+	data, err := json.Marshal(login)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(string(data)))
+	if err != nil {
+		return err
+	}
+	req.Host = host
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var e struct{ Error string }
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the board refused (%d): %s", resp.StatusCode, e.Error)
+	}
+	return nil
+}
+
+// TestChallengesCannotBePushedOut: anyone may ask for challenges, as many
+// as they like; none of them pushes out the one an operator is signing.
+// (When the board kept its last 64, 64 asked by a stranger meanwhile made
+// the operator's sign-in fail.)
+func TestChallengesCannotBePushedOut(t *testing.T) {
+	op, err := agentchat.NewIdentity("olga")
+	require.NoError(t, err)
+	s := New(Options{Operators: func() []string { return []string{op.AgentID()} }})
+	s.Attach(&fakeSource{view: shopView(), health: healthy()})
+	ts := newTestServer(t, s)
+	base := ts.URL + "/"
+	ctx := t.Context()
+	var mine struct{ Challenge string }
+	require.NoError(t, call(ctx, http.MethodGet, base+"api/login/challenge", "", nil, &mine))
+	for range 1000 {
+		var other struct{ Challenge string }
+		require.NoError(t, call(ctx, http.MethodGet, base+"api/login/challenge", "", nil, &other))
+	}
+	host := strings.TrimPrefix(ts.URL, "http://")
+	err = call(ctx, http.MethodPost, base+"api/login", "", LoginRequest{ID: op.AgentID(), PublicKey: op.PublicPEM(), Challenge: mine.Challenge,
+		Signature: base64.StdEncoding.EncodeToString(op.Sign(loginMessage(host, mine.Challenge)))}, &LoginAnswer{})
+	require.NoError(t, err, "the operator's challenge, after 1,000 asked by others")
+}
+
+// TestTheBoardSignsInAtItsOwnNames: a board behind a proxy is reached by
+// the name the configuration gives it (http.names), and by where it
+// listens; a name it was not given is refused, saying which it has.
+func TestTheBoardSignsInAtItsOwnNames(t *testing.T) {
+	op, err := agentchat.NewIdentity("olga")
+	require.NoError(t, err)
+	s := New(Options{Operators: func() []string { return []string{op.AgentID()} }, Names: []string{"Board.Example"}})
+	s.Attach(&fakeSource{view: shopView(), health: healthy()})
+	ts := newTestServer(t, s)
+	ctx := t.Context()
+	_, port, err := net.SplitHostPort(ts.Listener.Addr().String())
+	require.NoError(t, err)
+	for host, ok := range map[string]bool{
+		"board.example": true, "localhost:" + port: true, "127.0.0.1:" + port: true, "[::1]:" + port: true,
+		"board.example:8080": false, "evil.example": false, "localhost:1": false,
+	} {
+		var ch struct{ Challenge string }
+		require.NoError(t, call(ctx, http.MethodGet, ts.URL+"/api/login/challenge", "", nil, &ch))
+		err := callHost(ctx, ts.URL+"/api/login", host, LoginRequest{ID: op.AgentID(), PublicKey: op.PublicPEM(), Challenge: ch.Challenge,
+			Signature: base64.StdEncoding.EncodeToString(op.Sign(loginMessage(host, ch.Challenge)))})
+		if ok {
+			assert.NoError(t, err, host)
+		} else if assert.Error(t, err, host) {
+			assert.Contains(t, err.Error(), "this board is not "+host+" to sign in at (it is Board.Example, 127.0.0.1:"+port)
+		}
+	}
 }

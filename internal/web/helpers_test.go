@@ -88,6 +88,7 @@ func newTestServer(t *testing.T, s *Server) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
+	s.addr.Store(ts.Listener.Addr()) // where it listens, as Serve knows it
 	return ts
 }
 

@@ -41,6 +41,11 @@ type Options struct {
 	// Operators, if set, are the sender ids who may sign in to decide on
 	// the board (roles.operators; decide.go). Without it nobody can.
 	Operators func() []string
+	// Names are more hosts (host or host:port, as a browser's address
+	// has it) the board is reached by, besides where it listens
+	// (http.names): an operator signs in only at one of the board's own
+	// names (decide.go).
+	Names []string
 }
 
 // Server serves the board, the JSON view, health and metrics.
@@ -50,7 +55,8 @@ type Server struct {
 	lastView atomic.Pointer[coordinator.View] // the latest the bot gave, for when it stops answering
 	metrics  *metrics
 	handler  http.Handler
-	dec      *decisions // sign-ins to decide on the board
+	dec      *decisions   // sign-ins to decide on the board
+	addr     atomic.Value // *net.TCPAddr: where Serve listens
 
 	snap   atomic.Pointer[snapshot] // the latest; see snapshotFor
 	takeMu sync.Mutex               // one snapshot is taken at a time
@@ -152,6 +158,9 @@ const shutdownGrace = 3 * time.Second
 // Serve serves on ln until ctx ends, then shuts down. Live streams end
 // with ctx too, since they would otherwise hold the shutdown open.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		s.addr.Store(a)
+	}
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
