@@ -136,6 +136,7 @@ func (w *Worker) run(ctx context.Context, job workq.Job, seq uint64, local int) 
 		res.Outcome = workq.Passed
 	}
 	res.Command, res.Line, res.Silent, res.TimedOut, res.Stopped = checked.Command, checked.Line, checked.Silent, checked.TimedOut, checked.Stopped
+	res.NotRun, res.Program, res.Interpreter = checked.NotRun, checked.Program, checked.Interpreter
 	res.Flaky = checked.Flaky
 	res.TookMS, res.At = time.Since(began).Milliseconds(), w.o.Now()
 	return res

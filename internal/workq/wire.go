@@ -136,7 +136,14 @@ type Result struct {
 	Flaky    []string `json:"flaky,omitempty"`
 	Logs     []Log    `json:"logs,omitempty"` // each try's log, in CheckLogStream, in order
 	Why      string   `json:"why,omitempty"`  // Infra: what went wrong
-	Tree     string   `json:"tree,omitempty"` // the tree of Commit, as the worker checked it out
+	// NotRun, when the failing check never started, says why (package
+	// checks' words: not found, not executable, sandbox failed), with the
+	// program as it was to run and the interpreter its #! line names: the
+	// host's core judges from them whether the fault is the host's.
+	NotRun      string `json:"not_run,omitempty"`
+	Program     string `json:"program,omitempty"`
+	Interpreter string `json:"interpreter,omitempty"`
+	Tree        string `json:"tree,omitempty"` // the tree of Commit, as the worker checked it out
 
 	TookMS int64     `json:"took_ms,omitempty"` // by the worker's own monotonic clock
 	At     time.Time `json:"at,omitzero"`       // the worker's wall clock: for people, never compared
@@ -159,7 +166,7 @@ type Log struct {
 // decides by, in a fixed encoding (the wall clock and the time taken,
 // which decide nothing, are not).
 func (r Result) Signed() []byte {
-	data, _ := json.Marshal(struct {
+	type v2 struct {
 		What     string   `json:"what"`
 		Job      string   `json:"job"`
 		Worker   string   `json:"worker"`
@@ -175,8 +182,21 @@ func (r Result) Signed() []byte {
 		Flaky    []string `json:"flaky"`
 		Logs     []Log    `json:"logs"`
 		Why      string   `json:"why"`
-	}{"foreman-result-v2", r.Job, r.Worker, r.Seq, r.Commit, r.Tree, r.Outcome, r.Command, r.Line, r.Silent, r.TimedOut, r.Stopped,
-		r.Flaky, r.Logs, r.Why})
+	}
+	signed := v2{"foreman-result-v2", r.Job, r.Worker, r.Seq, r.Commit, r.Tree, r.Outcome, r.Command, r.Line, r.Silent, r.TimedOut, r.Stopped,
+		r.Flaky, r.Logs, r.Why}
+	if r.NotRun == "" && r.Program == "" && r.Interpreter == "" {
+		// As a worker before v3 signs it: a check that started.
+		data, _ := json.Marshal(signed)
+		return data
+	}
+	signed.What = "foreman-result-v3"
+	data, _ := json.Marshal(struct {
+		v2
+		NotRun      string `json:"not_run"`
+		Program     string `json:"program"`
+		Interpreter string `json:"interpreter"`
+	}{signed, r.NotRun, r.Program, r.Interpreter})
 	return data
 }
 

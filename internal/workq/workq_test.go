@@ -309,7 +309,7 @@ func TestEveryFieldTheHostDecidesByIsSigned(t *testing.T) {
 	res := Result{Job: "1-0-aa", Worker: "w1", Seq: 3, Commit: strings.Repeat("a", 40), Tree: strings.Repeat("b", 40),
 		Outcome: Failed, Command: "make test", Line: "FAIL", Silent: true, TimedOut: true, Stopped: true, Flaky: []string{"make lint"},
 		Logs: []Log{{Name: "db-1.log", Subject: "foreman-logs.shop.1-0-aa.w1.db-1_2elog", First: 7, Size: 9, SHA256: strings.Repeat("c", 64)}},
-		Why:  "why"}
+		Why:  "why", NotRun: "not found", Program: "./check.sh", Interpreter: "/bin/zsh"}
 	res.Key, res.Sig = Sign(kp, res.Signed())
 	require.NoError(t, Verify(res.Key, res.Signed(), res.Sig))
 	exempt := map[string]bool{"V": true, "TookMS": true, "At": true, "Key": true, "Sig": true}
@@ -349,7 +349,13 @@ func TestEveryFieldTheHostDecidesByIsSigned(t *testing.T) {
 		changed++
 		assert.Error(t, Verify(res.Key, forged.Signed(), res.Sig), "Result.%s changed after it was signed still verifies", name)
 	}
-	assert.GreaterOrEqual(t, changed, 13)
+	assert.GreaterOrEqual(t, changed, 16)
+	// A check that started is signed as before v3, and a worker's v3
+	// signature never passes for it.
+	started := res
+	started.NotRun, started.Program, started.Interpreter = "", "", ""
+	assert.Contains(t, string(started.Signed()), `"what":"foreman-result-v2"`)
+	assert.Error(t, Verify(res.Key, started.Signed(), res.Sig), "a result signed saying its check never started, read as one that started")
 
 	tk := Taken{Job: "1-0-aa", Worker: "w1", Seq: 3, Commit: strings.Repeat("a", 40)}
 	tk.Key, tk.Sig = Sign(kp, tk.Signed())

@@ -1,6 +1,10 @@
 package live
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -209,4 +213,31 @@ func TestAWorkerWhoseClockIsOff(t *testing.T) {
 	}, time.Minute, 20*time.Millisecond)
 	assert.WithinDuration(t, time.Now().Add(off), st.At, time.Minute, "it stamps the time it believes")
 	assert.WithinDuration(t, time.Now(), st.Seen, time.Minute, "last seen is NATS's clock")
+}
+
+// Bad input: a check program the workers do not have (there when they
+// started, gone when the job comes). The worker's result says its check
+// never started, and why, as a check on the host would: the host says the
+// fault is its own (host-fault, with the fix), and the builder is not told
+// to fix what it did not break. (Before the result said so, the builder
+// got FIX db for a program missing on the workers.)
+func TestAProgramMissingOnTheWorkersIsTheHostsFault(t *testing.T) {
+	prog := filepath.Join(filepath.Dir(os.Args[0]), "check-gone-"+strconv.Itoa(os.Getpid()))
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	t.Cleanup(func() { _ = os.Remove(prog) })
+	w := newWorld(t, worldOptions{workers: true, checks: fmt.Sprintf("[%q]", prog)})
+	w.startHostWith(nil, fastRetries)
+	w.startWorkerProcess("w1")
+	w.claim("b1", "db")
+	w.commit("b1/db", "main", map[string]string{"db": "db\n"})
+	require.Eventually(t, func() bool { // the worker started, its programs there
+		workers, _, _, err := w.jobQueue().Status(bg)
+		return err == nil && len(workers) == 1
+	}, time.Minute, 20*time.Millisecond)
+	require.NoError(t, os.Remove(prog))
+	w.say("b1", "READY db b1/db")
+	said := w.expect(w.host, "CI db FAIL host-fault: ")
+	assert.Contains(t, said, "check-gone-")
+	assert.Contains(t, said, "not found")
+	assert.Empty(t, w.said(w.foreman, "FIX db"))
 }

@@ -525,7 +525,8 @@ func (r *Remote) verdict(ctx context.Context, ws []*waiter, res []*workq.Result)
 	out.Commands = r.commands(res)
 	x := res[decide]
 	out.Result = checks.Result{Passed: x.Outcome == workq.Passed, Command: x.Command, Line: x.Line, Silent: x.Silent,
-		TimedOut: x.TimedOut, Stopped: x.Stopped, Duration: time.Duration(x.TookMS) * time.Millisecond}
+		TimedOut: x.TimedOut, Stopped: x.Stopped, Duration: time.Duration(x.TookMS) * time.Millisecond,
+		NotRun: x.NotRun, Program: x.Program, Interpreter: x.Interpreter}
 	return out
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host"
+	"github.com/agentforeman/foreman/internal/host/checks"
 	"github.com/agentforeman/foreman/internal/host/gitjob"
 	"github.com/agentforeman/foreman/internal/tooling/natstest"
 	"github.com/agentforeman/foreman/internal/workq"
@@ -250,6 +251,25 @@ func TestAJobAndItsResult(t *testing.T) {
 
 // Bad input: a result for a job the host never gave is refused and
 // counted; nothing waits for it, nothing is reported.
+// A worker's check that never started says why, as the host's own would:
+// the core then judges whether the fault is the host's (a program missing
+// on the workers is, and charges the builder nothing), instead of reading
+// it as the builder's failure.
+func TestAWorkersCheckThatNeverStartedSaysWhy(t *testing.T) {
+	g := newRig(t)
+	ch := g.check(bg, 12)
+	j, seq, _ := g.take("w1")
+	res := g.result(j, seq, "w1", workq.Failed)
+	res.Command, res.Line = "make test", "make: not found"
+	res.NotRun, res.Program, res.Interpreter = checks.NotFound, "make", ""
+	g.store(j, seq, res)
+	a := g.answer(ch)
+	require.NoError(t, a.err)
+	assert.False(t, a.checked.Passed)
+	assert.Equal(t, checks.NotFound, a.checked.NotRun)
+	assert.Equal(t, "make", a.checked.Program)
+}
+
 func TestAResultForNoJobIsRefused(t *testing.T) {
 	g := newRig(t)
 	j := workq.Job{Build: "shop", ID: "99-0-00112233aabbccdd", Commit: g.commit}
