@@ -25,8 +25,9 @@
 // Every file is written whole (a temporary file renamed over it), mode 0600:
 // the server's environment may hold a token.
 //
-// The formats are those of the versions pinned in the test that runs each
-// CLI's own listing against what Write wrote (clis_test.go).
+// The formats are those of the versions pinned in
+// internal/tooling/realagents/testdata/clis, whose test runs each CLI's own
+// MCP listing in a workspace Write wrote (TestAgentCLIsListForeman).
 package mcpconfig
 
 import (
