@@ -2,9 +2,11 @@ package mcpagent
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -340,4 +342,50 @@ func TestOverlapIsNews(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
 	assert.Equal(t, "OVERLAP api db schema.sql", evs[0].Text)
+}
+
+// An agent not in wait() is told that something came for it, without
+// polling: a client subscribed to foreman://inbox gets
+// notifications/resources/updated, reads what waits there, and wait()
+// returns it at once.
+func TestNewsIsToldToASubscribedClient(t *testing.T) {
+	s, fm, _ := standIn(t, patience)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Server("test").Connect(ctx, st, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	told := make(chan string, 10)
+	client := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { told <- r.Params.URI },
+	})
+	cs, err := client.Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	require.NoError(t, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: InboxURI}))
+
+	fm.Say("TASKS db api")
+	select {
+	case uri := <-told:
+		assert.Equal(t, InboxURI, uri)
+	case <-time.After(patience):
+		t.Fatal("the client was not told")
+	}
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: InboxURI})
+	require.NoError(t, err)
+	var inbox struct{ Events []Event }
+	require.NoError(t, json.Unmarshal([]byte(res.Contents[0].Text), &inbox))
+	require.Len(t, inbox.Events, 1)
+	assert.Equal(t, "TASKS db api", inbox.Events[0].Text)
+
+	call, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{"timeout_seconds": patience.Seconds()}})
+	require.NoError(t, err)
+	raw, err := json.Marshal(call.StructuredContent)
+	require.NoError(t, err)
+	var w WaitResult
+	require.NoError(t, json.Unmarshal(raw, &w))
+	require.Len(t, w.Events, 1, "left for wait(), which returns it at once")
+	assert.Equal(t, []string{"db", "api"}, w.Events[0].Reply.Components)
+	assert.Empty(t, s.Pending(ctx), "taken")
 }
