@@ -360,10 +360,24 @@ func TestNewsIsToldToASubscribedClient(t *testing.T) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { told <- r.Params.URI },
 	})
+	acked := make(chan struct{}, 1)
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "notifications/subscriptions/acknowledged" {
+				acked <- struct{}{}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	cs, err := client.Connect(ctx, ct, nil)
 	require.NoError(t, err)
 	defer cs.Close()
 	require.NoError(t, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: InboxURI}))
+	select {
+	case <-acked: // the server has the subscription (Subscribe does not wait for it)
+	case <-time.After(patience):
+		t.Fatal("the subscription was not acknowledged")
+	}
 
 	fm.Say("TASKS db api")
 	select {
