@@ -55,6 +55,21 @@ SPEND_SECONDS ?= 60
 bench-spend:
 	SPEND_RATE=$(SPEND_RATE) SPEND_SECONDS=$(SPEND_SECONDS) $(GO) test -run '^TestSpendLoad$$' -count=1 -v -timeout 30m ./internal/bot
 
+# How long a waiting agent takes to hear of news for it: a line said into
+# the room to the result of its wait() through foreman mcp's stdio, over
+# WAKE_EVENTS events (median, p95 and max; docs/PERFORMANCE.md, issue 46).
+WAKE_EVENTS ?= 500
+.PHONY: bench-wake
+bench-wake:
+	$(GO) test -run '^$$' -bench 'EventToWait' -benchtime $(WAKE_EVENTS)x ./internal/tooling/realagents
+
+# The agent CLIs (Claude Code, Codex, gemini-cli, pinned) from npm, each
+# listing foreman's server in a workspace mcpconfig wrote (make test runs
+# it too; the first run installs them in the user's cache: ~30 s, 880 MB).
+.PHONY: test-clis
+test-clis:
+	$(GO) test -run '^TestAgentCLIsListForeman$$' -count=1 -v ./internal/tooling/realagents
+
 .PHONY: bench-host
 bench-host:
 	$(GO) test -run '^$$' -bench 'ReadyToVerdict|QueueThroughput' $(call benchtime,-benchtime 20x) ./internal/host/gitjob
@@ -213,6 +228,7 @@ ci-small:
 	$(MAKE) bench BENCHTIME=1x
 	$(MAKE) bench-host BENCHTIME=1x VERIFY_LANDINGS=50
 	$(MAKE) bench-spend SPEND_RATE=200 SPEND_SECONDS=2
+	$(MAKE) bench-wake WAKE_EVENTS=20
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2 TRAIN_FLAKE=0.1
 	$(MAKE) bench-train TRAIN_RUNS=6:300ms:2 TRAIN_FLAKE=0.1 TRAIN_BATCH=4 TRAIN_DEPTH=1
