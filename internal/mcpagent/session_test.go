@@ -403,3 +403,54 @@ func TestNewsIsToldToASubscribedClient(t *testing.T) {
 	assert.Equal(t, []string{"db", "api"}, w.Events[0].Reply.Components)
 	assert.Empty(t, s.Pending(ctx), "taken")
 }
+
+// A waiting agent is woken by each line that concerns it the moment it
+// comes, and by no other: TASKS, a REVIEW (auditors answer it), an
+// operator's ASSIGN (foreman's ACK naming it), FIX, UNBLOCKED, MERGED of
+// what it holds, a mention; not another agent's FIX or UNBLOCKED, nor a
+// MERGED of what it never held.
+func TestWaitWakesOnLinesForTheAgent(t *testing.T) {
+	s, fm, other := standIn(t, patience)
+	me := s.ID()
+	waiting := func() <-chan []Event {
+		out := make(chan []Event, 1)
+		go func() {
+			evs, err := s.Wait(context.Background(), patience)
+			assert.NoError(t, err)
+			out <- evs
+		}()
+		require.Eventually(t, func() bool {
+			n := 0
+			s.do(context.Background(), func() { n = len(s.waiters) })
+			return n == 1
+		}, patience, time.Millisecond, "the agent waits")
+		return out
+	}
+	texts := func(evs []Event) []string {
+		var out []string
+		for _, e := range evs {
+			out = append(out, e.Text)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		say  func()
+		wake string
+	}{
+		{func() { fm.Say("TASKS db") }, "TASKS db"},
+		{func() { fm.Say("REVIEW api @00000000000000bb bo/api") }, "REVIEW api @00000000000000bb bo/api"},
+		{func() { fm.Say("ACK db " + me) }, "ACK db " + me}, // an operator's ASSIGN db
+		{func() {
+			fm.Say("FIX auth @00000000000000bb 1/3 not yours")
+			fm.Say("FIX db " + me + " 1/3 add an index")
+		}, "FIX db " + me + " 1/3 add an index"},
+		{func() { fm.Say("WAIT db " + me + " auth") }, "WAIT db " + me + " auth"},
+		{func() { fm.Say("UNBLOCKED api @00000000000000bb"); fm.Say("UNBLOCKED db " + me) }, "UNBLOCKED db " + me},
+		{func() { fm.Say("MERGED auth"); fm.Say("MERGED db") }, "MERGED db"},
+		{func() { other.Say("@ada the schema is in") }, "@ada the schema is in"},
+	} {
+		w := waiting()
+		c.say()
+		assert.Equal(t, []string{c.wake}, texts(<-w))
+	}
+}
