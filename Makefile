@@ -34,10 +34,11 @@ lint:
 	$(GO) vet ./...
 
 # The engine, grammar, replay and recovery benchmarks (docs/PERFORMANCE.md),
-# then the engine's throughput again on one core.
+# then the engine's throughput again on one core, then bench-wake.
 bench:
 	$(GO) test -run '^$$' -bench . $(call benchtime) -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./internal/recovery ./coordinator/graph ./coordinator/suggest ./internal/web ./internal/cluster ./internal/host
 	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' $(call benchtime) -benchmem -cpu 1 ./coordinator
+	$(MAKE) bench-wake $(if $(filter %x,$(BENCHTIME)),WAKE_EVENTS=$(BENCHTIME:x=))
 
 # foreman host on a repository of 10,000 files and 1,000 commits: its work
 # per READY, the queue's throughput, a fresh worktree (a few minutes); what
@@ -228,7 +229,7 @@ ci-small:
 	$(MAKE) bench BENCHTIME=1x
 	$(MAKE) bench-host BENCHTIME=1x VERIFY_LANDINGS=50
 	$(MAKE) bench-spend SPEND_RATE=200 SPEND_SECONDS=2
-	$(MAKE) bench-wake WAKE_EVENTS=20
+	$(MAKE) bench-wake WAKE_EVENTS=20 # make bench ran it once: its percentiles over a few
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2 TRAIN_FLAKE=0.1
 	$(MAKE) bench-train TRAIN_RUNS=6:300ms:2 TRAIN_FLAKE=0.1 TRAIN_BATCH=4 TRAIN_DEPTH=1
