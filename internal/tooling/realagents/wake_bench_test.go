@@ -94,3 +94,53 @@ func BenchmarkEventToWait(b *testing.B) {
 	b.ReportMetric(ms(0.95), "ms-p95")
 	b.ReportMetric(ms(1), "ms-max")
 }
+
+// Through foreman mcp's stdio, as a client that subscribes sees it: news
+// for an agent that is not in wait() comes as
+// notifications/resources/updated for foreman://inbox, and the resource
+// holds it until wait() takes it.
+func TestNewsReachesASubscribedClient(t *testing.T) {
+	room := roomtest.Start(t)
+	fm := room.Join(t, "foreman")
+	key := t.TempDir() + "/ada.json"
+	roomtest.Identity(t, bin, "", "--identity", key, "--name", "ada")
+	cmd := exec.Command(bin, "mcp", "--identity", key, "--url", room.URL(), "--rate-limit", roomtest.Pace.String(), "--coordinator", fm.ID)
+	stderr := &roomtest.SyncBuffer{}
+	cmd.Env, cmd.Stderr = roomtest.CleanEnv(), stderr
+	told := make(chan string, 10)
+	acked := make(chan struct{}, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "subscriber", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { told <- r.Params.URI },
+	})
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "notifications/subscriptions/acknowledged" {
+				acked <- struct{}{}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err, "%s", stderr)
+	defer cs.Close()
+	require.NoError(t, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: mcpagent.InboxURI}))
+	select {
+	case <-acked:
+	case <-ctx.Done():
+		t.Fatal("the subscription was not acknowledged")
+	}
+	// foreman mcp may join after the line is said: the room replays it on
+	// JOIN, and it is news all the same.
+	fm.Say("TASKS db")
+	select {
+	case uri := <-told:
+		require.Equal(t, mcpagent.InboxURI, uri)
+	case <-ctx.Done():
+		t.Fatalf("not told; %s", stderr)
+	}
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpagent.InboxURI})
+	require.NoError(t, err)
+	require.Contains(t, res.Contents[0].Text, `"text":"TASKS db"`)
+}
