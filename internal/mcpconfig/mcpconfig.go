@@ -20,7 +20,9 @@
 //     trusted project there.
 //
 // What is written into the workspace is kept out of git (.git/info/exclude)
-// so that an agent does not commit its key's path. Files that exist are
+// so that an agent does not commit its key's path; a .mcp.json or
+// .gemini/settings.json the target repository tracks is merged all the
+// same, and then shows as changed in the agent's clone. Files that exist are
 // merged: other servers and settings stay; foreman's entry is replaced.
 // Every file is written whole (a temporary file renamed over it), mode 0600:
 // the server's environment may hold a token.
