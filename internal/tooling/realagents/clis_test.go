@@ -36,6 +36,14 @@ func agentCLIs(t *testing.T) string {
 		}
 		t.Skipf("npm is not installed here (CI installs it: .ci/run): %v", err)
 	}
+	// gemini-cli needs Node.js 20 or later (its package's engines); an
+	// older one fails it in ways that do not say so.
+	out, err := exec.Command("node", "--version").Output()
+	require.NoError(t, err, "node --version (npm is here, node should be)")
+	var major int
+	_, err = fmt.Sscanf(string(out), "v%d.", &major)
+	require.NoError(t, err, "node --version said %q", out)
+	require.GreaterOrEqual(t, major, 20, "node %s: the agent CLIs need Node.js 20 or later (gemini-cli's engines); install a newer nodejs", strings.TrimSpace(string(out)))
 	pkg, err := os.ReadFile("testdata/clis/package.json")
 	require.NoError(t, err)
 	cache, err := os.UserCacheDir()
