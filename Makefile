@@ -34,10 +34,11 @@ lint:
 	$(GO) vet ./...
 
 # The engine, grammar, replay and recovery benchmarks (docs/PERFORMANCE.md),
-# then the engine's throughput again on one core.
+# then the engine's throughput again on one core, then bench-wake.
 bench:
 	$(GO) test -run '^$$' -bench . $(call benchtime) -benchmem ./protocol ./coordinator ./transcript ./internal/journal ./internal/recovery ./coordinator/graph ./coordinator/suggest ./internal/web ./internal/cluster ./internal/host
 	$(GO) test -run '^$$' -bench 'Lines|Progress|ClaimToAck' $(call benchtime) -benchmem -cpu 1 ./coordinator
+	$(MAKE) bench-wake $(if $(filter %x,$(BENCHTIME)),WAKE_EVENTS=$(BENCHTIME:x=))
 
 # foreman host on a repository of 10,000 files and 1,000 commits: its work
 # per READY, the queue's throughput, a fresh worktree (a few minutes); what
@@ -54,6 +55,21 @@ SPEND_RATE ?= 1000
 SPEND_SECONDS ?= 60
 bench-spend:
 	SPEND_RATE=$(SPEND_RATE) SPEND_SECONDS=$(SPEND_SECONDS) $(GO) test -run '^TestSpendLoad$$' -count=1 -v -timeout 30m ./internal/bot
+
+# How long a waiting agent takes to hear of news for it: a line said into
+# the room to the result of its wait() through foreman mcp's stdio, over
+# WAKE_EVENTS events (median, p95 and max; docs/PERFORMANCE.md, issue 46).
+WAKE_EVENTS ?= 500
+.PHONY: bench-wake
+bench-wake:
+	$(GO) test -run '^$$' -bench 'EventToWait' -benchtime $(WAKE_EVENTS)x ./internal/tooling/realagents
+
+# The agent CLIs (Claude Code, Codex, gemini-cli, pinned) from npm, each
+# listing foreman's server in a workspace mcpconfig wrote (make test runs
+# it too; the first run installs them in the user's cache: ~30 s, 880 MB).
+.PHONY: test-clis
+test-clis:
+	$(GO) test -run '^TestAgentCLIsListForeman$$' -count=1 -v ./internal/tooling/realagents
 
 .PHONY: bench-host
 bench-host:
@@ -213,6 +229,7 @@ ci-small:
 	$(MAKE) bench BENCHTIME=1x
 	$(MAKE) bench-host BENCHTIME=1x VERIFY_LANDINGS=50
 	$(MAKE) bench-spend SPEND_RATE=200 SPEND_SECONDS=2
+	$(MAKE) bench-wake WAKE_EVENTS=20 # make bench ran it once: its percentiles over a few
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2
 	$(MAKE) bench-train TRAIN_RUNS=4:300ms:2 TRAIN_FLAKE=0.1
 	$(MAKE) bench-train TRAIN_RUNS=6:300ms:2 TRAIN_FLAKE=0.1 TRAIN_BATCH=4 TRAIN_DEPTH=1

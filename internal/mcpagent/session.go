@@ -57,6 +57,9 @@ type Session struct {
 	ops    chan func()
 	joined chan struct{}
 	over   chan struct{} // closed when Run returns
+	// news is signalled when something waits in the inbox with no wait()
+	// to take it: the MCP server tells a subscribed client (tools.go).
+	news chan struct{}
 
 	// Owned by Run's goroutine.
 	rd        Reader
@@ -101,6 +104,7 @@ func New(cfg Config) (*Session, error) {
 		ops:      make(chan func()),
 		joined:   make(chan struct{}),
 		over:     make(chan struct{}),
+		news:     make(chan struct{}, 1),
 		rd:       Reader{Self: self, Coordinator: cfg.Coordinator, Name: cfg.Room.Name, Hosts: cfg.Hosts},
 		keep:     newKeepalive(cfg.CheckinInterval, cfg.Keepalive, time.Now()),
 		audited:  map[string]bool{},
@@ -323,13 +327,33 @@ func (s *Session) post(e Event) {
 	}
 }
 
-// wake hands the inbox to the first waiter, if there is something for it.
+// wake hands the inbox to the first waiter, if there is something for it;
+// with no waiter, it says there is news.
 func (s *Session) wake() {
-	if len(s.waiters) > 0 && len(s.inbox) > 0 {
+	if len(s.inbox) == 0 {
+		return
+	}
+	if len(s.waiters) > 0 {
 		w := s.waiters[0]
 		s.waiters = s.waiters[1:]
 		w.ch <- s.takeInbox()
+		return
 	}
+	select {
+	case s.news <- struct{}{}:
+	default: // already said, not yet heard: once is enough
+	}
+}
+
+// News is signalled when something came for the agent while it was not in
+// wait(): wait() returns it at once.
+func (s *Session) News() <-chan struct{} { return s.news }
+
+// Pending is what wait() would return now, left for it.
+func (s *Session) Pending(ctx context.Context) []Event {
+	var out []Event
+	s.do(ctx, func() { out = slices.Clone(s.inbox) })
+	return out
 }
 
 func (s *Session) takeInbox() []Event {

@@ -2,9 +2,11 @@ package mcpagent
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -340,4 +342,115 @@ func TestOverlapIsNews(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
 	assert.Equal(t, "OVERLAP api db schema.sql", evs[0].Text)
+}
+
+// An agent not in wait() is told that something came for it, without
+// polling: a client subscribed to foreman://inbox gets
+// notifications/resources/updated, reads what waits there, and wait()
+// returns it at once.
+func TestNewsIsToldToASubscribedClient(t *testing.T) {
+	s, fm, _ := standIn(t, patience)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Server("test").Connect(ctx, st, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	told := make(chan string, 10)
+	client := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { told <- r.Params.URI },
+	})
+	acked := make(chan struct{}, 1)
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "notifications/subscriptions/acknowledged" {
+				acked <- struct{}{}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	cs, err := client.Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	require.NoError(t, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: InboxURI}))
+	select {
+	case <-acked: // the server has the subscription (Subscribe does not wait for it)
+	case <-time.After(patience):
+		t.Fatal("the subscription was not acknowledged")
+	}
+
+	fm.Say("TASKS db api")
+	select {
+	case uri := <-told:
+		assert.Equal(t, InboxURI, uri)
+	case <-time.After(patience):
+		t.Fatal("the client was not told")
+	}
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: InboxURI})
+	require.NoError(t, err)
+	var inbox struct{ Events []Event }
+	require.NoError(t, json.Unmarshal([]byte(res.Contents[0].Text), &inbox))
+	require.Len(t, inbox.Events, 1)
+	assert.Equal(t, "TASKS db api", inbox.Events[0].Text)
+
+	call, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{"timeout_seconds": patience.Seconds()}})
+	require.NoError(t, err)
+	raw, err := json.Marshal(call.StructuredContent)
+	require.NoError(t, err)
+	var w WaitResult
+	require.NoError(t, json.Unmarshal(raw, &w))
+	require.Len(t, w.Events, 1, "left for wait(), which returns it at once")
+	assert.Equal(t, []string{"db", "api"}, w.Events[0].Reply.Components)
+	assert.Empty(t, s.Pending(ctx), "taken")
+}
+
+// A waiting agent is woken by each line that concerns it the moment it
+// comes, and by no other: TASKS, a REVIEW (auditors answer it), an
+// operator's ASSIGN (foreman's ACK naming it), FIX, UNBLOCKED, MERGED of
+// what it holds, a mention; not another agent's FIX or UNBLOCKED, nor a
+// MERGED of what it never held.
+func TestWaitWakesOnLinesForTheAgent(t *testing.T) {
+	s, fm, other := standIn(t, patience)
+	me := s.ID()
+	waiting := func() <-chan []Event {
+		out := make(chan []Event, 1)
+		go func() {
+			evs, err := s.Wait(context.Background(), patience)
+			assert.NoError(t, err)
+			out <- evs
+		}()
+		require.Eventually(t, func() bool {
+			n := 0
+			s.do(context.Background(), func() { n = len(s.waiters) })
+			return n == 1
+		}, patience, time.Millisecond, "the agent waits")
+		return out
+	}
+	texts := func(evs []Event) []string {
+		var out []string
+		for _, e := range evs {
+			out = append(out, e.Text)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		say  func()
+		wake string
+	}{
+		{func() { fm.Say("TASKS db") }, "TASKS db"},
+		{func() { fm.Say("REVIEW api @00000000000000bb bo/api") }, "REVIEW api @00000000000000bb bo/api"},
+		{func() { fm.Say("ACK db " + me) }, "ACK db " + me}, // an operator's ASSIGN db
+		{func() {
+			fm.Say("FIX auth @00000000000000bb 1/3 not yours")
+			fm.Say("FIX db " + me + " 1/3 add an index")
+		}, "FIX db " + me + " 1/3 add an index"},
+		{func() { fm.Say("WAIT db " + me + " auth") }, "WAIT db " + me + " auth"},
+		{func() { fm.Say("UNBLOCKED api @00000000000000bb"); fm.Say("UNBLOCKED db " + me) }, "UNBLOCKED db " + me},
+		{func() { fm.Say("MERGED auth"); fm.Say("MERGED db") }, "MERGED db"},
+		{func() { other.Say("@ada the schema is in") }, "@ada the schema is in"},
+	} {
+		w := waiting()
+		c.say()
+		assert.Equal(t, []string{c.wake}, texts(<-w))
+	}
 }

@@ -2,6 +2,7 @@ package mcpagent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,10 +88,52 @@ type StatusResult struct {
 	Holding []Holding `json:"holding" jsonschema:"the components you own as foreman's replies tell"`
 }
 
+// InboxURI is the resource of what waits for the agent: what wait() would
+// return now. A client subscribed to it (resources/subscribe) is told
+// (notifications/resources/updated) as soon as something comes for the
+// agent while it is not in wait(), so that it need not poll; wait()
+// itself returns the moment something comes (docs/DESIGN.md, "Waking an
+// agent").
+const InboxURI = "foreman://inbox"
+
 // Server makes the MCP server whose tools speak for the session's agent.
+// It tells subscribed clients of news until the session ends.
 func (s *Session) Server(version string) *mcp.Server {
+	known := func(uri string) error {
+		if uri != InboxURI {
+			return fmt.Errorf("%s: no such resource; the one to subscribe to is %s", uri, InboxURI)
+		}
+		return nil
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "foreman", Title: "foreman agent tools", Version: version},
-		&mcp.ServerOptions{Instructions: Instructions})
+		&mcp.ServerOptions{Instructions: Instructions,
+			SubscribeHandler:   func(_ context.Context, r *mcp.SubscribeRequest) error { return known(r.Params.URI) },
+			UnsubscribeHandler: func(_ context.Context, r *mcp.UnsubscribeRequest) error { return known(r.Params.URI) },
+		})
+	srv.AddResource(&mcp.Resource{URI: InboxURI, Name: "inbox", Title: "what came for you",
+		Description: "What wait() would return now (TASKS, REVIEW, FIX, UNBLOCKED, MERGED of what you hold, lines that mention you...), left for it. Subscribe to be told when something comes; call wait() to take it.",
+		MIMEType:    "application/json"},
+		func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			evs := s.Pending(ctx)
+			if evs == nil {
+				evs = []Event{}
+			}
+			b, err := json.Marshal(map[string]any{"events": evs})
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: InboxURI, MIMEType: "application/json", Text: string(b)}}}, nil
+		})
+	go func() {
+		for {
+			select {
+			case <-s.news:
+				_ = srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: InboxURI})
+			case <-s.over:
+				return
+			}
+		}
+	}()
 	tool := func(name, desc string) *mcp.Tool { return &mcp.Tool{Name: name, Description: desc} }
 	mcp.AddTool(srv, tool("claim", "Claim a component TASKS offered. Returns ACK (it is yours; the context says what the last builder left) or REJECT with the reason. When the last builder left work on a branch, handoff gives the branch and, once the host has pinned it, the ref and commit to start from."),
 		func(ctx context.Context, _ *mcp.CallToolRequest, in componentIn) (*mcp.CallToolResult, Answer, error) {

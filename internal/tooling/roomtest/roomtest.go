@@ -103,10 +103,19 @@ type Said struct {
 // Join connects a new peer with a fresh key and waits until it is in #build.
 func (r *Room) Join(t testing.TB, name string) *Peer {
 	t.Helper()
+	return r.JoinWith(t, name, func(*agentchat.Config) {})
+}
+
+// JoinWith is Join with the peer's client configured as mutate changes it
+// (a benchmark lifts its flood pacing in a room that allows it).
+func (r *Room) JoinWith(t testing.TB, name string, mutate func(*agentchat.Config)) *Peer {
+	t.Helper()
 	id, err := agentchat.NewIdentity(name)
 	require.NoError(t, err)
-	c := agentchat.New(agentchat.Config{URL: r.URL(), Channel: "#build", Identity: id,
-		RateLimit: r.Rate(), Logger: zerolog.Nop()})
+	cfg := agentchat.Config{URL: r.URL(), Channel: "#build", Identity: id,
+		RateLimit: r.Rate(), Logger: zerolog.Nop()}
+	mutate(&cfg)
+	c := agentchat.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()

@@ -1,0 +1,353 @@
+// Package mcpconfig writes foreman's MCP server (foreman mcp, with the
+// agent's key and room) where each agent CLI reads its MCP servers in an
+// agent's workspace, and approves it there, so that the CLI started in
+// that workspace with HOME set to the agent's home starts it without
+// asking anyone:
+//
+//   - Claude Code: the project's .mcp.json in the workspace; a project
+//     server waits for a person's approval ("Pending approval") unless the
+//     user's settings name it, so home/.claude/settings.json lists it in
+//     enabledMcpjsonServers (Claude Code ignores that key in the
+//     workspace's own .claude/settings*.json) and allows its tools
+//     (permissions.allow mcp__NAME).
+//   - gemini-cli: the workspace's .gemini/settings.json (mcpServers, the
+//     server trusted: its tools run without confirmation); gemini-cli
+//     reads no workspace settings, and starts no MCP server at all, in a
+//     folder that is not trusted, so home/.gemini/trustedFolders.json
+//     trusts the workspace (TRUST_FOLDER).
+//   - Codex: [mcp_servers.NAME] in config.toml under CODEX_HOME
+//     (home/.codex, codex's default under HOME), and the workspace as a
+//     trusted project there.
+//
+// What is written into the workspace is kept out of git (.git/info/exclude)
+// so that an agent does not commit its key's path; a .mcp.json or
+// .gemini/settings.json the target repository tracks is merged all the
+// same, and then shows as changed in the agent's clone. Files that exist are
+// merged: other servers and settings stay; foreman's entry is replaced.
+// Every file is written whole (a temporary file renamed over it), mode 0600:
+// the server's environment may hold a token.
+//
+// The formats are those of the versions pinned in
+// internal/tooling/realagents/testdata/clis, whose test runs each CLI's own
+// MCP listing in a workspace Write wrote (TestAgentCLIsListForeman).
+package mcpconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	toml "github.com/pelletier/go-toml/v2"
+)
+
+// The CLIs Write knows.
+const (
+	Claude = "claude" // Claude Code, npm @anthropic-ai/claude-code
+	Codex  = "codex"  // OpenAI Codex CLI, npm @openai/codex
+	Gemini = "gemini" // gemini-cli, npm @google/gemini-cli
+)
+
+// CLIs are the CLIs Write knows, in the order WriteAll writes them.
+var CLIs = []string{Claude, Codex, Gemini}
+
+// DefaultName is the server's name in each CLI's configuration when
+// Server.Name is empty: Claude Code calls its tools mcp__foreman__claim...
+const DefaultName = "foreman"
+
+// Server is foreman's MCP server as an agent's CLI starts it.
+type Server struct {
+	// Name is the server's name in the CLI's configuration; "" is
+	// DefaultName.
+	Name string
+	// Command is the program, by absolute path: a CLI starts it from
+	// anywhere, often without foreman on PATH.
+	Command string
+	// Args are its arguments (mcp --identity KEY --url ... CONFIG).
+	Args []string
+	// Env is what the CLI adds to the server's environment.
+	Env map[string]string
+}
+
+// Write writes server where cli (Claude, Codex or Gemini) reads it when
+// started in workspace with HOME=home (and, for Codex, CODEX_HOME as Env
+// says), and approves it there. workspace and home must exist.
+func Write(workspace, home, cli string, server Server) error {
+	w, err := place(workspace, home, server)
+	if err != nil {
+		return err
+	}
+	switch cli {
+	case Claude:
+		return w.claude()
+	case Codex:
+		return w.codex()
+	case Gemini:
+		return w.gemini()
+	}
+	return fmt.Errorf("mcpconfig: unknown agent CLI %q: give one of %s", cli, strings.Join(CLIs, ", "))
+}
+
+// WriteAll writes server for every CLI in CLIs.
+func WriteAll(workspace, home string, server Server) error {
+	for _, cli := range CLIs {
+		if err := Write(workspace, home, cli, server); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Env is the environment an agent's CLI needs, besides its own, to read
+// what Write wrote for home: HOME, and CODEX_HOME (codex's default, said
+// so that a CODEX_HOME inherited from foreman's environment does not
+// win).
+func Env(home string) []string {
+	return []string{"HOME=" + home, "CODEX_HOME=" + CodexHome(home)}
+}
+
+// CodexHome is the CODEX_HOME of an agent whose HOME is home.
+func CodexHome(home string) string { return filepath.Join(home, ".codex") }
+
+// writer holds one Write's checked arguments.
+type writer struct {
+	ws, home string // absolute, links resolved: the paths the CLIs compare
+	s        Server
+}
+
+func place(workspace, home string, s Server) (writer, error) {
+	if s.Name == "" {
+		s.Name = DefaultName
+	}
+	if strings.ContainsAny(s.Name, " .\"'[]/\\") || s.Name != strings.TrimSpace(s.Name) {
+		return writer{}, fmt.Errorf("mcpconfig: server name %q: use letters, digits, _ or -", s.Name)
+	}
+	if !filepath.IsAbs(s.Command) {
+		return writer{}, fmt.Errorf("mcpconfig: server command %q is not an absolute path: a CLI starts it from anywhere; give foreman's full path", s.Command)
+	}
+	var err error
+	w := writer{s: s}
+	if w.ws, err = dir("workspace", workspace); err != nil {
+		return writer{}, err
+	}
+	if w.home, err = dir("home", home); err != nil {
+		return writer{}, err
+	}
+	return w, nil
+}
+
+// dir resolves an existing directory to the absolute path without links
+// that the CLIs compare against their working directory.
+func dir(what, p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", fmt.Errorf("mcpconfig: %s %s: %w (make it before writing its MCP config)", what, p, err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("mcpconfig: %s %s is not a directory", what, p)
+	}
+	return abs, nil
+}
+
+func (w writer) env() map[string]string {
+	if w.s.Env == nil {
+		return map[string]string{}
+	}
+	return w.s.Env
+}
+
+func (w writer) args() []string {
+	if w.s.Args == nil {
+		return []string{}
+	}
+	return w.s.Args
+}
+
+func (w writer) claude() error {
+	if err := editJSON(filepath.Join(w.ws, ".mcp.json"), func(doc map[string]any) error {
+		servers, err := object(doc, "mcpServers")
+		if err != nil {
+			return err
+		}
+		servers[w.s.Name] = map[string]any{"type": "stdio", "command": w.s.Command, "args": w.args(), "env": w.env()}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := exclude(w.ws, "/.mcp.json"); err != nil {
+		return err
+	}
+	return editJSON(filepath.Join(w.home, ".claude", "settings.json"), func(doc map[string]any) error {
+		if err := addString(doc, "enabledMcpjsonServers", w.s.Name); err != nil {
+			return err
+		}
+		perms, err := object(doc, "permissions")
+		if err != nil {
+			return err
+		}
+		return addString(perms, "allow", "mcp__"+w.s.Name)
+	})
+}
+
+func (w writer) gemini() error {
+	if err := editJSON(filepath.Join(w.ws, ".gemini", "settings.json"), func(doc map[string]any) error {
+		servers, err := object(doc, "mcpServers")
+		if err != nil {
+			return err
+		}
+		servers[w.s.Name] = map[string]any{"command": w.s.Command, "args": w.args(), "env": w.env(), "trust": true}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := exclude(w.ws, "/.gemini/settings.json"); err != nil {
+		return err
+	}
+	return editJSON(filepath.Join(w.home, ".gemini", "trustedFolders.json"), func(doc map[string]any) error {
+		doc[w.ws] = "TRUST_FOLDER"
+		return nil
+	})
+}
+
+func (w writer) codex() error {
+	path := filepath.Join(CodexHome(w.home), "config.toml")
+	doc := map[string]any{}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := toml.Unmarshal(b, &doc); err != nil {
+			return fmt.Errorf("mcpconfig: %s is not TOML (%v): fix or remove it", path, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("mcpconfig: %w", err)
+	}
+	servers, err := object(doc, "mcp_servers")
+	if err != nil {
+		return fmt.Errorf("mcpconfig: %s: %w", path, err)
+	}
+	servers[w.s.Name] = map[string]any{"command": w.s.Command, "args": w.args(), "env": w.env()}
+	projects, err := object(doc, "projects")
+	if err != nil {
+		return fmt.Errorf("mcpconfig: %s: %w", path, err)
+	}
+	projects[w.ws] = map[string]any{"trust_level": "trusted"}
+	b, err := toml.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("mcpconfig: %s: %w", path, err)
+	}
+	return writeFile(path, b)
+}
+
+// editJSON reads the JSON object at path (none: an empty one), lets edit
+// change it and writes it back.
+func editJSON(path string, edit func(map[string]any) error) error {
+	doc := map[string]any{}
+	if b, err := os.ReadFile(path); err == nil {
+		if len(bytes.TrimSpace(b)) > 0 {
+			if err := json.Unmarshal(b, &doc); err != nil {
+				return fmt.Errorf("mcpconfig: %s is not a JSON object (%v): fix or remove it", path, err)
+			}
+			if doc == nil {
+				doc = map[string]any{}
+			}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("mcpconfig: %w", err)
+	}
+	if err := edit(doc); err != nil {
+		return fmt.Errorf("mcpconfig: %s: %w", path, err)
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return fmt.Errorf("mcpconfig: %s: %w", path, err)
+	}
+	return writeFile(path, append(b, '\n'))
+}
+
+// object returns doc[key] as an object, made if missing.
+func object(doc map[string]any, key string) (map[string]any, error) {
+	switch v := doc[key].(type) {
+	case nil:
+		m := map[string]any{}
+		doc[key] = m
+		return m, nil
+	case map[string]any:
+		return v, nil
+	}
+	return nil, fmt.Errorf("%s is a %T, not an object: fix or remove it", key, doc[key])
+}
+
+// addString adds s to the list of strings doc[key], made if missing.
+func addString(doc map[string]any, key, s string) error {
+	var list []any
+	switch v := doc[key].(type) {
+	case nil:
+	case []any:
+		list = v
+	default:
+		return fmt.Errorf("%s is a %T, not a list: fix or remove it", key, doc[key])
+	}
+	if !slices.Contains(list, any(s)) {
+		list = append(list, s)
+	}
+	doc[key] = list
+	return nil
+}
+
+// exclude keeps pattern out of the git repository at ws, if it is one
+// with its own .git directory (a clone), so that the agent does not
+// commit its own MCP config.
+func exclude(ws, pattern string) error {
+	git := filepath.Join(ws, ".git")
+	if fi, err := os.Stat(git); err != nil || !fi.IsDir() {
+		return nil
+	}
+	path := filepath.Join(git, "info", "exclude")
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("mcpconfig: %w", err)
+	}
+	if slices.Contains(strings.Split(string(b), "\n"), pattern) {
+		return nil
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
+	b = append(b, pattern+"\n"...)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("mcpconfig: %w", err)
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// writeFile writes b to path whole: a CLI starting meanwhile reads the
+// old file or the new one, never half of one.
+func writeFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("mcpconfig: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("mcpconfig: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("mcpconfig: writing %s: %w", path, err)
+	}
+	return nil
+}
