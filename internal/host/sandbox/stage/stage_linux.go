@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"strings"
 	"syscall"
@@ -92,6 +93,9 @@ func runCheck(s *Spec) int {
 		return fail("exec "+s.Path, err)
 	}
 	unix.Close(ReportFD) // the host reads end of file: the program runs
+	if s.Forward {
+		forward(pid)
+	}
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, 0, nil)
@@ -104,7 +108,9 @@ func runCheck(s *Spec) int {
 		if got != pid {
 			continue // an orphan, reaped
 		}
-		_ = unix.Kill(-1, unix.SIGKILL) // all but this process, in this namespace
+		if !s.SharedPID {
+			_ = unix.Kill(-1, unix.SIGKILL) // all but this process, in this namespace
+		}
 		switch {
 		case ws.Exited():
 			return ws.ExitStatus()
@@ -113,6 +119,19 @@ func runCheck(s *Spec) int {
 		}
 		return ExitFailed
 	}
+}
+
+// forward passes the signals a supervisor sends on to the program, pid:
+// sent to the stage by its parent, they would otherwise end the stage, and
+// with it the namespace, without the program hearing of them.
+func forward(pid int) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
+	go func() {
+		for sig := range sigs {
+			_ = unix.Kill(pid, sig.(syscall.Signal))
+		}
+	}()
 }
 
 func readSpec() (*Spec, error) {
@@ -144,8 +163,10 @@ func mounts(s *Spec) error {
 		return fmt.Errorf("making / private: %w", err)
 	}
 	const flags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
-	if err := unix.Mount("proc", "/proc", "proc", flags, ""); err != nil {
-		return fmt.Errorf("mounting /proc: %w", err)
+	if !s.SharedPID { // with the host's PID namespace, the host's /proc is its
+		if err := unix.Mount("proc", "/proc", "proc", flags, ""); err != nil {
+			return fmt.Errorf("mounting /proc: %w", err)
+		}
 	}
 	if s.HideRun && isDir("/run") {
 		if err := unix.Mount("tmpfs", "/run", "tmpfs", flags, "size=64k,mode=755"); err != nil {
@@ -207,7 +228,7 @@ func limits(s *Spec) error {
 
 // grantProc adds the fresh /proc to the host's ruleset.
 func grantProc(s *Spec) error {
-	if s.ProcAccess == 0 {
+	if s.ProcAccess == 0 || s.NoLandlock {
 		return nil
 	}
 	return grant("/proc", s.ProcAccess)
@@ -215,6 +236,9 @@ func grantProc(s *Spec) error {
 
 // grantPaths adds the paths of the new root the host could not name.
 func grantPaths(s *Spec) error {
+	if s.NoLandlock {
+		return nil
+	}
 	for _, g := range s.Grants {
 		if err := grant(g.Path, g.Access); err != nil {
 			return fmt.Errorf("%s: %w", g.Path, err)
@@ -302,7 +326,10 @@ func dropCaps(*Spec) error {
 	return nil
 }
 
-func restrict(*Spec) error {
+func restrict(s *Spec) error {
+	if s.NoLandlock {
+		return unix.Close(RulesetFD)
+	}
 	_, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, RulesetFD, 0, 0)
 	if e != 0 {
 		return e

@@ -1,0 +1,242 @@
+//go:build linux
+
+package agentbox
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/host/sandbox"
+)
+
+// site is a foreman's directory as foreman up lays it out: the host's key,
+// host.work, the journal, host.repo, and the agents' workspaces, each
+// agent's workspace, HOME and TMPDIR in its own directory.
+type site struct {
+	t                        *testing.T
+	base                     string
+	key, work, journal, repo string
+	agents                   string
+	cfg                      Config
+	scoped                   bool // this kernel's Landlock scopes signals (ABI 6)
+	uid                      int  // the user the test runs as
+	keySecret, environSecret string
+}
+
+func newSite(t *testing.T) *site {
+	base := t.TempDir()
+	// The agents' uids must reach their directories: every parent lets
+	// others enter (and list nothing).
+	for d := base; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		require.NoError(t, os.Chmod(d, 0o711))
+	}
+	s := &site{t: t, base: base, key: filepath.Join(base, "host", "host.json"), work: filepath.Join(base, "host", "work"),
+		journal: filepath.Join(base, "journal"), repo: filepath.Join(base, "repo.git"), agents: filepath.Join(base, "agents"),
+		uid: os.Getuid(), keySecret: "host-key-" + strconv.Itoa(os.Getpid()), environSecret: "b2-secret-" + strconv.Itoa(os.Getpid())}
+	for _, d := range []string{s.work, s.journal, filepath.Join(s.repo, "refs", "heads")} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	require.NoError(t, os.Mkdir(s.agents, 0o711))
+	require.NoError(t, os.WriteFile(s.key, []byte(s.keySecret), 0o600))
+	s.cfg = Config{Deny: []sandbox.Denied{{Key: "host.identity", Path: s.key}, {Key: "host.work", Path: s.work},
+		{Key: "journal.path", Path: s.journal}, {Key: "host.repo", Path: s.repo}, {Key: WorkspacesKey, Path: s.agents}}}
+	_, abi, err := sandbox.Landlock()
+	if err != nil {
+		t.Skipf("no Landlock here: %v", err)
+	}
+	s.scoped = abi >= 6
+	return s
+}
+
+// spec is agent name's spec: sh running script in its workspace.
+func (s *site) spec(name, script string, env ...string) (Spec, *bytes.Buffer) {
+	dir := filepath.Join(s.agents, name)
+	ws, home, tmp := filepath.Join(dir, "ws"), filepath.Join(dir, "home"), filepath.Join(dir, "tmp")
+	for _, d := range []string{dir, ws} {
+		require.NoError(s.t, os.MkdirAll(d, 0o755))
+	}
+	var out bytes.Buffer
+	return Spec{Name: name, Dir: ws, Argv: []string{"sh", "-c", script},
+		Env:    append([]string{"PATH=/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + tmp}, env...),
+		Stdout: &out, Stderr: &out, Writable: []string{home, tmp}}, &out
+}
+
+// The attacks an agent makes on foreman, the host and another agent; each
+// says ATTACK <name> when it worked.
+const attacks = `
+cat "$KEY" 2>/dev/null | grep -q "$KEYSECRET" && echo "ATTACK read-key"
+(echo x > "$BWS/planted") 2>/dev/null && echo "ATTACK write-workspace"
+(echo x > "$REPO/refs/heads/planted") 2>/dev/null && echo "ATTACK write-repo"
+(echo x > "$JOURNAL/planted") 2>/dev/null && echo "ATTACK write-journal"
+kill -0 "$FOREMAN" 2>/dev/null && echo "ATTACK signal-foreman"
+cat "/proc/$BPID/environ" 2>/dev/null | tr '\0' '\n' | grep -q "$ENVSECRET" && echo "ATTACK read-environ"
+kill -KILL "$BPID" 2>/dev/null && echo "ATTACK kill-agent"
+echo x > own && echo "writes its own workspace"
+echo x > "$HOME/own" && echo "writes its HOME"
+`
+
+// attack runs b2, a long-lived agent with a secret in its environment,
+// then b1's attacks on it, foreman and the host, each confined as without
+// says; it returns the attacks that worked, as b1 said and as the world
+// shows them.
+func (s *site) attack(without Without) (said, seen []string) {
+	cfg := s.cfg
+	cfg.Without = without
+	bspec, bout := s.spec("b2", "echo ready; exec sleep 600", "SECRET="+s.environSecret)
+	b, err := Launch(cfg, bspec)
+	require.NoError(s.t, err)
+	waited := false
+	defer func() {
+		if !waited {
+			_ = b.Signal(syscall.SIGKILL)
+			_ = b.Wait()
+		}
+	}()
+	bpid := agentPID(s.t, b)
+	aspec, aout := s.spec("b1", attacks, "KEY="+s.key, "KEYSECRET="+s.keySecret, "BWS="+bspec.Dir, "REPO="+s.repo,
+		"JOURNAL="+s.journal, "FOREMAN="+strconv.Itoa(os.Getpid()), "BPID="+strconv.Itoa(bpid), "ENVSECRET="+s.environSecret)
+	a, err := Launch(cfg, aspec)
+	require.NoError(s.t, err)
+	require.NoError(s.t, a.Wait(), aout.String())
+	require.Contains(s.t, aout.String(), "writes its own workspace", "the control: %s", aout)
+	require.Contains(s.t, aout.String(), "writes its HOME")
+	for _, line := range strings.Split(aout.String(), "\n") {
+		if name, ok := strings.CutPrefix(line, "ATTACK "); ok {
+			said = append(said, name)
+		}
+	}
+	// What the world shows: the files planted, and how b2 ended (asked
+	// to stop now, it says SIGTERM, passed on by its stage; killed
+	// before, SIGKILL).
+	for name, path := range map[string]string{"write-workspace": filepath.Join(bspec.Dir, "planted"),
+		"write-repo": filepath.Join(s.repo, "refs", "heads", "planted"), "write-journal": filepath.Join(s.journal, "planted")} {
+		if _, err := os.Stat(path); err == nil {
+			seen = append(seen, name)
+			require.NoError(s.t, os.Remove(path))
+		}
+	}
+	require.NoError(s.t, b.Signal(syscall.SIGTERM))
+	err = b.Wait()
+	waited = true
+	var exit *exec.ExitError
+	require.True(s.t, errors.As(err, &exit), "b2 ended: %v (%s)", err, bout)
+	switch exit.ExitCode() {
+	case 128 + int(syscall.SIGKILL):
+		seen = append(seen, "kill-agent")
+	case 128 + int(syscall.SIGTERM):
+	default:
+		s.t.Fatalf("b2 ended with %v: %s", err, bout)
+	}
+	return said, seen
+}
+
+// agentPID is the host PID of agent p's program: its stage's child.
+func agentPID(t *testing.T, p *Process) int {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid()) + "/task/" + strconv.Itoa(p.Pid()) + "/children")
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	require.NoError(t, err, "one child: %q", data)
+	return pid
+}
+
+// Each defence alone stops its attacks, and with all of them off every
+// attack works: an agent reads the host's key, writes another agent's
+// workspace, host.repo and the journal, signals foreman, reads another
+// agent's environment and kills it. Where foreman is root, each agent has
+// a uid of its own; otherwise (the test runs itself again as nobody) a
+// user namespace, and Landlock and the PID namespace carry it alone.
+func TestAnAgentReachesNothingButItsOwn(t *testing.T) {
+	if os.Getuid() == 0 && os.Getenv(unprivilegedEnv) == "" {
+		t.Run("as nobody", asNobody)
+	}
+	fsAttacks := []string{"read-key", "write-workspace", "write-repo", "write-journal"}
+	procAttacks := []string{"signal-foreman", "read-environ", "kill-agent"}
+	root := os.Getuid() == 0
+	modes := []struct {
+		name    string
+		without Without
+	}{
+		{"all defences", Without{}},
+		{"none", Without{Landlock: true, OwnUID: true, PIDNamespace: true}},
+		{"Landlock alone", Without{OwnUID: true, PIDNamespace: true}},
+		{"the PID namespace alone", Without{Landlock: true, OwnUID: true}},
+	}
+	if root {
+		modes = append(modes, struct {
+			name    string
+			without Without
+		}{"its own uid alone", Without{Landlock: true, PIDNamespace: true}})
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			s := newSite(t) // each its own: a mode without its own uid cannot write what one with it left
+			said, seen := s.attack(m.without)
+			t.Logf("b1 says it could: %v; the world shows: %v", said, seen)
+			l, u, p := !m.without.Landlock, root && !m.without.OwnUID, !m.without.PIDNamespace
+			var want []string
+			if !l && !u {
+				want = append(want, fsAttacks...)
+			}
+			for _, a := range procAttacks {
+				scopedOut := l && (a == "read-environ" || s.scoped) // Landlock's domains: no ptrace out; signals too from ABI 6
+				// Two agents in user namespaces of their own (foreman
+				// not root) cannot read each other's memory either.
+				usernsOut := !root && a == "read-environ"
+				if !p && !u && !scopedOut && !usernsOut {
+					want = append(want, a)
+				}
+			}
+			assert.ElementsMatch(t, want, said, "what b1 says it did")
+			var wantSeen []string
+			for _, a := range want {
+				if a != "read-key" && a != "signal-foreman" && a != "read-environ" {
+					wantSeen = append(wantSeen, a)
+				}
+			}
+			assert.ElementsMatch(t, wantSeen, seen, "what the world shows")
+		})
+	}
+}
+
+const unprivilegedEnv = "FOREMANTEST_AGENTBOX_UNPRIVILEGED"
+
+// asNobody runs this test again as nobody, where agents get a user
+// namespace instead of a uid of their own.
+func asNobody(t *testing.T) {
+	dir, err := os.MkdirTemp("", "agentbox-unprivileged-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	bin := filepath.Join(dir, "agentbox.test")
+	data, err := os.ReadFile(os.Args[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	tmp := filepath.Join(dir, "tmp")
+	require.NoError(t, os.Mkdir(tmp, 0o700))
+	require.NoError(t, os.Chown(tmp, sandbox.Nobody, sandbox.Nobody))
+	cmd := exec.Command(bin, "-test.run=^TestAnAgentReachesNothingButItsOwn$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = []string{unprivilegedEnv + "=1", "PATH=/usr/bin:/bin", "TMPDIR=" + tmp, "HOME=/nonexistent"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: sandbox.Nobody, Gid: sandbox.Nobody}}
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), "--- SKIP: TestAnAgentReachesNothingButItsOwn") {
+		t.Skipf("as nobody: %s", out)
+	}
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "--- PASS: TestAnAgentReachesNothingButItsOwn")
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "could") || strings.Contains(line, "--- ") {
+			t.Log("as nobody: " + strings.TrimSpace(line))
+		}
+	}
+}
