@@ -3,6 +3,7 @@
 package agentbox
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/agentforeman/foreman/internal/host/sandbox"
 )
@@ -239,4 +241,116 @@ func asNobody(t *testing.T) {
 			t.Log("as nobody: " + strings.TrimSpace(line))
 		}
 	}
+}
+
+// A grant that would reach what agents must not is refused before
+// anything starts, naming the path and the key: a writable path holding
+// the host's key, a readable one inside host.work, a writable path in
+// another agent's directory, a workspace inside the journal.
+func TestAGrantThatReachesADeniedPathIsRefused(t *testing.T) {
+	s := newSite(t)
+	for want, change := range map[string]func(*Spec, *Config){
+		"writable path " + s.base + " holds host.identity (" + s.key + "), which an agent must not reach; name a narrower path": func(sp *Spec, _ *Config) {
+			sp.Writable = append(sp.Writable, s.base)
+		},
+		"readable path " + filepath.Join(s.work, "x") + " is inside host.work (" + s.work + "), which an agent must not reach": func(_ *Spec, c *Config) {
+			c.Readable = []string{filepath.Join(s.work, "x")}
+		},
+		"writable path " + filepath.Join(s.agents, "b2", "home") + " is inside agents.workspaces (" + s.agents + ")": func(sp *Spec, _ *Config) {
+			sp.Writable = append(sp.Writable, filepath.Join(s.agents, "b2", "home"))
+		},
+		"its workspace " + filepath.Join(s.journal, "ws") + " is inside journal.path": func(sp *Spec, _ *Config) {
+			sp.Dir = filepath.Join(s.journal, "ws")
+		},
+	} {
+		sp, _ := s.spec("b1", "echo started")
+		cfg := s.cfg
+		change(&sp, &cfg)
+		_, err := Launch(cfg, sp)
+		require.Error(t, err, want)
+		assert.Contains(t, err.Error(), want)
+	}
+	sp, _ := s.spec("b1", "true")
+	sp.Argv = []string{"no-such-agent-cli"}
+	_, err := Launch(s.cfg, sp)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "agent b1: command no-such-agent-cli is not on its PATH (/usr/bin:/bin)")
+}
+
+const foremanEnv = "FOREMANTEST_AGENTBOX_FOREMAN"
+
+// Not a test: a foreman that starts one agent, says the agent's stage's
+// and program's pids, and waits to be killed.
+func TestHelperForeman(t *testing.T) {
+	if os.Getenv(foremanEnv) == "" {
+		t.Skip("a helper: TestAnAgentDiesWithForeman runs it")
+	}
+	s := newSite(t)
+	sp, _ := s.spec("b1", "exec sleep 600")
+	p, err := Launch(Config{Deny: s.cfg.Deny, Without: Without{PIDNamespace: os.Getenv(foremanEnv) == "shared"}}, sp)
+	require.NoError(t, err)
+	os.Stdout.WriteString("pids " + strconv.Itoa(p.Pid()) + " " + strconv.Itoa(agentPID(t, p)) + "\n")
+	_, _ = os.Stdin.Read(make([]byte, 1)) // until killed
+}
+
+// When foreman dies (killed outright: no chance to stop anything), its
+// agents die too: the stage gets SIGKILL, and the kernel ends its PID
+// namespace. Without the namespace the agent outlives foreman.
+func TestAnAgentDiesWithForeman(t *testing.T) {
+	for _, mode := range []string{"own", "shared"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperForeman$", "-test.count=1")
+		cmd.Env = append(os.Environ(), foremanEnv+"="+mode)
+		stdin, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		defer stdin.Close()
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		var line string
+		for lines := bufio.NewScanner(out); line == "" && lines.Scan(); {
+			if strings.HasPrefix(lines.Text(), "pids ") {
+				line = lines.Text() // past the test runner's own lines
+			}
+		}
+		require.NotEmpty(t, line, "the helper says its agent's pids")
+		fields := strings.Fields(line)
+		stagePID, _ := strconv.Atoi(fields[1])
+		agent, _ := strconv.Atoi(fields[2])
+		stageFD, err := unix.PidfdOpen(stagePID, 0)
+		require.NoError(t, err)
+		agentFD, err := unix.PidfdOpen(agent, 0)
+		require.NoError(t, err)
+		require.NoError(t, cmd.Process.Kill())
+		_ = cmd.Wait()
+		exited(t, stageFD, "the stage dies with foreman (Pdeathsig)")
+		if mode == "shared" {
+			assert.False(t, ended(agentFD), "without a PID namespace the agent outlives foreman")
+			require.NoError(t, unix.Kill(agent, unix.SIGKILL))
+		}
+		exited(t, agentFD, "the agent is gone")
+		unix.Close(stageFD)
+		unix.Close(agentFD)
+	}
+}
+
+// exited waits for the process of pidfd fd to end (a minute at most: the
+// kernel's doing, not a race with the machine's load).
+func exited(t *testing.T, fd int, what string) {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 60_000)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, 1, n, what)
+		return
+	}
+}
+
+// ended reports whether the process of pidfd fd has ended, now.
+func ended(fd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, _ := unix.Poll(fds, 0)
+	return n == 1
 }
