@@ -75,7 +75,7 @@ func Launch(cfg Config, spec Spec) (*Process, error) {
 	uid := 0
 	if !userns && os.Geteuid() == 0 && !cfg.Without.OwnUID {
 		uid = uidOf(spec.Name, cfg.UIDBase)
-		if err := own(spec, uid); err != nil {
+		if err := own(spec, cfg.ownDir(spec), uid); err != nil {
 			return nil, err
 		}
 	}
@@ -159,14 +159,7 @@ func isFile(p string) bool {
 // directory in the workspaces' (the denied path whose key is
 // WorkspacesKey): its workspace, and its writable paths beside it.
 func (cfg Config) check(spec Spec, prog string) error {
-	own := ""
-	for _, d := range cfg.Deny {
-		if d.Key == WorkspacesKey && d.Path != "" {
-			if rel, err := filepath.Rel(sandbox.Real(d.Path), sandbox.Real(spec.Dir)); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-				own = filepath.Join(sandbox.Real(d.Path), strings.Split(rel, string(filepath.Separator))[0])
-			}
-		}
-	}
+	own := cfg.ownDir(spec)
 	type grant struct{ what, path string }
 	grants := []grant{{"its workspace", spec.Dir}, {"its program", prog}}
 	for _, w := range spec.Writable {
@@ -195,6 +188,20 @@ func (cfg Config) check(spec Spec, prog string) error {
 	return nil
 }
 
+// ownDir is the agent's own directory in the workspaces' (the one its
+// workspace lies in: its workspace, key, HOME and TMPDIR, as foreman up
+// lays them out); "" when its workspace is not in it.
+func (cfg Config) ownDir(spec Spec) string {
+	for _, d := range cfg.Deny {
+		if d.Key == WorkspacesKey && d.Path != "" {
+			if rel, err := filepath.Rel(sandbox.Real(d.Path), sandbox.Real(spec.Dir)); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+				return filepath.Join(sandbox.Real(d.Path), strings.Split(rel, string(filepath.Separator))[0])
+			}
+		}
+	}
+	return ""
+}
+
 // WorkspacesKey names, in Config.Deny, the directory of the agents'
 // workspaces: each agent reaches its own directory in it (the one its
 // workspace lies in), never another's.
@@ -209,7 +216,11 @@ func (cfg Config) ruleset(llc landlock.Config, abi int, spec Spec, prog string) 
 	}
 	sysDirs, sysFiles := sandbox.Readable(cfg.Deny)
 	var roDirs, roFiles, rwDirs, rwFiles []string
-	for _, p := range append([]string{prog}, cfg.Readable...) {
+	readable := append([]string{prog}, cfg.Readable...)
+	if own := cfg.ownDir(spec); own != "" {
+		readable = append(readable, own) // its key, beside its workspace
+	}
+	for _, p := range readable {
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 			roDirs = append(roDirs, p)
 		} else if err == nil {
@@ -281,19 +292,25 @@ func uidOf(name string, base int) int {
 	}
 }
 
-// own makes the agent's workspace and writable paths its uid's (all of
-// them, when the top is not: made by foreman, or by this name's uid of an
-// earlier life), and refuses a path the uid cannot reach for a parent it
-// may not enter.
-func own(spec Spec, uid int) error {
-	for _, p := range append([]string{spec.Dir}, spec.Writable...) {
+// own makes the agent's own directory (when its workspace is in the
+// workspaces'), workspace and writable paths its uid's (all of each, when
+// its top is not: made by foreman, or by this name's uid of an earlier
+// life), and refuses a path the uid cannot reach for a parent it may not
+// enter.
+func own(spec Spec, ownDir string, uid int) error {
+	paths := append([]string{spec.Dir}, spec.Writable...)
+	if ownDir != "" {
+		paths = append([]string{ownDir}, paths...)
+	}
+	for _, p := range paths {
 		for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
-			fi, err := os.Stat(dir)
-			if err != nil {
+			var st unix.Stat_t
+			if err := unix.Stat(dir, &st); err != nil {
 				return fmt.Errorf("agent %s: %s: %w", spec.Name, dir, err)
 			}
-			if fi.Mode().Perm()&0o001 == 0 {
-				return fmt.Errorf("agent %s: %s cannot reach %s: %s (mode %v) lets no other user enter it; chmod o+x %s (mode 0711 lists nothing to others), or put the agents' workspaces elsewhere", spec.Name, userName(uid), p, dir, fi.Mode().Perm(), dir)
+			fi := fileMode(st.Mode)
+			if st.Mode&0o001 == 0 && !(int(st.Uid) == uid && st.Mode&0o100 != 0) {
+				return fmt.Errorf("agent %s: %s cannot reach %s: %s (mode %v) lets no other user enter it; chmod o+x %s (mode 0711 lists nothing to others), or put the agents' workspaces elsewhere", spec.Name, userName(uid), p, dir, fi, dir)
 			}
 			if dir == "/" {
 				break
@@ -304,6 +321,18 @@ func own(spec Spec, uid int) error {
 			return fmt.Errorf("agent %s: %s: %w", spec.Name, p, err)
 		}
 		if int(st.Uid) == uid {
+			if p == ownDir {
+				// What foreman wrote there since (its key again): the
+				// files at the top.
+				entries, _ := os.ReadDir(p)
+				for _, e := range entries {
+					if e.Type().IsRegular() {
+						if err := os.Lchown(filepath.Join(p, e.Name()), uid, uid); err != nil {
+							return fmt.Errorf("agent %s: %w", spec.Name, err)
+						}
+					}
+				}
+			}
 			continue
 		}
 		err := filepath.WalkDir(p, func(path string, _ fs.DirEntry, err error) error {
@@ -323,6 +352,8 @@ func own(spec Spec, uid int) error {
 	}
 	return nil
 }
+
+func fileMode(m uint32) os.FileMode { return os.FileMode(m & 0o777) }
 
 func userName(uid int) string { return fmt.Sprintf("uid %d", uid) }
 

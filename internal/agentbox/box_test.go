@@ -67,6 +67,8 @@ func (s *site) spec(name, script string, env ...string) (Spec, *bytes.Buffer) {
 	for _, d := range []string{dir, ws} {
 		require.NoError(s.t, os.MkdirAll(d, 0o755))
 	}
+	// Its key, as foreman up writes it beside its workspace.
+	require.NoError(s.t, os.WriteFile(filepath.Join(dir, "identity.json"), []byte("key-of-"+name), 0o600))
 	var out bytes.Buffer
 	return Spec{Name: name, Dir: ws, Argv: []string{"sh", "-c", script},
 		Env:    append([]string{"PATH=/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + tmp}, env...),
@@ -83,7 +85,9 @@ cat "$KEY" 2>/dev/null | grep -q "$KEYSECRET" && echo "ATTACK read-key"
 kill -0 "$FOREMAN" 2>/dev/null && echo "ATTACK signal-foreman"
 cat "/proc/$BPID/environ" 2>/dev/null | tr '\0' '\n' | grep -q "$ENVSECRET" && echo "ATTACK read-environ"
 kill -KILL "$BPID" 2>/dev/null && echo "ATTACK kill-agent"
+cat "$BKEY" 2>/dev/null | grep -q key-of-b2 && echo "ATTACK read-agent-key"
 echo x > own && echo "writes its own workspace"
+grep -q key-of-b1 ../identity.json && echo "reads its own key"
 echo x > "$HOME/own" && echo "writes its HOME"
 `
 
@@ -106,12 +110,13 @@ func (s *site) attack(without Without) (said, seen []string) {
 	}()
 	bpid := agentPID(s.t, b)
 	aspec, aout := s.spec("b1", attacks, "KEY="+s.key, "KEYSECRET="+s.keySecret, "BWS="+bspec.Dir, "REPO="+s.repo,
-		"JOURNAL="+s.journal, "FOREMAN="+strconv.Itoa(os.Getpid()), "BPID="+strconv.Itoa(bpid), "ENVSECRET="+s.environSecret)
+		"JOURNAL="+s.journal, "BKEY="+filepath.Join(s.agents, "b2", "identity.json"), "FOREMAN="+strconv.Itoa(os.Getpid()), "BPID="+strconv.Itoa(bpid), "ENVSECRET="+s.environSecret)
 	a, err := Launch(cfg, aspec)
 	require.NoError(s.t, err)
 	require.NoError(s.t, a.Wait(), aout.String())
 	require.Contains(s.t, aout.String(), "writes its own workspace", "the control: %s", aout)
 	require.Contains(s.t, aout.String(), "writes its HOME")
+	require.Contains(s.t, aout.String(), "reads its own key")
 	for _, line := range strings.Split(aout.String(), "\n") {
 		if name, ok := strings.CutPrefix(line, "ATTACK "); ok {
 			said = append(said, name)
@@ -161,7 +166,7 @@ func TestAnAgentReachesNothingButItsOwn(t *testing.T) {
 	if os.Getuid() == 0 && os.Getenv(unprivilegedEnv) == "" {
 		t.Run("as nobody", asNobody)
 	}
-	fsAttacks := []string{"read-key", "write-workspace", "write-repo", "write-journal"}
+	fsAttacks := []string{"read-key", "read-agent-key", "write-workspace", "write-repo", "write-journal"}
 	procAttacks := []string{"signal-foreman", "read-environ", "kill-agent"}
 	root := os.Getuid() == 0
 	modes := []struct {
@@ -201,7 +206,7 @@ func TestAnAgentReachesNothingButItsOwn(t *testing.T) {
 			assert.ElementsMatch(t, want, said, "what b1 says it did")
 			var wantSeen []string
 			for _, a := range want {
-				if a != "read-key" && a != "signal-foreman" && a != "read-environ" {
+				if a != "read-key" && a != "read-agent-key" && a != "signal-foreman" && a != "read-environ" {
 					wantSeen = append(wantSeen, a)
 				}
 			}

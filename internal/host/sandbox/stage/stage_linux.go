@@ -94,7 +94,7 @@ func runCheck(s *Spec) int {
 	}
 	unix.Close(ReportFD) // the host reads end of file: the program runs
 	if s.Forward {
-		forward(pid)
+		forward(pid, s.SharedPID)
 	}
 	for {
 		var ws unix.WaitStatus
@@ -121,15 +121,21 @@ func runCheck(s *Spec) int {
 	}
 }
 
-// forward passes the signals a supervisor sends on to the program, pid:
+// forward passes the signals a supervisor sends on to every process of
+// the namespace but the stage (as a signal to a process group would):
 // sent to the stage by its parent, they would otherwise end the stage, and
-// with it the namespace, without the program hearing of them.
-func forward(pid int) {
+// with it the namespace, without the program hearing of them. Without a
+// namespace of its own (sharedPID), to the program, pid, alone.
+func forward(pid int, sharedPID bool) {
+	to := -1
+	if sharedPID {
+		to = pid
+	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
 	go func() {
 		for sig := range sigs {
-			_ = unix.Kill(pid, sig.(syscall.Signal))
+			_ = unix.Kill(to, sig.(syscall.Signal))
 		}
 	}()
 }
