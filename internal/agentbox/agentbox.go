@@ -22,6 +22,17 @@
 // The network is the machine's: the agent's CLI reaches its model's API,
 // the room and foreman's push gate (remote.GitServer.GrantPush), the only
 // way its work reaches host.repo, as refs/heads/<name>/... alone.
+//
+// Spec has the fields of the supervisor's LaunchSpec, in its order, so
+// that a confining launcher is a conversion:
+//
+//	func(s agents.LaunchSpec) (agents.Process, error) {
+//		p, err := agentbox.Launch(cfg, agentbox.Spec(s))
+//		if err != nil {
+//			return nil, err // never a nil *Process in a non-nil interface
+//		}
+//		return p, nil
+//	}
 package agentbox
 
 import (

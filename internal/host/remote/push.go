@@ -54,6 +54,18 @@ func (s *GitServer) GrantPush(agent string) (string, error) {
 	return token, nil
 }
 
+// RevokePush ends every push token of agent's (an agent stopped for good):
+// nothing is taken with them from now on.
+func (s *GitServer) RevokePush(agent string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, g := range s.grants {
+		if g.pusher == agent {
+			delete(s.grants, k)
+		}
+	}
+}
+
 // SetPushWithout turns defences of the gate off, for the tests that prove
 // each one.
 func (s *GitServer) SetPushWithout(w PushWithout) {

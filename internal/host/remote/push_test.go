@@ -139,8 +139,8 @@ func TestThePushGateTakesAnAgentsOwnBranchesOnly(t *testing.T) {
 }
 
 // A push needs a live agent's token: none, an unknown one, or one revoked
-// (an agent stopped for good) pushes nothing; a push token fetches
-// nothing either.
+// (an agent stopped for good: RevokePush) pushes nothing, and another
+// agent's goes on; a push token fetches nothing either.
 func TestThePushGateNeedsALiveAgentsToken(t *testing.T) {
 	g := newGate(t, "b1")
 	c := g.commit("b1", "a.txt")
@@ -148,7 +148,9 @@ func TestThePushGateNeedsALiveAgentsToken(t *testing.T) {
 	require.NoError(t, err, out, "the control: its token pushes")
 	require.Equal(t, c, g.ref("refs/heads/b1/api"))
 	c2 := g.commit("b1", "b.txt")
-	g.s.Revoke(g.tokens["b1"])
+	other, err := g.s.GrantPush("b2")
+	require.NoError(t, err)
+	g.s.RevokePush("b1")
 	for name, token := range map[string]string{"revoked": g.tokens["b1"], "unknown": strings.Repeat("0", 64), "none": ""} {
 		out, err := g.push("b1", token, "HEAD:refs/heads/b1/api")
 		assert.Error(t, err, name)
@@ -165,6 +167,8 @@ func TestThePushGateNeedsALiveAgentsToken(t *testing.T) {
 	}
 	assert.Equal(t, c, g.ref("refs/heads/b1/api"), "no push landed")
 	assert.NotEqual(t, c2, c)
+	out, err = g.push("b1", other, "HEAD:refs/heads/b2/api")
+	require.NoError(t, err, "another agent's token lives on: %s", out)
 
 	token, err := g.s.GrantPush("b1")
 	require.NoError(t, err)
