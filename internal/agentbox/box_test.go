@@ -362,3 +362,27 @@ func ended(fd int) bool {
 	n, _ := unix.Poll(fds, 0)
 	return n == 1
 }
+
+// A supervisor's SIGTERM reaches the agent, which may stop as it likes
+// (here: says so and exits 7), rather than ending its box outright.
+func TestASupervisorsSignalReachesTheAgent(t *testing.T) {
+	s := newSite(t)
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	sp, _ := s.spec("b1", `trap 'echo heard TERM; exit 7' TERM; echo ready; sleep 600 & wait`)
+	sp.Stdout = w
+	p, err := Launch(s.cfg, sp)
+	w.Close()
+	require.NoError(t, err)
+	lines := bufio.NewScanner(r)
+	require.True(t, lines.Scan())
+	require.Equal(t, "ready", lines.Text(), "its trap is set")
+	require.NoError(t, p.Signal(syscall.SIGTERM))
+	err = p.Wait()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "%v", err)
+	assert.Equal(t, 7, exit.ExitCode(), "the agent's own exit")
+	require.True(t, lines.Scan())
+	assert.Equal(t, "heard TERM", lines.Text())
+}

@@ -88,14 +88,21 @@ func runCheck(s *Spec) int {
 			return fail("closing inherited descriptors", err)
 		}
 	}
+	var sigs chan os.Signal
+	if s.Forward {
+		// Caught from before the program starts: the host may signal as
+		// soon as it reads that it runs.
+		sigs = make(chan os.Signal, 8)
+		signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
+	}
 	pid, err := syscall.ForkExec(s.Path, s.Args, &syscall.ProcAttr{Dir: s.Dir, Env: s.Env, Files: []uintptr{0, 1, 2}})
 	if err != nil {
 		return fail("exec "+s.Path, err)
 	}
-	unix.Close(ReportFD) // the host reads end of file: the program runs
-	if s.Forward {
-		forward(pid, s.SharedPID)
+	if sigs != nil {
+		go forward(sigs, pid, s.SharedPID)
 	}
+	unix.Close(ReportFD) // the host reads end of file: the program runs
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, 0, nil)
@@ -126,18 +133,14 @@ func runCheck(s *Spec) int {
 // sent to the stage by its parent, they would otherwise end the stage, and
 // with it the namespace, without the program hearing of them. Without a
 // namespace of its own (sharedPID), to the program, pid, alone.
-func forward(pid int, sharedPID bool) {
+func forward(sigs <-chan os.Signal, pid int, sharedPID bool) {
 	to := -1
 	if sharedPID {
 		to = pid
 	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
-	go func() {
-		for sig := range sigs {
-			_ = unix.Kill(to, sig.(syscall.Signal))
-		}
-	}()
+	for sig := range sigs {
+		_ = unix.Kill(to, sig.(syscall.Signal))
+	}
 }
 
 func readSpec() (*Spec, error) {
