@@ -37,8 +37,9 @@ type Process struct {
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Signal sends sig to the agent: the stage passes SIGTERM, SIGINT,
-// SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 on to it; SIGKILL ends the stage,
-// and with it everything in the agent's namespace.
+// SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 on to every process of the agent's
+// namespace (as to a process group); SIGKILL ends the stage, and with it
+// everything in the namespace.
 func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
 
 // Wait waits for the agent's end (its stage exits with its status, 128+n
