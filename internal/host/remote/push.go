@@ -30,6 +30,11 @@ import (
 // is shown only the agent's refs and refuses to update a hidden one (its
 // receive.hideRefs): a second wall, not the one the tests rely on.
 
+// AgentFetches are the refs an agent's token fetches: every branch (the
+// target, another builder's it takes over, as the ACK names it) and the
+// host's handoff pins (refs/foreman/handoff/<c>/<n>).
+var AgentFetches = []string{"refs/heads", "refs/foreman/handoff"}
+
 // PushWithout names the gate's defences a test turns off, to show the
 // attack each stops succeeding without it. A real host never sets it.
 type PushWithout struct {
@@ -83,13 +88,23 @@ const maxPush = 256 << 20
 // servePush serves an agent's push: the advertisement of its own refs,
 // and receive-pack for a push whose every command is in its namespace.
 func (s *GitServer) servePush(w http.ResponseWriter, r *http.Request, agent, path string, without PushWithout) {
+	service := r.URL.Query().Get("service")
 	switch {
-	case r.Method == http.MethodGet && path == "/info/refs" && r.URL.Query().Get("service") == "git-receive-pack":
+	case r.Method == http.MethodGet && path == "/info/refs" && service == "git-receive-pack":
 		s.pushBackend(agent, without).ServeHTTP(w, r)
+		return
+	case r.Method == http.MethodGet && path == "/info/refs" && service == "git-upload-pack",
+		r.Method == http.MethodPost && path == "/git-upload-pack":
+		// What an agent starts from and takes over: the branches (the
+		// target, and the one a builder that left worked on) and the
+		// work the host pinned for the next builder; never the jobs'
+		// pins or anything else of the host's.
+		r.Body = http.MaxBytesReader(w, r.Body, maxRequest)
+		s.backend(AgentFetches...).ServeHTTP(w, r)
 		return
 	case r.Method == http.MethodPost && path == "/git-receive-pack":
 	default:
-		http.Error(w, "an agent's token pushes (git-receive-pack) and does nothing else here", http.StatusForbidden)
+		http.Error(w, "an agent's token fetches (git-upload-pack) and pushes (git-receive-pack), and does nothing else here", http.StatusForbidden)
 		return
 	}
 	body := io.Reader(http.MaxBytesReader(w, r.Body, maxPush))

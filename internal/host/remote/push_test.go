@@ -140,7 +140,8 @@ func TestThePushGateTakesAnAgentsOwnBranchesOnly(t *testing.T) {
 
 // A push needs a live agent's token: none, an unknown one, or one revoked
 // (an agent stopped for good: RevokePush) pushes nothing, and another
-// agent's goes on; a push token fetches nothing either.
+// agent's goes on. An agent's token fetches branches and handoff pins,
+// never the host's other refs.
 func TestThePushGateNeedsALiveAgentsToken(t *testing.T) {
 	g := newGate(t, "b1")
 	c := g.commit("b1", "a.txt")
@@ -170,13 +171,37 @@ func TestThePushGateNeedsALiveAgentsToken(t *testing.T) {
 	out, err = g.push("b1", other, "HEAD:refs/heads/b2/api")
 	require.NoError(t, err, "another agent's token lives on: %s", out)
 
+	// A live token fetches what an agent starts from and takes over:
+	// branches and the host's handoff pins; never the jobs' pins.
 	token, err := g.s.GrantPush("b1")
 	require.NoError(t, err)
-	out, err = g.git("b1", "-c", "http.extraHeader="+Header(token), "fetch", g.s.URL(), "refs/heads/main")
-	assert.Error(t, err)
-	assert.Contains(t, out, "403", "a push token fetches nothing")
+	main := g.ref("refs/heads/main")
+	require.NoError(t, g.repo.SetRef(bg, "refs/foreman/handoff/api/1", c, "pin"))
+	require.NoError(t, g.repo.SetRef(bg, "refs/foreman/jobs/7", c2pinned(t, g), "pin"))
+	for ref, want := range map[string]string{"refs/heads/main": main, "refs/heads/b1/api": c, "refs/foreman/handoff/api/1": c} {
+		out, err = g.git("b1", "-c", "http.extraHeader="+Header(token), "fetch", g.s.URL(), ref+":refs/fetched/x")
+		require.NoError(t, err, "%s: %s", ref, out)
+		got, err := g.git("b1", "rev-parse", "refs/fetched/x")
+		require.NoError(t, err)
+		assert.Equal(t, want, strings.TrimSpace(got), ref)
+	}
+	out, err = g.git("b1", "-c", "http.extraHeader="+Header(token), "ls-remote", g.s.URL())
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "refs/foreman/jobs/7", "a job's pin is not an agent's to see")
+	_, err = g.git("b1", "-c", "http.extraHeader="+Header(token), "fetch", g.s.URL(), "refs/foreman/jobs/7")
+	assert.Error(t, err, "nor to fetch")
 	for _, bad := range []string{"", "b1/x", "@b1", "-b1", "a b"} {
 		_, err := g.s.GrantPush(bad)
 		assert.Error(t, err, "%q is no branch prefix", bad)
 	}
+}
+
+// c2pinned is a commit of the host's own, on no branch: what a job's pin
+// holds.
+func c2pinned(t *testing.T, g *gate) string {
+	main, err := g.repo.RevParse(bg, "refs/heads/main")
+	require.NoError(t, err)
+	c, err := g.repo.CommitFiles(bg, main, map[string]string{"job.txt": "the host's\n"}, "job", gitrepo.Author{Name: "h", Email: "h@x"})
+	require.NoError(t, err)
+	return c
 }

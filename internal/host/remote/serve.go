@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/cgi"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +19,8 @@ import (
 	"github.com/agentforeman/foreman/internal/workq"
 )
 
-// GitServer serves the host's repository to its workers, read-only: git's
+// GitServer serves the host's repository to its workers, read-only (and,
+// with an agent's token, takes that agent's pushes: push.go): git's
 // smart HTTP (git http-backend, run as a CGI program per request),
 // upload-pack only, nothing else of the repository's files, and only to a
 // request that carries a job's token. Each job has a token of its own
@@ -110,25 +112,26 @@ func (s *GitServer) Revoke(token string) {
 // Header is the header a request with token sends.
 func Header(token string) string { return "Authorization: Bearer " + token }
 
-// backend is git http-backend, showing only ref.
-func (s *GitServer) backend(ref string) *cgi.Handler {
-	return &cgi.Handler{
-		Path: s.git, Root: gitPath, Args: []string{"http-backend"},
-		Env: []string{
-			"GIT_PROJECT_ROOT=" + s.gitDir, "GIT_HTTP_EXPORT_ALL=1",
-			"GIT_CONFIG_COUNT=6",
-			// Only fetches: never a push, whoever asks.
-			"GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=false",
-			"GIT_CONFIG_KEY_1=http.getanyfile", "GIT_CONFIG_VALUE_1=false",
-			// Of the refs, the job's alone; and a want must be what an
-			// advertised ref reaches, never any object by its id.
-			"GIT_CONFIG_KEY_2=uploadpack.hideRefs", "GIT_CONFIG_VALUE_2=refs/",
-			"GIT_CONFIG_KEY_3=uploadpack.hideRefs", "GIT_CONFIG_VALUE_3=HEAD",
-			"GIT_CONFIG_KEY_4=uploadpack.hideRefs", "GIT_CONFIG_VALUE_4=!" + ref,
-			"GIT_CONFIG_KEY_5=uploadpack.allowAnySHA1InWant", "GIT_CONFIG_VALUE_5=false",
-		},
-		InheritEnv: []string{"PATH", "HOME"},
+// backend is git http-backend, showing only refs (each a ref, or a
+// prefix of refs: refs/heads).
+func (s *GitServer) backend(refs ...string) *cgi.Handler {
+	env := []string{
+		"GIT_PROJECT_ROOT=" + s.gitDir, "GIT_HTTP_EXPORT_ALL=1",
+		"GIT_CONFIG_COUNT=" + strconv.Itoa(5+len(refs)),
+		// Only fetches: never a push, whoever asks.
+		"GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=false",
+		"GIT_CONFIG_KEY_1=http.getanyfile", "GIT_CONFIG_VALUE_1=false",
+		// A want must be what an advertised ref reaches, never any
+		// object by its id; of the refs, those shown alone.
+		"GIT_CONFIG_KEY_2=uploadpack.allowAnySHA1InWant", "GIT_CONFIG_VALUE_2=false",
+		"GIT_CONFIG_KEY_3=uploadpack.hideRefs", "GIT_CONFIG_VALUE_3=refs/",
+		"GIT_CONFIG_KEY_4=uploadpack.hideRefs", "GIT_CONFIG_VALUE_4=HEAD",
 	}
+	for i, ref := range refs {
+		n := strconv.Itoa(5 + i)
+		env = append(env, "GIT_CONFIG_KEY_"+n+"=uploadpack.hideRefs", "GIT_CONFIG_VALUE_"+n+"=!"+ref)
+	}
+	return &cgi.Handler{Path: s.git, Root: gitPath, Args: []string{"http-backend"}, Env: env, InheritEnv: []string{"PATH", "HOME"}}
 }
 
 // pushBackend is git http-backend taking agent's pushes: receive-pack,
