@@ -386,3 +386,19 @@ func TestASupervisorsSignalReachesTheAgent(t *testing.T) {
 	require.True(t, lines.Scan())
 	assert.Equal(t, "heard TERM", lines.Text())
 }
+
+// Each agent name has a uid of its own, the same at every start; two names
+// whose hashes meet get two uids all the same.
+func TestEachAgentHasAUidOfItsOwn(t *testing.T) {
+	const base = 2_000_000_000
+	seen := map[int]string{}
+	for i := 0; i < 2000; i++ {
+		name := "agent" + strconv.Itoa(i)
+		u := uidOf(name, base)
+		require.GreaterOrEqual(t, u, base)
+		require.Less(t, u, base+65536)
+		require.Empty(t, seen[u], "%s and %s share uid %d", seen[u], name, u)
+		seen[u] = name
+		assert.Equal(t, u, uidOf(name, base), "the same at every start")
+	}
+}
