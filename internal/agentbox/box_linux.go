@@ -282,15 +282,20 @@ func uidOf(name string, base int) int {
 	if u, ok := uids.byName[name]; ok {
 		return u
 	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(name))
 	for i := uint32(0); ; i++ {
-		u := base + int((h.Sum32()+i)%65536)
+		u := base + int((slot(name)+i)%65536)
 		if !uids.taken[u] {
 			uids.byName[name], uids.taken[u] = u, true
 			return u
 		}
 	}
+}
+
+// slot is where name's uid is looked for first, past the base.
+func slot(name string) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	return h.Sum32() % 65536
 }
 
 // own makes the agent's own directory (when its workspace is in the

@@ -391,14 +391,21 @@ func TestASupervisorsSignalReachesTheAgent(t *testing.T) {
 // whose hashes meet get two uids all the same.
 func TestEachAgentHasAUidOfItsOwn(t *testing.T) {
 	const base = 2_000_000_000
-	seen := map[int]string{}
-	for i := 0; i < 2000; i++ {
-		name := "agent" + strconv.Itoa(i)
-		u := uidOf(name, base)
-		require.GreaterOrEqual(t, u, base)
-		require.Less(t, u, base+65536)
-		require.Empty(t, seen[u], "%s and %s share uid %d", seen[u], name, u)
-		seen[u] = name
-		assert.Equal(t, u, uidOf(name, base), "the same at every start")
+	first := map[uint32]string{}
+	var a, b string
+	for i := 0; a == ""; i++ {
+		name := "meet" + strconv.Itoa(i)
+		if other, ok := first[slot(name)]; ok {
+			a, b = other, name
+		}
+		first[slot(name)] = name
 	}
+	ua, ub := uidOf(a, base), uidOf(b, base)
+	assert.NotEqual(t, ua, ub, "%s and %s meet at %d", a, b, slot(a))
+	for _, u := range []int{ua, ub} {
+		assert.GreaterOrEqual(t, u, base)
+		assert.Less(t, u, base+65536)
+	}
+	assert.Equal(t, ua, uidOf(a, base), "the same at every start")
+	assert.Equal(t, ub, uidOf(b, base))
 }
