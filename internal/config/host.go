@@ -65,6 +65,10 @@ type Host struct {
 	// progress is merged with the others' (contract section 10).
 	OverlapInterval time.Duration
 	Prune           bool // delete a builder's branch once it landed
+	// BranchNamespaces: a builder's branches are under its own name, and
+	// a READY naming another is refused (foreman up sets it for the agents
+	// it starts, which push only there through its push gate).
+	BranchNamespaces bool
 	// LandAs is how an approved component lands (host.land_as): LandMerge,
 	// a merge commit, or LandSquash, one commit; either is one entry on
 	// the target's first-parent line.
@@ -123,6 +127,7 @@ func hostDefaults(d map[string]any) {
 	d["host.flaky_threshold"] = 0.25
 	d["host.overlap_interval"] = "30s"
 	d["host.prune"] = false
+	d["host.branch_namespaces"] = false
 	d["host.land_as"] = LandMerge
 	d["host.serve"] = "127.0.0.1:0"
 	d["host.serve_url"] = ""
@@ -218,6 +223,9 @@ func decodeHost(v *viper.Viper, c *Config, src sources) error {
 		return err
 	}
 	if h.Prune, err = boolean(v, "host.prune"); err != nil {
+		return err
+	}
+	if h.BranchNamespaces, err = boolean(v, "host.branch_namespaces"); err != nil {
 		return err
 	}
 	switch h.LandAs = strings.ToLower(strings.TrimSpace(v.GetString("host.land_as"))); h.LandAs {

@@ -33,7 +33,13 @@ type Config struct {
 	FailureDepth int
 	Target       string // the target branch, short name, for what the host says
 	Prune        bool   // host.prune: a landed component's branch is deleted
-	Squash       bool   // host.land_as squash: each component lands as one commit on the target (Job.Squash)
+	// BranchNamespaces is host.branch_namespaces: a builder's branches
+	// are under its own name (b1/api for @b1), as the push gate lets each
+	// agent foreman up starts push only there; a READY naming a branch
+	// outside the builder's namespace is refused, and never checked or
+	// landed (rules.go, InNamespace).
+	BranchNamespaces bool
+	Squash           bool // host.land_as squash: each component lands as one commit on the target (Job.Squash)
 	// Retries is host.retries: how many times the shell runs a failed
 	// check again on the same tree before the failure counts; a car whose
 	// run did not (Job.Once) is checked again as many times before it is

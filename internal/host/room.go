@@ -90,6 +90,11 @@ func (h *Core) ready(from, name, ref string) {
 	case c.phase == unknown:
 		c.waiting = &ready{from, ref} // until a STATUS answer says who owns c
 	case c.owner != from:
+	case c.phase == building && h.cfg.BranchNamespaces && !InNamespace(from, ref):
+		// foreman put c in CI: the host's CI FAIL steps it back (FIX),
+		// and nothing of the branch is fetched, checked or landed.
+		c.phase, c.ref, c.dupe = reported, ref, ""
+		h.say("CI " + c.name + " FAIL " + bound(outsideNamespace(from, ref), detailRoom))
 	case c.phase == building:
 		c.phase, c.ref, c.dupe = inCI, ref, ""
 		h.enqueue(c)

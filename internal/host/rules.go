@@ -36,7 +36,11 @@ type Landable struct {
 }
 
 // StrictRules are the rules foreman host runs with.
-type StrictRules struct{}
+type StrictRules struct {
+	// Namespaces: a car lands only from its builder's namespace
+	// (Config.BranchNamespaces).
+	Namespaces bool
+}
 
 // Passed: every configured check ran and passed, in order; no check
 // configured is a pass (what merges cleanly lands, and its receipt says no
@@ -60,9 +64,11 @@ func (StrictRules) Passed(checks []string, ev *receipt.Checks) string {
 
 // MayLand: the car holds the commit approved, of the builder and ref
 // approved, which never landed before.
-func (StrictRules) MayLand(l Landable) string {
+func (r StrictRules) MayLand(l Landable) string {
 	a := l.Approval
 	switch {
+	case r.Namespaces && !InNamespace(l.Owner, l.Ref):
+		return outsideNamespace(l.Owner, l.Ref)
 	case a == nil || a.Owner != l.Owner || a.Ref != l.Ref:
 		return "no approval of " + l.Owner + "'s " + l.Ref + " is on record"
 	case a.Tip == "" || a.Tip != l.Tip:
@@ -72,6 +78,27 @@ func (StrictRules) MayLand(l Landable) string {
 			short(a.Tip), short(l.LandedAt), l.Target, l.Component, l.Component)
 	}
 	return ""
+}
+
+// InNamespace says whether ref, a branch a READY names (b1/api or
+// refs/heads/b1/api), is in builder's namespace: refs/heads/<name>/...,
+// name the builder's id without its @. The push gate lets an agent
+// update only those refs (remote.PushGate), so a branch outside was
+// pushed by someone else: another agent's work, or one it must not be
+// credited with.
+func InNamespace(builder, ref string) bool {
+	name := strings.TrimPrefix(builder, "@")
+	rest, ok := strings.CutPrefix(strings.TrimPrefix(ref, "refs/heads/"), name+"/")
+	return ok && name != "" && rest != ""
+}
+
+// Namespace is the branches builder may name: what the refusals say.
+func Namespace(builder string) string { return strings.TrimPrefix(builder, "@") + "/" }
+
+// outsideNamespace words the refusal of builder's ref.
+func outsideNamespace(builder, ref string) string {
+	return fmt.Sprintf("the branch %s is outside %s's namespace (host.branch_namespaces): a builder's branches are %s<name>; push the work to %s<component> and READY that",
+		ref, builder, Namespace(builder), Namespace(builder))
 }
 
 func orNone(s string) string {
@@ -93,7 +120,7 @@ func (h *Core) rules() Rules {
 	if h.cfg.Rules != nil {
 		return h.cfg.Rules
 	}
-	return StrictRules{}
+	return StrictRules{Namespaces: h.cfg.BranchNamespaces}
 }
 
 // evidenced says why o, a pass an executor reports, does not count (""

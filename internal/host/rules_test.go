@@ -202,3 +202,46 @@ func TestARefusedLandingIsCheckedAgain(t *testing.T) {
 	assert.Equal(t, Car, again["a"].Kind, "checked again")
 	assert.Equal(t, 0, s.h.chain.Seq, "nothing landed")
 }
+
+// With host.branch_namespaces, a builder's branches are its own name's:
+// b1/api for @b1. Anything else is not in it: another's, the target, a
+// prefix of its name, the bare name.
+func TestABranchIsInItsBuildersNamespace(t *testing.T) {
+	for _, in := range []string{"b1/api", "refs/heads/b1/api", "b1/api/v2"} {
+		assert.True(t, InNamespace("@b1", in), in)
+	}
+	for _, out := range []string{"b2/api", "main", "b1", "b1/", "b10/api", "b/api", "refs/heads/b2/api", "refs/tags/b1/api", "x/b1/api"} {
+		assert.False(t, InNamespace("@b1", out), out)
+	}
+	assert.False(t, InNamespace("@", "/api"), "no name, no namespace")
+}
+
+// A READY naming a branch outside its builder's namespace is refused with
+// the reason and what to do, and nothing is checked; foreman's FIX steps
+// it back, and a READY of its own namespace is checked. Off (the
+// default), the same READY is checked: the rule is the refusal's cause.
+func TestAReadyOutsideTheBuildersNamespaceIsRefused(t *testing.T) {
+	s := newHarness(t, func(c *Config) { c.BranchNamespaces = true })
+	s.built("api", "@b1")
+	a := s.hear("@b1", "READY api b2/api")
+	assert.Empty(t, queued(a), "nothing of another's branch is checked")
+	assert.Equal(t, []string{"CI api FAIL the branch b2/api is outside @b1's namespace (host.branch_namespaces): a builder's branches are b1/<name>; push the work to b1/<component> and READY that"}, a.Say)
+	s.foreman("FIX api @b1 1/5 CI failed: the branch b2/api is outside")
+	j := s.started(s.hear("@b1", "READY api b1/api"))
+	assert.Equal(t, "b1/api", j.Ref)
+
+	off := newHarness(t, nil)
+	off.built("api", "@b1")
+	j = off.started(off.hear("@b1", "READY api b2/api"))
+	assert.Equal(t, "b2/api", j.Ref, "without namespaces any branch is checked")
+}
+
+// A car from outside its builder's namespace does not land, even approved
+// (a host whose namespaces were turned on after the approval).
+func TestTheStrictRulesLandOnlyFromTheNamespace(t *testing.T) {
+	a := &Approval{Component: "a", Owner: "@b1", Ref: "b2/a", Approval: receipt.Approval{Tip: "t-1"}}
+	l := Landable{Component: "a", Owner: "@b1", Ref: "b2/a", Tip: "t-1", Approval: a, Target: "main"}
+	assert.Empty(t, StrictRules{}.MayLand(l))
+	assert.Equal(t, "the branch b2/a is outside @b1's namespace (host.branch_namespaces): a builder's branches are b1/<name>; push the work to b1/<component> and READY that",
+		StrictRules{Namespaces: true}.MayLand(l))
+}

@@ -64,6 +64,11 @@ func (h *Core) named(c *comp, from, ref string) {
 	if _, err := protocol.CheckRef(ref); err != nil {
 		return // a full commit id or a URL: nothing to watch
 	}
+	if h.cfg.BranchNamespaces && !InNamespace(from, ref) {
+		// Another's branch is not from's work: neither watched as it,
+		// nor pinned as what from leaves to the next builder.
+		return
+	}
 	c.wip.branch, c.wip.by = ref, from
 	h.touched(c)
 }

@@ -268,3 +268,23 @@ func TestAHardBlockerAbortIsTakenByItsEscalation(t *testing.T) {
 	require.Len(t, a.Say, 1)
 	assert.Contains(t, a.Say[0], "refs/foreman/handoff/api/1 ("+commit+")")
 }
+
+// With host.branch_namespaces, a builder naming a branch outside its own
+// namespace in a check-in does not make it its work in progress: nothing
+// is scanned as its work (nor pinned when it leaves). Its own branch is.
+func TestWorkInProgressIsOnlyInTheBuildersNamespace(t *testing.T) {
+	s := newHarness(t, func(c *Config) { c.OverlapInterval = 30 * time.Second; c.BranchNamespaces = true })
+	s.built("api", "@b1")
+	s.built("web", "@b2")
+	assert.Empty(t, s.hear("@b2", "PROGRESS web 10 branch=b2/web").Start, "nothing else in flight")
+	assert.Empty(t, s.hear("@b1", "PROGRESS api 10 branch=b2/web").Start, "b2's branch is not b1's work")
+	scan := s.one(s.hear("@b1", "PROGRESS api 20 branch=b1/api"))
+	assert.Equal(t, "b1/api", scan.Ref)
+
+	off := wipHarness(t)
+	off.built("api", "@b1")
+	off.built("web", "@b2")
+	off.hear("@b2", "PROGRESS web 10 branch=b2/web")
+	scan = off.one(off.hear("@b1", "PROGRESS api 10 branch=b2/web"))
+	assert.Equal(t, "b2/web", scan.Ref, "without namespaces any branch named is the builder's work")
+}

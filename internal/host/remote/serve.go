@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/cgi"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +19,8 @@ import (
 	"github.com/agentforeman/foreman/internal/workq"
 )
 
-// GitServer serves the host's repository to its workers, read-only: git's
+// GitServer serves the host's repository to its workers, read-only (and,
+// with an agent's token, takes that agent's pushes: push.go): git's
 // smart HTTP (git http-backend, run as a CGI program per request),
 // upload-pack only, nothing else of the repository's files, and only to a
 // request that carries a job's token. Each job has a token of its own
@@ -42,8 +44,9 @@ type GitServer struct {
 	url    string
 	git    string
 
-	mu     sync.Mutex
-	grants map[[32]byte]grant // by the token's SHA-256
+	mu          sync.Mutex
+	grants      map[[32]byte]grant // by the token's SHA-256
+	pushWithout PushWithout
 }
 
 // grant is what a token shows, and to whom.
@@ -53,6 +56,9 @@ type grant struct {
 	// workq.FetchSigned(job, token) by key (the worker the job was given
 	// to), so that the token alone, read anywhere, fetches nothing.
 	job, key string
+	// pusher, when set, is the agent whose pushes the token carries
+	// (push.go): it fetches nothing.
+	pusher string
 }
 
 // gitPath is where the repository is served on the listener.
@@ -106,25 +112,48 @@ func (s *GitServer) Revoke(token string) {
 // Header is the header a request with token sends.
 func Header(token string) string { return "Authorization: Bearer " + token }
 
-// backend is git http-backend, showing only ref.
-func (s *GitServer) backend(ref string) *cgi.Handler {
-	return &cgi.Handler{
-		Path: s.git, Root: gitPath, Args: []string{"http-backend"},
-		Env: []string{
-			"GIT_PROJECT_ROOT=" + s.gitDir, "GIT_HTTP_EXPORT_ALL=1",
-			"GIT_CONFIG_COUNT=6",
-			// Only fetches: never a push, whoever asks.
-			"GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=false",
-			"GIT_CONFIG_KEY_1=http.getanyfile", "GIT_CONFIG_VALUE_1=false",
-			// Of the refs, the job's alone; and a want must be what an
-			// advertised ref reaches, never any object by its id.
-			"GIT_CONFIG_KEY_2=uploadpack.hideRefs", "GIT_CONFIG_VALUE_2=refs/",
-			"GIT_CONFIG_KEY_3=uploadpack.hideRefs", "GIT_CONFIG_VALUE_3=HEAD",
-			"GIT_CONFIG_KEY_4=uploadpack.hideRefs", "GIT_CONFIG_VALUE_4=!" + ref,
-			"GIT_CONFIG_KEY_5=uploadpack.allowAnySHA1InWant", "GIT_CONFIG_VALUE_5=false",
-		},
-		InheritEnv: []string{"PATH", "HOME"},
+// backend is git http-backend, showing only refs (each a ref, or a
+// prefix of refs: refs/heads).
+func (s *GitServer) backend(refs ...string) *cgi.Handler {
+	env := []string{
+		"GIT_PROJECT_ROOT=" + s.gitDir, "GIT_HTTP_EXPORT_ALL=1",
+		"GIT_CONFIG_COUNT=" + strconv.Itoa(5+len(refs)),
+		// Only fetches: never a push, whoever asks.
+		"GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=false",
+		"GIT_CONFIG_KEY_1=http.getanyfile", "GIT_CONFIG_VALUE_1=false",
+		// A want must be what an advertised ref reaches, never any
+		// object by its id; of the refs, those shown alone.
+		"GIT_CONFIG_KEY_2=uploadpack.allowAnySHA1InWant", "GIT_CONFIG_VALUE_2=false",
+		"GIT_CONFIG_KEY_3=uploadpack.hideRefs", "GIT_CONFIG_VALUE_3=refs/",
+		"GIT_CONFIG_KEY_4=uploadpack.hideRefs", "GIT_CONFIG_VALUE_4=HEAD",
 	}
+	for i, ref := range refs {
+		n := strconv.Itoa(5 + i)
+		env = append(env, "GIT_CONFIG_KEY_"+n+"=uploadpack.hideRefs", "GIT_CONFIG_VALUE_"+n+"=!"+ref)
+	}
+	return &cgi.Handler{Path: s.git, Root: gitPath, Args: []string{"http-backend"}, Env: env, InheritEnv: []string{"PATH", "HOME"}}
+}
+
+// pushBackend is git http-backend taking agent's pushes: receive-pack,
+// shown agent's refs alone and refusing to update any other (a second
+// wall behind the gate's own reading of the commands), every object
+// checked; the reflog names the agent.
+func (s *GitServer) pushBackend(agent string, without PushWithout) *cgi.Handler {
+	env := []string{
+		"GIT_PROJECT_ROOT=" + s.gitDir, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=" + agent,
+		"GIT_CONFIG_COUNT=6",
+		"GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true",
+		"GIT_CONFIG_KEY_1=http.getanyfile", "GIT_CONFIG_VALUE_1=false",
+		"GIT_CONFIG_KEY_2=http.uploadpack", "GIT_CONFIG_VALUE_2=false",
+		"GIT_CONFIG_KEY_3=receive.fsckObjects", "GIT_CONFIG_VALUE_3=true",
+		"GIT_CONFIG_KEY_4=receive.hideRefs", "GIT_CONFIG_VALUE_4=refs/",
+		"GIT_CONFIG_KEY_5=receive.hideRefs", "GIT_CONFIG_VALUE_5=!" + strings.TrimSuffix(pushNamespace(agent), "/"),
+	}
+	if without.Namespaces {
+		env = env[:len(env)-4] // neither wall: every ref shown and taken
+		env[3] = "GIT_CONFIG_COUNT=4"
+	}
+	return &cgi.Handler{Path: s.git, Root: gitPath, Args: []string{"http-backend"}, Env: env, InheritEnv: []string{"PATH", "HOME"}}
 }
 
 // Close stops serving.
@@ -147,6 +176,7 @@ func (s *GitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	s.mu.Lock()
 	g, ok := s.grants[sha256.Sum256([]byte(token))]
+	without := s.pushWithout
 	s.mu.Unlock()
 	if !ok {
 		http.Error(w, "no valid token: this serves the host's repository to its workers, with the token their jobs carry, while the job lives", http.StatusUnauthorized)
@@ -162,6 +192,10 @@ func (s *GitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// showed reach.
 	r.Header.Del("Git-Protocol")
 	path, ok := strings.CutPrefix(r.URL.Path, gitPath)
+	if g.pusher != "" && ok {
+		s.servePush(w, r, g.pusher, path, without)
+		return
+	}
 	switch {
 	case !ok:
 	case r.Method == http.MethodGet && path == "/info/refs" && r.URL.Query().Get("service") == "git-upload-pack":

@@ -104,6 +104,19 @@ type Spec struct {
 	// of a bounded size, for what the check writes: the stage mounts each
 	// where only it sees it, and Mounts name paths in them (Mount.Volume).
 	Volumes []string
+	// Forward passes the signals a supervisor stops or nudges a program
+	// with (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) on to the
+	// program: the stage, PID 1 of its namespace, would otherwise end it
+	// at once (an agent foreman up starts is asked to stop first).
+	Forward bool
+	// SharedPID says the stage has no PID namespace of its own: at the
+	// program's end it must not kill "every process it may", which would
+	// be the machine's. Only the tests that prove the PID namespace's
+	// defence ask for that.
+	SharedPID bool
+	// NoLandlock enforces no Landlock domain (the ruleset on RulesetFD is
+	// not used): only the tests that prove Landlock's defence ask for it.
+	NoLandlock bool
 }
 
 // Mount is one path of the check's filesystem: Source of the host's, shown

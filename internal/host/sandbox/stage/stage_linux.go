@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"strings"
 	"syscall"
@@ -87,9 +88,19 @@ func runCheck(s *Spec) int {
 			return fail("closing inherited descriptors", err)
 		}
 	}
+	var sigs chan os.Signal
+	if s.Forward {
+		// Caught from before the program starts: the host may signal as
+		// soon as it reads that it runs.
+		sigs = make(chan os.Signal, 8)
+		signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
+	}
 	pid, err := syscall.ForkExec(s.Path, s.Args, &syscall.ProcAttr{Dir: s.Dir, Env: s.Env, Files: []uintptr{0, 1, 2}})
 	if err != nil {
 		return fail("exec "+s.Path, err)
+	}
+	if sigs != nil {
+		go forward(sigs, pid, s.SharedPID)
 	}
 	unix.Close(ReportFD) // the host reads end of file: the program runs
 	for {
@@ -104,7 +115,9 @@ func runCheck(s *Spec) int {
 		if got != pid {
 			continue // an orphan, reaped
 		}
-		_ = unix.Kill(-1, unix.SIGKILL) // all but this process, in this namespace
+		if !s.SharedPID {
+			_ = unix.Kill(-1, unix.SIGKILL) // all but this process, in this namespace
+		}
 		switch {
 		case ws.Exited():
 			return ws.ExitStatus()
@@ -112,6 +125,21 @@ func runCheck(s *Spec) int {
 			return 128 + int(ws.Signal())
 		}
 		return ExitFailed
+	}
+}
+
+// forward passes the signals a supervisor sends on to every process of
+// the namespace but the stage (as a signal to a process group would):
+// sent to the stage by its parent, they would otherwise end the stage, and
+// with it the namespace, without the program hearing of them. Without a
+// namespace of its own (sharedPID), to the program, pid, alone.
+func forward(sigs <-chan os.Signal, pid int, sharedPID bool) {
+	to := -1
+	if sharedPID {
+		to = pid
+	}
+	for sig := range sigs {
+		_ = unix.Kill(to, sig.(syscall.Signal))
 	}
 }
 
@@ -144,8 +172,10 @@ func mounts(s *Spec) error {
 		return fmt.Errorf("making / private: %w", err)
 	}
 	const flags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
-	if err := unix.Mount("proc", "/proc", "proc", flags, ""); err != nil {
-		return fmt.Errorf("mounting /proc: %w", err)
+	if !s.SharedPID { // with the host's PID namespace, the host's /proc is its
+		if err := unix.Mount("proc", "/proc", "proc", flags, ""); err != nil {
+			return fmt.Errorf("mounting /proc: %w", err)
+		}
 	}
 	if s.HideRun && isDir("/run") {
 		if err := unix.Mount("tmpfs", "/run", "tmpfs", flags, "size=64k,mode=755"); err != nil {
@@ -207,7 +237,7 @@ func limits(s *Spec) error {
 
 // grantProc adds the fresh /proc to the host's ruleset.
 func grantProc(s *Spec) error {
-	if s.ProcAccess == 0 {
+	if s.ProcAccess == 0 || s.NoLandlock {
 		return nil
 	}
 	return grant("/proc", s.ProcAccess)
@@ -215,6 +245,9 @@ func grantProc(s *Spec) error {
 
 // grantPaths adds the paths of the new root the host could not name.
 func grantPaths(s *Spec) error {
+	if s.NoLandlock {
+		return nil
+	}
 	for _, g := range s.Grants {
 		if err := grant(g.Path, g.Access); err != nil {
 			return fmt.Errorf("%s: %w", g.Path, err)
@@ -302,7 +335,10 @@ func dropCaps(*Spec) error {
 	return nil
 }
 
-func restrict(*Spec) error {
+func restrict(s *Spec) error {
+	if s.NoLandlock {
+		return unix.Close(RulesetFD)
+	}
 	_, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, RulesetFD, 0, 0)
 	if e != 0 {
 		return e
