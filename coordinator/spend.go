@@ -25,11 +25,13 @@ import (
 //     covers: spend made before a change of component and exported after
 //     it counts to the new component. That is at most one export interval
 //     of spend.
-//   - An agent's own times are trusted within a day of foreman's receipt:
-//     a time ahead of the receipt is read as the receipt (nothing is spent
-//     in the future); one more than maxSpendAge before it is refused and
-//     counted as ignored (no export is retried for a day). A point's start
-//     after its own time is refused.
+//   - An agent's own times are trusted from maxSpendAge before foreman's
+//     receipt to maxSpendSkew after it: a time ahead of the receipt is
+//     placed as at the receipt (nothing is spent in the future, but a
+//     clock may be a little fast); outside that span it is refused and
+//     counted as ignored (no export is retried for a day, and a time far
+//     ahead would keep its series' next points from counting). A point's
+//     start after its own time is refused.
 //   - A point adds at most MaxPoint (per unit): one request or one
 //     export interval cannot cost more than that; a point that would is
 //     refused and counted as ignored, so no one point fills a budget.
@@ -106,8 +108,9 @@ const (
 	maxTenures       = 64  // past tenures kept per agent, for placing late requests
 	maxSeriesAgent   = 256 // cumulative series per agent; more are not counted
 	maxSpendingAgent = 10000
-	maxRequestIDs    = 256            // request identities kept per agent, for retried exports
-	maxSpendAge      = 24 * time.Hour // how long before its receipt a point may be timed
+	maxRequestIDs    = 256             // request identities kept per agent, for retried exports
+	maxSpendAge      = 24 * time.Hour  // how long before its receipt a point may be timed
+	maxSpendSkew     = 5 * time.Minute // how far after it
 )
 
 // MaxPoint is the most one point may add: a request, or one export
@@ -231,12 +234,9 @@ func (e *Engine) spent(at time.Time, s Spend) {
 	e.fireDue(at)
 	if !protocol.ValidAgent(s.Agent) || !s.Source.Valid() || s.Cost.USD < 0 || s.Cost.Tokens < 0 ||
 		s.Cost.USD > maxSpend || s.Cost.Tokens > maxSpend || len(s.Series) > MaxSeries || len(s.ID) > MaxSeries ||
-		s.At.Before(at.Add(-maxSpendAge)) || s.Series != "" && s.Start.After(s.At) {
+		s.At.Before(at.Add(-maxSpendAge)) || s.At.After(at.Add(maxSpendSkew)) || s.Series != "" && s.Start.After(s.At) {
 		e.spend.ignored++
 		return
-	}
-	if s.At.After(at) {
-		s.At = at
 	}
 	a := e.agentSpend(s.Agent, true)
 	if a == nil {

@@ -114,26 +114,26 @@ func TestPercentOfTheLargestSpend(t *testing.T) {
 	assert.Contains(t, figures(Cost{USD: maxSpend}, Limit{USD: 1_000_000, HasUSD: true}), "(100000000000000%)")
 }
 
-// An agent's own times are trusted within a day of the receipt: ahead of
-// it they read as the receipt, more than a day before it they are
-// refused and counted; a start after the point's own time is refused.
+// An agent's own times are trusted from a day before the receipt to
+// five minutes after it: ahead of the receipt they are placed as at it,
+// outside the span they are refused and counted, so a point far ahead
+// keeps no later point of its series from counting; a start after the
+// point's own time is refused.
 func TestSpendTimesAgainstTheReceipt(t *testing.T) {
 	e := newEngine(t, nil)
 	e.doStart(t0)
 	e.doReceive(msg("@b1", "CLAIM db", time.Second))
-	// A delta series timed in the future is read as now, so it does not
-	// keep the series' later points from counting (before any request:
-	// then metrics no longer count).
+	// Deltas first: once @b1 sends a request, its metrics no longer count.
 	e.doSpend(time.Second, Spend{Agent: "@b1", Source: SpendDelta, Series: "d", Start: at(0), At: at(1000 * time.Hour), Cost: usd(32)})
 	e.doSpend(2*time.Second, Spend{Agent: "@b1", Source: SpendDelta, Series: "d", Start: at(time.Second), At: at(2 * time.Second), Cost: usd(64)})
-	e.doSpend(2*time.Second, request("@b1", 1000*time.Hour, usd(1)))
+	e.doSpend(2*time.Second, request("@b1", 2*time.Second+maxSpendSkew, usd(1)))
 	e.doSpend(2*time.Second, Spend{Agent: "@b1", Source: SpendRequest, At: at(2*time.Second - maxSpendAge - time.Millisecond), Cost: usd(2)})
 	e.doSpend(2*time.Second, Spend{Agent: "@b1", Source: SpendRequest, At: at(2*time.Second - maxSpendAge), Cost: usd(4)})
 	e.doSpend(2*time.Second, Spend{Agent: "@b1", Source: SpendRequest, Cost: usd(8)}) // year 1
 	e.doReceive(msg("@b1", "RELEASE db", 3*time.Second))
 	e.doSpend(3*time.Second, Spend{Agent: "@b3", Source: SpendDelta, Series: "s", Start: at(3 * time.Second), At: at(2 * time.Second), Cost: usd(16)})
 	v := e.View()
-	assert.Equal(t, usd(97), v.Components[0].Spent, "the future is now: db")
-	assert.Equal(t, usd(101), v.Spent, "a day before the receipt counts to the agent alone; before that, nothing")
-	assert.EqualValues(t, 3, v.Ignored)
+	assert.Equal(t, usd(65), v.Components[0].Spent, "a little ahead is now: db")
+	assert.Equal(t, usd(69), v.Spent, "a day before the receipt counts to the agent alone; before that, nothing")
+	assert.EqualValues(t, 4, v.Ignored)
 }
