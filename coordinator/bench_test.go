@@ -257,3 +257,22 @@ func BenchmarkMassTimeout(b *testing.B) {
 	}
 	b.ReportMetric(float64(tasks), "tasks-bytes/op")
 }
+
+// BenchmarkSpendRequest is one request's spend through the engine: an
+// agent holding a component, each request with its own identity (so the
+// engine looks through the agent's last maxRequestIDs), placed, counted
+// and held against a budget. A round of the bot's loop takes at most 256
+// exports of at most 1,024 points each (docs/BUDGETS.md).
+func BenchmarkSpendRequest(b *testing.B) {
+	e := benchBuild(b, 1)
+	e.cfg.Budgets.Component = Limit{USD: maxSpend, HasUSD: true}
+	e.doReceive(msg("@b1", "CLAIM c0", time.Second))
+	ids := make([]string, 4096)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%016x", i)
+	}
+	for i := 0; b.Loop(); i++ {
+		e.Step(Event{Kind: KindSpend, At: at(2 * time.Second), Spend: Spend{Agent: "@b1", Source: SpendRequest,
+			At: at(2 * time.Second), ID: ids[i%len(ids)], Cost: Cost{USD: 1000, Tokens: 100}}})
+	}
+}

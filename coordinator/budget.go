@@ -119,12 +119,6 @@ func nearly(spent Cost, l Limit) bool {
 // tokens likewise.
 func figures(spent Cost, l Limit) string {
 	var parts []string
-	pct := func(s, of int64) int64 {
-		if of <= 0 {
-			return 100
-		}
-		return s * 100 / of
-	}
 	if l.HasUSD {
 		parts = append(parts, fmt.Sprintf("%s of %s (%d%%)", protocol.FormatUSD(spent.USD), protocol.FormatUSD(l.USD), pct(spent.USD, l.USD)))
 	} else {
@@ -136,6 +130,15 @@ func figures(spent Cost, l Limit) string {
 		parts = append(parts, fmt.Sprintf("%d tokens", spent.Tokens))
 	}
 	return strings.Join(parts, " and ")
+}
+
+// pct is s as a whole percentage of of, for any s and of up to maxSpend:
+// s*100 would overflow past about 9e16.
+func pct(s, of int64) int64 {
+	if of <= 0 {
+		return 100
+	}
+	return s/of*100 + s%of*100/of
 }
 
 // raise suggests an amount for a BUDGET line that lets work go on: the

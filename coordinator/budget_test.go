@@ -106,7 +106,7 @@ func TestLateRequestIsPlacedByItsTime(t *testing.T) {
 	e.doSpend(30*time.Second, request("@b1", 5*time.Second, usd(1)))
 	e.doSpend(30*time.Second, request("@b1", 15*time.Second, usd(2)))
 	e.doSpend(30*time.Second, request("@b1", 25*time.Second, usd(4)))
-	e.doSpend(30*time.Second, request("@b1", time.Hour, usd(8))) // ahead of the clock: now
+	e.doSpend(30*time.Second, request("@b1", 30*time.Second+maxSpendSkew, usd(8))) // ahead of the clock: now
 	v := e.View()
 	assert.Equal(t, usd(1), v.Components[0].Spent)
 	assert.Equal(t, usd(12), v.Components[1].Spent)

@@ -60,6 +60,7 @@ type AgentSpendSnapshot struct {
 	Tenures  []TenureSnapshot          `json:"tenures,omitempty"`
 	Series   map[string]SeriesSnapshot `json:"series,omitempty"`
 	Requests bool                      `json:"requests,omitempty"`
+	ReqIDs   []string                  `json:"req_ids,omitempty"` // its last requests' identities, oldest first
 }
 
 // TenureSnapshot is a span in which an agent held a component.
@@ -69,10 +70,11 @@ type TenureSnapshot struct {
 	To   time.Time `json:"to,omitzero"`
 }
 
-// SeriesSnapshot is a cumulative series' last point.
+// SeriesSnapshot is a series' last point counted.
 type SeriesSnapshot struct {
 	Start time.Time `json:"start,omitzero"`
 	Sum   Cost      `json:"sum,omitzero"`
+	At    time.Time `json:"at,omitzero"`
 }
 
 func (e *Engine) snapshotSpend() *SpendSnapshot {
@@ -84,14 +86,14 @@ func (e *Engine) snapshotSpend() *SpendSnapshot {
 		s.Agents = make(map[string]AgentSpendSnapshot, len(e.spend.agents))
 	}
 	for id, a := range e.spend.agents {
-		as := AgentSpendSnapshot{Spent: a.spent, Requests: a.requests}
+		as := AgentSpendSnapshot{Spent: a.spent, Requests: a.requests, ReqIDs: slices.Clone(a.reqIDs)}
 		for _, t := range a.tenures {
 			as.Tenures = append(as.Tenures, TenureSnapshot{Comp: t.comp, From: t.from, To: t.to})
 		}
 		if len(a.series) > 0 {
 			as.Series = make(map[string]SeriesSnapshot, len(a.series))
 			for k, m := range a.series {
-				as.Series[k] = SeriesSnapshot{Start: m.start, Sum: m.sum}
+				as.Series[k] = SeriesSnapshot{Start: m.start, Sum: m.sum, At: m.at}
 			}
 		}
 		s.Agents[id] = as
@@ -116,6 +118,9 @@ func (e *Engine) restoreSpend(s *SpendSnapshot) {
 			break
 		}
 		a.spent, a.requests = as.Spent, as.Requests
+		if n := len(as.ReqIDs); n > 0 {
+			a.reqIDs = slices.Clone(as.ReqIDs[max(0, n-maxRequestIDs):])
+		}
 		for _, t := range as.Tenures {
 			a.tenures = append(a.tenures, tenure{comp: t.Comp, from: t.From, to: t.To})
 		}
@@ -123,7 +128,7 @@ func (e *Engine) restoreSpend(s *SpendSnapshot) {
 			if a.series == nil {
 				a.series = make(map[string]seriesMark, len(as.Series))
 			}
-			a.series[k] = seriesMark{start: m.Start, sum: m.Sum}
+			a.series[k] = seriesMark{start: m.Start, sum: m.Sum, at: m.At}
 		}
 	}
 }

@@ -25,6 +25,24 @@ import (
 //     covers: spend made before a change of component and exported after
 //     it counts to the new component. That is at most one export interval
 //     of spend.
+//   - An agent's own times are trusted from maxSpendAge before foreman's
+//     receipt to maxSpendSkew after it: a time ahead of the receipt is
+//     placed as at the receipt (nothing is spent in the future, but a
+//     clock may be a little fast); outside that span it is refused and
+//     counted as ignored (no export is retried for a day, and a time far
+//     ahead would keep its series' next points from counting). A point's
+//     start after its own time is refused.
+//   - A point adds at most MaxPoint (per unit): one request or one
+//     export interval cannot cost more than that; a point that would is
+//     refused and counted as ignored, so no one point fills a budget.
+//   - Retries count once. A cumulative point counts what its series grew
+//     by since its last point with the same start; a lower sum with that
+//     start is an old point retried out of order and counts nothing. A
+//     later start is a restarted counter (it counts whole), an earlier one
+//     an old counter's point retried late (nothing). A delta point of a
+//     named series counts only if it ends after the last one counted of
+//     that series. A per-request event with an identity (ID) counts once
+//     among the agent's last maxRequestIDs events.
 //   - Per-request events are authoritative: once an agent has sent one,
 //     its metric points no longer count (they would count the same
 //     requests twice). Until then its metrics count.
@@ -78,8 +96,9 @@ type Spend struct {
 	Agent  string
 	Source SpendSource
 	At     time.Time // the request's time, or the metric point's (the end of its interval)
-	Series string    // SpendCumulative: names the series (metric and attributes); at most MaxSeries bytes
-	Start  time.Time // SpendCumulative: the series' start; another start is a restarted counter
+	Series string    // SpendCumulative, SpendDelta: names the series (metric and attributes); at most MaxSeries bytes
+	Start  time.Time // SpendCumulative: the series' start, another is a restarted counter; SpendDelta: the interval's start
+	ID     string    // SpendRequest: the event's identity, so a retried export counts once; at most MaxSeries bytes
 	Cost   Cost
 }
 
@@ -89,14 +108,24 @@ const (
 	maxTenures       = 64  // past tenures kept per agent, for placing late requests
 	maxSeriesAgent   = 256 // cumulative series per agent; more are not counted
 	maxSpendingAgent = 10000
+	maxRequestIDs    = 256             // request identities kept per agent, for retried exports
+	maxSpendAge      = 24 * time.Hour  // how long before its receipt a point may be timed
+	maxSpendSkew     = 5 * time.Minute // how far after it
 )
+
+// MaxPoint is the most one point may add: a request, or one export
+// interval of an agent's spending. Far above any real one (a long request
+// to the largest model costs a few dollars), it keeps one report from
+// filling a budget or the sums.
+var MaxPoint = Cost{USD: 1000 * protocol.Micro, Tokens: 100_000_000}
 
 // agentSpend is what the engine knows of one agent's spending.
 type agentSpend struct {
 	spent    Cost
 	tenures  []tenure // oldest first; at most maxTenures closed ones
 	series   map[string]seriesMark
-	requests bool // it sent a per-request event: its metrics no longer count
+	requests bool     // it sent a per-request event: its metrics no longer count
+	reqIDs   []string // identities of its last requests, oldest first; at most maxRequestIDs
 }
 
 // tenure is a span in which an agent held a component.
@@ -105,10 +134,12 @@ type tenure struct {
 	from, to time.Time // to is zero while it still holds it
 }
 
-// seriesMark is a cumulative series' last point.
+// seriesMark is a series' last point counted: a cumulative one's start
+// and sum, a delta one's end.
 type seriesMark struct {
 	start time.Time
 	sum   Cost
+	at    time.Time
 }
 
 // ledger is the spend of the build: per agent here, per component on the
@@ -202,7 +233,8 @@ func (e *Engine) heldAt(a *agentSpend, t time.Time) *component {
 func (e *Engine) spent(at time.Time, s Spend) {
 	e.fireDue(at)
 	if !protocol.ValidAgent(s.Agent) || !s.Source.Valid() || s.Cost.USD < 0 || s.Cost.Tokens < 0 ||
-		s.Cost.USD > maxSpend || s.Cost.Tokens > maxSpend || len(s.Series) > MaxSeries {
+		s.Cost.USD > maxSpend || s.Cost.Tokens > maxSpend || len(s.Series) > MaxSeries || len(s.ID) > MaxSeries ||
+		s.At.Before(at.Add(-maxSpendAge)) || s.At.After(at.Add(maxSpendSkew)) || s.Series != "" && s.Start.After(s.At) {
 		e.spend.ignored++
 		return
 	}
@@ -214,9 +246,13 @@ func (e *Engine) spent(at time.Time, s Spend) {
 	cost := s.Cost
 	switch s.Source {
 	case SpendRequest:
+		if !a.firstRequest(s.ID) {
+			e.spend.ignored++
+			return
+		}
 		a.requests = true
 	case SpendDelta:
-		if a.requests {
+		if a.requests || !a.delta(s) {
 			e.spend.ignored++
 			return
 		}
@@ -230,6 +266,10 @@ func (e *Engine) spent(at time.Time, s Spend) {
 			e.spend.ignored++
 			return
 		}
+	}
+	if cost.USD > MaxPoint.USD || cost.Tokens > MaxPoint.Tokens {
+		e.spend.ignored++
+		return
 	}
 	if cost.IsZero() {
 		return
@@ -246,10 +286,50 @@ func (e *Engine) spent(at time.Time, s Spend) {
 	e.flushTasks()
 }
 
+// firstRequest reports whether a request with identity id is new, and
+// keeps it. A request without one cannot be told from another: it counts.
+func (a *agentSpend) firstRequest(id string) bool {
+	if id == "" {
+		return true
+	}
+	if slices.Contains(a.reqIDs, id) {
+		return false
+	}
+	if len(a.reqIDs) >= maxRequestIDs {
+		a.reqIDs = slices.Delete(a.reqIDs, 0, 1)
+	}
+	a.reqIDs = append(a.reqIDs, id)
+	return true
+}
+
+// delta reports whether a delta point counts: one of a named series must
+// end after the last one counted of it (an earlier end is a retry). A
+// point without a series (from before series were named) cannot be told
+// from another: it counts.
+func (a *agentSpend) delta(s Spend) bool {
+	if s.Series == "" {
+		return true
+	}
+	last, seen := a.series[s.Series]
+	if !seen && len(a.series) >= maxSeriesAgent {
+		return false
+	}
+	if seen && !s.At.After(last.at) {
+		return false
+	}
+	if a.series == nil {
+		a.series = make(map[string]seriesMark)
+	}
+	a.series[s.Series] = seriesMark{start: s.Start, at: s.At}
+	return true
+}
+
 // cumulative turns a cumulative point into the spend since the series'
-// last point. A series seen for the first time, with a new start time, or
-// whose sum went backwards (an agent restarted, its counter from zero)
-// counts whole.
+// last point. A series seen for the first time, or with a later start (an
+// agent restarted, its counter from zero), counts whole. With the same
+// start, a sum lower than the last is an older point retried out of order:
+// it counts nothing, and the last stays. An earlier start is an old
+// counter's point retried after the restart: nothing.
 func (a *agentSpend) cumulative(s Spend) (Cost, bool) {
 	last, seen := a.series[s.Series]
 	if !seen && len(a.series) >= maxSeriesAgent {
@@ -258,9 +338,13 @@ func (a *agentSpend) cumulative(s Spend) (Cost, bool) {
 	if a.series == nil {
 		a.series = make(map[string]seriesMark)
 	}
-	a.series[s.Series] = seriesMark{start: s.Start, sum: s.Cost}
-	if !seen || !last.start.Equal(s.Start) || s.Cost.USD < last.sum.USD || s.Cost.Tokens < last.sum.Tokens {
+	switch {
+	case !seen || s.Start.After(last.start):
+		a.series[s.Series] = seriesMark{start: s.Start, sum: s.Cost, at: s.At}
 		return s.Cost, true
+	case s.Start.Before(last.start) || s.Cost.USD < last.sum.USD || s.Cost.Tokens < last.sum.Tokens:
+		return Cost{}, true
 	}
+	a.series[s.Series] = seriesMark{start: s.Start, sum: s.Cost, at: s.At}
 	return Cost{USD: s.Cost.USD - last.sum.USD, Tokens: s.Cost.Tokens - last.sum.Tokens}, true
 }

@@ -57,10 +57,12 @@ type Transcript struct {
 //	                           the room showed these members, with their display names: in
 //	                           the channel (its member list, someone joining), or as the
 //	                           name a sender's lines came with; an operator may ASSIGN to them
-//	!spend HH:MM:SS @id request|delta|cumulative [at=HH:MM:SS] [series=NAME start=HH:MM:SS] AMOUNT...
+//	!spend HH:MM:SS @id request|delta|cumulative [at=HH:MM:SS] [series=NAME start=HH:MM:SS] [id=ID] AMOUNT...
 //	                           the agent's exporter reported spend, received then: AMOUNT is USD
 //	                           (0.50) or tokens (1200t); at= is the request's or the point's own
-//	                           time (default: when received); a cumulative point names its series
+//	                           time (default: when received); a cumulative point names its series,
+//	                           a delta one may; id= is a request's identity; at= and start= may be
+//	                           before the build's start, written -HH:MM:SS
 type Timed struct {
 	Kind       coordinator.Kind
 	At         time.Duration
@@ -407,6 +409,25 @@ func FormatTime(d time.Duration) string {
 	return s
 }
 
+// FormatOffset writes d as FormatTime does, with a leading - when it is
+// negative: a time an agent reported may be before the build's start, and
+// a replay must read back the time the engine was handed.
+func FormatOffset(d time.Duration) string {
+	if d < 0 {
+		return "-" + FormatTime(-d)
+	}
+	return FormatTime(d)
+}
+
+// parseOffset reads what FormatOffset writes.
+func parseOffset(s string) (time.Duration, error) {
+	if rest, neg := strings.CutPrefix(s, "-"); neg {
+		d, err := ParseTime(rest)
+		return -d, err
+	}
+	return ParseTime(s)
+}
+
 // addRole adds the comma-separated ids to the role named kind.
 func addRole(r *coordinator.Roles, kind, ids string) error {
 	var dst *[]string
@@ -430,7 +451,7 @@ func addRole(r *coordinator.Roles, kind, ids string) error {
 	return nil
 }
 
-const spendUsage = "!spend HH:MM:SS @id request|delta|cumulative [at=HH:MM:SS] [series=NAME start=HH:MM:SS] AMOUNT... (0.50 for USD, 1200t for tokens)"
+const spendUsage = "!spend HH:MM:SS @id request|delta|cumulative [at=[-]HH:MM:SS] [series=NAME start=[-]HH:MM:SS] [id=ID] AMOUNT... (0.50 for USD, 1200t for tokens)"
 
 // parseSpend reads the arguments of a !spend directive.
 func parseSpend(args []string) (Timed, error) {
@@ -456,7 +477,7 @@ func parseSpend(args []string) (Timed, error) {
 	for _, a := range args[3:] {
 		switch k, v, _ := strings.Cut(a, "="); k {
 		case "at", "start":
-			t, err := ParseTime(v)
+			t, err := parseOffset(v)
 			if err != nil {
 				return Timed{}, fmt.Errorf("!spend %s=: %w", k, err)
 			}
@@ -468,6 +489,10 @@ func parseSpend(args []string) (Timed, error) {
 		case "series":
 			if s.Series, err = url.PathUnescape(v); err != nil {
 				return Timed{}, fmt.Errorf("!spend series=: %w", err)
+			}
+		case "id":
+			if s.ID, err = url.PathUnescape(v); err != nil {
+				return Timed{}, fmt.Errorf("!spend id=: %w", err)
 			}
 		default:
 			amount, err := protocol.ParseAmount(a)

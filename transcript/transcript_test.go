@@ -161,3 +161,30 @@ func TestWriterRecordsMembers(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Passed(), out)
 }
+
+// Spend is recorded as the engine was handed it and read back the same:
+// an agent's times before the build's start stay before it (written
+// -HH:MM:SS; they were read as the start, where a holding may begin), a
+// delta's series and a request's identity are kept, so a replay counts
+// and dedupes as the live engine did.
+func TestWriterRecordsSpendAsHanded(t *testing.T) {
+	tr := parse(t, "!build shop\n!component a\n")
+	var buf bytes.Buffer
+	w := NewWriter(&buf, tr.Config())
+	spends := []coordinator.Spend{
+		{Agent: "@b1", Source: coordinator.SpendRequest, At: Epoch.Add(-90 * time.Second), ID: "ab/12", Cost: coordinator.Cost{USD: 20_000, Tokens: 1200}},
+		{Agent: "@b1", Source: coordinator.SpendCumulative, At: Epoch.Add(2 * time.Second), Series: "cost#1", Start: Epoch.Add(-time.Hour - 500*time.Millisecond), Cost: coordinator.Cost{USD: 500_000}},
+		{Agent: "@b1", Source: coordinator.SpendDelta, At: Epoch.Add(3 * time.Second), Series: "cost#2", Start: Epoch.Add(-2 * time.Second), Cost: coordinator.Cost{USD: 10_000}},
+		{Agent: "@b1", Source: coordinator.SpendDelta, At: Epoch.Add(4 * time.Second), Cost: coordinator.Cost{USD: 10_000}},
+	}
+	for i, s := range spends {
+		w.Spend(time.Duration(i+5)*time.Second, Epoch, s)
+	}
+	require.NoError(t, w.Flush())
+	back := parse(t, buf.String())
+	require.Len(t, back.Timed, len(spends), buf.String())
+	for i, s := range spends {
+		assert.Equal(t, s, back.Timed[i].Spend, "%d:\n%s", i, buf.String())
+	}
+	assert.Contains(t, buf.String(), "!spend 00:00:05 @b1 request at=-00:01:30 id=ab%2F12 0.02 1200t\n")
+}

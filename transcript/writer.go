@@ -191,9 +191,12 @@ func (tw *Writer) Gap(at, since, until time.Duration) {
 func (tw *Writer) Spend(at time.Duration, start time.Time, s coordinator.Spend) {
 	src := map[coordinator.SpendSource]string{coordinator.SpendRequest: "request", coordinator.SpendDelta: "delta",
 		coordinator.SpendCumulative: "cumulative"}[s.Source]
-	line := fmt.Sprintf("!spend %s %s %s at=%s", FormatTime(at), s.Agent, src, FormatTime(s.At.Sub(start)))
-	if s.Source == coordinator.SpendCumulative {
-		line += fmt.Sprintf(" series=%s start=%s", url.PathEscape(s.Series), FormatTime(s.Start.Sub(start)))
+	line := fmt.Sprintf("!spend %s %s %s at=%s", FormatTime(at), s.Agent, src, FormatOffset(s.At.Sub(start)))
+	if s.Series != "" {
+		line += fmt.Sprintf(" series=%s start=%s", url.PathEscape(s.Series), FormatOffset(s.Start.Sub(start)))
+	}
+	if s.ID != "" {
+		line += " id=" + url.PathEscape(s.ID)
 	}
 	line += " " + protocol.FormatUSD(s.Cost.USD)[1:]
 	if s.Cost.Tokens > 0 {

@@ -27,8 +27,10 @@ import (
 
 // claudeCodeExport is one export of Claude Code's events as its OTLP
 // exporter sends it (protobuf): an api_request event with its cost and
-// tokens, attributes as strings, for agent.
-func claudeCodeExport(t testing.TB, agent string) []byte {
+// tokens, attributes as strings, for agent; seq tells one request from
+// another (Claude Code's event.sequence), as foreman counts each request
+// once however often an exporter sends it.
+func claudeCodeExport(t testing.TB, agent string, seq int) []byte {
 	str := func(k, v string) *commonpb.KeyValue {
 		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
 	}
@@ -39,7 +41,7 @@ func claudeCodeExport(t testing.TB, agent string) []byte {
 		ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{{
 			TimeUnixNano: now, ObservedTimeUnixNano: now,
 			Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "claude_code.api_request"}},
-			Attributes: []*commonpb.KeyValue{str("event.name", "api_request"), str("session.id", "9f1c"),
+			Attributes: []*commonpb.KeyValue{str("event.name", "api_request"), str("session.id", "9f1c"), str("event.sequence", strconv.Itoa(seq)),
 				str("model", "claude-sonnet-4-5"), str("cost_usd", "0.001"), str("duration_ms", "1830"),
 				str("input_tokens", "80"), str("output_tokens", "20"), str("cache_read_tokens", "0"),
 				str("cache_creation_tokens", "0")},
@@ -79,10 +81,13 @@ func TestSpendLoad(t *testing.T) {
 	rec := otlp.New(otlp.Options{Tokens: map[string]string{"tok-b1": b1.ID}}, b)
 	srv := httptest.NewServer(rec.Handler())
 	defer srv.Close()
-	body := claudeCodeExport(t, b1.ID)
+	total := rate * seconds
+	bodies := make([][]byte, total)
+	for i := range bodies {
+		bodies[i] = claudeCodeExport(t, b1.ID, i)
+	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 
-	total := rate * seconds
 	lat := make([]time.Duration, total)
 	codes := make([]int, total)
 	var wg sync.WaitGroup
@@ -94,7 +99,7 @@ func TestSpendLoad(t *testing.T) {
 	send := func(i int) {
 		defer wg.Done()
 		defer func() { <-inflight }()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+otlp.LogsPath, bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+otlp.LogsPath, bytes.NewReader(bodies[i]))
 		req.Header.Set("Authorization", "Bearer tok-b1")
 		req.Header.Set("Content-Type", "application/x-protobuf")
 		began := time.Now()

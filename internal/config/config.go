@@ -30,7 +30,7 @@ type Config struct {
 	Build   Build
 	Roles   coordinator.Roles
 	Rules   coordinator.Rules
-	Budgets coordinator.Budgets // budgets.component, .agent, .build: the defaults; BUDGET lines set the rest
+	Budgets coordinator.Budgets // budgets.component, .agent: the defaults; .components, .agents: by name and id; .build; BUDGET lines override them
 	Journal string              // path of the journal; "" keeps no journal
 	Record  string              // path of the transcript to record; "" records none
 	HTTP    string              // listen address of the board, metrics and health
@@ -152,6 +152,8 @@ func defaults() map[string]any {
 		"mcp.keepalive":      "30m",
 		"budgets.component":  "",
 		"budgets.agent":      "",
+		"budgets.components": []any{},
+		"budgets.agents":     []any{},
 		"budgets.build":      "",
 		"telemetry.secret":   "",
 	}
@@ -236,7 +238,7 @@ func checkKeys(v *viper.Viper) error {
 		if _, ok := known[k]; ok {
 			continue
 		}
-		if strings.HasPrefix(k, "build.components.") {
+		if strings.HasPrefix(k, "build.components.") || strings.HasPrefix(k, "budgets.components.") || strings.HasPrefix(k, "budgets.agents.") {
 			continue // viper flattens nothing inside lists; guard anyway
 		}
 		if s := suggest.Closest(k, Keys()); s != "" {
@@ -386,6 +388,9 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 	if err := decodeBuild(v, c, src); err != nil {
 		return nil, err
 	}
+	if err := decodeBudgets(v, c); err != nil {
+		return nil, err
+	}
 	if err := decodeHost(v, c, src); err != nil {
 		return nil, err
 	}
@@ -456,6 +461,80 @@ func decodeBuild(v *viper.Viper, c *Config, src sources) error {
 		return nil // commands that run a build ask RequireBuild
 	}
 	return CheckComponents(comps)
+}
+
+// decodeBudgets reads budgets.components and budgets.agents: lists of
+// {name, budget} and {id, budget}, as build.components is a list (a map's
+// keys would be lowercased and split at each dot by the reader, and
+// component names and ids may hold both). A component named must be one
+// of the build's, when the build lists them here.
+func decodeBudgets(v *viper.Viper, c *Config) error {
+	for _, sec := range []struct {
+		key, idKey string
+		dst        *map[string]coordinator.Limit
+		check      func(key, id string) error
+	}{
+		{"budgets.components", "name", &c.Budgets.Components, func(key, name string) error {
+			if len(c.Build.Components) == 0 || slices.Contains(names(c.Build.Components), name) {
+				return nil
+			}
+			if s := suggest.Closest(name, names(c.Build.Components)); s != "" {
+				return errorf(key, "%q is not a component of the build (did you mean %s?)", name, s)
+			}
+			return errorf(key, "%q is not a component of the build: name one of build.components", name)
+		}},
+		{"budgets.agents", "id", &c.Budgets.Agents, func(key, id string) error {
+			if !protocol.ValidAgent(id) {
+				return errorf(key, "%q is not a sender id: @ and the agent's id, quoted (\"@b1\": YAML reads a bare @ as reserved)", id)
+			}
+			return nil
+		}},
+	} {
+		raw := v.Get(sec.key)
+		list, ok := raw.([]any)
+		if raw != nil && !ok {
+			return errorf(sec.key, "is not a list of {%s, budget}: write - {%s: ..., budget: 5}", sec.idKey, sec.idKey)
+		}
+		for i, item := range list {
+			key := fmt.Sprintf("%s[%d]", sec.key, i)
+			m, ok := item.(map[string]any)
+			if !ok {
+				return errorf(key, "is not a mapping with %s and budget", sec.idKey)
+			}
+			var id, budget string
+			var hasID, hasBudget bool
+			for k, val := range m {
+				switch k {
+				case sec.idKey:
+					id, hasID = fmt.Sprint(val), true
+				case "budget":
+					if budget, hasBudget = "", true; val != nil {
+						budget = fmt.Sprint(val) // "": none, whatever the default
+					}
+				default:
+					return errorf(key+"."+k, "unknown key (an entry has %s and budget)", sec.idKey)
+				}
+			}
+			if !hasID || !hasBudget {
+				return errorf(key, "needs both %s and budget: - {%s: ..., budget: 5}", sec.idKey, sec.idKey)
+			}
+			if err := sec.check(key+"."+sec.idKey, id); err != nil {
+				return err
+			}
+			l, err := coordinator.ParseLimit(budget)
+			if err != nil {
+				return errorf(key+".budget", "%v", err)
+			}
+			if _, dup := (*sec.dst)[id]; dup {
+				return errorf(key+"."+sec.idKey, "%q has a budget already, earlier in %s: one entry each", id, sec.key)
+			}
+			if *sec.dst == nil {
+				*sec.dst = make(map[string]coordinator.Limit)
+			}
+			(*sec.dst)[id] = l
+		}
+	}
+	return nil
 }
 
 // RequireBuild refuses a configuration that declares nothing to build, for

@@ -59,31 +59,38 @@ func TestDefaults(t *testing.T) {
 
 func TestErrorsNameTheKey(t *testing.T) {
 	cases := map[string]struct{ yaml, key string }{
-		"unknown key":          {minimal + "rules:\n  chekin_interval: 5m\n", "rules.chekin_interval: unknown key (did you mean rules.checkin_interval?)"},
-		"unknown section":      {minimal + "servr:\n  url: ws://x\n", "servr.url: unknown key"},
-		"bad duration":         {minimal + "rules:\n  checkin_interval: 10 minutes\n", "rules.checkin_interval:"},
-		"negative count":       {minimal + "rules:\n  missed_checkins: -1\n", "rules.missed_checkins:"},
-		"bad bool":             {minimal + "rules:\n  ci_gating: sometimes\n", "rules.ci_gating:"},
-		"bad merge":            {minimal + "rules:\n  merge: squash\n", "rules.merge:"},
-		"unknown dependency":   {"build:\n  components:\n    - name: api\n      depends_on: [dbb]\n    - name: db\n", `build.components[0].depends_on: "dbb" is not a component (did you mean db?)`},
-		"duplicate":            {"build:\n  components:\n    - name: api\n    - name: api\n", `build.components[1].name: "api" is declared twice`},
-		"bad name":             {"build:\n  components:\n    - name: \"a b\"\n", "build.components[0].name:"},
-		"emphasis name":        {"build:\n  components:\n    - name: a__b\n", "build.components[0].name:"},
-		"component key":        {"build:\n  components:\n    - name: a\n      needs: [b]\n", "build.components[0].needs: unknown key"},
-		"bad url":              {minimal + "server:\n  url: http://x\n", "server.url:"},
-		"bad channel":          {minimal + "server:\n  channel: build\n", "server.channel:"},
-		"bad rate":             {minimal + "server:\n  rate_limit: -1s\n", "server.rate_limit:"},
-		"bad flood":            {minimal + "server:\n  flood_limit: -2\n", "server.flood_limit:"},
-		"bad role":             {minimal + "roles:\n  operators: [alice]\n", "roles.operators:"},
-		"bad level":            {minimal + "log:\n  level: loud\n", "log.level:"},
-		"both sources":         {minimal + "  spec: x\n", "build.spec:"},
-		"overflowing deadline": {minimal + "rules:\n  missed_checkins: 20000000\n", "rules.missed_checkins: 20000000 is over the most allowed, 1000"},
-		"deadline over a year": {minimal + "rules:\n  checkin_interval: 720h\n  missed_checkins: 13\n", "rules.missed_checkins: 13 x checkin_interval"},
-		"huge message":         {minimal + "server:\n  max_message: 99999999999\n", "server.max_message: 99999999999 is more than a room takes"},
-		"slow rate":            {minimal + "server:\n  rate_limit: 2h\n", "server.rate_limit: 2h0m0s is over the most allowed, 1m0s"},
-		"huge history":         {minimal + "server:\n  history: 9999999\n", "server.history: 9999999 is over the most allowed"},
-		"bad keepalive":        {minimal + "mcp:\n  keepalive: forever\n", `mcp.keepalive: "forever" is not a duration`},
-		"board name a URL":     {minimal + "http:\n  names: [\"https://board.example\"]\n", `http.names: "https://board.example" is not a host or host:port`},
+		"unknown key":            {minimal + "rules:\n  chekin_interval: 5m\n", "rules.chekin_interval: unknown key (did you mean rules.checkin_interval?)"},
+		"unknown section":        {minimal + "servr:\n  url: ws://x\n", "servr.url: unknown key"},
+		"bad duration":           {minimal + "rules:\n  checkin_interval: 10 minutes\n", "rules.checkin_interval:"},
+		"negative count":         {minimal + "rules:\n  missed_checkins: -1\n", "rules.missed_checkins:"},
+		"bad bool":               {minimal + "rules:\n  ci_gating: sometimes\n", "rules.ci_gating:"},
+		"bad merge":              {minimal + "rules:\n  merge: squash\n", "rules.merge:"},
+		"unknown dependency":     {"build:\n  components:\n    - name: api\n      depends_on: [dbb]\n    - name: db\n", `build.components[0].depends_on: "dbb" is not a component (did you mean db?)`},
+		"duplicate":              {"build:\n  components:\n    - name: api\n    - name: api\n", `build.components[1].name: "api" is declared twice`},
+		"bad name":               {"build:\n  components:\n    - name: \"a b\"\n", "build.components[0].name:"},
+		"emphasis name":          {"build:\n  components:\n    - name: a__b\n", "build.components[0].name:"},
+		"component key":          {"build:\n  components:\n    - name: a\n      needs: [b]\n", "build.components[0].needs: unknown key"},
+		"bad url":                {minimal + "server:\n  url: http://x\n", "server.url:"},
+		"bad channel":            {minimal + "server:\n  channel: build\n", "server.channel:"},
+		"bad rate":               {minimal + "server:\n  rate_limit: -1s\n", "server.rate_limit:"},
+		"bad flood":              {minimal + "server:\n  flood_limit: -2\n", "server.flood_limit:"},
+		"bad role":               {minimal + "roles:\n  operators: [alice]\n", "roles.operators:"},
+		"bad level":              {minimal + "log:\n  level: loud\n", "log.level:"},
+		"both sources":           {minimal + "  spec: x\n", "build.spec:"},
+		"overflowing deadline":   {minimal + "rules:\n  missed_checkins: 20000000\n", "rules.missed_checkins: 20000000 is over the most allowed, 1000"},
+		"deadline over a year":   {minimal + "rules:\n  checkin_interval: 720h\n  missed_checkins: 13\n", "rules.missed_checkins: 13 x checkin_interval"},
+		"huge message":           {minimal + "server:\n  max_message: 99999999999\n", "server.max_message: 99999999999 is more than a room takes"},
+		"slow rate":              {minimal + "server:\n  rate_limit: 2h\n", "server.rate_limit: 2h0m0s is over the most allowed, 1m0s"},
+		"huge history":           {minimal + "server:\n  history: 9999999\n", "server.history: 9999999 is over the most allowed"},
+		"bad keepalive":          {minimal + "mcp:\n  keepalive: forever\n", `mcp.keepalive: "forever" is not a duration`},
+		"budget of no component": {minimal + "budgets:\n  components:\n    - {name: api, budget: 1}\n    - {name: dbb, budget: 1}\n", `budgets.components[1].name: "dbb" is not a component of the build (did you mean db?)`},
+		"bad budget":             {minimal + "budgets:\n  components:\n    - {name: api, budget: five}\n", `budgets.components[0].budget: "five" is not a budget`},
+		"budget twice":           {minimal + "budgets:\n  components:\n    - {name: api, budget: 1}\n    - {name: api, budget: 2}\n", `budgets.components[1].name: "api" has a budget already`},
+		"budget key":             {minimal + "budgets:\n  components:\n    - {name: api, limit: 1}\n", `budgets.components[0].limit: unknown key (an entry has name and budget)`},
+		"budget without name":    {minimal + "budgets:\n  components:\n    - {budget: 1}\n", `budgets.components[0]: needs both name and budget`},
+		"budgets as a map":       {minimal + "budgets:\n  components:\n    api: 1\n", `budgets.components: is not a list of {name, budget}`},
+		"agent budget bare id":   {minimal + "budgets:\n  agents:\n    - {id: b1, budget: 1}\n", `budgets.agents[0].id: "b1" is not a sender id`},
+		"board name a URL":       {minimal + "http:\n  names: [\"https://board.example\"]\n", `http.names: "https://board.example" is not a host or host:port`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -93,6 +100,31 @@ func TestErrorsNameTheKey(t *testing.T) {
 			assert.NotContains(t, err.Error(), "\n", "one line")
 		})
 	}
+}
+
+// Budgets by name and by id, over the defaults: the names keep their case
+// and dots (a map's keys would not), "" is none whatever the default.
+func TestBudgetsByNameAndID(t *testing.T) {
+	c, err := Load(writeConfig(t, `
+build:
+  components:
+    - name: db
+    - name: Api.v2
+budgets:
+  component: 1
+  agent: 10
+  build: 100
+  components:
+    - {name: Api.v2, budget: "5,200000t"}
+    - {name: db, budget: ""}
+  agents:
+    - {id: "@B1.x", budget: 20}
+`), nil, nil)
+	require.NoError(t, err)
+	usd := func(d int64) coordinator.Limit { return coordinator.Limit{USD: d * 1_000_000, HasUSD: true} }
+	assert.Equal(t, coordinator.Budgets{Component: usd(1), Agent: usd(10), Build: usd(100),
+		Components: map[string]coordinator.Limit{"Api.v2": {USD: 5_000_000, HasUSD: true, Tokens: 200000, HasTokens: true}, "db": {}},
+		Agents:     map[string]coordinator.Limit{"@B1.x": usd(20)}}, c.Budgets)
 }
 
 func TestBuildIsRequiredOnlyWhereUsed(t *testing.T) {

@@ -14,11 +14,18 @@ import (
 // landingReceipt approves checked c, finishes its car as given and opens
 // the receipt of the landing that starts.
 func (s *harness) landingReceipt(c string, car Outcome) (receipt.Landing, string) {
-	// The predicate's JSON, as the signed payload holds it.
+	s.t.Helper()
+	return s.landingReceiptSaying(c, "", car)
+}
+
+// landingReceiptSaying is landingReceipt with more fields on foreman's
+// STATUS line that approves c. The predicate's JSON, as the signed payload
+// holds it, comes second.
+func (s *harness) landingReceiptSaying(c, more string, car Outcome) (receipt.Landing, string) {
 	s.t.Helper()
 	s.foreman("REVIEW " + c + " @b" + c + " b/" + c)
 	s.hear("@aud", "AUDIT "+c+" PASS")
-	a := s.foreman("STATUS " + c + " review owner=@b" + c + " pr=b/" + c + " audits=0/3 approved=yes approved_by=@aud")
+	a := s.foreman("STATUS " + c + " review owner=@b" + c + " pr=b/" + c + " audits=0/3 approved=yes approved_by=@aud" + more)
 	require.Len(s.t, a.Start, 1)
 	a = s.finish(a.Start[0].Run, car)
 	for _, j := range a.Start {

@@ -41,6 +41,7 @@ func (h *Core) approve(c *comp, view protocol.Heard) {
 	a := Approval{Component: c.name, Owner: c.owner, Ref: c.ref}
 	a.Auditors = approvers(view, c)
 	a.Round = round(view)
+	a.Cost = costOf(view)
 	old, had := h.approvals[c.name]
 	same := had && old.Owner == a.Owner && old.Ref == a.Ref
 	switch p, passed := h.passOf(c); {
@@ -79,6 +80,24 @@ func (h *Core) noteApproval(a Approval) {
 
 func sameApproval(a, b Approval) bool {
 	return a.Owner == b.Owner && a.Ref == b.Ref && a.Tip == b.Tip && a.Round == b.Round && slices.Equal(a.Auditors, b.Auditors)
+}
+
+// costOf is c's cost as foreman's STATUS line says it (spent=$1.25
+// tokens=1200), nil when it says none or says it wrong: the receipt then
+// says nothing rather than a guess.
+func costOf(view protocol.Heard) *receipt.Cost {
+	spent, ok := strings.CutPrefix(view.Field("spent"), "$")
+	if !ok {
+		return nil
+	}
+	if _, ok := protocol.ParseUSD(spent); !ok {
+		return nil
+	}
+	tokens, err := strconv.ParseInt(view.Field("tokens"), 10, 64)
+	if err != nil || tokens < 0 {
+		return nil
+	}
+	return &receipt.Cost{USD: spent, Tokens: tokens}
 }
 
 // approvers are who approved c: foreman's word (approved_by), else the
@@ -266,7 +285,7 @@ func (h *Core) landings(cars []*car, ev receipt.Checks) ([]Job, error) {
 		l := receipt.Landing{Host: h.cfg.Self, Target: "refs/heads/" + h.cfg.Target, Component: c.name, Builder: c.owner,
 			Ref: c.ref, Approved: h.approvals[c.name].Approval, LandedOn: on, Commit: made[i].Commit, Tree: made[i].Tree,
 			Checks: ev, At: h.now, LandedAs: h.landAs(), Batch: batch, Repository: h.cfg.Repository, Chain: h.link(prev, on),
-			ChecksChanged: checksChangedBy(head, made[i].Commit)}
+			ChecksChanged: checksChangedBy(head, made[i].Commit), Cost: h.approvals[c.name].Cost}
 		env, err := h.sign(receipt.New(l))
 		if err != nil {
 			return nil, err

@@ -56,6 +56,9 @@ type Approval struct {
 	Owner     string `json:"owner"`
 	Ref       string `json:"ref"`
 	receipt.Approval
+	// Cost is the component's cost as foreman's STATUS line said it with
+	// the approval the host recorded: the landing's receipt says it.
+	Cost *receipt.Cost `json:"cost,omitempty"`
 }
 
 // Receipt is a landing's receipt the ledger holds until its note is known

@@ -40,6 +40,7 @@ type spend struct {
 	T      int64                   `json:"t,omitempty"`
 	Series string                  `json:"s,omitempty"`
 	Start  int64                   `json:"st,omitempty"`
+	ID     string                  `json:"id,omitempty"`
 	USD    int64                   `json:"usd,omitempty"` // micro-dollars
 	Tok    int64                   `json:"tok,omitempty"`
 }
@@ -78,7 +79,7 @@ func encodeEntry(e node.Entry) ([]byte, error) {
 		}
 		if ev.Kind == coordinator.KindSpend {
 			s := ev.Spend
-			r.Spend = &spend{A: s.Agent, Src: s.Source, T: ms(s.At), Series: s.Series, Start: ms(s.Start), USD: s.Cost.USD, Tok: s.Cost.Tokens}
+			r.Spend = &spend{A: s.Agent, Src: s.Source, T: ms(s.At), Series: s.Series, Start: ms(s.Start), ID: s.ID, USD: s.Cost.USD, Tok: s.Cost.Tokens}
 		}
 	}
 	return json.Marshal(r)
@@ -102,7 +103,7 @@ func decodeEntry(data []byte) (node.Entry, error) {
 		}
 		if r.K == coordinator.KindSpend && r.Spend != nil {
 			s := r.Spend
-			e.Event.Spend = coordinator.Spend{Agent: s.A, Source: s.Src, At: fromMS(s.T), Series: s.Series, Start: fromMS(s.Start),
+			e.Event.Spend = coordinator.Spend{Agent: s.A, Source: s.Src, At: fromMS(s.T), Series: s.Series, Start: fromMS(s.Start), ID: s.ID,
 				Cost: coordinator.Cost{USD: s.USD, Tokens: s.Tok}}
 		}
 		if r.K == coordinator.KindMessage {

@@ -268,7 +268,7 @@ func TestSpendRoundTrip(t *testing.T) {
 	require.NoError(t, j.Entries(0, nil))
 	want := []node.Entry{
 		{Index: 1, Event: &coordinator.Event{Kind: coordinator.KindSpend, At: t0.Add(time.Second), Spend: coordinator.Spend{
-			Agent: "@b1aa", Source: coordinator.SpendRequest, At: t0, Cost: coordinator.Cost{USD: 12345, Tokens: 678}}}},
+			Agent: "@b1aa", Source: coordinator.SpendRequest, At: t0, ID: "9f2c41aa07d3e816", Cost: coordinator.Cost{USD: 12345, Tokens: 678}}}},
 		{Index: 2, Event: &coordinator.Event{Kind: coordinator.KindSpend, At: t0.Add(2 * time.Second), Spend: coordinator.Spend{
 			Agent: "@b1aa", Source: coordinator.SpendCumulative, At: t0.Add(time.Second), Series: "claude_code.cost.usage|model=x y",
 			Start: t0.Add(-time.Minute), Cost: coordinator.Cost{USD: 5 * 1_000_000}}}},

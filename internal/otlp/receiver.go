@@ -55,6 +55,13 @@ const (
 // DefaultMaxInFlight bounds the exports waiting for the engine at once.
 const DefaultMaxInFlight = 1024
 
+// DefaultMaxPoints bounds the spend points taken from one export: each
+// is a step of the engine, and a body of DefaultMaxBody could hold a
+// hundred thousand. A Claude Code export holds a few per session and
+// model (its metrics), or the requests of one export interval (its
+// events).
+const DefaultMaxPoints = 1024
+
 // DefaultMaxBody bounds an export's body, before and after gzip. A
 // Claude Code export is a few kilobytes.
 const DefaultMaxBody = 4 << 20
@@ -77,6 +84,10 @@ type Options struct {
 	// token is Token(Secret, that agent).
 	Secret  []byte
 	MaxBody int64 // 0: DefaultMaxBody
+	// MaxPoints bounds the spend points taken from one export; the rest
+	// are refused (RefusedExcess) in the answer's partial success, which
+	// says to export more often. 0: DefaultMaxPoints.
+	MaxPoints int
 	// MaxInFlight bounds the exports waiting for the engine at once; one
 	// more is answered 503 (the exporter sends it again), so a flood
 	// holds no more than this many connections. 0: DefaultMaxInFlight.
@@ -90,16 +101,17 @@ type Refusal int
 
 // The refusals.
 const (
-	RefusedToken Refusal = iota // no token, or one no agent has
-	RefusedAgent                // no foreman.agent attribute, or another agent's
-	RefusedUnit                 // a spend metric in a unit other than USD or tokens
-	RefusedBody                 // too large, not OTLP, or an unknown content type
-	RefusedPoint                // a point without temporality, or a negative or non-finite value
-	RefusedBusy                 // the engine could not take it now: sent again by the exporter
+	RefusedToken  Refusal = iota // no token, or one no agent has
+	RefusedAgent                 // no foreman.agent attribute, or another agent's
+	RefusedUnit                  // a spend metric in a unit other than USD or tokens
+	RefusedBody                  // too large, not OTLP, or an unknown content type
+	RefusedPoint                 // a point without temporality, or a negative, non-finite or too large value
+	RefusedBusy                  // the engine could not take it now: sent again by the exporter
+	RefusedExcess                // a point past MaxPoints of one export
 	numRefusals
 )
 
-var refusalNames = [numRefusals]string{"token", "agent", "unit", "body", "point", "busy"}
+var refusalNames = [numRefusals]string{"token", "agent", "unit", "body", "point", "busy", "excess"}
 
 func (r Refusal) String() string { return refusalNames[r] }
 
@@ -133,6 +145,9 @@ func New(opts Options, sink Sink) *Receiver {
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.MaxPoints <= 0 {
+		opts.MaxPoints = DefaultMaxPoints
 	}
 	r := &Receiver{opts: opts, sink: sink, tokens: make(map[[32]byte]string, len(opts.Tokens)), slots: make(chan struct{}, opts.MaxInFlight)}
 	for tok, agent := range opts.Tokens {
@@ -182,7 +197,7 @@ func refuse(status int, why Refusal, format string, args ...any) *httpError {
 func (r *Receiver) serve(w http.ResponseWriter, req *http.Request, logs bool) {
 	jsonBody, err := r.check(req)
 	var batch []coordinator.Spend
-	var rejected int64
+	var rejected answer
 	if err == nil {
 		var body []byte
 		if body, err = r.read(w, req); err == nil {
@@ -311,7 +326,7 @@ var jsonOpts = protojson.UnmarshalOptions{DiscardUnknown: true}
 
 // parse reads an export. Its resources must each name the token's agent.
 // It returns the spend found and how many points were refused.
-func (r *Receiver) parse(body []byte, jsonBody, logs bool, auth func(named string) (string, error)) ([]coordinator.Spend, int64, error) {
+func (r *Receiver) parse(body []byte, jsonBody, logs bool, auth func(named string) (string, error)) ([]coordinator.Spend, answer, error) {
 	unmarshal := proto.Unmarshal
 	if jsonBody {
 		unmarshal = jsonOpts.Unmarshal
@@ -321,16 +336,16 @@ func (r *Receiver) parse(body []byte, jsonBody, logs bool, auth func(named strin
 	if logs {
 		var data logspb.LogsData
 		if err := unmarshal(body, &data); err != nil {
-			return nil, 0, refuse(http.StatusBadRequest, RefusedBody, "not an OTLP logs export: %v", err)
+			return nil, answer{}, refuse(http.StatusBadRequest, RefusedBody, "not an OTLP logs export: %v", err)
 		}
 		var agent string
 		for _, rl := range data.ResourceLogs {
 			var err error
 			if agent, err = oneAgent(agent, rl.Resource, auth); err != nil {
-				return nil, 0, err
+				return nil, answer{}, err
 			}
 		}
-		p := parser{agent: agent, now: r.opts.Now()}
+		p := parser{agent: agent, now: r.opts.Now(), max: r.opts.MaxPoints}
 		for _, rl := range data.ResourceLogs {
 			for _, sl := range rl.ScopeLogs {
 				for _, lr := range sl.LogRecords {
@@ -342,16 +357,16 @@ func (r *Receiver) parse(body []byte, jsonBody, logs bool, auth func(named strin
 	}
 	var data metricspb.MetricsData
 	if err := unmarshal(body, &data); err != nil {
-		return nil, 0, refuse(http.StatusBadRequest, RefusedBody, "not an OTLP metrics export: %v", err)
+		return nil, answer{}, refuse(http.StatusBadRequest, RefusedBody, "not an OTLP metrics export: %v", err)
 	}
 	var agent string
 	for _, rm := range data.ResourceMetrics {
 		var err error
 		if agent, err = oneAgent(agent, rm.Resource, auth); err != nil {
-			return nil, 0, err
+			return nil, answer{}, err
 		}
 	}
-	p := parser{agent: agent, now: r.opts.Now()}
+	p := parser{agent: agent, now: r.opts.Now(), max: r.opts.MaxPoints}
 	for _, rm := range data.ResourceMetrics {
 		for _, sm := range rm.ScopeMetrics {
 			for _, m := range sm.Metrics {
@@ -395,13 +410,18 @@ type parser struct {
 	agent    string
 	now      time.Time
 	out      []coordinator.Spend
-	rejected int64
+	max      int    // points taken at most
+	rejected int64  // bad points
+	excess   int64  // points past max
 	unit     string // a spend metric's unit that is neither USD nor tokens
 }
 
-func (p *parser) done(r *Receiver) ([]coordinator.Spend, int64, error) {
+// answer is what an export's answer says was not taken.
+type answer struct{ rejected, excess, max int64 }
+
+func (p *parser) done(r *Receiver) ([]coordinator.Spend, answer, error) {
 	if p.unit != "" && len(p.out) == 0 {
-		return nil, 0, refuse(http.StatusBadRequest, RefusedUnit, "spend in %q: foreman counts USD and tokens only", protocol.CleanText(p.unit, 40))
+		return nil, answer{}, refuse(http.StatusBadRequest, RefusedUnit, "spend in %q: foreman counts USD and tokens only", protocol.CleanText(p.unit, 40))
 	}
 	if p.unit != "" {
 		r.refused[RefusedUnit].Add(1)
@@ -409,7 +429,19 @@ func (p *parser) done(r *Receiver) ([]coordinator.Spend, int64, error) {
 	if p.rejected > 0 {
 		r.refused[RefusedPoint].Add(p.rejected)
 	}
-	return p.out, p.rejected, nil
+	if p.excess > 0 {
+		r.refused[RefusedExcess].Add(p.excess)
+	}
+	return p.out, answer{rejected: p.rejected, excess: p.excess, max: int64(p.max)}, nil
+}
+
+// add takes a point, unless the export has given max already.
+func (p *parser) add(s coordinator.Spend) {
+	if len(p.out) >= p.max {
+		p.excess++
+		return
+	}
+	p.out = append(p.out, s)
 }
 
 // The metrics read, and what they count.
@@ -468,17 +500,29 @@ func (p *parser) point(name string, temp metricspb.AggregationTemporality, attrs
 		p.rejected++
 		return
 	}
-	s := coordinator.Spend{Agent: p.agent, At: p.time(at), Cost: cost}
+	// A delta names its series too: its end, against the series' last,
+	// tells a retry from the next interval (coordinator/spend.go).
+	s := coordinator.Spend{Agent: p.agent, At: p.time(at), Series: seriesKey(name, attrs), Start: fromNanos(start), Cost: cost}
 	switch temp {
 	case metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA:
 		s.Source = coordinator.SpendDelta
+		if !withinPoint(cost) {
+			p.rejected++
+			return
+		}
 	case metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE:
-		s.Source, s.Series, s.Start = coordinator.SpendCumulative, seriesKey(name, attrs), fromNanos(start)
+		s.Source = coordinator.SpendCumulative // a sum: the engine bounds what it grew by
 	default:
 		p.rejected++
 		return
 	}
-	p.out = append(p.out, s)
+	p.add(s)
+}
+
+// withinPoint reports whether c is no more than one point may add
+// (coordinator.MaxPoint); the engine refuses more all the same.
+func withinPoint(c coordinator.Cost) bool {
+	return c.USD <= coordinator.MaxPoint.USD && c.Tokens <= coordinator.MaxPoint.Tokens
 }
 
 func toCost(v float64, tokens bool) (coordinator.Cost, bool) {
@@ -554,14 +598,14 @@ func (p *parser) logRecord(lr *logspb.LogRecord) {
 	}
 	usd, ok := anyNumber(attrs["cost_usd"])
 	cost, good := toCost(usd, false)
-	if !ok || !good {
-		p.rejected++
-		return
-	}
 	for _, k := range requestTokens {
 		if n, ok := anyNumber(attrs[k]); ok && n >= 0 && n <= 1e12 {
 			cost.Tokens += int64(n)
 		}
+	}
+	if !ok || !good || !withinPoint(cost) {
+		p.rejected++
+		return
 	}
 	at := fromNanos(lr.TimeUnixNano)
 	if ts := attrs["event.timestamp"].GetStringValue(); at.IsZero() && ts != "" {
@@ -575,7 +619,22 @@ func (p *parser) logRecord(lr *logspb.LogRecord) {
 	if at.IsZero() {
 		at = p.now
 	}
-	p.out = append(p.out, coordinator.Spend{Agent: p.agent, Source: coordinator.SpendRequest, At: at, Cost: cost})
+	p.add(coordinator.Spend{Agent: p.agent, Source: coordinator.SpendRequest, At: at, ID: requestID(lr), Cost: cost})
+}
+
+// requestID is a request event's identity: a digest of its time and
+// attributes, the same each time an exporter sends it again and, with a
+// request's own cost, duration and prompt among them, another for
+// another request.
+func requestID(lr *logspb.LogRecord) string {
+	kvs := make([]string, 0, len(lr.Attributes)+1)
+	kvs = append(kvs, "\x01time="+strconv.FormatUint(lr.TimeUnixNano, 10))
+	for _, kv := range lr.Attributes {
+		kvs = append(kvs, kv.GetKey()+"="+anyString(kv.GetValue()))
+	}
+	slices.Sort(kvs)
+	sum := sha256.Sum256([]byte(strings.Join(kvs, "\x00")))
+	return hex.EncodeToString(sum[:8])
 }
 
 // anyNumber reads a number that may come as a number or as a string
@@ -594,9 +653,20 @@ func anyNumber(v *commonpb.AnyValue) (float64, bool) {
 }
 
 // response is the export's answer: empty, or a partial success that says
-// how many points were refused (field 1 of the collector's response,
-// rejected data points or log records in its field 1).
-func response(rejected int64, jsonBody, logs bool) []byte {
+// how many points were refused and why (the collector's response: field 1,
+// rejected data points or log records in its field 1, the message in its
+// field 2).
+func response(a answer, jsonBody, logs bool) []byte {
+	rejected := a.rejected + a.excess
+	var msgs []string
+	if a.rejected > 0 {
+		msgs = append(msgs, fmt.Sprintf("%d points without temporality, or with negative, non-finite or too large values (a point adds at most %s or %d tokens)",
+			a.rejected, protocol.FormatUSD(coordinator.MaxPoint.USD), coordinator.MaxPoint.Tokens))
+	}
+	if a.excess > 0 {
+		msgs = append(msgs, fmt.Sprintf("%d points past the limit of %d an export: export more often", a.excess, a.max))
+	}
+	msg := strings.Join(msgs, "; ")
 	if jsonBody {
 		if rejected == 0 {
 			return []byte("{}")
@@ -605,7 +675,7 @@ func response(rejected int64, jsonBody, logs bool) []byte {
 		if logs {
 			field = "rejectedLogRecords"
 		}
-		return fmt.Appendf(nil, `{"partialSuccess":{"%s":"%d","errorMessage":"points without temporality, or with negative or non-finite values"}}`, field, rejected)
+		return fmt.Appendf(nil, `{"partialSuccess":{"%s":"%d","errorMessage":%q}}`, field, rejected, msg)
 	}
 	if rejected == 0 {
 		return nil
@@ -613,6 +683,8 @@ func response(rejected int64, jsonBody, logs bool) []byte {
 	var inner []byte
 	inner = protowire.AppendTag(inner, 1, protowire.VarintType)
 	inner = protowire.AppendVarint(inner, uint64(rejected))
+	inner = protowire.AppendTag(inner, 2, protowire.BytesType)
+	inner = protowire.AppendBytes(inner, []byte(msg))
 	var out []byte
 	out = protowire.AppendTag(out, 1, protowire.BytesType)
 	return protowire.AppendBytes(out, inner)

@@ -3,6 +3,7 @@ package otlp
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -353,4 +354,96 @@ func TestFloodIsBounded(t *testing.T) {
 	close(sink.release)
 	assert.Equal(t, http.StatusOK, <-codes)
 	assert.Equal(t, http.StatusOK, <-codes)
+}
+
+// postBody posts an export and returns the answer's status and body.
+func postBody(t *testing.T, url, body string) (int, string) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tokB1)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	msg, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(msg)
+}
+
+// requestsJSON is an export of n api_request events of usd each, @b1's.
+func requestsJSON(ns int64, n int, usd string) string {
+	var b strings.Builder
+	b.WriteString(`{"resourceLogs":[{"resource":{"attributes":[{"key":"foreman.agent","value":{"stringValue":"@b1"}}]},"scopeLogs":[{"logRecords":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"timeUnixNano":"%d","attributes":[{"key":"event.name","value":{"stringValue":"api_request"}},{"key":"event.sequence","value":{"intValue":"%d"}},{"key":"cost_usd","value":{"stringValue":"%s"}}]}`, ns, i, usd)
+	}
+	b.WriteString(`]}]}]}`)
+	return b.String()
+}
+
+// sumJSON is an export of one cost point of @b1's, in temporality temp
+// (1 delta, 2 cumulative), from start to end (nanoseconds).
+func sumJSON(temp int, start, end int64, usd float64) string {
+	return fmt.Sprintf(`{"resourceMetrics":[{"resource":{"attributes":[{"key":"foreman.agent","value":{"stringValue":"@b1"}}]},"scopeMetrics":[{"metrics":[{"name":"claude_code.cost.usage","unit":"USD","sum":{"aggregationTemporality":%d,"isMonotonic":true,"dataPoints":[{"startTimeUnixNano":"%d","timeUnixNano":"%d","asDouble":%g,"attributes":[{"key":"session.id","value":{"stringValue":"s1"}}]}]}}]}]}]}`, temp, start, end, usd)
+}
+
+// One export costs the engine at most MaxPoints steps: the points past
+// it are refused, counted, and the answer says so and what to do.
+func TestOneExportIsBounded(t *testing.T) {
+	sink := newSink(t)
+	r, srv := serve(t, sink, Options{})
+	sink.hear(t, "@b1", "CLAIM api")
+	code, body := postBody(t, srv.URL+LogsPath, requestsJSON(time.Now().UnixNano(), DefaultMaxPoints+1000, "0.001"))
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `"rejectedLogRecords":"1000"`)
+	assert.Contains(t, body, "1000 points past the limit of 1024 an export: export more often")
+	assert.Equal(t, coordinator.Cost{USD: DefaultMaxPoints * 1000}, sink.view().Spent, "1024 requests of $0.001")
+	assert.EqualValues(t, 1000, r.Counts().Refused[RefusedExcess])
+	assert.EqualValues(t, DefaultMaxPoints, r.Counts().Points)
+}
+
+// An exporter that sends an export again (its answer was lost) costs
+// nothing more: requests, deltas and cumulative points alike, and a
+// cumulative point retried after a later one.
+func TestRetriedExportsCountOnce(t *testing.T) {
+	sink := newSink(t)
+	_, srv := serve(t, sink, Options{})
+	sink.hear(t, "@b1", "CLAIM api")
+	start := time.Now().UnixNano() // the points are a few seconds ahead: placed as received
+	for _, step := range []struct {
+		path, body string
+		spent      int64
+	}{
+		{MetricsPath, sumJSON(2, start, start+1e9, 0.5), 500_000},
+		{MetricsPath, sumJSON(2, start, start+2e9, 0.75), 750_000},
+		{MetricsPath, sumJSON(2, start, start+1e9, 0.5), 750_000}, // the first, retried late
+		{MetricsPath, sumJSON(1, start+2e9, start+3e9, 0.25), 1_000_000},
+		{MetricsPath, sumJSON(1, start+2e9, start+3e9, 0.25), 1_000_000},
+		{MetricsPath, sumJSON(1, start+3e9, start+4e9, 0.25), 1_250_000},
+		{LogsPath, requestsJSON(start+5e9, 2, "0.5"), 2_250_000}, // from here requests, not metrics
+		{LogsPath, requestsJSON(start+5e9, 2, "0.5"), 2_250_000},
+	} {
+		code, _ := postBody(t, srv.URL+step.path, step.body)
+		require.Equal(t, http.StatusOK, code)
+		assert.Equal(t, coordinator.Cost{USD: step.spent}, sink.view().Components[0].Spent, step.body)
+	}
+}
+
+// One point adds at most coordinator.MaxPoint: a larger one is refused
+// and counted, and the answer says the limit.
+func TestTooLargeAPointIsRefused(t *testing.T) {
+	sink := newSink(t)
+	r, srv := serve(t, sink, Options{})
+	sink.hear(t, "@b1", "CLAIM api")
+	now := time.Now().UnixNano()
+	code, body := postBody(t, srv.URL+LogsPath, requestsJSON(now, 1, "1000000000000"))
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "a point adds at most $1000.00 or 100000000 tokens")
+	code, _ = postBody(t, srv.URL+MetricsPath, sumJSON(1, now-1e9, now, 5000))
+	assert.Equal(t, http.StatusOK, code)
+	assert.True(t, sink.view().Spent.IsZero())
+	assert.EqualValues(t, 2, r.Counts().Refused[RefusedPoint])
 }

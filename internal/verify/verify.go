@@ -30,6 +30,7 @@ import (
 
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/receipt"
+	"github.com/agentforeman/foreman/protocol"
 )
 
 // Repository is what verify reads of a repository: *gitrepo.Repo, or a
@@ -129,6 +130,10 @@ type Row struct {
 	// ChecksChanged: the files that define the checks it changed, as its
 	// receipt says (checksChanged): it was checked by them as it brings them.
 	ChecksChanged []string `json:"checks_changed,omitempty"`
+	// Cost: what foreman counted the component had cost, as its receipt
+	// says ("$1.25 and 3000 tokens"); empty when the receipt says nothing
+	// (one from before receipts said it, or foreman counted none).
+	Cost string `json:"cost,omitempty"`
 
 	batch *receipt.Batch // as its receipt says, for batches to check across rows
 	rc    *opened        // its receipt, opened
@@ -597,6 +602,7 @@ func judge(o Options, c gitrepo.Commit, x *opened) Row {
 	row.Approved, row.LandedOn, row.PassedOn, row.CheckedAs = p.Approved.Tip, p.LandedOn, p.Checks.Tree, p.Checks.Commit
 	row.LandedAs = p.LandedAs
 	row.ChecksChanged = p.ChecksChanged
+	row.Cost = costText(p.Cost)
 	if p.Batch != nil {
 		row.Batch, row.BatchSize, row.batch = p.Batch.Head, len(p.Batch.Commits), p.Batch
 	}
@@ -658,6 +664,18 @@ func short(oid string) string {
 	return oid
 }
 
+// costText says a receipt's cost, or "" when it has none; a cost that is
+// not a decimal is said to be so, never shown as it came.
+func costText(c *receipt.Cost) string {
+	if c == nil {
+		return ""
+	}
+	if _, ok := protocol.ParseUSD(c.USD); !ok || c.Tokens < 0 {
+		return "(not readable)"
+	}
+	return fmt.Sprintf("$%s and %d tokens", c.USD, c.Tokens)
+}
+
 // subjectWidth is the table's room for a commit's subject: a longer one
 // is cut (--json gives it whole).
 const subjectWidth = 40
@@ -693,6 +711,9 @@ func (r Report) Table() string {
 			}
 			detail = fmt.Sprintf("approved %s by %s%s; run %d passed on %s (%s, sandbox %s)%s; signed %s",
 				short(row.Approved), by, how, row.Run, short(row.PassedOn), row.RanOn, shortDigest(row.Sandbox), batch, row.Signer)
+		}
+		if row.Verdict == Landed && row.Cost != "" {
+			detail += "; cost " + row.Cost
 		}
 		if row.Verdict == Landed && len(row.ChecksChanged) > 0 {
 			detail += "; changed the checks (" + strings.Join(row.ChecksChanged, ", ") + ")"

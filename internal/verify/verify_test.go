@@ -548,3 +548,22 @@ func TestABatchLandsAnApprovalOnce(t *testing.T) {
 	assert.Contains(t, v[commits[2]], "does not hold: "+commits[1][:12])
 	assert.Equal(t, "landed: ", v[later])
 }
+
+// A receipt that says what its component cost shows it; one from before
+// receipts said it (none) still holds and shows nothing; a cost that is
+// not a decimal is never shown as it came.
+func TestTheCostOfALanding(t *testing.T) {
+	g := newTarget(t)
+	a := g.land("a", g.approved("a"), g.key, nil)
+	b := g.land("b", g.approved("b"), g.key, func(l *receipt.Landing) { l.Cost = &receipt.Cost{USD: "1.25", Tokens: 3000} })
+	c := g.land("c", g.approved("c"), g.key, func(l *receipt.Landing) { l.Cost = &receipt.Cost{USD: "1.25\x1b[2J", Tokens: 3} })
+	rep := g.verify(g.key)
+	assert.True(t, rep.OK(), rep.Table())
+	cost := map[string]string{}
+	for _, row := range rep.Rows {
+		cost[row.Commit] = row.Cost
+	}
+	assert.Equal(t, map[string]string{a: "", b: "$1.25 and 3000 tokens", c: "(not readable)"}, cost)
+	assert.Contains(t, rep.Table(), "; cost $1.25 and 3000 tokens")
+	assert.NotContains(t, rep.Table(), "\x1b")
+}

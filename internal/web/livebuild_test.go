@@ -25,6 +25,7 @@ type liveBuild struct {
 	t      *testing.T
 	URL    string // the board
 	board  *Server
+	bot    *bot.Bot
 	logs   string // host.logs as the board reads it: a test writes a host's queue there
 	agents map[string]*agent
 
@@ -116,6 +117,7 @@ func startLiveBuild(t *testing.T, comps []coordinator.Component, names ...string
 	})
 	require.NoError(t, err)
 	lb.board.Attach(b)
+	lb.bot = b
 	ln := listen(t)
 	lb.URL = "http://" + ln.Addr().String() + "/"
 	wg.Add(2)

@@ -104,6 +104,19 @@ type Landing struct {
 	// work; this commit's own tree was not checked alone (unless it is the
 	// head). Nil for a landing of one component, whose own tree passed.
 	Batch *Batch `json:"batch,omitempty"`
+	// Cost is what foreman counted the component had cost (issue 47), as
+	// its STATUS line said when the host took up the approval. Absent when
+	// foreman did not say (it had counted no spend on the component, or
+	// counts none): the host does not guess. Receipts without it still
+	// open.
+	Cost *Cost `json:"cost,omitempty"`
+}
+
+// Cost is a component's spend as foreman said it: USD as its STATUS line
+// writes it (a decimal, no $: "1.25"), and tokens.
+type Cost struct {
+	USD    string `json:"usd"`
+	Tokens int64  `json:"tokens"`
 }
 
 // Chain is a landing's place in its repository's chain of receipts, a

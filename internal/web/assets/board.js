@@ -213,7 +213,8 @@
       list.push(c.name);
       owns.set(c.owner, list);
     }
-    const key = JSON.stringify([self, members, [...owns]]);
+    const spends = new Map(((b.view && b.view.agents) || []).map((a) => [a.id, a]));
+    const key = JSON.stringify([self, members, [...owns], [...spends]]);
     if (key === membersDrawn) return;
     membersDrawn = key;
     const ul = $('members');
@@ -224,16 +225,42 @@
       name.classList.add('who');
       const mine = owns.get(m.id);
       const what = el('span', 'what', mine ? 'owns ' + mine.join(', ') : '');
+      const a = spends.get(m.id);
+      const spent = a && (spentAny(a.spent) || a.budget) ? el('span', 'spent', 'spent ' + cost(a.spent, a.budget)) : null;
+      if (spent) spent.classList.toggle('nearly', nearly(a.spent, a.budget));
       const full = el('code', 'full-id', m.id);
       const copy = el('button', 'copy', 'Copy id');
       copy.type = 'button';
       copy.dataset.copy = m.id; // not data-id, which names redraw as text
       copy.setAttribute('aria-label', 'Copy the id of ' + (m.name || m.id));
-      li.append(name, full, what, copy);
+      li.append(name, full, what, ...(spent ? [spent] : []), copy);
       return li;
     }));
     $('members-count').textContent = '(' + members.length + ')';
   }
+
+  // cost says spend as the room's lines do: $1.25 and 1200 tokens; with a
+  // budget, what it is of the budget. USD comes in micro-dollars.
+  function usd(micro) { return '$' + ((micro || 0) / 1e6).toFixed(2); }
+  function cost(spent, budget) {
+    const s = spent || {};
+    let text = usd(s.usd) + ' · ' + (s.tokens || 0) + ' tokens';
+    if (budget) {
+      const of = [];
+      if (budget.has_usd) of.push(usd(budget.usd));
+      if (budget.has_tokens) of.push(budget.tokens + ' tokens');
+      text += ' of ' + of.join(' and ');
+    }
+    return text;
+  }
+  // nearly reports whether spent has reached 80% of budget in a unit.
+  function nearly(spent, budget) {
+    const s = spent || {};
+    // A boolean always: classList.toggle with undefined flips the class.
+    return !!(budget && (budget.has_usd && (s.usd || 0) * 5 >= budget.usd * 4 ||
+      budget.has_tokens && (s.tokens || 0) * 5 >= budget.tokens * 4));
+  }
+  function spentAny(spent) { return !!spent && !!(spent.usd || spent.tokens); }
 
   function learnNames(more) {
     if (!more) return;
@@ -256,6 +283,8 @@
     li.tabIndex = 0; // focused, a card shows all its text (board.css)
     const title = el('h3', 'name', name);
     title.title = name;
+    const spent = el('span', 'cost'); // in the card's corner: what was spent on it
+    spent.hidden = true;
     const state = el('p', 'state');
     const badge = el('span', 'badge');
     const tag = el('span', 'tag');
@@ -269,8 +298,8 @@
     bar.append(prog, pct);
     const deadline = el('p', 'deadline');
     const note = el('p', 'note');
-    li.append(title, state, owner, bar, deadline, note);
-    c = { li, badge, tag, owner, bar, prog, pct, deadline, note, due: null };
+    li.append(spent, title, state, owner, bar, deadline, note);
+    c = { li, spent, badge, tag, owner, bar, prog, pct, deadline, note, due: null };
     cards.set(name, c);
     return c;
   }
@@ -283,6 +312,14 @@
     if (v.approved) tags.push('approved');
     c.tag.textContent = tags.join(' · ');
     c.tag.parentNode.title = [v.state, ...tags].join(' · '); // cut on a narrow card
+
+    // Its cost: dollars in the corner, the whole (tokens, budget) on hover.
+    const spends = spentAny(v.spent) || !!v.budget;
+    c.spent.hidden = !spends;
+    c.li.classList.toggle('spends', spends);
+    c.spent.textContent = spends ? usd(v.spent && v.spent.usd) : '';
+    c.spent.title = spends ? 'spent ' + cost(v.spent, v.budget) : '';
+    c.spent.classList.toggle('nearly', nearly(v.spent, v.budget));
 
     if (v.owner) {
       c.owner.replaceChildren('owner ', who(v.owner));
@@ -388,6 +425,9 @@
       else { state = 'running'; text = 'running'; }
       if (v.overtime) text += ' · overtime';
       $('merged').textContent = v.merged + ' of ' + v.components.length;
+      const spent = $('spent');
+      spent.textContent = cost(v.spent, v.budget);
+      spent.classList.toggle('nearly', nearly(v.spent, v.budget));
     }
     const bs = $('build-state');
     bs.dataset.state = state;
