@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/protocol"
 )
 
 // A check that never started is judged by where its program is and how
@@ -74,4 +76,16 @@ func TestACheckThatNeverStartedIsJudgedByTheCore(t *testing.T) {
 			assert.Equal(t, Check, s.started(s.hear("@b1", "READY api b1/api")).Kind)
 		})
 	}
+}
+
+// The host-fault line fits a room line whatever the cause says: the
+// cause is cut to what is left after its prefix, never the line past
+// MaxText.
+func TestAHostFaultLineFitsALine(t *testing.T) {
+	c := &comp{name: "db"}
+	line := hostFaultLine(c, strings.Repeat("why ", protocol.MaxText))
+	assert.True(t, strings.HasPrefix(line, "CI db FAIL host-fault: why why"), line[:40])
+	assert.LessOrEqual(t, len(line), protocol.MaxText)
+	assert.Greater(t, len(line), protocol.MaxText-8, "cut at the bound, not short of it")
+	assert.Equal(t, "CI db FAIL host-fault: short", hostFaultLine(c, "  short  "))
 }
