@@ -41,6 +41,7 @@ type Config struct {
 	Cluster   Cluster // NATS JetStream and leases; off by default
 	Host      Host    // foreman host: the git repository it checks and lands in
 	Worker    Worker  // foreman worker: runs the hosts' checks (with cluster.nats)
+	Agents    []Agent // the agents foreman up starts and supervises
 	File      string  // the file read, "" if none
 	// Warnings are problems that do not stop foreman, for the log.
 	Warnings []string
@@ -154,6 +155,7 @@ func defaults() map[string]any {
 	clusterDefaults(d)
 	hostDefaults(d)
 	workerDefaults(d)
+	agentsDefaults(d)
 	r := coordinator.DefaultRules()
 	for _, k := range coordinator.RuleKeys() {
 		d["rules."+k], _ = r.Get(k)
@@ -380,6 +382,9 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 		return nil, err
 	}
 	if err := decodeWorker(v, c, src); err != nil {
+		return nil, err
+	}
+	if err := decodeAgents(v, c, src.file); err != nil {
 		return nil, err
 	}
 	c.Build.Warnings = append(c.Build.Warnings, Redacted(c.Build.Name, c.Build.Components)...)
