@@ -12,7 +12,7 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func rules() Rules {
-	return Rules{Backoff: time.Second, MaxBackoff: 8 * time.Second, FastExit: 10 * time.Second, FastExits: 5}
+	return Rules{Backoff: time.Second, MaxBackoff: 4 * time.Second, FastExit: 10 * time.Second, FastExits: 5}
 }
 
 func team() *Team {
@@ -94,7 +94,7 @@ func TestFastExitsBackOffAndStop(t *testing.T) {
 		acts = tm.Tick(now)
 		require.Equal(t, []string{"b1"}, kinds(acts, Start))
 	}
-	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}, waits, "doubled, capped at MaxBackoff")
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second}, waits, "doubled, capped at MaxBackoff")
 	s := state(tm, "b1")
 	assert.Equal(t, Stopped, s.State)
 	assert.Contains(t, s.Reason, "exited 5 times in a row within 10s of starting (last: exit status 127)")
