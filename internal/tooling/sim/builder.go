@@ -209,6 +209,14 @@ func (b *builder) coordinator(w world, r reply) {
 		}
 	case protocol.ReplyReject:
 		if mine && b.st == claiming && b.c == r.C {
+			if owned := alreadyOwns(r.Rest); owned != "" && !b.avoid[owned] {
+				// A builder started again (foreman up restarts a crashed
+				// one) owns what it had: foreman ACKs its owner's CLAIM
+				// again, and the work goes on from its branch.
+				b.c = owned
+				w.say("CLAIM " + owned)
+				return
+			}
 			b.taken[r.C] = true
 			b.st, b.c = idle, ""
 			b.consider(w)
@@ -266,6 +274,21 @@ func (b *builder) coordinator(w world, r reply) {
 			b.st = held
 		}
 	}
+}
+
+// alreadyOwns reads the component a REJECT says the builder owns
+// already ("you already own api (at most 1 at a time)..."), or "".
+func alreadyOwns(reason string) string {
+	rest, ok := strings.CutPrefix(reason, "you already own ")
+	if !ok {
+		return ""
+	}
+	c, _, _ := strings.Cut(rest, " ")
+	c, _, _ = strings.Cut(c, ",")
+	if !protocol.ValidComponent(c) {
+		return ""
+	}
+	return c
 }
 
 // owns reports whether the builder holds its component (not merely
