@@ -11,10 +11,8 @@ import (
 	"github.com/agentforeman/foreman/internal/otlp"
 )
 
-// EnvIdentity names the agent's key file in the environment foreman up
-// starts it with (foreman agent and foreman mcp read it when --identity
-// is not given).
-const EnvIdentity = "FOREMAN_IDENTITY"
+// EnvIdentity names the agent's key file in its environment.
+const EnvIdentity = config.EnvIdentity
 
 // ExporterEnv is the environment an agent's own process needs to report
 // its spend to foreman (docs/BUDGETS.md), when telemetry.secret and

@@ -20,6 +20,11 @@ type Agent struct {
 	Env     map[string]string
 }
 
+// EnvIdentity names an agent's key file in the environment foreman up
+// starts it with; foreman agent and foreman mcp read it when --identity is
+// not given.
+const EnvIdentity = "FOREMAN_IDENTITY"
+
 // The roles an agent of the agents: section plays.
 const (
 	AgentBuilder = "builder"

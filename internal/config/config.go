@@ -249,7 +249,7 @@ func checkKeys(v *viper.Viper) error {
 // would otherwise go unnoticed. They are warnings, not errors, because
 // another tool may use the same prefix.
 func unknownEnv() []string {
-	known := map[string]bool{"FOREMAN_CONFIG": true, EnvNATSUser: true, EnvNATSPassword: true, EnvNATSToken: true}
+	known := map[string]bool{"FOREMAN_CONFIG": true, EnvIdentity: true, EnvNATSUser: true, EnvNATSPassword: true, EnvNATSToken: true}
 	for _, k := range Keys() {
 		known[EnvVar(k)] = true
 	}
