@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/pool"
 )
 
@@ -41,6 +42,10 @@ type Options struct {
 	// Operators, if set, are the sender ids who may sign in to decide on
 	// the board (roles.operators; decide.go). Without it nobody can.
 	Operators func() []string
+	// Agents, if set, are the processes of the agents foreman up runs
+	// (internal/agents): on the board, each with its log at
+	// /agents/NAME/log.
+	Agents func() []agents.Status
 }
 
 // Server serves the board, the JSON view, health and metrics.
@@ -119,6 +124,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/view", s.serveView)
 	mux.HandleFunc("GET /events", s.serveEvents)
 	mux.HandleFunc("GET /api/cluster", s.serveCluster)
+	mux.HandleFunc("GET /agents/{name}/log", s.serveAgentLog)
 	mux.HandleFunc("GET /ci/queue", s.serveCIQueue)
 	mux.HandleFunc("GET /ci/logs/{name}", s.serveCILog)
 	mux.HandleFunc("GET /api/login/challenge", s.serveChallenge)
