@@ -64,6 +64,14 @@ func TestUpRunsTheTeam(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds foreman and runs a whole build on real git with four agents")
 	}
+	// The README's quickest path is this command.
+	blocks := readmeSection(t, "README.md", "## The quickest path", "## Running it for real")
+	require.Len(t, blocks, 1)
+	require.Equal(t, []string{
+		"git clone https://github.com/agentforeman/foreman && cd foreman && make install && cd ..",
+		"git init --initial-branch=main shop && cd shop && git commit --allow-empty -m start",
+		"foreman init --name olga && foreman up --agents 3",
+	}, blocks[0].lines)
 	u := newUser(t)
 	installed(t, u)
 	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "olga", "GIT_AUTHOR_EMAIL": "olga@example.com",
