@@ -123,12 +123,14 @@ func TestKilledAgentRestartsAndStopKillsTheGroup(t *testing.T) {
 	st := s.Status()[0]
 	assert.Equal(t, Stopped, st.State)
 	assert.Equal(t, "foreman up is stopping", st.Reason)
-	assert.False(t, alive(second.Pid), "the agent is gone")
+	assert.Eventually(t, func() bool { return !alive(second.Pid) }, 10*time.Second, 5*time.Millisecond, "the agent is gone")
 	for _, child := range strings.Fields(string(b)) {
 		var pid int
 		_, err := fmt.Sscan(child, &pid)
 		require.NoError(t, err)
-		assert.False(t, alive(pid), "and each child it left, even the one that outlived a SIGKILL of its parent")
+		// SIGKILL is sent by then; the kernel ends the process a moment later.
+		assert.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 5*time.Millisecond,
+			"and each child it left, even the one that outlived a SIGKILL of its parent")
 	}
 }
 
@@ -161,7 +163,7 @@ func TestTimeoutAndCompleteStopAgents(t *testing.T) {
 	s.Observe(nil, []coordinator.Reply{{Reply: protocol.Timeout("api", s.Workspace("b1").ID)}})
 	st := waitFor(t, s, "b1", func(st Status) bool { return st.State == Stopped })
 	assert.Equal(t, "foreman timed it out on api (TIMEOUT api)", st.Reason)
-	assert.False(t, alive(b1.Pid))
+	assert.Eventually(t, func() bool { return !alive(b1.Pid) }, 10*time.Second, 5*time.Millisecond)
 	assert.Equal(t, Running, s.Status()[1].State)
 	s.Observe(nil, []coordinator.Reply{{Reply: protocol.Complete("shop")}})
 	st = waitFor(t, s, "b2", func(st Status) bool { return st.State == Stopped })
