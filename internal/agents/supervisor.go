@@ -272,7 +272,9 @@ func (s *Supervisor) start(name string) (Process, *os.File, error) {
 	p, err := s.o.Launch(LaunchSpec{
 		Name: name, Dir: w.Work, Argv: a.Command, Stdout: f, Stderr: f,
 		Env:      agentEnv(os.Environ(), w, s.o.Config.Server.URL, paste.Abs(s.o.Config.File), exporter, a.Env),
-		Writable: []string{w.Home, w.Tmp},
+		// Its workspace is its own, its key included (foreman mcp, which its
+		// CLI starts, reads it there), as are its HOME and TMPDIR.
+		Writable: []string{w.Dir, w.Home, w.Tmp},
 	})
 	if err != nil {
 		fmt.Fprintf(f, "--- foreman up: agent %s could not start: %v\n", name, err)

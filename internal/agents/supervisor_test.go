@@ -179,3 +179,43 @@ func alive(pid int) bool {
 	_, rest, _ := strings.Cut(string(b), ") ")
 	return !strings.HasPrefix(rest, "Z")
 }
+
+// fakeProcess is a process of the fake Launcher: it ends when signalled.
+type fakeProcess struct {
+	pid  int
+	sigs chan os.Signal
+}
+
+func (p *fakeProcess) Pid() int                 { return p.pid }
+func (p *fakeProcess) Signal(s os.Signal) error { p.sigs <- s; return nil }
+func (p *fakeProcess) Wait() error              { return fmt.Errorf("signal: %v", <-p.sigs) }
+
+// The Launcher is given what a confining one needs: the agent's clone to
+// start in, its whole environment, its output, and the paths it may write
+// (its workspace, HOME and TMPDIR); stopping up signals each process.
+func TestLauncherIsGivenTheSpec(t *testing.T) {
+	c := testConfig(t)
+	specs := make(chan LaunchSpec, 4)
+	s, err := New(context.Background(), Options{Config: c, Log: zerolog.Nop(),
+		Launch: func(spec LaunchSpec) (Process, error) {
+			specs <- spec
+			return &fakeProcess{pid: 7, sigs: make(chan os.Signal, 2)}, nil
+		},
+		Agents: []config.Agent{sh("b1", "true")}})
+	require.NoError(t, err)
+	cancel, done := running(t, s)
+	spec := <-specs
+	w := s.Workspace("b1")
+	assert.Equal(t, "b1", spec.Name)
+	assert.Equal(t, w.Work, spec.Dir)
+	assert.Equal(t, []string{"sh", "-c", "true"}, spec.Argv)
+	assert.Equal(t, []string{w.Dir, w.Home, w.Tmp}, spec.Writable)
+	assert.Subset(t, spec.Env, []string{"HOME=" + w.Home, "TMPDIR=" + w.Tmp, "FOREMAN_IDENTITY=" + w.Key,
+		"FOREMAN_SERVER_URL=ws://127.0.0.1:1", "FOREMAN_CONFIG=" + c.File, "OWN=yes"})
+	waitFor(t, s, "b1", func(st Status) bool { return st.State == Running && st.Pid == 7 })
+	cancel()
+	<-done
+	st := s.Status()[0]
+	assert.Equal(t, Stopped, st.State)
+	assert.Equal(t, "signal: terminated", st.LastExit)
+}
