@@ -271,7 +271,7 @@ func (s *Supervisor) start(name string) (Process, *os.File, error) {
 	fmt.Fprintf(f, "--- foreman up: agent %s (%s) starting at %s: %s\n", name, w.ID, s.o.Now().UTC().Format(time.RFC3339), paste.Shell(a.Command))
 	p, err := s.o.Launch(LaunchSpec{
 		Name: name, Dir: w.Work, Argv: a.Command, Stdout: f, Stderr: f,
-		Env:      agentEnv(os.Environ(), w, s.o.Config.Server.URL, paste.Abs(s.o.Config.File), exporter, a.Env),
+		Env: agentEnv(os.Environ(), w, s.o.Config.Server.URL, paste.Abs(s.o.Config.File), exporter, a.Env),
 		// Its workspace is its own, its key included (foreman mcp, which its
 		// CLI starts, reads it there), as are its HOME and TMPDIR.
 		Writable: []string{w.Dir, w.Home, w.Tmp},
