@@ -39,13 +39,13 @@ type Options struct {
 	// HostLogs is foreman host's host.logs directory, if it is on this
 	// machine: the board then serves its queue and logs (hostqueue.go).
 	HostLogs string
-	// Operators, if set, are the sender ids who may sign in to decide on
-	// the board (roles.operators; decide.go). Without it nobody can.
-	Operators func() []string
 	// Agents, if set, are the processes of the agents foreman up runs
 	// (internal/agents): on the board, each with its log at
 	// /agents/NAME/log.
 	Agents func() []agents.Status
+	// Operators, if set, are the sender ids who may sign in to decide on
+	// the board (roles.operators; decide.go). Without it nobody can.
+	Operators func() []string
 }
 
 // Server serves the board, the JSON view, health and metrics.
