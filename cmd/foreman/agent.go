@@ -88,7 +88,7 @@ defaults to the one the file holds.`,
 	fl.StringVar(&f.channel, "channel", "", "channel to join (default: server.channel)")
 	fl.StringVar(&f.role, "role", "builder", "builder, auditor, ci, operator or chat")
 	fl.StringVar(&f.name, "name", "", "display name (default: the identity file's, else the role)")
-	fl.StringVar(&f.identity, "identity", "", "identity file to load (default: a fresh key, a new id each run)")
+	fl.StringVar(&f.identity, "identity", "", "identity file to load (default: $FOREMAN_IDENTITY, which foreman up sets for the agents it starts; else a fresh key, a new id each run)")
 	fl.BoolVar(&f.newIdentity, "new", false, "make the --identity file if it is not there (without --new a missing one is refused: a mistyped path would make another identity)")
 	fl.StringVar(&f.coordinator, "coordinator", "", "foreman's agent id (default: the key in server.identity, beside the config; else whoever stamps its messages as foreman or says the first TASKS)")
 	fl.DurationVar(&f.minute, "minute", time.Minute, "real length of a contract minute, for the scripted pacing")
@@ -122,6 +122,9 @@ var agentFlagKeys = map[string]string{
 func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	if err := checkRole(f.role); err != nil {
 		return err // before a key is made for an agent that cannot run
+	}
+	if f.identity == "" {
+		f.identity = os.Getenv(config.EnvIdentity) // foreman up's agents: their own key
 	}
 	if f.repo != "" && (f.role != sim.RoleBuilder || f.json) {
 		return errors.New("--repo is for --role builder: a scripted builder's pushes")

@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/mcpagent"
-	"github.com/agentforeman/foreman/internal/otlp"
 	"github.com/agentforeman/foreman/internal/paste"
 )
 
@@ -82,7 +82,7 @@ Logs go to stderr; stdout is the protocol.`,
 	fl.String("channel", "", "channel to join (default: server.channel)")
 	fl.Duration("rate-limit", time.Second, "the room's rate limit (default: server.rate_limit)")
 	fl.Duration("keepalive", 30*time.Minute, "automatic check-ins stop this long after the agent's last tool call; 0: none (default: mcp.keepalive)")
-	fl.StringVar(&f.identity, "identity", "", "the agent's identity file (its key and sender id), created if missing (required)")
+	fl.StringVar(&f.identity, "identity", "", "the agent's identity file (its key and sender id), created if missing (required; default: $FOREMAN_IDENTITY, which foreman up sets for the agents it starts)")
 	fl.StringVar(&f.name, "name", "", "display name (default: the identity file's; a new file's name without .json)")
 	fl.StringVar(&f.coordinator, "coordinator", "", "foreman's sender id (default: server.identity's, else learned from the room)")
 	fl.DurationVar(&f.answerWait, "answer-wait", mcpagent.DefaultAnswerWait, "how long a tool waits for foreman's answer before it returns without one")
@@ -153,13 +153,13 @@ func (a *app) printExporterEnv(c *config.Config, key, name string) error {
 	if err != nil {
 		return fmt.Errorf("--identity: %w", err)
 	}
-	secret, err := otlp.LoadSecret(c.Telemetry.Secret)
-	if err != nil {
-		return fmt.Errorf("telemetry.secret: %w", err)
-	}
 	agent := id.AgentID()
+	env, err := agents.ExporterEnv(c, agent)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(a.stderr, "# %s's spend: start its agent (Claude Code) with this environment (docs/BUDGETS.md)\n", agent)
-	for _, kv := range otlp.Env("http://"+c.HTTP, agent, otlp.Token(secret, agent)) {
+	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		fmt.Fprintf(a.stderr, "export %s='%s'\n", k, v)
 	}
@@ -173,6 +173,9 @@ func (a *app) runMCP(cmd *cobra.Command, file string, f *mcpFlags) error {
 	}
 	if f.printConfig {
 		return a.printMCPConfig(cmd, c, f)
+	}
+	if f.identity == "" {
+		f.identity = os.Getenv(config.EnvIdentity) // foreman up's agents: their own key
 	}
 	if f.identity == "" {
 		return errors.New("--identity FILE is required: the agent's key, whose sender id is how foreman knows it (created if missing; keep it for the whole build)")

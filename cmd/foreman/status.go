@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/web"
 	"github.com/agentforeman/foreman/protocol"
 )
@@ -182,6 +184,7 @@ func writeStatus(w io.Writer, b *web.Board, color bool) {
 		}
 		return cell
 	})
+	writeAgents(w, b.Agents, color)
 
 	if len(b.Escalations) > 0 {
 		fmt.Fprintln(w)
@@ -200,6 +203,38 @@ func writeStatus(w io.Writer, b *web.Board, color bool) {
 			fmt.Fprintln(w, line)
 		}
 	}
+}
+
+// writeAgents lists the processes of the agents foreman up runs.
+func writeAgents(w io.Writer, list []agents.Status, color bool) {
+	if len(list) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	rows := [][]string{{"AGENT", "ROLE", "STATE", "PID", "RESTARTS", "LAST EXIT", "WHY", "LOG"}}
+	for _, a := range list {
+		pid := "-"
+		if a.Pid != 0 {
+			pid = strconv.Itoa(a.Pid)
+		}
+		rows = append(rows, []string{a.Name, a.Role, string(a.State), pid, strconv.Itoa(a.Restarts), dash(a.LastExit), cutRunes(dash(a.Reason), 72), a.Log})
+	}
+	writeTable(w, rows, func(row, col int, cell string) string {
+		if row == 0 {
+			return paint(color, "1", cell)
+		}
+		if col == 2 && list[row-1].State != agents.Running {
+			return paint(color, "33", cell)
+		}
+		return cell
+	})
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func buildState(v *coordinator.View) (text, style string) {

@@ -22,6 +22,7 @@ import (
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/agentchat/server"
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/bot"
 	"github.com/agentforeman/foreman/internal/web"
 	"github.com/agentforeman/foreman/protocol"
@@ -275,4 +276,17 @@ func TestDemoServesTheBoard(t *testing.T) {
 	}
 	_, err := http.Get(url + "healthz")
 	assert.Error(t, err, "the board stops with the demo")
+}
+
+// foreman status lists the processes of foreman up's agents under the
+// components.
+func TestStatusShowsTheAgents(t *testing.T) {
+	var out strings.Builder
+	writeStatus(&out, &web.Board{View: func() *coordinator.View { v := midBuild(); return &v }(), Agents: []agents.Status{
+		{Name: "b1", Role: "builder", State: agents.Running, Pid: 4242, Restarts: 1, LastExit: "signal: killed", Log: "/w/.foreman/agents/b1/agent.log"},
+		{Name: "b2", Role: "builder", State: agents.Stopped, Restarts: 4, LastExit: "exit status 127", Reason: "exited 5 times in a row", Log: "/w/b2.log"},
+	}}, false)
+	assert.Regexp(t, `(?m)^AGENT +ROLE +STATE +PID +RESTARTS +LAST EXIT +WHY +LOG$`, out.String())
+	assert.Regexp(t, `(?m)^b1 +builder +running +4242 +1 +signal: killed +- +/w/.foreman/agents/b1/agent.log$`, out.String())
+	assert.Regexp(t, `(?m)^b2 +builder +stopped +- +4 +exit status 127 +exited 5 times in a row +/w/b2.log$`, out.String())
 }

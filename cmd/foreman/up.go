@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/paste"
 	"github.com/agentforeman/foreman/internal/up"
 )
 
@@ -13,7 +17,12 @@ import (
 type upFlags struct {
 	listen            string // where to serve the room, instead of server.url's address
 	noServe, newBuild bool
+	agents            int // scripted builders to add to the config's agents
 }
+
+// maxScripted bounds --agents: each is a process with a clone of the
+// target.
+const maxScripted = 64
 
 // upFlagKeys are up's flags that name configuration keys.
 var upFlagKeys = map[string]string{"http": "http.listen"}
@@ -34,6 +43,13 @@ func (a *app) upCommand() *cobra.Command {
                on first use, and its id is added to roles.ci and roles.merger
                for this run where the config does not list it
   the board    on http.listen, with /metrics and /healthz
+  the agents   the config's agents: and --agents N scripted ones, each in a
+               workspace of its own beside the journal (.foreman/agents/NAME:
+               a clone of host.repo's target, its key, its log, a private HOME
+               and TMPDIR, its CLI's MCP config), started once all are in the
+               room, restarted with backoff when they crash, stopped when
+               foreman times them out or a budget holds them, and at COMPLETE
+               (docs/AGENTS.md, "Agents foreman up runs")
 
 Each part is the same code as its own command, and talks to the room over a
 WebSocket as a participant of its own: nothing in the protocol changes. Once
@@ -46,12 +62,13 @@ line naming what to change: a port in use, a host.repo that is not a git
 repository, no operator in roles.operators, a journal or a repository that
 another foreman up (or run, or host) is using.
 
-SIGINT and SIGTERM (Ctrl-C) stop it all, in order: the host's queue (its
+SIGINT and SIGTERM (Ctrl-C) stop it all, in order: the agents (SIGTERM, then
+SIGKILL after 10s), the host's queue (its
 ledger is synced at every step), then foreman (its journal flushed, queued
 replies sent), then the board and the room. SIGHUP reloads the components and
 the roles, as for foreman run. The separate commands (serve, run, host) remain
 for running the parts on different machines, and for a cluster.`,
-		Example: `  foreman init --name olga && foreman up
+		Example: `  foreman init --name olga && foreman up --agents 3   # three scripted builders and an auditor
   foreman up --listen 127.0.0.1:0 --http 127.0.0.1:0   # free ports, printed once ready`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -64,6 +81,7 @@ for running the parts on different machines, and for a cluster.`,
 	fl.StringVar(&f.listen, "listen", "", "serve the room here instead of at server.url's address (127.0.0.1:0 takes a free port)")
 	fl.BoolVar(&f.noServe, "join", false, "join the room already at server.url instead of serving it")
 	fl.String("http", "", "listen address of the board, /metrics and /healthz (http.listen; 127.0.0.1:0 takes a free port)")
+	fl.IntVar(&f.agents, "agents", 0, "start N scripted builders (foreman agent) and a scripted auditor besides the config's agents:, each in its own workspace")
 	fl.BoolVar(&f.newBuild, "new-build", false, "start a new build even though the room shows this identity's earlier one (its journal is gone)")
 	return cmd
 }
@@ -95,12 +113,19 @@ func (a *app) runUp(ctx context.Context, cmd *cobra.Command, file string, f upFl
 	if err != nil {
 		return err
 	}
+	if f.agents < 0 || f.agents > maxScripted {
+		return fmt.Errorf("--agents %d: want 0 to %d scripted builders", f.agents, maxScripted)
+	}
+	scripted, err := agents.Scripted(paste.Program(), f.agents, c.Agents)
+	if err != nil {
+		return err
+	}
 	reload, stopHUP := reloadOnHUP()
 	defer stopHUP()
 	s, err := up.Prepare(ctx, up.Options{
 		Config: c, Logger: log, Stderr: a.stderr, Listen: f.listen, Join: f.noServe, NewBuild: f.newBuild,
 		Reload: reload, ReloadConfig: func() (*config.Config, error) { return a.loadConfig(cmd, file, upFlagKeys) },
-		Version: programVersion(),
+		Version: programVersion(), Agents: append(slices.Clone(c.Agents), scripted...),
 	})
 	if err != nil {
 		return err

@@ -44,6 +44,7 @@ type Config struct {
 	Cluster   Cluster // NATS JetStream and leases; off by default
 	Host      Host    // foreman host: the git repository it checks and lands in
 	Worker    Worker  // foreman worker: runs the hosts' checks (with cluster.nats)
+	Agents    []Agent // the agents foreman up starts and supervises
 	File      string  // the file read, "" if none
 	// Warnings are problems that do not stop foreman, for the log.
 	Warnings []string
@@ -160,6 +161,7 @@ func defaults() map[string]any {
 	clusterDefaults(d)
 	hostDefaults(d)
 	workerDefaults(d)
+	agentsDefaults(d)
 	r := coordinator.DefaultRules()
 	for _, k := range coordinator.RuleKeys() {
 		d["rules."+k], _ = r.Get(k)
@@ -253,7 +255,7 @@ func checkKeys(v *viper.Viper) error {
 // would otherwise go unnoticed. They are warnings, not errors, because
 // another tool may use the same prefix.
 func unknownEnv() []string {
-	known := map[string]bool{"FOREMAN_CONFIG": true, EnvNATSUser: true, EnvNATSPassword: true, EnvNATSToken: true}
+	known := map[string]bool{"FOREMAN_CONFIG": true, EnvIdentity: true, EnvNATSUser: true, EnvNATSPassword: true, EnvNATSToken: true}
 	for _, k := range Keys() {
 		known[EnvVar(k)] = true
 	}
@@ -395,6 +397,9 @@ func decode(v *viper.Viper, src sources) (*Config, error) {
 		return nil, err
 	}
 	if err := decodeWorker(v, c, src); err != nil {
+		return nil, err
+	}
+	if err := decodeAgents(v, c, src.file); err != nil {
 		return nil, err
 	}
 	c.Build.Warnings = append(c.Build.Warnings, Redacted(c.Build.Name, c.Build.Components)...)

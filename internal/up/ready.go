@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman/agentchat"
+	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/paste"
 )
@@ -46,6 +47,17 @@ func (u *Stack) printReady(ctx context.Context, w io.Writer) {
 		if len(u.hostRoles) > 0 {
 			fmt.Fprintf(w, "           its id is in %s for this run; list it there in %s to keep it for foreman run and foreman host\n",
 				strings.Join(u.hostRoles, " and "), u.file)
+		}
+	}
+	if u.team != nil {
+		var names []string
+		for _, a := range u.opts.Agents {
+			names = append(names, a.Name+" ("+a.Role+")")
+		}
+		fmt.Fprintf(w, "  agents   %s, started now, each in its workspace under %s (its log: NAME/agent.log, and on the board)\n",
+			strings.Join(names, ", "), agents.Root(c))
+		if u.audRoles {
+			fmt.Fprintf(w, "           the auditors' ids are in roles.auditors for this run\n")
 		}
 	}
 	if u.board != nil {

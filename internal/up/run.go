@@ -77,11 +77,20 @@ func (u *Stack) Run(ctx context.Context, out io.Writer) error {
 			failed = err
 		}
 	}
+	// The agents start once foreman (and the host) are in the room, and
+	// stop first.
+	agentsCtx, stopAgents := context.WithCancel(context.Background())
+	defer stopAgents()
+	var agentsDone chan struct{}
 	ready := u.here.ready
 	for running := true; running; {
 		select {
 		case <-ready:
 			ready = nil
+			if u.team != nil {
+				agentsDone = make(chan struct{})
+				go func() { defer close(agentsDone); u.team.Run(agentsCtx) }()
+			}
 			u.printReady(ctx, out)
 		case err := <-botDone:
 			botDone = nil
@@ -95,7 +104,14 @@ func (u *Stack) Run(ctx context.Context, out io.Writer) error {
 			running = false
 		}
 	}
-	u.log.Info().Msg("stopping: the host first, then foreman, then the board and the room")
+	if agentsDone != nil {
+		u.log.Info().Msg("stopping: the agents first, then the host, then foreman, then the board and the room")
+		stopAgents()
+		<-agentsDone
+		u.log.Info().Msg("the agents have stopped")
+	} else {
+		u.log.Info().Msg("stopping: the host first, then foreman, then the board and the room")
+	}
 	stopHost()
 	if hostDone != nil {
 		if err := <-hostDone; err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/agentchat/server"
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/bot"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/host/live"
@@ -51,6 +52,11 @@ type Options struct {
 	Program string
 	// Version is what the room's GET /health reports.
 	Version string
+	// Agents are the agents up starts and supervises (internal/agents):
+	// the config's agents:, and the scripted ones of --agents.
+	Agents []config.Agent
+	// Launch starts an agent's process (default: agents.Exec).
+	Launch agents.Launcher
 }
 
 // Stack is foreman up's parts, each opened (a port bound, a lock taken)
@@ -77,6 +83,9 @@ type Stack struct {
 	hostKey   bool     // the host's key was created now
 	hostRoles []string // the roles its id was added to for this run
 	here      *presence
+
+	team     *agents.Supervisor // nil without agents
+	audRoles bool               // the auditors' ids were added to roles.auditors for this run
 }
 
 // Prepare checks the configuration and opens every part: nothing talks to
@@ -138,9 +147,24 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
+	if len(o.Agents) > 0 {
+		// Before foreman and the board: its auditors' ids go in
+		// roles.auditors, and the board lists its agents.
+		u.team, err = agents.New(ctx, agents.Options{Config: c, Agents: o.Agents, Program: o.Program, Launch: o.Launch,
+			Log:  log.With().Str("part", "agents").Logger(),
+			View: func(ctx context.Context) (coordinator.View, error) { return u.bot.View(ctx) }})
+		if err != nil {
+			return nil, err
+		}
+		u.audRoles = auditorRoles(c, u.team, o.Agents)
+	}
 	var b *web.Server
 	if c.HTTP != "" {
-		b = web.New(web.ConfigOptions(c, log))
+		wo := web.ConfigOptions(c, log)
+		if u.team != nil {
+			wo.Agents = u.team.Status
+		}
+		b = web.New(wo)
 		u.board = b
 	}
 	opts := bot.Options{
@@ -163,6 +187,15 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	if b != nil {
 		opts.Observe, opts.Handled, opts.Named = b.Observe, b.Handled, b.Named
+	}
+	if u.team != nil {
+		board := opts.Observe
+		opts.Observe = func(ev *coordinator.Event, said []coordinator.Reply) {
+			if board != nil {
+				board(ev, said)
+			}
+			u.team.Observe(ev, said) // TIMEOUT, RELEASE, budget holds, COMPLETE
+		}
 	}
 	if u.bot, err = bot.New(opts); err != nil {
 		return nil, err
@@ -276,6 +309,24 @@ func listenProblem(err error) string {
 		return "the port is in use (another foreman up, or another server?)"
 	}
 	return err.Error()
+}
+
+// auditorRoles lists the ids of the agents that audit in roles.auditors,
+// in memory, for this run, when that list is not empty (empty: anyone but
+// a component's builder may audit, and they may already).
+func auditorRoles(c *config.Config, team *agents.Supervisor, list []config.Agent) bool {
+	if len(c.Roles.Auditors) == 0 {
+		return false
+	}
+	added := false
+	for _, a := range list {
+		id := team.Workspace(a.Name).ID
+		if a.Role == config.AgentAuditor && !slices.Contains(c.Roles.Auditors, id) {
+			c.Roles.Auditors = append(slices.Clone(c.Roles.Auditors), id)
+			added = true
+		}
+	}
+	return added
 }
 
 // HostRoles lists the host's id in the roles foreman must take its lines

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/pool"
 	"github.com/agentforeman/foreman/protocol"
 )
@@ -32,9 +33,10 @@ type Board struct {
 	Self        string                      `json:"self,omitempty"`    // foreman's own sender id
 	Members     *[]Member                   `json:"members,omitempty"` // who is in the channel; in a stream, only when it changed since the viewer's last event
 	Update      bool                        `json:"update,omitempty"`
-	Changed     []coordinator.ComponentView `json:"changed,omitempty"`   // in an update: the components whose view changed, in view order
-	Cluster     []pool.Lead                 `json:"cluster,omitempty"`   // in a cluster: who leads which build
-	HostLogs    bool                        `json:"host_logs,omitempty"` // the board serves foreman host's logs at ci/logs/ (a line's log=<path> links there)
+	Changed     []coordinator.ComponentView `json:"changed,omitempty"`         // in an update: the components whose view changed, in view order
+	Cluster     []pool.Lead                 `json:"cluster,omitempty"`         // in a cluster: who leads which build
+	HostLogs    bool                        `json:"host_logs,omitempty"`       // the board serves foreman host's logs at ci/logs/ (a line's log=<path> links there)
+	Agents      []agents.Status             `json:"agent_processes,omitempty"` // the agents foreman up runs, each log at agents/NAME/log
 }
 
 // RoomStats are the room connection's counters.
@@ -74,6 +76,7 @@ func (s *Server) boardOf(ctx context.Context, w want) Board {
 	b.Health = healthOf(src, b.Now)
 	b.Room = s.roomStats(src)
 	b.Cluster = s.cluster()
+	b.Agents = s.agents()
 	b.HostLogs = s.opts.HostLogs != ""
 	s.mu.Lock()
 	b.Log = append([]Entry{}, s.log.since(0)...)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/pool"
 )
 
@@ -106,7 +107,8 @@ func (s *Server) event(sn *snapshot, vw *viewer) []byte {
 		Update  bool              `json:"update,omitempty"`
 		Lead    []pool.Lead       `json:"cluster,omitempty"`
 		Logs    bool              `json:"host_logs,omitempty"`
-	}{Now: now, Health: healthOf(src, now), Room: s.roomStats(src), Full: vw.log == 0, Lead: s.cluster(), Logs: s.opts.HostLogs != ""}
+		Agents  []agents.Status   `json:"agent_processes,omitempty"`
+	}{Now: now, Health: healthOf(src, now), Room: s.roomStats(src), Full: vw.log == 0, Lead: s.cluster(), Logs: s.opts.HostLogs != "", Agents: s.agents()}
 	s.mu.Lock()
 	mine.Log = append([]Entry{}, s.log.since(vw.log)...)
 	mine.LogSeq = s.log.seq

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentforeman/foreman/coordinator"
+	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/pool"
 )
 
@@ -38,6 +39,10 @@ type Options struct {
 	// HostLogs is foreman host's host.logs directory, if it is on this
 	// machine: the board then serves its queue and logs (hostqueue.go).
 	HostLogs string
+	// Agents, if set, are the processes of the agents foreman up runs
+	// (internal/agents): on the board, each with its log at
+	// /agents/NAME/log.
+	Agents func() []agents.Status
 	// Operators, if set, are the sender ids who may sign in to decide on
 	// the board (roles.operators; decide.go). Without it nobody can.
 	Operators func() []string
@@ -125,6 +130,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/view", s.serveView)
 	mux.HandleFunc("GET /events", s.serveEvents)
 	mux.HandleFunc("GET /api/cluster", s.serveCluster)
+	mux.HandleFunc("GET /agents/{name}/log", s.serveAgentLog)
 	mux.HandleFunc("GET /ci/queue", s.serveCIQueue)
 	mux.HandleFunc("GET /ci/logs/{name}", s.serveCILog)
 	mux.HandleFunc("GET /api/login/challenge", s.serveChallenge)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -126,6 +127,8 @@ type builder struct {
 	fired    map[string]bool
 	resting  bool
 	deciding bool // a claim is decided and goes out after React
+
+	owners map[string]string // from the history: who foreman last ACKed each component still out
 }
 
 func newBuilder(name string, s Builder) *builder {
@@ -139,11 +142,23 @@ func newBuilder(name string, s Builder) *builder {
 	if s.FixSteps <= 0 {
 		s.FixSteps = d.FixSteps
 	}
-	return &builder{s: s, name: name, taken: map[string]bool{}, avoid: map[string]bool{}, fired: map[string]bool{}}
+	return &builder{s: s, name: name, taken: map[string]bool{}, avoid: map[string]bool{}, fired: map[string]bool{}, owners: map[string]string{}}
 }
 
-// start claims from what catching up taught it, if anything.
-func (b *builder) start(w world) { b.consider(w) }
+// start claims from what catching up taught it, if anything: first what
+// the history shows it owns (a builder started again after a crash, as
+// foreman up restarts one: foreman ACKs its owner's CLAIM again, and the
+// work goes on from its branch), else from the last TASKS.
+func (b *builder) start(w world) {
+	for _, c := range slices.Sorted(maps.Keys(b.owners)) {
+		if b.owners[c] == w.self() && !b.avoid[c] {
+			b.st, b.c = claiming, c
+			w.say("CLAIM " + c)
+			return
+		}
+	}
+	b.consider(w)
+}
 
 // catchUp learns what is claimable: the last TASKS, minus what was
 // assigned (to anyone: once it is free again TASKS says so) or merged
@@ -158,6 +173,16 @@ func (b *builder) catchUp(r reply) {
 		}
 	case protocol.ReplyAck, protocol.ReplyMerged:
 		b.taken[r.C] = true
+	}
+	switch r.Verb {
+	case protocol.ReplyAck:
+		b.owners[r.C] = r.Agent
+	case protocol.ReplyMerged, protocol.ReplyTimeout, protocol.ReplyRetry:
+		delete(b.owners, r.C)
+	case protocol.ReplyOK:
+		if cmd, err := protocol.ReadConfirmed(r.C + " " + r.Rest); err == nil && cmd.Verb == protocol.Release {
+			delete(b.owners, cmd.Component)
+		}
 	}
 }
 
@@ -209,6 +234,14 @@ func (b *builder) coordinator(w world, r reply) {
 		}
 	case protocol.ReplyReject:
 		if mine && b.st == claiming && b.c == r.C {
+			if owned := alreadyOwns(r.Rest); owned != "" && !b.avoid[owned] {
+				// A builder started again (foreman up restarts a crashed
+				// one) owns what it had: foreman ACKs its owner's CLAIM
+				// again, and the work goes on from its branch.
+				b.c = owned
+				w.say("CLAIM " + owned)
+				return
+			}
 			b.taken[r.C] = true
 			b.st, b.c = idle, ""
 			b.consider(w)
@@ -266,6 +299,21 @@ func (b *builder) coordinator(w world, r reply) {
 			b.st = held
 		}
 	}
+}
+
+// alreadyOwns reads the component a REJECT says the builder owns
+// already ("you already own api (at most 1 at a time)..."), or "".
+func alreadyOwns(reason string) string {
+	rest, ok := strings.CutPrefix(reason, "you already own ")
+	if !ok {
+		return ""
+	}
+	c, _, _ := strings.Cut(rest, " ")
+	c, _, _ = strings.Cut(c, ",")
+	if !protocol.ValidComponent(c) {
+		return ""
+	}
+	return c
 }
 
 // owns reports whether the builder holds its component (not merely

@@ -291,3 +291,41 @@ func TestBuilderStopsWhenItsComponentIsTakenAway(t *testing.T) {
 	w.advance(4 * time.Minute)
 	assert.Equal(t, []string{"PROGRESS db 25"}, w.take())
 }
+
+// A builder started again while it owns a component (foreman up restarts
+// one that crashed) is refused the next it claims, and claims back what
+// it owns: foreman ACKs its owner again, and the work goes on.
+func TestBuilderStartedAgainResumesWhatItOwns(t *testing.T) {
+	w, b := newWorld(t, me), newBuilder("ada", steady())
+	w.hear(b, "TASKS auth")
+	w.advance(time.Minute)
+	assert.Equal(t, []string{"CLAIM auth"}, w.take())
+	w.hear(b, "REJECT auth "+me+" you already own db (at most 1 at a time); finish or ABORT first")
+	assert.Equal(t, []string{"CLAIM db"}, w.take())
+	w.hear(b, "ACK db "+me)
+	w.advance(12*time.Minute + 2*time.Minute)
+	assert.Equal(t, []string{"PROGRESS db 25", "PROGRESS db 50", "PROGRESS db 75", "READY db ada/db"}, w.take())
+}
+
+// A builder started again while the room's history shows it owns a
+// component claims that one back first: foreman ACKs its owner again.
+// What it owned and lost (merged, timed out, released) it does not.
+func TestBuilderStartedAgainClaimsWhatTheHistorySaysItOwns(t *testing.T) {
+	w, b := newWorld(t, me), newBuilder("ada", steady())
+	for _, l := range []string{"TASKS db cache", "ACK cache " + me, "MERGED cache", "TASKS db", "ACK db " + me, "TASKS web"} {
+		r, _ := parseReply(l)
+		b.catchUp(r)
+	}
+	b.start(w)
+	assert.Equal(t, []string{"CLAIM db"}, w.take())
+
+	w, b = newWorld(t, me), newBuilder("ada", steady())
+	for _, l := range []string{"TASKS db web", "ACK db " + me, "TIMEOUT db " + me, "TASKS db web"} {
+		r, _ := parseReply(l)
+		b.catchUp(r)
+	}
+	b.start(w)
+	assert.Empty(t, w.take(), "timed out: it thinks before it claims again")
+	w.advance(time.Minute)
+	assert.Equal(t, []string{"CLAIM db"}, w.take(), "from TASKS, as any builder")
+}

@@ -445,6 +445,25 @@
       : (h.problems || ['unhealthy']).join('; ');
   }
 
+  // drawAgents lists the agents foreman up runs: each process and a link
+  // to its log.
+  function drawAgents(b) {
+    const agents = b.agent_processes || [];
+    $('agents').hidden = agents.length === 0;
+    const list = $('agents-list');
+    list.replaceChildren();
+    for (const a of agents) {
+      const li = el('li', 'agent-' + a.state);
+      let text = a.name + ' (' + a.role + ') ' + a.state;
+      if (a.pid) text += ', pid ' + a.pid;
+      text += ', ' + a.restarts + (a.restarts === 1 ? ' restart' : ' restarts');
+      if (a.last_exit) text += ', last exit: ' + a.last_exit;
+      if (a.reason) text += ' · ' + a.reason;
+      li.append(el('span', null, text + ' '), link('agents/' + encodeURIComponent(a.name) + '/log', 'log', a.log));
+      list.append(li);
+    }
+  }
+
   function attention(b) {
     const items = [];
     const v = b.view;
@@ -790,6 +809,7 @@
     drawMembers(b);
     setStart(b);
     header(b);
+    drawAgents(b);
     const problem = $('problem');
     problem.hidden = !b.problem;
     problem.textContent = b.problem || '';

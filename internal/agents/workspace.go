@@ -1,0 +1,129 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentforeman/foreman/agentchat"
+)
+
+// Marker is the file that says foreman made a workspace: a directory
+// without it is somebody else's, and foreman up leaves it alone.
+const Marker = ".foreman-workspace"
+
+// Workspace is one agent's own directory, beside the journal
+// (.foreman/agents/NAME), kept across its restarts and foreman up's.
+type Workspace struct {
+	Dir  string // the workspace
+	Work string // where the agent works: its clone of the target (or an empty directory without host.repo)
+	Key  string // its identity file
+	Log  string // its output, appended at each start
+	Home string // its private HOME
+	Tmp  string // its private TMPDIR
+	ID   string // its sender id
+}
+
+// ignored are the files an agent's CLI reads its MCP config from: its
+// clone's git ignores them, so that they are never committed with the
+// work.
+var ignored = []string{".mcp.json", ".gemini/", ".codex/", ".foreman-mcp/"}
+
+// MakeWorkspace makes (or finds again) name's workspace under root: its
+// clone of repo's target (made once, before the agent first starts; kept
+// since, uncommitted work and all), its key, a HOME and a TMPDIR. A
+// directory there that foreman did not make is refused, never touched.
+func MakeWorkspace(ctx context.Context, root, name, repo, target string) (Workspace, error) {
+	dir := filepath.Join(root, name)
+	w := Workspace{Dir: dir, Work: filepath.Join(dir, "work"), Key: filepath.Join(dir, "identity.json"),
+		Log: filepath.Join(dir, "agent.log"), Home: filepath.Join(dir, "home"), Tmp: filepath.Join(dir, "tmp")}
+	if _, err := os.Lstat(dir); err == nil {
+		if _, err := os.Lstat(filepath.Join(dir, Marker)); err != nil {
+			return w, fmt.Errorf("agent %s: %s is there, and foreman did not make it (no %s in it); move it away, or give the agent another name", name, dir, Marker)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return w, fmt.Errorf("agent %s: %s: %w", name, dir, err)
+	} else {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return w, fmt.Errorf("agent %s: cannot make its workspace: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, Marker), []byte("foreman up made this workspace for agent "+name+"\n"), 0o600); err != nil {
+			return w, fmt.Errorf("agent %s: cannot make its workspace: %w", name, err)
+		}
+	}
+	for _, d := range []string{w.Home, w.Tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return w, fmt.Errorf("agent %s: %w", name, err)
+		}
+	}
+	if err := clone(ctx, name, repo, target, w.Work); err != nil {
+		return w, err
+	}
+	id, _, err := agentchat.LoadOrCreateIdentity(w.Key, name)
+	if err != nil {
+		return w, fmt.Errorf("agent %s: its key %s: %w", name, w.Key, err)
+	}
+	w.ID = id.AgentID()
+	return w, nil
+}
+
+// clone makes work a clone of repo's target, once: into a directory
+// beside it, renamed into place when complete, so that a clone that
+// failed (a full disk) leaves nothing that looks like one.
+func clone(ctx context.Context, name, repo, target, work string) error {
+	if _, err := os.Lstat(work); err == nil {
+		return nil // made before: the agent's, uncommitted work and all
+	}
+	if repo == "" {
+		return os.MkdirAll(work, 0o700)
+	}
+	part := work + ".part"
+	_ = os.RemoveAll(part)
+	if err := git(ctx, "", "clone", "--quiet", "--no-hardlinks", "--branch", target, "--", repo, part); err != nil {
+		_ = os.RemoveAll(part)
+		return fmt.Errorf("agent %s: cannot clone host.repo %s (branch %s) into its workspace: %v", name, repo, target, err)
+	}
+	exclude := filepath.Join(part, ".git", "info", "exclude")
+	if err := os.MkdirAll(filepath.Dir(exclude), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(exclude, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, err = f.WriteString("# foreman up: the agent's CLI's MCP config\n" + strings.Join(ignored, "\n") + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		_ = os.RemoveAll(part)
+		return fmt.Errorf("agent %s: its clone: %w", name, err)
+	}
+	if err := os.Rename(part, work); err != nil {
+		_ = os.RemoveAll(part)
+		return fmt.Errorf("agent %s: its clone: %w", name, err)
+	}
+	return nil
+}
+
+// git runs git, its error the last line it said.
+func git(ctx context.Context, dir string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+			return errors.New(last)
+		}
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package agents
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// gitRepo is a repository with a first commit on main.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "shop")
+	run := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	run("init", "-q", "-b", "main")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README"), []byte("shop\n"), 0o644))
+	run("add", "README")
+	run("commit", "-qm", "first")
+	return dir
+}
+
+// A workspace is made once: a clone of the target, a key, a HOME and a
+// TMPDIR, marked as foreman's. Made again, it is found as it was,
+// uncommitted work and all, with the same key.
+func TestWorkspaceIsMadeOnceAndKept(t *testing.T) {
+	ctx := context.Background()
+	repo, root := gitRepo(t), t.TempDir()
+	w, err := MakeWorkspace(ctx, root, "b1", repo, "main")
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(w.Dir, Marker))
+	assert.FileExists(t, filepath.Join(w.Work, "README"), "a clone of main")
+	assert.DirExists(t, w.Home)
+	assert.DirExists(t, w.Tmp)
+	assert.NotEmpty(t, w.ID)
+	exclude, err := os.ReadFile(filepath.Join(w.Work, ".git", "info", "exclude"))
+	require.NoError(t, err)
+	assert.Contains(t, string(exclude), ".mcp.json", "the MCP config is never committed")
+
+	require.NoError(t, os.WriteFile(filepath.Join(w.Work, "half.go"), []byte("package half\n"), 0o644))
+	again, err := MakeWorkspace(ctx, root, "b1", repo, "main")
+	require.NoError(t, err)
+	assert.Equal(t, w, again, "the same key")
+	assert.FileExists(t, filepath.Join(w.Work, "half.go"), "uncommitted work kept")
+}
+
+// A directory where a workspace would go that foreman did not make is
+// refused with one line, and left as it was.
+func TestForeignWorkspaceIsRefused(t *testing.T) {
+	repo, root := gitRepo(t), t.TempDir()
+	mine := filepath.Join(root, "b1")
+	require.NoError(t, os.MkdirAll(mine, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(mine, "notes.txt"), []byte("mine"), 0o644))
+	_, err := MakeWorkspace(context.Background(), root, "b1", repo, "main")
+	require.Error(t, err)
+	assert.Equal(t, "agent b1: "+mine+" is there, and foreman did not make it (no .foreman-workspace in it); move it away, or give the agent another name", err.Error())
+	entries, _ := os.ReadDir(mine)
+	assert.Len(t, entries, 1, "untouched")
+}
+
+// A clone that fails says git's reason in one line and leaves no clone
+// behind, so the next start clones again rather than take half a one.
+func TestFailedCloneLeavesNothing(t *testing.T) {
+	root := t.TempDir()
+	_, err := MakeWorkspace(context.Background(), root, "b1", filepath.Join(root, "nowhere"), "main")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "agent b1: cannot clone host.repo")
+	assert.NotContains(t, strings.TrimSpace(err.Error()), "\n")
+	assert.NoDirExists(t, filepath.Join(root, "b1", "work"))
+	assert.NoDirExists(t, filepath.Join(root, "b1", "work.part"))
+}
