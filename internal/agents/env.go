@@ -1,13 +1,11 @@
 package agents
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/mcpconfig"
 	"github.com/agentforeman/foreman/internal/otlp"
 )
 
@@ -28,12 +26,12 @@ func ExporterEnv(c *config.Config, agentID string) ([]string, error) {
 	return otlp.Env("http://"+c.HTTP, agentID, otlp.Token(secret, agentID)), nil
 }
 
-// agentEnv is the agent's environment: foreman's, with its own HOME and
-// TMPDIR, its key, the room, the config, its exporter's, then its env:
+// agentEnv is the agent's environment: foreman's, with its own HOME (and
+// CODEX_HOME in it) and TMPDIR, its key, the room, the config, its exporter's, then its env:
 // from the config.
 func agentEnv(base []string, w Workspace, url, file string, exporter []string, own map[string]string) []string {
-	set := []string{"HOME=" + w.Home, "TMPDIR=" + w.Tmp, EnvIdentity + "=" + w.Key,
-		"FOREMAN_SERVER_URL=" + url, "FOREMAN_CONFIG=" + file}
+	set := append(mcpconfig.Env(w.Home), "TMPDIR="+w.Tmp, EnvIdentity+"="+w.Key,
+		"FOREMAN_SERVER_URL="+url, "FOREMAN_CONFIG="+file)
 	set = append(set, exporter...)
 	for k, v := range own {
 		set = append(set, k+"="+v)
@@ -52,20 +50,10 @@ func agentEnv(base []string, w Workspace, url, file string, exporter []string, o
 	return append(out, set...)
 }
 
-// WriteClaudeMCP writes Claude Code's project MCP config, .mcp.json in
-// the directory it starts in, naming foreman mcp as the server "foreman".
-// The other CLIs' formats are internal/mcpconfig's.
-func WriteClaudeMCP(workspace string, mcpCommand []string, env map[string]string) error {
-	type server struct {
-		Type    string            `json:"type"`
-		Command string            `json:"command"`
-		Args    []string          `json:"args"`
-		Env     map[string]string `json:"env,omitempty"`
-	}
-	doc := map[string]map[string]server{"mcpServers": {"foreman": {Type: "stdio", Command: mcpCommand[0], Args: mcpCommand[1:], Env: env}}}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(workspace, ".mcp.json"), append(b, '\n'), 0o600)
+// WriteMCP writes foreman mcp (mcpCommand) as the MCP server "foreman"
+// where Claude Code, Codex and gemini-cli read theirs when started in
+// w's clone with w's HOME, approved there (internal/mcpconfig): whichever
+// of them the agent's command is finds it.
+func WriteMCP(w Workspace, mcpCommand []string) error {
+	return mcpconfig.WriteAll(w.Work, w.Home, mcpconfig.Server{Command: mcpCommand[0], Args: mcpCommand[1:]})
 }

@@ -31,9 +31,10 @@ type Options struct {
 	Root    string
 	Program string   // foreman, for the MCP config (default: paste.Program)
 	Launch  Launcher // default: Exec
-	// WriteMCP writes the agent's CLI's MCP config in the directory it
-	// works in. Default: WriteClaudeMCP.
-	WriteMCP func(workspace string, mcpCommand []string, env map[string]string) error
+	// WriteMCP writes foreman's MCP server where the agent's CLI reads it
+	// in its workspace and HOME. Default: WriteMCP (Claude Code's,
+	// Codex's and gemini-cli's, each approved there).
+	WriteMCP func(w Workspace, mcpCommand []string) error
 	Rules    Rules         // default: DefaultRules
 	Grace    time.Duration // from SIGTERM to SIGKILL; default 10s
 	Log      zerolog.Logger
@@ -75,11 +76,19 @@ func New(ctx context.Context, o Options) (*Supervisor, error) {
 	if o.Program == "" {
 		o.Program = paste.Program()
 	}
+	// An agent's CLI starts foreman mcp from anywhere: by its full path.
+	if !filepath.IsAbs(o.Program) {
+		if p, err := exec.LookPath(o.Program); err == nil && filepath.IsAbs(p) {
+			o.Program = p
+		} else if self, err := os.Executable(); err == nil {
+			o.Program = self // go run's: there while up runs
+		}
+	}
 	if o.Launch == nil {
 		o.Launch = Exec
 	}
 	if o.WriteMCP == nil {
-		o.WriteMCP = WriteClaudeMCP
+		o.WriteMCP = WriteMCP
 	}
 	if o.Rules == (Rules{}) {
 		o.Rules = DefaultRules()
@@ -104,7 +113,7 @@ func New(ctx context.Context, o Options) (*Supervisor, error) {
 			return nil, err
 		}
 		mcp := []string{o.Program, "mcp", "--identity", w.Key, "--name", a.Name, "--url", c.Server.URL, file}
-		if err := o.WriteMCP(w.Work, mcp, nil); err != nil {
+		if err := o.WriteMCP(w, mcp); err != nil {
 			return nil, fmt.Errorf("agent %s: cannot write its MCP config in %s: %w", a.Name, w.Work, err)
 		}
 		s.ws[a.Name], s.agents[a.Name] = w, a

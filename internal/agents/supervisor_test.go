@@ -79,6 +79,14 @@ func TestAgentStartsInItsWorkspace(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &mcp))
 	assert.Equal(t, "/bin/foreman", mcp.Servers["foreman"].Command)
 	assert.Equal(t, []string{"mcp", "--identity", w.Key, "--name", "b1", "--url", "ws://127.0.0.1:1", c.File}, mcp.Servers["foreman"].Args)
+	// Codex's and gemini-cli's too, approved where each looks (mcpconfig),
+	// and none of them ever committed with the work.
+	assert.FileExists(t, filepath.Join(w.Home, ".codex", "config.toml"))
+	assert.FileExists(t, filepath.Join(w.Work, ".gemini", "settings.json"))
+	exclude, err := os.ReadFile(filepath.Join(w.Work, ".git", "info", "exclude"))
+	require.NoError(t, err)
+	assert.Contains(t, string(exclude), "/.mcp.json")
+	assert.Contains(t, string(exclude), "/.gemini/settings.json")
 
 	running(t, s)
 	st := waitFor(t, s, "b1", func(st Status) bool { return st.State == Running })

@@ -30,11 +30,6 @@ type Workspace struct {
 	ID   string // its sender id
 }
 
-// ignored are the files an agent's CLI reads its MCP config from: its
-// clone's git ignores them, so that they are never committed with the
-// work.
-var ignored = []string{".mcp.json", ".gemini/", ".codex/", ".foreman-mcp/"}
-
 // MakeWorkspace makes (or finds again) name's workspace under root: its
 // clone of repo's target (made once, before the agent first starts; kept
 // since, uncommitted work and all), its key, a HOME and a TMPDIR. A
@@ -88,21 +83,6 @@ func clone(ctx context.Context, name, repo, target, work string) error {
 	if err := git(ctx, "", "clone", "--quiet", "--no-hardlinks", "--branch", target, "--", repo, part); err != nil {
 		_ = os.RemoveAll(part)
 		return fmt.Errorf("agent %s: cannot clone host.repo %s (branch %s) into its workspace: %v", name, repo, target, err)
-	}
-	exclude := filepath.Join(part, ".git", "info", "exclude")
-	if err := os.MkdirAll(filepath.Dir(exclude), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(exclude, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err == nil {
-		_, err = f.WriteString("# foreman up: the agent's CLI's MCP config\n" + strings.Join(ignored, "\n") + "\n")
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		_ = os.RemoveAll(part)
-		return fmt.Errorf("agent %s: its clone: %w", name, err)
 	}
 	if err := os.Rename(part, work); err != nil {
 		_ = os.RemoveAll(part)

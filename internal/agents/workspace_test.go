@@ -44,9 +44,6 @@ func TestWorkspaceIsMadeOnceAndKept(t *testing.T) {
 	assert.DirExists(t, w.Home)
 	assert.DirExists(t, w.Tmp)
 	assert.NotEmpty(t, w.ID)
-	exclude, err := os.ReadFile(filepath.Join(w.Work, ".git", "info", "exclude"))
-	require.NoError(t, err)
-	assert.Contains(t, string(exclude), ".mcp.json", "the MCP config is never committed")
 
 	require.NoError(t, os.WriteFile(filepath.Join(w.Work, "half.go"), []byte("package half\n"), 0o644))
 	again, err := MakeWorkspace(ctx, root, "b1", repo, "main")
