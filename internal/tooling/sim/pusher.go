@@ -13,8 +13,9 @@ import (
 )
 
 // Pusher is a scripted builder's pushes (foreman agent --role builder
-// --repo DIR, and the demos): it commits its work to the repository foreman host checks,
-// on its own branch, as a real builder's pushes would: its work in progress
+// --repo DIR, and the demos; or --push-url URL from its own clone, as an
+// agent foreman up confines pushes): it commits its work to the repository
+// foreman host checks, straight or through the push gate, on its own branch, as a real builder's pushes would: its work in progress
 // at each PROGRESS (which names the branch), and the work before each
 // READY. Without it the host answers every READY with "no branch", and the
 // component ends escalated as ci-exhausted. A builder that takes over
@@ -23,7 +24,7 @@ import (
 type Pusher struct {
 	store  store
 	target string // the branch work starts from: host.target
-	name   string // the builder: branch prefix and author
+	name   string // the builder: its commits' author
 	hosts  []string
 	mu     sync.Mutex
 	bases  map[string]string // where each branch starts, until it is pushed
