@@ -22,6 +22,9 @@ type agentFlags struct {
 	url, channel, role, name, identity, coordinator string
 	newIdentity                                     bool     // --new: make the --identity file if it is not there
 	repo, target                                    string   // builder: where to push, and the branch work starts from
+	pushURL, workspace                              string   // builder: the push gate's URL, and its clone that pushes there
+	pushToken                                       string   // builder: its token at the gate, from the environment only
+	namespaces                                      bool     // host.branch_namespaces: its branches are under its id
 	hosts                                           []string // builder: the CI role (roles.ci), whose handoff lines it reads
 	minute, rateLimit                               time.Duration
 	seed                                            uint64
@@ -50,7 +53,11 @@ against any server (foreman serve runs one):
                    it pushes its work to host.repo (or --repo) at each
                    PROGRESS (naming the branch) and before each READY, for
                    foreman host to check, starting from the work a builder
-                   before it left (its ACK's branch, the host's handoff)
+                   before it left (its ACK's branch, the host's handoff);
+                   with --push-url (foreman up sets FOREMAN_PUSH_URL and
+                   FOREMAN_PUSH_TOKEN for the agents it starts) it commits
+                   in its own clone (--workspace) and pushes through the
+                   push gate instead, its branches named <its id>/<c>
   --role auditor   answers REVIEW with AUDIT PASS, or FAIL as --fail says,
                    and the reviews still owed in the room when it comes
   --role ci        answers a builder's READY with CI PASS, or FAIL (--fail),
@@ -76,6 +83,7 @@ printed first, to list in foreman's roles. With a key file the display name
 defaults to the one the file holds.`,
 		Example: `  foreman agent --role builder --name b1 --prefer api,web
   foreman agent --role builder --name b1 --repo shop.git   # beside foreman host
+  FOREMAN_PUSH_TOKEN=... foreman agent --role builder --push-url http://127.0.0.1:7070/ --workspace ws
   foreman agent --role builder --name b2 --silent-on api --abort-on 'web=invalid_specification: two logins'
   foreman agent --role auditor --name aud --fail api='no tests' --fail api
   foreman agent --role chat --identity .foreman/olga.json
@@ -98,6 +106,8 @@ defaults to the one the file holds.`,
 	fl.BoolVar(&f.json, "json", false, "for programs: the room as JSON lines on stdout, lines to say on stdin (implies --role chat)")
 	fl.StringSliceVar(&f.prefer, "prefer", nil, "builder: components to take, best first (default: any)")
 	fl.StringVar(&f.repo, "repo", "", "builder: commit the work to this git repository on its own branch, at each PROGRESS (naming it: branch=) and before each READY, starting from host.target or from what a builder before it left (default: host.repo, when the config has one; \"\" for none)")
+	fl.StringVar(&f.pushURL, "push-url", os.Getenv(config.EnvPushURL), "builder: push the work through this push gate instead, from its own clone (--workspace), with the token in $"+config.EnvPushToken+" (default: $"+config.EnvPushURL+", which foreman up sets)")
+	fl.StringVar(&f.workspace, "workspace", ".", "builder with --push-url: its own clone of host.repo, where it commits")
 	fl.DurationVar(&f.builder.React, "react", f.builder.React, "builder: thinking time between TASKS and CLAIM (contract time)")
 	fl.DurationVar(&f.builder.Step, "step", f.builder.Step, "builder: time between PROGRESS lines (contract time)")
 	fl.IntVar(&f.builder.Steps, "steps", f.builder.Steps, "builder: lines per component, READY included")
@@ -129,15 +139,26 @@ func (a *app) runAgent(cmd *cobra.Command, file string, f *agentFlags) error {
 	if f.repo != "" && (f.role != sim.RoleBuilder || f.json) {
 		return errors.New("--repo is for --role builder: a scripted builder's pushes")
 	}
+	if cmd.Flags().Changed("push-url") && f.pushURL != "" && (f.role != sim.RoleBuilder || f.json) {
+		return errors.New("--push-url is for --role builder: a scripted builder's pushes")
+	}
+	if f.role != sim.RoleBuilder || f.json {
+		f.pushURL = "" // FOREMAN_PUSH_URL is set for every agent foreman up starts, auditors too
+	}
+	if f.pushURL != "" && f.repo != "" {
+		return fmt.Errorf("--repo %s and --push-url %s: a builder pushes one way; --repo beside foreman host, --push-url from its own clone through the push gate (\"\" for none)", f.repo, f.pushURL)
+	}
+	f.pushToken = os.Getenv(config.EnvPushToken)
 	c, err := a.loadConfig(cmd, file, agentFlagKeys)
 	if err != nil {
 		return err
 	}
 	f.url, f.channel, f.rateLimit = c.Server.URL, c.Server.Channel, c.Server.RateLimit
 	f.target, f.hosts = c.Host.Target, c.Roles.CI
-	if f.role == sim.RoleBuilder && !f.json && !cmd.Flags().Changed("repo") {
+	if f.role == sim.RoleBuilder && !f.json && !cmd.Flags().Changed("repo") && f.pushURL == "" {
 		f.repo = c.Host.Repo // where the build's host checks: a builder beside it pushes there
 	}
+	f.namespaces = c.Host.BranchNamespaces
 	if f.json {
 		if cmd.Flags().Changed("role") && f.role != "chat" {
 			return fmt.Errorf("--json with --role %s: --json is for a program that speaks for itself (it implies --role chat)", f.role)
@@ -239,7 +260,19 @@ func (f *agentFlags) participant(cfg sim.Config) (*sim.Participant, error) {
 			}
 			s.Quirks[c] = sim.Quirk{Kind: sim.Block, After: f.quirkAfter, Dep: dep}
 		}
-		if f.repo != "" {
+		if f.pushURL != "" || f.namespaces {
+			// What the host (InNamespace) and the gate (foreman up grants
+			// each agent's token for its id) take: the id, without the @.
+			s.Namespace = strings.TrimPrefix(cfg.Identity.AgentID(), "@")
+		}
+		switch {
+		case f.pushURL != "":
+			p, err := sim.NewGatePusher(f.workspace, f.pushURL, f.pushToken, f.target, cfg.Name, f.hosts)
+			if err != nil {
+				return nil, err
+			}
+			p.Hooks(&s)
+		case f.repo != "":
 			p, err := sim.NewPusher(f.repo, f.target, cfg.Name, f.hosts)
 			if err != nil {
 				return nil, err

@@ -259,6 +259,7 @@ func unknownEnv() []string {
 	for _, k := range Keys() {
 		known[EnvVar(k)] = true
 	}
+	known[EnvPushURL], known[EnvPushToken] = true, true
 	var out []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")

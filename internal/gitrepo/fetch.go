@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 )
 
@@ -30,21 +29,11 @@ func InitBare(ctx context.Context, dir string) (*Repo, error) {
 // (an Authorization, say) go with every request, through the environment
 // rather than the command line, where another process could read them.
 func (r *Repo) Fetch(ctx context.Context, url, ref, local string, headers ...string) (string, error) {
-	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-		return "", fmt.Errorf("%s is not an http:// or https:// URL", url)
+	if err := checkHTTP(url); err != nil {
+		return "", err
 	}
-	// Git's HTTP only (no ext::, no file://), protocol v2 (the host
-	// sends only the ref asked for), no credential helper of the user's.
-	settings := [][2]string{{"protocol.allow", "never"}, {"protocol.http.allow", "always"}, {"protocol.https.allow", "always"},
-		{"protocol.version", "2"}, {"credential.helper", ""}, {"fetch.writeCommitGraph", "false"}}
-	for _, h := range headers {
-		settings = append(settings, [2]string{"http.extraHeader", h})
-	}
-	env := []string{"GIT_CONFIG_COUNT=" + strconv.Itoa(len(settings))}
-	for i, kv := range settings {
-		n := strconv.Itoa(i)
-		env = append(env, "GIT_CONFIG_KEY_"+n+"="+kv[0], "GIT_CONFIG_VALUE_"+n+"="+kv[1])
-	}
+	// Protocol v2: the host sends only the ref asked for.
+	env := httpEnv(headers, [2]string{"protocol.version", "2"})
 	_, _, err := r.runEnv(ctx, r.dir, nil, env,
 		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-maintenance", "--end-of-options", url, "+"+ref+":"+local)
 	if err != nil {

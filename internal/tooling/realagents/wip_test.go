@@ -29,12 +29,21 @@ type hostBuild struct {
 	host    string
 	peers   map[string]*roomtest.Peer
 	hostLog *roomtest.SyncBuffer // foreman host's stderr, shown when a wait is in vain
+	url     string               // the room
+	rate    time.Duration        // its rate limit
 
 	mu    sync.Mutex
 	lines []roomtest.Said
 }
 
 func startHostBuild(t *testing.T, rules, check string, comps []string, builders ...string) *hostBuild {
+	t.Helper()
+	return startHostBuildWith(t, "", rules, check, comps, builders...)
+}
+
+// startHostBuildWith is startHostBuild with more of the host's settings
+// (YAML lines under host:).
+func startHostBuildWith(t *testing.T, hostLines, rules, check string, comps []string, builders ...string) *hostBuild {
 	t.Helper()
 	b := &hostBuild{t: t, dir: t.TempDir(), peers: map[string]*roomtest.Peer{}}
 	ctx := context.Background()
@@ -80,7 +89,7 @@ func startHostBuild(t *testing.T, rules, check string, comps []string, builders 
 		if auditor != "" {
 			fmt.Fprintf(&c, "  auditors: [%q]\n", auditor)
 		}
-		c.WriteString("host:\n  repo: shop.git\n  identity: host.json\n  overlap_interval: 1s\n")
+		c.WriteString("host:\n  repo: shop.git\n  identity: host.json\n  overlap_interval: 1s\n" + hostLines)
 		if check != "" {
 			fmt.Fprintf(&c, "  checks: [%q]\n", check)
 		}
@@ -111,6 +120,7 @@ func startHostBuild(t *testing.T, rules, check string, comps []string, builders 
 		run := pb.start("run", "--log-level", "info", "--new-build", config)
 		run.Await(t, `("message":"(in the room|joined)[^"]*")`)
 	}
+	b.url, b.rate = url, rate
 	room := roomtest.At(url, rate)
 	for _, name := range append([]string{"watch", "aud"}, builders...) {
 		b.peers[name] = room.Join(t, name)

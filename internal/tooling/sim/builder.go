@@ -55,6 +55,10 @@ type Builder struct {
 	// Hosts are the CI role's sender ids: only their handoff lines are
 	// read. Empty: anyone's.
 	Hosts []string
+	// Namespace is what its branches start with, <Namespace>/<component>:
+	// with host.branch_namespaces its id without the @ (what the host
+	// and the push gate take); default its name.
+	Namespace string
 }
 
 // QuirkKind is what a scripted quirk does.
@@ -433,7 +437,12 @@ func (b *builder) step(w world) {
 }
 
 // branch is the builder's own branch for its component.
-func (b *builder) branch() string { return b.name + "/" + b.c }
+func (b *builder) branch() string {
+	if b.s.Namespace != "" {
+		return b.s.Namespace + "/" + b.c
+	}
+	return b.name + "/" + b.c
+}
 
 // wait checks in on c at every step until UNBLOCKED: a blocked component
 // still owes check-ins.

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,17 +13,18 @@ import (
 )
 
 // Pusher is a scripted builder's pushes (foreman agent --role builder
-// --repo DIR, and the demos): it commits its work to the repository foreman host checks,
-// on its own branch, as a real builder's pushes would: its work in progress
+// --repo DIR, and the demos; or --push-url URL from its own clone, as an
+// agent foreman up confines pushes): it commits its work to the repository
+// foreman host checks, straight or through the push gate, on its own branch, as a real builder's pushes would: its work in progress
 // at each PROGRESS (which names the branch), and the work before each
 // READY. Without it the host answers every READY with "no branch", and the
 // component ends escalated as ci-exhausted. A builder that takes over
 // from one that left starts from the work that one left: the branch the
 // ACK names, then the commit the host pinned (contract section 10).
 type Pusher struct {
-	repo   *gitrepo.Repo
+	store  store
 	target string // the branch work starts from: host.target
-	name   string // the builder: branch prefix and author
+	name   string // the builder: its commits' author
 	hosts  []string
 	mu     sync.Mutex
 	bases  map[string]string // where each branch starts, until it is pushed
@@ -46,7 +49,36 @@ func NewPusher(dir, target, name string, hosts []string) (*Pusher, error) {
 	if at, err := repo.RevParse(ctx, "refs/heads/"+target); err != nil || at == "" {
 		return nil, fmt.Errorf("--repo %s: no branch %s to start work from (host.target); make its first commit first (%v)", dir, target, err)
 	}
-	return &Pusher{repo: repo, target: target, name: name, hosts: hosts, bases: map[string]string{}, resets: map[string]string{}}, nil
+	return newPusher(direct{repo}, target, name, hosts), nil
+}
+
+// NewGatePusher is builder name's pushes from its own clone at dir (its
+// workspace) to url, a push gate that takes its bearer token (foreman
+// up's FOREMAN_PUSH_URL and FOREMAN_PUSH_TOKEN): it commits in the clone
+// and pushes each commit to its branch there, having fetched first what
+// the gate shows (the target, the branches, the host's handoff pins).
+func NewGatePusher(dir, url, token, target, name string, hosts []string) (*Pusher, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	repo, err := gitrepo.Open(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("--workspace: %w", err)
+	}
+	if token == "" {
+		return nil, fmt.Errorf("--push-url %s: no token in FOREMAN_PUSH_TOKEN; foreman up sets it for each agent it starts (a token is never a flag, where ps would show it)", url)
+	}
+	g := &gate{repo0: repo, url: url, header: "Authorization: Bearer " + token}
+	if err := g.sync(ctx); err != nil {
+		return nil, fmt.Errorf("--push-url %s: %w", url, err)
+	}
+	if at, err := g.resolve(ctx, "refs/heads/"+target); err != nil || at == "" {
+		return nil, fmt.Errorf("--push-url %s: no branch %s to start work from (host.target) there (%v)", url, target, err)
+	}
+	return newPusher(g, target, name, hosts), nil
+}
+
+func newPusher(s store, target, name string, hosts []string) *Pusher {
+	return &Pusher{store: s, target: target, name: name, hosts: hosts, bases: map[string]string{}, resets: map[string]string{}}
 }
 
 // Hooks puts the pushes in a builder's script.
@@ -59,7 +91,10 @@ func (p *Pusher) Hooks(s *Builder) {
 func (p *Pusher) begin(_, branch string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if at, err := p.repo.RevParse(ctx, "refs/heads/"+p.target); err == nil && at != "" {
+	if p.store.sync(ctx) != nil {
+		return // as with no target: the first push starts from it
+	}
+	if at, err := p.store.resolve(ctx, "refs/heads/"+p.target); err == nil && at != "" {
 		p.mu.Lock()
 		p.bases[branch] = at
 		delete(p.resets, branch)
@@ -82,11 +117,14 @@ func (p *Pusher) handed(_, branch, from string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	at, err := p.repo.RevParse(ctx, name)
+	if p.store.sync(ctx) != nil {
+		return
+	}
+	at, err := p.store.resolve(ctx, name)
 	if err != nil || at == "" {
 		return
 	}
-	own, err := p.repo.RevParse(ctx, "refs/heads/"+branch)
+	own, err := p.store.resolve(ctx, "refs/heads/"+branch)
 	if err != nil {
 		return
 	}
@@ -120,12 +158,26 @@ func (p *Pusher) push(c, branch string, fixes int) error {
 // have rebased), or of where the builder began, and moves the branch
 // there by compare-and-swap, as a push that is not forced would; after a
 // handover that came once the branch was pushed, on top of what was
-// handed over.
+// handed over. A clone's push that finds the branch moved at the gate
+// (the host rebased it meanwhile) fetches and tries again on the new
+// head, a few times.
 func (p *Pusher) commit(c string, wip bool, branch string, files map[string]string, msg string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	for try := 1; ; try++ {
+		err := p.commitOnce(ctx, c, wip, branch, files, msg)
+		if !errors.Is(err, gitrepo.ErrMoved) || try >= p.store.tries() {
+			return err
+		}
+	}
+}
+
+func (p *Pusher) commitOnce(ctx context.Context, c string, wip bool, branch string, files map[string]string, msg string) error {
+	if err := p.store.sync(ctx); err != nil {
+		return err
+	}
 	ref := "refs/heads/" + branch
-	old, err := p.repo.RevParse(ctx, ref)
+	old, err := p.store.resolve(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -139,7 +191,7 @@ func (p *Pusher) commit(c string, wip bool, branch string, files map[string]stri
 	}
 	p.mu.Unlock()
 	if parent == "" {
-		if parent, err = p.repo.RevParse(ctx, "refs/heads/"+p.target); err != nil {
+		if parent, err = p.store.resolve(ctx, "refs/heads/"+p.target); err != nil {
 			return err
 		}
 	}
@@ -148,11 +200,11 @@ func (p *Pusher) commit(c string, wip bool, branch string, files map[string]stri
 			return err
 		}
 	}
-	commit, err := p.repo.CommitFiles(ctx, parent, files, msg, gitrepo.Author{Name: p.name, Email: p.name + "@foreman.invalid"})
+	commit, err := p.store.repo().CommitFiles(ctx, parent, files, msg, gitrepo.Author{Name: p.name, Email: p.name + "@foreman.invalid"})
 	if err != nil {
 		return err
 	}
-	if err := p.repo.UpdateRef(ctx, ref, commit, old, "foreman agent "+p.name+": push"); err != nil {
+	if err := p.store.update(ctx, ref, commit, old, "foreman agent "+p.name+": push"); err != nil {
 		return err
 	}
 	if reset != "" {
@@ -164,3 +216,71 @@ func (p *Pusher) commit(c string, wip bool, branch string, files map[string]stri
 	}
 	return nil
 }
+
+// store is where a Pusher's work goes, as it sees it: host.repo itself
+// (direct), or a clone pushing through a gate. Names are the full names
+// of the place's refs (refs/heads/b1/api) or commit ids.
+type store interface {
+	// sync brings what resolve sees up to date.
+	sync(ctx context.Context) error
+	// resolve is the commit name holds; "" for none.
+	resolve(ctx context.Context, name string) (string, error)
+	// repo is where commits are made.
+	repo() *gitrepo.Repo
+	// update moves ref from old ("" none) to new, or fails with
+	// gitrepo.ErrMoved if it holds something else now.
+	update(ctx context.Context, ref, new, old, reason string) error
+	// tries bounds the attempts of a push that finds its ref moved.
+	tries() int
+}
+
+// direct is host.repo itself (foreman agent --repo, the demos): a ref
+// moved under the pusher is said, as before, and not tried again.
+type direct struct{ r *gitrepo.Repo }
+
+func (d direct) sync(context.Context) error { return nil }
+func (d direct) resolve(ctx context.Context, name string) (string, error) {
+	return d.r.RevParse(ctx, name)
+}
+func (d direct) repo() *gitrepo.Repo { return d.r }
+func (d direct) update(ctx context.Context, ref, new, old, reason string) error {
+	return d.r.UpdateRef(ctx, ref, new, old, reason)
+}
+func (d direct) tries() int { return 1 }
+
+// gate is a builder's own clone (its workspace) and the push gate it
+// pushes through: the gate's refs are mirrored under mirror (never the
+// clone's own branches, which are the builder's), commits are made in
+// the clone, and each goes to the gate by a push that names the commit
+// the pusher saw there.
+type gate struct {
+	repo0  *gitrepo.Repo
+	url    string
+	header string // the Authorization, in git's environment, never its command line
+}
+
+// mirror is where a clone keeps what the gate shows.
+const mirror = "refs/foreman/gate/"
+
+// gateTries bounds a push that finds its branch moved: the host rebases
+// a branch once per landing ahead of it.
+const gateTries = 4
+
+func (g *gate) sync(ctx context.Context) error {
+	return g.repo0.FetchMirror(ctx, g.url, map[string]string{"refs/heads/": mirror + "heads/", "refs/foreman/handoff/": mirror + "handoff/"}, g.header)
+}
+
+func (g *gate) resolve(ctx context.Context, name string) (string, error) {
+	if rest, ok := strings.CutPrefix(name, "refs/"); ok {
+		name = mirror + rest
+	}
+	return g.repo0.RevParse(ctx, name)
+}
+
+func (g *gate) repo() *gitrepo.Repo { return g.repo0 }
+
+func (g *gate) update(ctx context.Context, ref, new, old, _ string) error {
+	return g.repo0.Push(ctx, g.url, ref, new, old, g.header)
+}
+
+func (g *gate) tries() int { return gateTries }
