@@ -27,12 +27,13 @@ func ExporterEnv(c *config.Config, agentID string) ([]string, error) {
 }
 
 // agentEnv is the agent's environment: foreman's, with its own HOME (and
-// CODEX_HOME in it) and TMPDIR, its key, the room, the config, its exporter's, then its env:
-// from the config.
-func agentEnv(base []string, w Workspace, url, file string, exporter []string, own map[string]string) []string {
+// CODEX_HOME in it) and TMPDIR, its key, the room, the config, what it
+// was granted (its exporter's and its push's), then its env: from the
+// config.
+func agentEnv(base []string, w Workspace, url, file string, granted []string, own map[string]string) []string {
 	set := append(mcpconfig.Env(w.Home), "TMPDIR="+w.Tmp, EnvIdentity+"="+w.Key,
 		"FOREMAN_SERVER_URL="+url, "FOREMAN_CONFIG="+file)
-	set = append(set, exporter...)
+	set = append(set, granted...)
 	for k, v := range own {
 		set = append(set, k+"="+v)
 	}

@@ -35,9 +35,13 @@ type Options struct {
 	// in its workspace and HOME. Default: WriteMCP (Claude Code's,
 	// Codex's and gemini-cli's, each approved there).
 	WriteMCP func(w Workspace, mcpCommand []string) error
-	Rules    Rules         // default: DefaultRules
-	Grace    time.Duration // from SIGTERM to SIGKILL; default 10s
-	Log      zerolog.Logger
+	// Push, if set, grants an agent (by its sender id) its way to push
+	// its work: the environment that says where, with its token
+	// (FOREMAN_PUSH_URL, FOREMAN_PUSH_TOKEN), given at each start.
+	Push  func(id string) ([]string, error)
+	Rules Rules         // default: DefaultRules
+	Grace time.Duration // from SIGTERM to SIGKILL; default 10s
+	Log   zerolog.Logger
 	// View is the build as foreman sees it, for what budgets hold.
 	View func(context.Context) (coordinator.View, error)
 	// Now is the clock (default time.Now).
@@ -48,6 +52,7 @@ type Options struct {
 type Supervisor struct {
 	o      Options
 	ws     map[string]Workspace
+	push   map[string][]string // each agent's push environment
 	agents map[string]config.Agent
 	team   *Team
 
@@ -99,7 +104,7 @@ func New(ctx context.Context, o Options) (*Supervisor, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Supervisor{o: o, ws: map[string]Workspace{}, agents: map[string]config.Agent{}, wake: make(chan struct{}, 1)}
+	s := &Supervisor{o: o, ws: map[string]Workspace{}, push: map[string][]string{}, agents: map[string]config.Agent{}, wake: make(chan struct{}, 1)}
 	for i, a := range o.Agents {
 		if _, err := exec.LookPath(a.Command[0]); err != nil {
 			return nil, fmt.Errorf("agents[%d].command: %s: no such program on PATH (%s); install it, or give its absolute path", i, a.Command[0], cause(err))
@@ -115,6 +120,11 @@ func New(ctx context.Context, o Options) (*Supervisor, error) {
 		mcp := []string{o.Program, "mcp", "--identity", w.Key, "--name", a.Name, "--url", c.Server.URL, file}
 		if err := o.WriteMCP(w, mcp); err != nil {
 			return nil, fmt.Errorf("agent %s: cannot write its MCP config in %s: %w", a.Name, w.Work, err)
+		}
+		if o.Push != nil {
+			if s.push[a.Name], err = o.Push(w.ID); err != nil {
+				return nil, fmt.Errorf("agent %s: cannot grant it a way to push: %w", a.Name, err)
+			}
 		}
 		s.ws[a.Name], s.agents[a.Name] = w, a
 		team = append(team, Status{Name: a.Name, Role: a.Role, ID: w.ID, Log: w.Log})
@@ -280,7 +290,7 @@ func (s *Supervisor) start(name string) (Process, *os.File, error) {
 	fmt.Fprintf(f, "--- foreman up: agent %s (%s) starting at %s: %s\n", name, w.ID, s.o.Now().UTC().Format(time.RFC3339), paste.Shell(a.Command))
 	p, err := s.o.Launch(LaunchSpec{
 		Name: name, Dir: w.Work, Argv: a.Command, Stdout: f, Stderr: f,
-		Env: agentEnv(os.Environ(), w, s.o.Config.Server.URL, paste.Abs(s.o.Config.File), exporter, a.Env),
+		Env: agentEnv(os.Environ(), w, s.o.Config.Server.URL, paste.Abs(s.o.Config.File), append(exporter, s.push[name]...), a.Env),
 		// Its workspace is its own, its key included (foreman mcp, which its
 		// CLI starts, reads it there), as are its HOME and TMPDIR.
 		Writable: []string{w.Dir, w.Home, w.Tmp},

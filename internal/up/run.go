@@ -14,6 +14,9 @@ import (
 // Close lets go of everything Prepare opened, for an up that does not
 // run.
 func (u *Stack) Close() {
+	if u.gate != nil {
+		_ = u.gate.Close()
+	}
 	if u.host != nil {
 		_ = u.host.Close()
 	}
@@ -111,6 +114,10 @@ func (u *Stack) Run(ctx context.Context, out io.Writer) error {
 		u.log.Info().Msg("the agents have stopped")
 	} else {
 		u.log.Info().Msg("stopping: the host first, then foreman, then the board and the room")
+	}
+	if u.gate != nil {
+		_ = u.gate.Close() // no agent pushes now
+		u.gate = nil
 	}
 	stopHost()
 	if hostDone != nil {

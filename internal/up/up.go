@@ -16,6 +16,7 @@ import (
 	neturl "net/url"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -26,7 +27,9 @@ import (
 	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/bot"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/live"
+	"github.com/agentforeman/foreman/internal/host/remote"
 	"github.com/agentforeman/foreman/internal/paste"
 	"github.com/agentforeman/foreman/internal/web"
 )
@@ -85,6 +88,7 @@ type Stack struct {
 	here      *presence
 
 	team     *agents.Supervisor // nil without agents
+	gate     *remote.GitServer  // the agents' push gate: with agents and host.repo
 	audRoles bool               // the auditors' ids were added to roles.auditors for this run
 }
 
@@ -147,10 +151,16 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
+	var push func(id string) ([]string, error)
+	if len(o.Agents) > 0 && c.Host.Repo != "" {
+		if push, err = u.serveGate(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if len(o.Agents) > 0 {
 		// Before foreman and the board: its auditors' ids go in
 		// roles.auditors, and the board lists its agents.
-		u.team, err = agents.New(ctx, agents.Options{Config: c, Agents: o.Agents, Program: o.Program, Launch: o.Launch,
+		u.team, err = agents.New(ctx, agents.Options{Config: c, Agents: o.Agents, Program: o.Program, Launch: o.Launch, Push: push,
 			Log:  log.With().Str("part", "agents").Logger(),
 			View: func(ctx context.Context) (coordinator.View, error) { return u.bot.View(ctx) }})
 		if err != nil {
@@ -343,4 +353,28 @@ func HostRoles(c *config.Config, id string) []string {
 		added = append(added, "roles.merger")
 	}
 	return added
+}
+
+// serveGate serves host.repo to the agents up starts, on a free port of
+// this machine: each agent's token pushes only to its own namespace,
+// refs/heads/<its id without @>/... (remote.GitServer.GrantPush), and
+// the host, for this run, refuses a READY of a branch outside the
+// builder's (host.branch_namespaces). It returns what grants an agent
+// its push: the gate's URL and its token, in its environment.
+func (u *Stack) serveGate(ctx context.Context) (func(id string) ([]string, error), error) {
+	repo, err := gitrepo.Open(ctx, u.c.Host.Repo)
+	if err != nil {
+		return nil, fmt.Errorf("host.repo: %w", err)
+	}
+	if u.gate, err = remote.ServeGit(repo.GitDir(), "127.0.0.1:0", ""); err != nil {
+		return nil, fmt.Errorf("the agents' push gate: %w", err)
+	}
+	u.c.Host.BranchNamespaces = true
+	return func(id string) ([]string, error) {
+		token, err := u.gate.GrantPush(strings.TrimPrefix(id, "@"))
+		if err != nil {
+			return nil, err
+		}
+		return []string{config.EnvPushURL + "=" + u.gate.URL(), config.EnvPushToken + "=" + token}, nil
+	}, nil
 }

@@ -124,7 +124,9 @@ func TestUpRunsTheTeam(t *testing.T) {
 	git.Dir = dir
 	subjects, err := git.Output()
 	require.NoError(t, err)
-	assert.Contains(t, string(subjects), "Merge "+victim.Name+"/"+comp+" ("+comp+")", "the killed builder took %s back and landed it:\n%s", comp, subjects)
+	// Its branch is in its namespace (its id, without @): it pushed
+	// through up's push gate, with the token only its own branches take.
+	assert.Contains(t, string(subjects), "Merge "+strings.TrimPrefix(victim.ID, "@")+"/"+comp+" ("+comp+")", "the killed builder took %s back and landed it:\n%s", comp, subjects)
 	git = exec.Command("git", "ls-tree", "-r", "--name-only", "main")
 	git.Dir = dir
 	files, err := git.Output()
