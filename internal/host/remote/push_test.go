@@ -179,7 +179,7 @@ func TestThePushGateNeedsALiveAgentsToken(t *testing.T) {
 	require.NoError(t, g.repo.SetRef(bg, "refs/foreman/handoff/api/1", c, "pin"))
 	require.NoError(t, g.repo.SetRef(bg, "refs/foreman/jobs/7", c2pinned(t, g), "pin"))
 	for ref, want := range map[string]string{"refs/heads/main": main, "refs/heads/b1/api": c, "refs/foreman/handoff/api/1": c} {
-		out, err = g.git("b1", "-c", "http.extraHeader="+Header(token), "fetch", g.s.URL(), ref+":refs/fetched/x")
+		out, err = g.git("b1", "-c", "http.extraHeader="+Header(token), "fetch", g.s.URL(), "+"+ref+":refs/fetched/x") // forced: the refs fetched are no line of one another
 		require.NoError(t, err, "%s: %s", ref, out)
 		got, err := g.git("b1", "rev-parse", "refs/fetched/x")
 		require.NoError(t, err)
