@@ -106,6 +106,9 @@ func confine(ctx context.Context, c *config.Config, root, program string) (confi
 	}
 	cfg := agentbox.Config{Deny: deny, Readable: readable}
 	launch := func(s agents.LaunchSpec) (agents.Process, error) {
+		// foreman on its PATH is the copy: a CLI's sh -c runs foreman
+		// prompt, wherever foreman itself is installed.
+		s.Env = withPath(s.Env, filepath.Dir(prog))
 		p, err := agentbox.Launch(cfg, agentbox.Spec(s))
 		if err != nil {
 			return nil, err // never a nil *Process in a non-nil interface
@@ -185,4 +188,21 @@ func copyProgram(program, dir string) (string, error) {
 		return "", fmt.Errorf("foreman's program for its agents: %w", err)
 	}
 	return dst, nil
+}
+
+// withPath is env with dir first on its PATH.
+func withPath(env []string, dir string) []string {
+	out := make([]string, 0, len(env)+1)
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v // the last one is what a program reads
+			continue
+		}
+		out = append(out, kv)
+	}
+	if path == "" {
+		return append(out, "PATH="+dir)
+	}
+	return append(out, "PATH="+dir+string(filepath.ListSeparator)+path)
 }
