@@ -142,8 +142,12 @@ func enterable(dir string) error {
 	if len(closed) == 0 {
 		return nil
 	}
-	return fmt.Errorf("host.sandbox: foreman runs as root, so each agent runs as a uid of its own, which must pass %s to reach its workspace under %s, and no other user may enter it; chmod o+x %s (that lists nothing to others), or set host.sandbox: off to run the agents unconfined",
-		strings.Join(closed, " and "), dir, strings.Join(closed, " "))
+	lets, it := "lets", "it"
+	if len(closed) > 1 {
+		lets, it = "let", "them"
+	}
+	return fmt.Errorf("host.sandbox: %s %s no other user enter, and foreman runs as root, so each agent as a uid of its own that must pass %s to reach its workspace under %s; chmod o+x %s (that lists nothing to others), or set host.sandbox: off to run the agents unconfined",
+		strings.Join(closed, " and "), lets, it, dir, strings.Join(closed, " "))
 }
 
 // copyProgram copies foreman (program, found on PATH when not absolute)
