@@ -47,9 +47,11 @@ func (a *app) upCommand() *cobra.Command {
                workspace of its own beside the journal (.foreman/agents/NAME:
                a clone of host.repo's target, its key, its log, a private HOME
                and TMPDIR, its CLI's MCP config), started once all are in the
-               room, restarted with backoff when they crash, stopped when
-               foreman times them out or a budget holds them, and at COMPLETE
-               (docs/AGENTS.md, "Agents foreman up runs")
+               room, confined with host.sandbox on (a PID namespace, a uid
+               of their own as root, Landlock: their own directory, nothing
+               of foreman's), restarted with backoff when they crash, stopped
+               when foreman times them out or a budget holds them, and at
+               COMPLETE (docs/AGENTS.md, "Agents foreman up runs")
 
 Each part is the same code as its own command, and talks to the room over a
 WebSocket as a participant of its own: nothing in the protocol changes. Once

@@ -338,6 +338,8 @@ func own(spec Spec, ownDir string, uid int) error {
 						}
 					}
 				}
+			} else if err := ownAgain(p, uid); err != nil {
+				return fmt.Errorf("agent %s: %w", spec.Name, err)
 			}
 			continue
 		}
@@ -354,6 +356,47 @@ func own(spec Spec, ownDir string, uid int) error {
 			if err := os.Chmod(p, 0o700); err != nil {
 				return fmt.Errorf("agent %s: %s: %w", spec.Name, p, err)
 			}
+		}
+	}
+	return nil
+}
+
+// ownAgain makes what foreman wrote in dir, the agent's already, since
+// the agent's last start its uid's: a CLI's config foreman up writes again
+// at each start (internal/mcpconfig: .mcp.json, .gemini/, .codex/,
+// .claude.json), 0600 and foreman's until then. That is the entries at
+// dir's top, and everything in its top directories named with a dot but
+// .git (a clone's objects are never foreman's to write again).
+func ownAgain(dir string, uid int) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // a file: its top was checked
+	}
+	mine := func(path string) error {
+		var st unix.Stat_t
+		// Only what foreman wrote: never a file with another link (one
+		// the agent made to somebody else's file must not become its).
+		if err := unix.Lstat(path, &st); err != nil || int(st.Uid) != os.Geteuid() || st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
+			return nil
+		}
+		return os.Lchown(path, uid, uid)
+	}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), ".") || e.Name() == ".git" {
+			if err := mine(path); err != nil {
+				return err
+			}
+			continue
+		}
+		err := filepath.WalkDir(path, func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return mine(p)
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil

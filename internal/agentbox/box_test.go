@@ -409,3 +409,27 @@ func TestEachAgentHasAUidOfItsOwn(t *testing.T) {
 	assert.Equal(t, ua, uidOf(a, base), "the same at every start")
 	assert.Equal(t, ub, uidOf(b, base))
 }
+
+// What foreman up writes again at each start in an agent's workspace and
+// HOME (its CLI's MCP config, 0600) is the agent's to read when it starts
+// again as its own uid.
+func TestWhatForemanWritesAgainIsTheAgents(t *testing.T) {
+	if os.Geteuid() != 0 || !sandbox.HasCap(unix.CAP_SYS_ADMIN) {
+		t.Skip("an agent has a uid of its own where foreman is root")
+	}
+	s := newSite(t)
+	spec, out := s.spec("b1", `[ -e ./.mcp.json ] || exit 0; cat ./.mcp.json "$HOME/.gemini/settings.json"`)
+	run := func() {
+		p, err := Launch(s.cfg, spec)
+		require.NoError(t, err)
+		require.NoError(t, p.Wait(), "%s", out)
+	}
+	run() // its workspace and HOME are its own since
+	home := filepath.Join(filepath.Dir(spec.Dir), "home")
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".gemini"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(spec.Dir, ".mcp.json"), []byte("workspace's\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte("home's\n"), 0o600))
+	out.Reset()
+	run()
+	assert.Equal(t, "workspace's\nhome's\n", out.String())
+}

@@ -56,6 +56,9 @@ func (u *Stack) printReady(ctx context.Context, w io.Writer) {
 		}
 		fmt.Fprintf(w, "  agents   %s, started now, each in its workspace under %s (its log: NAME/agent.log, and on the board)\n",
 			strings.Join(names, ", "), agents.Root(c))
+		if u.confined != "" {
+			fmt.Fprintf(w, "           %s\n", u.confined)
+		}
 		if u.audRoles {
 			fmt.Fprintf(w, "           the auditors' ids are in roles.auditors for this run\n")
 		}

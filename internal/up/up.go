@@ -14,6 +14,8 @@ import (
 	"io"
 	"net"
 	neturl "net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -58,7 +60,8 @@ type Options struct {
 	// Agents are the agents up starts and supervises (internal/agents):
 	// the config's agents:, and the scripted ones of --agents.
 	Agents []config.Agent
-	// Launch starts an agent's process (default: agents.Exec).
+	// Launch starts an agent's process. Default: confined by
+	// internal/agentbox with host.sandbox on (confine), else agents.Exec.
 	Launch agents.Launcher
 }
 
@@ -90,6 +93,7 @@ type Stack struct {
 	team     *agents.Supervisor // nil without agents
 	gate     *remote.GitServer  // the agents' push gate: with agents and host.repo
 	audRoles bool               // the auditors' ids were added to roles.auditors for this run
+	confined string             // how the agents run (confine's word)
 }
 
 // Prepare checks the configuration and opens every part: nothing talks to
@@ -158,9 +162,21 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 		}
 	}
 	if len(o.Agents) > 0 {
+		launch, program, list := o.Launch, o.Program, o.Agents
+		if launch == nil {
+			box, err := confine(ctx, c, agents.Root(c), o.Program)
+			if err != nil {
+				return nil, err
+			}
+			launch, program, list = box.launch, box.program, runs(o.Agents, o.Program, box.program)
+			u.confined = box.said
+			if box.launch == nil {
+				log.Warn().Msg(box.said)
+			}
+		}
 		// Before foreman and the board: its auditors' ids go in
 		// roles.auditors, and the board lists its agents.
-		u.team, err = agents.New(ctx, agents.Options{Config: c, Agents: o.Agents, Program: o.Program, Launch: o.Launch, Push: push,
+		u.team, err = agents.New(ctx, agents.Options{Config: c, Agents: list, Program: program, Launch: launch, Push: push,
 			Log:  log.With().Str("part", "agents").Logger(),
 			View: func(ctx context.Context) (coordinator.View, error) { return u.bot.View(ctx) }})
 		if err != nil {
@@ -377,4 +393,30 @@ func (u *Stack) serveGate(ctx context.Context) (func(id string) ([]string, error
 		}
 		return []string{config.EnvPushURL + "=" + u.gate.URL(), config.EnvPushToken + "=" + token}, nil
 	}, nil
+}
+
+// runs is list with the agents whose command is foreman (program) running
+// prog instead: the copy of foreman its confined agents may run.
+func runs(list []config.Agent, program, prog string) []config.Agent {
+	if prog == program {
+		return list
+	}
+	same := func(a, b string) bool {
+		pa, ea := exec.LookPath(a)
+		pb, eb := exec.LookPath(b)
+		if ea != nil || eb != nil {
+			return a == b
+		}
+		fa, ea := os.Stat(pa)
+		fb, eb := os.Stat(pb)
+		return ea == nil && eb == nil && os.SameFile(fa, fb)
+	}
+	out := slices.Clone(list)
+	for i, a := range out {
+		if len(a.Command) > 0 && (a.Command[0] == program || same(a.Command[0], program)) {
+			a.Command = append([]string{prog}, a.Command[1:]...)
+			out[i] = a
+		}
+	}
+	return out
 }

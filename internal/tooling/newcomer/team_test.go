@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -15,8 +17,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/agents"
+	"github.com/agentforeman/foreman/internal/host/sandbox"
 	"github.com/agentforeman/foreman/internal/web"
 )
+
+// letAgentsIn lets other users enter the project's directories, from its
+// .foreman up to the temporary directory: foreman up, run as root with
+// host.sandbox on, runs each agent as a uid of its own, which must pass
+// them to reach its workspace (t.TempDir makes them 0700, and up refuses
+// them, naming the remedy: chmod o+x).
+func letAgentsIn(t *testing.T, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return // a user namespace: the agents are this user
+	}
+	for d := filepath.Join(dir, ".foreman"); d != "/" && d != filepath.Clean(os.TempDir()); d = filepath.Dir(d) {
+		require.NoError(t, os.Chmod(d, 0o711))
+	}
+}
 
 // board reads foreman up's board, as foreman status does.
 func board(t *testing.T, url string) web.Board {
@@ -82,10 +100,14 @@ func TestUpRunsTheTeam(t *testing.T) {
 	dir := u.dir + "/shop"
 	u.run(dir, "git commit --allow-empty -m start")
 	u.run(dir, initStep)
+	letAgentsIn(t, dir)
 	up := u.start(dir, "foreman up --agents 3 --listen 127.0.0.1:0 --http 127.0.0.1:0")
 	ready := up.await(t, up.stdout, 1, `(?s)^(foreman up: .*Ctrl-C stops it all\.\n)`)[1]
 	assert.Regexp(t, `(?m)^  agents   b1 \(builder\), b2 \(builder\), b3 \(builder\), aud \(auditor\), started now, each in its workspace under `+
 		regexp.QuoteMeta(dir+"/.foreman/agents")+` `, ready)
+	if _, _, err := sandbox.Landlock(); err == nil {
+		assert.Contains(t, ready, "           confined (host.sandbox): ", "host.sandbox is on by default: up confines its agents")
+	}
 	url := regexp.MustCompile(`(?m)^  board    (http://127\.0\.0\.1:\d+/)$`).FindStringSubmatch(ready)
 	require.NotNil(t, url, ready)
 
