@@ -70,17 +70,7 @@ func confine(ctx context.Context, c *config.Config, root, program string) (confi
 	if err != nil {
 		return confinement{}, err
 	}
-	deny := []sandbox.Denied{
-		{Key: "host.identity", Path: c.Host.Identity},
-		{Key: "server.identity", Path: c.Server.Identity},
-		{Key: "host.work", Path: c.Host.Work},
-		{Key: "host.logs", Path: c.Host.Logs},
-		{Key: "host.ledger", Path: c.Host.Ledger},
-		{Key: "journal.path", Path: c.Journal},
-		{Key: "record.path", Path: c.Record},
-		{Key: "telemetry.secret", Path: c.Telemetry.Secret},
-		{Key: agentbox.WorkspacesKey, Path: root},
-	}
+	deny := append(sandbox.Own(c), sandbox.Denied{Key: agentbox.WorkspacesKey, Path: root})
 	if c.Host.Repo != "" {
 		repo, err := gitrepo.Open(ctx, c.Host.Repo)
 		if err != nil {
