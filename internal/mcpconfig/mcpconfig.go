@@ -40,6 +40,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	toml "github.com/pelletier/go-toml/v2"
@@ -171,7 +172,7 @@ func (w writer) args() []string {
 }
 
 func (w writer) claude() error {
-	if err := editJSON(filepath.Join(w.ws, ".mcp.json"), func(doc map[string]any) error {
+	if err := editJSON(w.ws, ".mcp.json", func(doc map[string]any) error {
 		servers, err := object(doc, "mcpServers")
 		if err != nil {
 			return err
@@ -184,7 +185,7 @@ func (w writer) claude() error {
 	if err := exclude(w.ws, "/.mcp.json"); err != nil {
 		return err
 	}
-	return editJSON(filepath.Join(w.home, ".claude", "settings.json"), func(doc map[string]any) error {
+	return editJSON(w.home, ".claude/settings.json", func(doc map[string]any) error {
 		if err := addString(doc, "enabledMcpjsonServers", w.s.Name); err != nil {
 			return err
 		}
@@ -197,7 +198,7 @@ func (w writer) claude() error {
 }
 
 func (w writer) gemini() error {
-	if err := editJSON(filepath.Join(w.ws, ".gemini", "settings.json"), func(doc map[string]any) error {
+	if err := editJSON(w.ws, ".gemini/settings.json", func(doc map[string]any) error {
 		servers, err := object(doc, "mcpServers")
 		if err != nil {
 			return err
@@ -210,7 +211,7 @@ func (w writer) gemini() error {
 	if err := exclude(w.ws, "/.gemini/settings.json"); err != nil {
 		return err
 	}
-	return editJSON(filepath.Join(w.home, ".gemini", "trustedFolders.json"), func(doc map[string]any) error {
+	return editJSON(w.home, ".gemini/trustedFolders.json", func(doc map[string]any) error {
 		doc[w.ws] = "TRUST_FOLDER"
 		return nil
 	})
@@ -218,8 +219,9 @@ func (w writer) gemini() error {
 
 func (w writer) codex() error {
 	path := filepath.Join(CodexHome(w.home), "config.toml")
+	rel, _ := filepath.Rel(w.home, path)
 	doc := map[string]any{}
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := readFile(w.home, rel); err == nil {
 		if err := toml.Unmarshal(b, &doc); err != nil {
 			return fmt.Errorf("mcpconfig: %s is not TOML (%v): fix or remove it", path, err)
 		}
@@ -240,14 +242,31 @@ func (w writer) codex() error {
 	if err != nil {
 		return fmt.Errorf("mcpconfig: %s: %w", path, err)
 	}
-	return writeFile(path, b)
+	return writeFile(w.home, rel, b)
 }
 
-// editJSON reads the JSON object at path (none: an empty one), lets edit
-// change it and writes it back.
-func editJSON(path string, edit func(map[string]any) error) error {
+// The files written are in an agent's workspace and HOME, which the agent
+// may change between two starts: each is reached within its directory
+// (os.Root), so that a link the agent left there (.git/info/exclude to
+// /etc/sudoers, .claude to another agent's HOME) is refused, never
+// followed out of it by foreman, which may be root.
+
+// readFile reads rel within base.
+func readFile(base, rel string) ([]byte, error) {
+	r, err := os.OpenRoot(base)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.ReadFile(rel)
+}
+
+// editJSON reads the JSON object at rel within base (none: an empty
+// one), lets edit change it and writes it back.
+func editJSON(base, rel string, edit func(map[string]any) error) error {
+	path := filepath.Join(base, rel)
 	doc := map[string]any{}
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := readFile(base, rel); err == nil {
 		if len(bytes.TrimSpace(b)) > 0 {
 			if err := json.Unmarshal(b, &doc); err != nil {
 				return fmt.Errorf("mcpconfig: %s is not a JSON object (%v): fix or remove it", path, err)
@@ -266,7 +285,7 @@ func editJSON(path string, edit func(map[string]any) error) error {
 	if err != nil {
 		return fmt.Errorf("mcpconfig: %s: %w", path, err)
 	}
-	return writeFile(path, append(b, '\n'))
+	return writeFile(base, rel, append(b, '\n'))
 }
 
 // object returns doc[key] as an object, made if missing.
@@ -303,14 +322,18 @@ func addString(doc map[string]any, key, s string) error {
 // with its own .git directory (a clone), so that the agent does not
 // commit its own MCP config.
 func exclude(ws, pattern string) error {
-	git := filepath.Join(ws, ".git")
-	if fi, err := os.Stat(git); err != nil || !fi.IsDir() {
+	r, err := os.OpenRoot(ws)
+	if err != nil {
+		return fmt.Errorf("mcpconfig: %w", err)
+	}
+	defer r.Close()
+	if fi, err := r.Lstat(".git"); err != nil || !fi.IsDir() {
 		return nil
 	}
-	path := filepath.Join(git, "info", "exclude")
-	b, err := os.ReadFile(path)
+	const path = ".git/info/exclude"
+	b, err := r.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("mcpconfig: %w", err)
+		return fmt.Errorf("mcpconfig: %s: %w", filepath.Join(ws, path), err)
 	}
 	if slices.Contains(strings.Split(string(b), "\n"), pattern) {
 		return nil
@@ -319,21 +342,32 @@ func exclude(ws, pattern string) error {
 		b = append(b, '\n')
 	}
 	b = append(b, pattern+"\n"...)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := r.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("mcpconfig: %w", err)
 	}
-	return os.WriteFile(path, b, 0o644)
+	if err := r.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("mcpconfig: %s: %w", filepath.Join(ws, path), err)
+	}
+	return nil
 }
 
-// writeFile writes b to path whole: a CLI starting meanwhile reads the
-// old file or the new one, never half of one.
-func writeFile(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("mcpconfig: %w", err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+// writeFile writes b to rel within base whole: a CLI starting meanwhile
+// reads the old file or the new one, never half of one.
+func writeFile(base, rel string, b []byte) error {
+	path := filepath.Join(base, rel)
+	r, err := os.OpenRoot(base)
 	if err != nil {
 		return fmt.Errorf("mcpconfig: %w", err)
+	}
+	defer r.Close()
+	if err := r.MkdirAll(filepath.Dir(rel), 0o700); err != nil {
+		return fmt.Errorf("mcpconfig: writing %s: %w", path, err)
+	}
+	tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+".tmp"+strconv.Itoa(os.Getpid()))
+	_ = r.Remove(tmp) // one a foreman stopped midway left
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("mcpconfig: writing %s: %w", path, err)
 	}
 	_, err = f.Write(b)
 	if err == nil {
@@ -343,10 +377,10 @@ func writeFile(path string, b []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), path)
+		err = r.Rename(tmp, rel)
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		_ = r.Remove(tmp)
 		return fmt.Errorf("mcpconfig: writing %s: %w", path, err)
 	}
 	return nil
