@@ -278,7 +278,9 @@ func (s *Supervisor) checkHolds(ctx context.Context, do func([]Action)) {
 // start launches name's process, its output appended to its log.
 func (s *Supervisor) start(name string) (Process, *os.File, error) {
 	w, a := s.ws[name], s.agents[name]
-	f, err := os.OpenFile(w.Log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	// Never through a link: a confined agent cannot write its directory,
+	// but one foreman started unconfined before could have left one.
+	f, err := os.OpenFile(w.Log, os.O_APPEND|os.O_CREATE|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -291,9 +293,11 @@ func (s *Supervisor) start(name string) (Process, *os.File, error) {
 	p, err := s.o.Launch(LaunchSpec{
 		Name: name, Dir: w.Work, Argv: a.Command, Stdout: f, Stderr: f,
 		Env: agentEnv(os.Environ(), w, s.o.Config.Server.URL, paste.Abs(s.o.Config.File), append(exporter, s.push[name]...), a.Env),
-		// Its workspace is its own, its key included (foreman mcp, which its
-		// CLI starts, reads it there), as are its HOME and TMPDIR.
-		Writable: []string{w.Dir, w.Home, w.Tmp},
+		// Its clone (Dir), HOME and TMPDIR are its to write; its directory
+		// above them only to read (its key, which foreman mcp reads): its
+		// log, which foreman appends to and the board serves, is not its
+		// to replace with a link to anything of foreman's.
+		Writable: []string{w.Home, w.Tmp},
 	})
 	if err != nil {
 		fmt.Fprintf(f, "--- foreman up: agent %s could not start: %v\n", name, err)

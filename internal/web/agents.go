@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 
 	"github.com/agentforeman/foreman/internal/agents"
+	"github.com/agentforeman/foreman/internal/nofollow"
 )
 
 // agentLogTail is how much of an agent's log the board serves: its end.
@@ -29,7 +31,15 @@ func (s *Server) serveAgentLog(w http.ResponseWriter, r *http.Request) {
 		if a.Name != name || a.Log == "" {
 			continue
 		}
-		f, err := os.Open(a.Log)
+		// The agent's directory is foreman's: no link there is followed,
+		// and only a regular file is served.
+		f, err := nofollow.Open(filepath.Dir(a.Log), filepath.Base(a.Log), os.O_RDONLY)
+		if err == nil {
+			if info, serr := f.Stat(); serr != nil || !info.Mode().IsRegular() {
+				f.Close()
+				err = fmt.Errorf("%s is not a regular file", a.Log)
+			}
+		}
 		if err != nil {
 			http.Error(w, fmt.Sprintf("agent %s has no log yet", name), http.StatusNotFound)
 			return

@@ -39,6 +39,12 @@ func TestBoardShowsTheAgentsAndTheirLogs(t *testing.T) {
 		code, _, _ := getCI(t, h, bad)
 		assert.Equal(t, http.StatusNotFound, code, bad)
 	}
+	// An agent's log replaced by a link to foreman's key is not served.
+	require.NoError(t, os.Remove(log))
+	require.NoError(t, os.Symlink(filepath.Join(dir, "secret.json"), log))
+	code, body, _ = getCI(t, h, "/agents/b1/log")
+	assert.Equal(t, http.StatusNotFound, code)
+	assert.NotContains(t, body, "key")
 	_, body, _ = getCI(t, New(Options{}).Handler(), "/api/view")
 	assert.NotContains(t, body, "agent_processes", "none without foreman up's agents")
 }
