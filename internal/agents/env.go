@@ -26,10 +26,10 @@ func ExporterEnv(c *config.Config, agentID string) ([]string, error) {
 	return otlp.Env("http://"+c.HTTP, agentID, otlp.Token(secret, agentID)), nil
 }
 
-// agentEnv is the agent's environment: foreman's, with its own HOME (and
-// CODEX_HOME in it) and TMPDIR, its key, the room, the config, what it
-// was granted (its exporter's and its push's), then its env: from the
-// config.
+// agentEnv is the agent's environment: foreman's (but for its FOREMAN_
+// settings), with its own HOME (and CODEX_HOME in it) and TMPDIR, its
+// key, the room, the config, what it was granted (its exporter's and its
+// push's), then its env: from the config.
 func agentEnv(base []string, w Workspace, url, file string, granted []string, own map[string]string) []string {
 	set := append(mcpconfig.Env(w.Home), "TMPDIR="+w.Tmp, EnvIdentity+"="+w.Key,
 		"FOREMAN_SERVER_URL="+url, "FOREMAN_CONFIG="+file)
@@ -44,7 +44,10 @@ func agentEnv(base []string, w Workspace, url, file string, granted []string, ow
 	}
 	var out []string
 	for _, kv := range base {
-		if k, _, _ := strings.Cut(kv, "="); !names[k] {
+		// foreman's own settings stay foreman's: how it signs in to NATS
+		// (FOREMAN_NATS_PASSWORD, _TOKEN) and any key it was given by a
+		// variable; an agent gets only those set above.
+		if k, _, _ := strings.Cut(kv, "="); !names[k] && !strings.HasPrefix(k, "FOREMAN_") {
 			out = append(out, kv)
 		}
 	}

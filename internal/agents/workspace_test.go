@@ -77,3 +77,20 @@ func TestFailedCloneLeavesNothing(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(root, "b1", "work"))
 	assert.NoDirExists(t, filepath.Join(root, "b1", "work.part"))
 }
+
+// An agent inherits foreman's environment (PATH, its CLI's API key) but
+// none of foreman's own settings: how foreman signs in to NATS above all.
+func TestAnAgentGetsNoneOfForemansSettings(t *testing.T) {
+	w := Workspace{Home: "/ws/home", Tmp: "/ws/tmp", Key: "/ws/identity.json"}
+	env := agentEnv([]string{"PATH=/usr/bin", "ANTHROPIC_API_KEY=sk-x", "FOREMAN_NATS_PASSWORD=s3cret", "FOREMAN_NATS_TOKEN=t0ken",
+		"FOREMAN_HOST_IDENTITY=/root/host.json", "HOME=/root"}, w, "ws://127.0.0.1:1", "/p/foreman.yaml", []string{"FOREMAN_PUSH_TOKEN=mine"}, map[string]string{"OWN": "1"})
+	for _, kv := range []string{"PATH=/usr/bin", "ANTHROPIC_API_KEY=sk-x", "HOME=/ws/home", "TMPDIR=/ws/tmp", "FOREMAN_IDENTITY=/ws/identity.json",
+		"FOREMAN_SERVER_URL=ws://127.0.0.1:1", "FOREMAN_CONFIG=/p/foreman.yaml", "FOREMAN_PUSH_TOKEN=mine", "OWN=1"} {
+		assert.Contains(t, env, kv)
+	}
+	for _, kv := range env {
+		assert.NotContains(t, kv, "s3cret")
+		assert.NotContains(t, kv, "t0ken")
+		assert.NotContains(t, kv, "/root")
+	}
+}
