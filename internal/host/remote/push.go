@@ -107,14 +107,17 @@ func (s *GitServer) servePush(w http.ResponseWriter, r *http.Request, agent, pat
 		http.Error(w, "an agent's token fetches (git-upload-pack) and pushes (git-receive-pack), and does nothing else here", http.StatusForbidden)
 		return
 	}
-	body := io.Reader(http.MaxBytesReader(w, r.Body, maxPush))
+	raw := http.MaxBytesReader(w, r.Body, maxPush)
+	body := io.Reader(raw)
 	if enc := r.Header.Get("Content-Encoding"); enc == "gzip" || enc == "x-gzip" {
 		z, err := gzip.NewReader(body)
 		if err != nil {
 			http.Error(w, "the push's body is not gzip: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		body = z
+		// Unpacked, it is bounded as packed: a small gzip of a huge
+		// stream costs no more than a plain push.
+		body = io.LimitReader(z, maxPush)
 		r.Header.Del("Content-Encoding")
 		r.ContentLength = -1
 	}
@@ -125,9 +128,9 @@ func (s *GitServer) servePush(w http.ResponseWriter, r *http.Request, agent, pat
 	}
 	if !without.Namespaces {
 		if why := outside(agent, cmds); why != "" {
-			// Read the rest (bounded), or git, still sending its pack,
-			// may not read the answer.
-			_, _ = io.Copy(io.Discard, body)
+			// Read the rest as sent (bounded, never unpacked), or git,
+			// still sending its pack, may not read the answer.
+			_, _ = io.Copy(io.Discard, raw)
 			refuse(w, cmds, why, sideBand)
 			return
 		}
