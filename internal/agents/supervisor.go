@@ -38,10 +38,14 @@ type Options struct {
 	// Push, if set, grants an agent (by its sender id) its way to push
 	// its work: the environment that says where, with its token
 	// (FOREMAN_PUSH_URL, FOREMAN_PUSH_TOKEN), given at each start.
-	Push  func(id string) ([]string, error)
-	Rules Rules         // default: DefaultRules
-	Grace time.Duration // from SIGTERM to SIGKILL; default 10s
-	Log   zerolog.Logger
+	Push func(id string) ([]string, error)
+	// Revoke, if set, ends what Push granted an agent (by its sender id),
+	// once it is stopped for good: a TIMEOUT or a RELEASE took its work
+	// to another, whose branch it must no longer reach.
+	Revoke func(id string)
+	Rules  Rules         // default: DefaultRules
+	Grace  time.Duration // from SIGTERM to SIGKILL; default 10s
+	Log    zerolog.Logger
 	// View is the build as foreman sees it, for what budgets hold.
 	View func(context.Context) (coordinator.View, error)
 	// Now is the clock (default time.Now).
@@ -178,6 +182,7 @@ func (s *Supervisor) Run(ctx context.Context) {
 	procs := map[string]Process{}
 	exits := make(chan exit)
 	logs := map[string]*os.File{}
+	revoked := map[string]bool{}
 	var timer *time.Timer
 	var due <-chan time.Time
 	do := func(acts []Action) {
@@ -210,6 +215,12 @@ func (s *Supervisor) Run(ctx context.Context) {
 		}
 		s.mu.Lock()
 		s.status = s.team.Status()
+		for _, st := range s.status {
+			if st.State == Stopped && s.o.Revoke != nil && !revoked[st.Name] {
+				revoked[st.Name] = true // for good: never started again
+				s.o.Revoke(st.ID)
+			}
+		}
 		s.mu.Unlock()
 		if timer != nil {
 			timer.Stop()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -162,8 +163,11 @@ func TestAgentThatExitsAtOnceIsStopped(t *testing.T) {
 // stops the rest.
 func TestTimeoutAndCompleteStopAgents(t *testing.T) {
 	c := testConfig(t)
+	var mu sync.Mutex
+	var revoked []string
 	s, err := New(context.Background(), Options{Config: c, Log: zerolog.Nop(),
-		Agents: []config.Agent{sh("b1", `exec sleep 1000`), sh("b2", `exec sleep 1000`)}})
+		Agents: []config.Agent{sh("b1", `exec sleep 1000`), sh("b2", `exec sleep 1000`)},
+		Revoke: func(id string) { mu.Lock(); revoked = append(revoked, id); mu.Unlock() }})
 	require.NoError(t, err)
 	running(t, s)
 	waitFor(t, s, "b2", func(st Status) bool { return st.State == Running })
@@ -171,6 +175,9 @@ func TestTimeoutAndCompleteStopAgents(t *testing.T) {
 	s.Observe(nil, []coordinator.Reply{{Reply: protocol.Timeout("api", s.Workspace("b1").ID)}})
 	st := waitFor(t, s, "b1", func(st Status) bool { return st.State == Stopped })
 	assert.Equal(t, "foreman timed it out on api (TIMEOUT api)", st.Reason)
+	mu.Lock()
+	assert.Equal(t, []string{s.Workspace("b1").ID}, revoked, "its push token ends with it")
+	mu.Unlock()
 	assert.Eventually(t, func() bool { return !alive(b1.Pid) }, 10*time.Second, 5*time.Millisecond)
 	assert.Equal(t, Running, s.Status()[1].State)
 	s.Observe(nil, []coordinator.Reply{{Reply: protocol.Complete("shop")}})

@@ -176,7 +176,7 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 		}
 		// Before foreman and the board: its auditors' ids go in
 		// roles.auditors, and the board lists its agents.
-		u.team, err = agents.New(ctx, agents.Options{Config: c, Agents: list, Program: program, Launch: launch, Push: push,
+		u.team, err = agents.New(ctx, agents.Options{Config: c, Agents: list, Program: program, Launch: launch, Push: push, Revoke: u.revokePush,
 			Log:  log.With().Str("part", "agents").Logger(),
 			View: func(ctx context.Context) (coordinator.View, error) { return u.bot.View(ctx) }})
 		if err != nil {
@@ -419,4 +419,11 @@ func runs(list []config.Agent, program, prog string) []config.Agent {
 		}
 	}
 	return out
+}
+
+// revokePush ends the push token of an agent stopped for good.
+func (u *Stack) revokePush(id string) {
+	if u.gate != nil {
+		u.gate.RevokePush(strings.TrimPrefix(id, "@"))
+	}
 }
