@@ -83,7 +83,7 @@ func (r StrictRules) MayLand(l Landable) string {
 // InNamespace says whether ref, a branch a READY names (b1/api or
 // refs/heads/b1/api), is in builder's namespace: refs/heads/<name>/...,
 // name the builder's id without its @. The push gate lets an agent
-// update only those refs (remote.PushGate), so a branch outside was
+// update only those refs (remote.GitServer.GrantPush), so a branch outside was
 // pushed by someone else: another agent's work, or one it must not be
 // credited with.
 func InNamespace(builder, ref string) bool {

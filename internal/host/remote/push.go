@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/agentforeman/foreman/internal/host"
 )
 
 // The push gate: the agents foreman up starts push their branches to the
@@ -151,7 +153,9 @@ func (c command) delete() bool { return strings.HasPrefix(zeroID, c.new) }
 func outside(agent string, cmds []command) string {
 	ns := pushNamespace(agent)
 	for _, c := range cmds {
-		if rest, ok := strings.CutPrefix(c.ref, ns); !ok || rest == "" {
+		// The host core's rule, for a full ref name: the gate and the
+		// READYs it lets through agree on what is an agent's.
+		if !strings.HasPrefix(c.ref, "refs/heads/") || !host.InNamespace(agent, c.ref) {
 			verb := "update"
 			if c.delete() {
 				verb = "delete"
