@@ -13,7 +13,7 @@ import (
 // contract minute of theirs lasts this long (foreman demo --up's pace),
 // so that a build of scripted agents takes seconds, while foreman keeps
 // the contract's real minutes.
-const ScriptedMinute = 250 * time.Millisecond
+const ScriptedMinute = 100 * time.Millisecond
 
 // Scripted is what foreman up --agents n adds to the config's agents: n
 // scripted builders (foreman agent --role builder) named b1..bn, and a
@@ -40,7 +40,7 @@ func Scripted(program string, n int, have []config.Agent) ([]config.Agent, error
 		return nil
 	}
 	for i := 1; i <= n; i++ {
-		if err := add("b"+strconv.Itoa(i), config.AgentBuilder, "--seed", strconv.Itoa(i)); err != nil {
+		if err := add("b"+strconv.Itoa(i), config.AgentBuilder, "--seed", strconv.Itoa(i), "--steps", "2"); err != nil {
 			return nil, err
 		}
 	}
