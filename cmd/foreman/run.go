@@ -110,7 +110,7 @@ release the leases, so that a standby takes over at once.`,
 				var url string
 				var stopBoard func()
 				wopts := web.ConfigOptions(c, log)
-				if err := withReceiver(&wopts, c, spend); err != nil {
+				if err := web.WithReceiver(&wopts, c, spend); err != nil {
 					return err
 				}
 				board, url, stopBoard, err = web.Start(c.HTTP, wopts)
@@ -197,21 +197,5 @@ func refuseCycle(c *config.Config) error {
 	if _, cycle := g.Order(); cycle != nil {
 		return fmt.Errorf("build %s: dependency cycle: %s (fix the config, or start it halted with --halted and mend it in the room with UNDEPEND)", c.Build.Name, g.Format(cycle))
 	}
-	return nil
-}
-
-// withReceiver serves the OTLP receiver of agents' spend on the board's
-// listener when telemetry.secret is set (docs/BUDGETS.md).
-func withReceiver(o *web.Options, c *config.Config, sink otlp.Sink) error {
-	if c.Telemetry.Secret == "" {
-		return nil
-	}
-	secret, err := otlp.LoadSecret(c.Telemetry.Secret)
-	if err != nil {
-		return fmt.Errorf("telemetry.secret: %w", err)
-	}
-	rec := otlp.New(otlp.Options{Secret: secret}, sink)
-	o.OTLP = rec.Handler()
-	o.Collectors = append(o.Collectors, rec.Collector())
 	return nil
 }

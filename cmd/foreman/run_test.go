@@ -138,6 +138,12 @@ func roomPeer(t *testing.T, url, name string) *peer {
 	t.Helper()
 	id, err := agentchat.NewIdentity(name)
 	require.NoError(t, err)
+	return peerAs(t, url, id)
+}
+
+// peerAs is a room member with the key id (an operator's, say).
+func peerAs(t *testing.T, url string, id *agentchat.Identity) *peer {
+	t.Helper()
 	p := &peer{t: t, id: id.AgentID(), lines: make(chan string, 1000),
 		c: agentchat.New(agentchat.Config{URL: url, Channel: "#build", Identity: id, RateLimit: 5 * time.Millisecond, Logger: zerolog.Nop()})}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -27,11 +27,11 @@ func (nopSink) Spend(context.Context, []coordinator.Spend) error { return nil }
 // made on first use; without it nothing takes exports.
 func TestWithReceiver(t *testing.T) {
 	var o web.Options
-	require.NoError(t, withReceiver(&o, &config.Config{}, nopSink{}))
+	require.NoError(t, web.WithReceiver(&o, &config.Config{}, nopSink{}))
 	assert.Nil(t, o.OTLP)
 
 	path := filepath.Join(t.TempDir(), "otlp.secret")
-	require.NoError(t, withReceiver(&o, &config.Config{Telemetry: config.Telemetry{Secret: path}}, nopSink{}))
+	require.NoError(t, web.WithReceiver(&o, &config.Config{Telemetry: config.Telemetry{Secret: path}}, nopSink{}))
 	require.NotNil(t, o.OTLP)
 	assert.Len(t, o.Collectors, 1)
 	secret, err := os.ReadFile(path)

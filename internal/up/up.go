@@ -32,6 +32,7 @@ import (
 	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/live"
 	"github.com/agentforeman/foreman/internal/host/remote"
+	"github.com/agentforeman/foreman/internal/otlp"
 	"github.com/agentforeman/foreman/internal/paste"
 	"github.com/agentforeman/foreman/internal/web"
 )
@@ -185,8 +186,12 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 		u.audRoles = auditorRoles(c, u.team, o.Agents)
 	}
 	var b *web.Server
+	spend := &otlp.LateSink{} // the bot, once made
 	if c.HTTP != "" {
 		wo := web.ConfigOptions(c, log)
+		if err := web.WithReceiver(&wo, c, spend); err != nil {
+			return nil, err
+		}
 		if u.team != nil {
 			wo.Agents = u.team.Status
 		}
@@ -226,6 +231,7 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 	if u.bot, err = bot.New(opts); err != nil {
 		return nil, err
 	}
+	spend.Attach(u.bot)
 	if c.Host.Repo != "" {
 		if u.host, err = live.Prepare(ctx, c, log); err != nil {
 			return nil, err
