@@ -10,10 +10,17 @@ import (
 )
 
 // ScriptedMinute paces the scripted agents foreman up --agents starts: a
-// contract minute of theirs lasts this long (foreman demo --up's pace),
-// so that a build of scripted agents takes seconds, while foreman keeps
-// the contract's real minutes.
+// contract minute of theirs lasts this long, so that a build of scripted
+// agents takes seconds, while foreman keeps the contract's real minutes.
+// Their builders say one PROGRESS (their work pushed) and then READY
+// (ScriptedSteps): at this pace the room's rate limit (one message a
+// second from each, server.rate_limit) and the host's landing set how
+// long a component takes, not the agents' thinking.
 const ScriptedMinute = 100 * time.Millisecond
+
+// ScriptedSteps is a scripted builder's lines for a component, READY
+// included (foreman agent --steps).
+const ScriptedSteps = 2
 
 // Scripted is what foreman up --agents n adds to the config's agents: n
 // scripted builders (foreman agent --role builder) named b1..bn, and a
@@ -40,7 +47,7 @@ func Scripted(program string, n int, have []config.Agent) ([]config.Agent, error
 		return nil
 	}
 	for i := 1; i <= n; i++ {
-		if err := add("b"+strconv.Itoa(i), config.AgentBuilder, "--seed", strconv.Itoa(i), "--steps", "2"); err != nil {
+		if err := add("b"+strconv.Itoa(i), config.AgentBuilder, "--seed", strconv.Itoa(i), "--steps", strconv.Itoa(ScriptedSteps)); err != nil {
 			return nil, err
 		}
 	}
