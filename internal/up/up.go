@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -30,6 +29,7 @@ import (
 	"github.com/agentforeman/foreman/internal/bot"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/host/live"
 	"github.com/agentforeman/foreman/internal/host/remote"
 	"github.com/agentforeman/foreman/internal/paste"
@@ -387,7 +387,7 @@ func (u *Stack) serveGate(ctx context.Context) (func(id string) ([]string, error
 	}
 	u.c.Host.BranchNamespaces = true
 	return func(id string) ([]string, error) {
-		token, err := u.gate.GrantPush(strings.TrimPrefix(id, "@"))
+		token, err := u.gate.GrantPush(host.NamespaceName(id))
 		if err != nil {
 			return nil, err
 		}
@@ -424,6 +424,6 @@ func runs(list []config.Agent, program, prog string) []config.Agent {
 // revokePush ends the push token of an agent stopped for good.
 func (u *Stack) revokePush(id string) {
 	if u.gate != nil {
-		u.gate.RevokePush(strings.TrimPrefix(id, "@"))
+		u.gate.RevokePush(host.NamespaceName(id))
 	}
 }
