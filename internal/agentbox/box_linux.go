@@ -309,18 +309,15 @@ func own(spec Spec, ownDir string, uid int) error {
 		paths = append([]string{ownDir}, paths...)
 	}
 	for _, p := range paths {
-		for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+		closed, err := Closed(filepath.Dir(p), uid)
+		if err != nil {
+			return fmt.Errorf("agent %s: %w", spec.Name, err)
+		}
+		if len(closed) > 0 {
+			dir := closed[len(closed)-1] // the nearest
 			var st unix.Stat_t
-			if err := unix.Stat(dir, &st); err != nil {
-				return fmt.Errorf("agent %s: %s: %w", spec.Name, dir, err)
-			}
-			fi := fileMode(st.Mode)
-			if st.Mode&0o001 == 0 && !(int(st.Uid) == uid && st.Mode&0o100 != 0) {
-				return fmt.Errorf("agent %s: %s cannot reach %s: %s (mode %v) lets no other user enter it; chmod o+x %s (mode 0711 lists nothing to others), or put the agents' workspaces elsewhere", spec.Name, userName(uid), p, dir, fi, dir)
-			}
-			if dir == "/" {
-				break
-			}
+			_ = unix.Stat(dir, &st)
+			return fmt.Errorf("agent %s: %s cannot reach %s: %s (mode %v) lets no other user enter it; chmod o+x %s (mode 0711 lists nothing to others), or put the agents' workspaces elsewhere", spec.Name, userName(uid), p, dir, fileMode(st.Mode), dir)
 		}
 		var st unix.Stat_t
 		if err := unix.Lstat(p, &st); err != nil {
@@ -343,7 +340,7 @@ func own(spec Spec, ownDir string, uid int) error {
 			}
 			continue
 		}
-		err := filepath.WalkDir(p, func(path string, _ fs.DirEntry, err error) error {
+		err = filepath.WalkDir(p, func(path string, _ fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
@@ -359,6 +356,26 @@ func own(spec Spec, ownDir string, uid int) error {
 		}
 	}
 	return nil
+}
+
+// Closed is the directories from dir up to / (the outermost first) that
+// uid cannot enter: those that let no other user in, but one of uid's own
+// that lets its owner in. uid -1 is any uid of an agent's, before it is
+// known: one that owns none of them.
+func Closed(dir string, uid int) ([]string, error) {
+	var closed []string
+	for d := dir; ; d = filepath.Dir(d) {
+		var st unix.Stat_t
+		if err := unix.Stat(d, &st); err != nil {
+			return nil, &fs.PathError{Op: "stat", Path: d, Err: err}
+		}
+		if st.Mode&0o001 == 0 && !(uid >= 0 && int(st.Uid) == uid && st.Mode&0o100 != 0) {
+			closed = append([]string{d}, closed...)
+		}
+		if d == "/" || d == "." {
+			return closed, nil
+		}
+	}
 }
 
 // ownAgain makes what foreman wrote in dir, the agent's already, since

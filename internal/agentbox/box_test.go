@@ -433,3 +433,27 @@ func TestWhatForemanWritesAgainIsTheAgents(t *testing.T) {
 	run()
 	assert.Equal(t, "workspace's\nhome's\n", out.String())
 }
+
+// A directory that lets no other user in closes the way to what is
+// below it, to every agent's uid but the one that owns it.
+func TestClosedDirectories(t *testing.T) {
+	open := filepath.Join(t.TempDir(), "open")
+	shut := filepath.Join(open, "shut")
+	require.NoError(t, os.MkdirAll(shut, 0o700))
+	require.NoError(t, os.Chmod(open, 0o711))
+	below := filepath.Join(shut, "below")
+	require.NoError(t, os.Mkdir(below, 0o711))
+
+	closed, err := Closed(below, -1)
+	require.NoError(t, err)
+	assert.Contains(t, closed, shut)
+	assert.NotContains(t, closed, open)
+	assert.NotContains(t, closed, below)
+	assert.Equal(t, shut, closed[len(closed)-1], "the nearest last")
+	closed, err = Closed(below, os.Getuid())
+	require.NoError(t, err)
+	assert.NotContains(t, closed, shut, "its owner enters it")
+
+	_, err = Closed(filepath.Join(below, "gone"), -1)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}

@@ -116,18 +116,9 @@ func confine(ctx context.Context, c *config.Config, root, program string) (confi
 // enterable refuses the directories from dir up to / that let no other
 // user enter them: the agents' uids could not reach their workspaces.
 func enterable(dir string) error {
-	var closed []string
-	for d := dir; ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return fmt.Errorf("the agents' workspaces: %w", err)
-		}
-		if fi.Mode().Perm()&0o001 == 0 {
-			closed = append([]string{d}, closed...)
-		}
-		if d == "/" {
-			break
-		}
+	closed, err := agentbox.Closed(dir, -1)
+	if err != nil {
+		return fmt.Errorf("the agents' workspaces: %w", err)
 	}
 	if len(closed) == 0 {
 		return nil
