@@ -94,4 +94,8 @@ type Spec struct {
 	// Writable are more paths it reads and writes: HOME, TMPDIR (also
 	// shown at /tmp), its CLI's config and caches. Made when missing.
 	Writable []string
+	// Written are paths in Dir and Writable that foreman wrote for it
+	// since it may last have started (its CLI's MCP config, 0600, and the
+	// directories made for it): its uid's, like the rest, when it has one.
+	Written []string
 }

@@ -335,7 +335,7 @@ func own(spec Spec, ownDir string, uid int) error {
 						}
 					}
 				}
-			} else if err := ownAgain(p, uid); err != nil {
+			} else if err := ownWritten(p, spec.Written, uid); err != nil {
 				return fmt.Errorf("agent %s: %w", spec.Name, err)
 			}
 			continue
@@ -378,41 +378,33 @@ func Closed(dir string, uid int) ([]string, error) {
 	}
 }
 
-// ownAgain makes what foreman wrote in dir, the agent's already, since
-// the agent's last start its uid's: a CLI's config foreman up writes again
-// at each start (internal/mcpconfig: .mcp.json, .gemini/, .codex/,
-// .claude.json), 0600 and foreman's until then. That is the entries at
-// dir's top, and everything in its top directories named with a dot but
-// .git (a clone's objects are never foreman's to write again).
-func ownAgain(dir string, uid int) error {
-	entries, err := os.ReadDir(dir)
+// ownWritten makes what foreman wrote for the agent in dir, the agent's
+// already, since its last start (spec.Written: its CLI's MCP config,
+// 0600, which foreman up writes again at each of its starts, and the
+// directories made for it) its uid's. Each is reached within dir, never
+// through a link out of it, and only what is foreman's changes hands:
+// never a file with another link (one the agent made to somebody else's
+// file must not become its).
+func ownWritten(dir string, written []string, uid int) error {
+	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil // a file: its top was checked
 	}
-	mine := func(path string) error {
-		var st unix.Stat_t
-		// Only what foreman wrote: never a file with another link (one
-		// the agent made to somebody else's file must not become its).
-		if err := unix.Lstat(path, &st); err != nil || int(st.Uid) != os.Geteuid() || st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
-			return nil
+	defer r.Close()
+	for _, w := range written {
+		rel, err := filepath.Rel(sandbox.Real(dir), w)
+		if err != nil || !filepath.IsLocal(rel) {
+			continue // another of its paths'
 		}
-		return os.Lchown(path, uid, uid)
-	}
-	for _, e := range entries {
-		path := filepath.Join(dir, e.Name())
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), ".") || e.Name() == ".git" {
-			if err := mine(path); err != nil {
-				return err
-			}
+		fi, err := r.Lstat(rel)
+		if err != nil {
 			continue
 		}
-		err := filepath.WalkDir(path, func(p string, _ fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			return mine(p)
-		})
-		if err != nil {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || int(st.Uid) != os.Geteuid() || !fi.IsDir() && st.Nlink > 1 {
+			continue
+		}
+		if err := r.Lchown(rel, uid, uid); err != nil {
 			return err
 		}
 	}

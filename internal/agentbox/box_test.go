@@ -411,27 +411,39 @@ func TestEachAgentHasAUidOfItsOwn(t *testing.T) {
 }
 
 // What foreman up writes again at each start in an agent's workspace and
-// HOME (its CLI's MCP config, 0600) is the agent's to read when it starts
-// again as its own uid.
+// HOME (its CLI's MCP config, 0600, and a directory made for it), named
+// in Written, is the agent's to read when it starts again as its own uid;
+// the rest of its directories is not walked again (a big ~/.cache would
+// be at every start): a file of foreman's there, not named, stays
+// foreman's.
 func TestWhatForemanWritesAgainIsTheAgents(t *testing.T) {
 	if os.Geteuid() != 0 || !sandbox.HasCap(unix.CAP_SYS_ADMIN) {
 		t.Skip("an agent has a uid of its own where foreman is root")
 	}
 	s := newSite(t)
 	spec, out := s.spec("b1", `[ -e ./.mcp.json ] || exit 0; cat ./.mcp.json "$HOME/.gemini/settings.json"`)
-	run := func() {
+	run := func() *Process {
 		p, err := Launch(s.cfg, spec)
 		require.NoError(t, err)
 		require.NoError(t, p.Wait(), "%s", out)
+		return p
 	}
-	run() // its workspace and HOME are its own since
+	uid := run().UID // its workspace and HOME are its own since
 	home := filepath.Join(filepath.Dir(spec.Dir), "home")
 	require.NoError(t, os.MkdirAll(filepath.Join(home, ".gemini"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(spec.Dir, ".mcp.json"), []byte("workspace's\n"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte("home's\n"), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".cache"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".cache", "foremans"), nil, 0o600))
+	spec.Written = []string{filepath.Join(spec.Dir, ".mcp.json"), filepath.Join(home, ".gemini"), filepath.Join(home, ".gemini", "settings.json")}
 	out.Reset()
 	run()
 	assert.Equal(t, "workspace's\nhome's\n", out.String())
+	for path, owner := range map[string]int{filepath.Join(home, ".gemini"): uid, filepath.Join(home, ".cache", "foremans"): os.Geteuid()} {
+		var st unix.Stat_t
+		require.NoError(t, unix.Lstat(path, &st))
+		assert.Equal(t, owner, int(st.Uid), path)
+	}
 }
 
 // A directory that lets no other user in closes the way to what is

@@ -207,7 +207,8 @@ func (p *fakeProcess) Wait() error              { return fmt.Errorf("signal: %v"
 
 // The Launcher is given what a confining one needs: the agent's clone to
 // start in, its whole environment, its output, and the paths it may write
-// (its workspace, HOME and TMPDIR); stopping up signals each process.
+// (its workspace, HOME and TMPDIR) and what foreman wrote there; stopping
+// up signals each process.
 func TestLauncherIsGivenTheSpec(t *testing.T) {
 	c := testConfig(t)
 	specs := make(chan LaunchSpec, 4)
@@ -225,6 +226,9 @@ func TestLauncherIsGivenTheSpec(t *testing.T) {
 	assert.Equal(t, w.Work, spec.Dir)
 	assert.Equal(t, []string{"sh", "-c", "true"}, spec.Argv)
 	assert.Equal(t, []string{w.Home, w.Tmp}, spec.Writable, "its directory (its key, its log) is not its to write")
+	work, err := filepath.EvalSymlinks(w.Work)
+	require.NoError(t, err)
+	assert.Contains(t, spec.Written, filepath.Join(work, ".mcp.json"), "its MCP config: its uid's, when it has one")
 	assert.Subset(t, spec.Env, []string{"HOME=" + w.Home, "TMPDIR=" + w.Tmp, "FOREMAN_IDENTITY=" + w.Key,
 		"FOREMAN_SERVER_URL=ws://127.0.0.1:1", "FOREMAN_CONFIG=" + c.File, "OWN=yes"})
 	waitFor(t, s, "b1", func(st Status) bool { return st.State == Running && st.Pid == 7 })
