@@ -3,7 +3,6 @@
 package up
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +15,6 @@ import (
 	"github.com/agentforeman/foreman/internal/agentbox"
 	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/config"
-	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/sandbox"
 )
 
@@ -40,8 +38,8 @@ type confinement struct {
 // so. Where foreman runs as root, each agent runs as a uid of its own,
 // which must enter the agents' root: a parent of it that lets no other
 // user in is refused, naming the directory and its remedy, never
-// chmodded.
-func confine(ctx context.Context, c *config.Config, root, program string) (confinement, error) {
+// chmodded. gitDir is host.repo's git directory ("" without one).
+func confine(c *config.Config, root, program, gitDir string) (confinement, error) {
 	if c.Host.Unconfined {
 		return confinement{program: program, said: "host.sandbox is off: the agents run unconfined, as this user, with everything it may reach (the host's key, the journal, each other's workspaces, host.repo); set host.sandbox: on"}, nil
 	}
@@ -71,14 +69,10 @@ func confine(ctx context.Context, c *config.Config, root, program string) (confi
 		return confinement{}, err
 	}
 	deny := append(sandbox.Own(c), sandbox.Denied{Key: agentbox.WorkspacesKey, Path: root})
-	if c.Host.Repo != "" {
-		repo, err := gitrepo.Open(ctx, c.Host.Repo)
-		if err != nil {
-			return confinement{}, fmt.Errorf("host.repo: %w", err)
-		}
+	if gitDir != "" {
 		// Its git directory: the agents push only through the gate. (Its
 		// work tree, when it has one, holds the agents' root.)
-		deny = append(deny, sandbox.Denied{Key: "host.repo", Path: repo.GitDir()})
+		deny = append(deny, sandbox.Denied{Key: "host.repo", Path: gitDir})
 	}
 	for i := range deny {
 		if deny[i].Path != "" {

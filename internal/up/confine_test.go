@@ -3,7 +3,6 @@
 package up
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,7 +34,7 @@ func TestAgentsRootBehindAClosedDirectoryIsRefused(t *testing.T) {
 	require.NoError(t, os.MkdirAll(state, 0o700))
 	require.NoError(t, os.Chmod(filepath.Dir(state), 0o711)) // the project: others enter
 	c := &config.Config{File: filepath.Join(base, "shop", "foreman.yaml")}
-	_, err := confine(context.Background(), c, filepath.Join(state, "agents"), os.Args[0])
+	_, err := confine(c, filepath.Join(state, "agents"), os.Args[0], "")
 	require.Error(t, err)
 	assert.Equal(t, "host.sandbox: "+state+" lets no other user enter, and foreman runs as root, so each agent as a uid of its own that must pass it to reach its workspace under "+
 		state+"; chmod o+x "+state+" (that lists nothing to others), or set host.sandbox: off to run the agents unconfined", err.Error())
@@ -44,7 +43,7 @@ func TestAgentsRootBehindAClosedDirectoryIsRefused(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "not chmodded")
 
 	require.NoError(t, os.Chmod(state, 0o711))
-	box, err := confine(context.Background(), c, filepath.Join(state, "agents"), os.Args[0])
+	box, err := confine(c, filepath.Join(state, "agents"), os.Args[0], "")
 	require.NoError(t, err)
 	assert.NotNil(t, box.launch)
 	assert.Equal(t, filepath.Join(state, "agents-bin", "foreman"), box.program, "a copy of foreman its agents may run")
@@ -53,7 +52,7 @@ func TestAgentsRootBehindAClosedDirectoryIsRefused(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o755), fi.Mode().Perm())
 
 	c.Host.Unconfined = true
-	box, err = confine(context.Background(), c, filepath.Join(state, "agents"), os.Args[0])
+	box, err = confine(c, filepath.Join(state, "agents"), os.Args[0], "")
 	require.NoError(t, err)
 	assert.Nil(t, box.launch, "host.sandbox off: the plain launcher")
 	assert.Contains(t, box.said, "host.sandbox is off: the agents run unconfined")
