@@ -62,6 +62,15 @@ type Config struct {
 	// Without turns defences off, for the tests that prove each one; the
 	// configuration never sets it.
 	Without Without
+
+	system *system // Prepare's
+}
+
+// system is what the system lets every agent read, outside Deny (the
+// Deny it was found for).
+type system struct {
+	deny        []sandbox.Denied
+	dirs, files []string
 }
 
 // DefaultUIDBase is the first uid of agents by default: above the ranges

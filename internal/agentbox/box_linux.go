@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -215,7 +216,7 @@ func (cfg Config) ruleset(llc landlock.Config, abi int, spec Spec, prog string) 
 	if cfg.Without.Landlock {
 		return os.Open(os.DevNull) // a placeholder at RulesetFD: the stage enforces none
 	}
-	sysDirs, sysFiles := sandbox.Readable(cfg.Deny)
+	sysDirs, sysFiles := cfg.systemPaths()
 	var roDirs, roFiles, rwDirs, rwFiles []string
 	readable := append([]string{prog}, cfg.Readable...)
 	if own := cfg.ownDir(spec); own != "" {
@@ -257,6 +258,23 @@ func (cfg Config) ruleset(llc landlock.Config, abi int, spec Spec, prog string) 
 		return nil, errors.New("landlock ruleset: nothing to restrict (this kernel's Landlock handles no right)")
 	}
 	return os.NewFile(uintptr(fd), "landlock ruleset"), nil
+}
+
+// Prepare is cfg with what the system lets every agent read, outside
+// Deny, found now, once for all its launches (each would look again).
+func (cfg Config) Prepare() Config {
+	dirs, files := sandbox.Readable(cfg.Deny)
+	cfg.system = &system{deny: slices.Clone(cfg.Deny), dirs: dirs, files: files}
+	return cfg
+}
+
+// systemPaths are the system's directories and files an agent reads:
+// Prepare's, unless Deny changed since.
+func (cfg Config) systemPaths() (dirs, files []string) {
+	if s := cfg.system; s != nil && slices.Equal(s.deny, cfg.Deny) {
+		return s.dirs, s.files
+	}
+	return sandbox.Readable(cfg.Deny)
 }
 
 // The uids given to agent names in this process: one per name, never two

@@ -51,7 +51,7 @@ func newSite(t *testing.T) *site {
 	require.NoError(t, os.Mkdir(s.agents, 0o711))
 	require.NoError(t, os.WriteFile(s.key, []byte(s.keySecret), 0o600))
 	s.cfg = Config{Deny: []sandbox.Denied{{Key: "host.identity", Path: s.key}, {Key: "host.work", Path: s.work},
-		{Key: "journal.path", Path: s.journal}, {Key: "host.repo", Path: s.repo}, {Key: WorkspacesKey, Path: s.agents}}}
+		{Key: "journal.path", Path: s.journal}, {Key: "host.repo", Path: s.repo}, {Key: WorkspacesKey, Path: s.agents}}}.Prepare()
 	_, abi, err := sandbox.Landlock()
 	if err != nil {
 		t.Skipf("no Landlock here: %v", err)
@@ -468,4 +468,21 @@ func TestClosedDirectories(t *testing.T) {
 
 	_, err = Closed(filepath.Join(below, "gone"), -1)
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// Prepare finds what the system lets agents read once, for all their
+// launches; a Deny changed since is looked at again.
+func TestPrepareFindsTheSystemOnce(t *testing.T) {
+	cfg := Config{Deny: []sandbox.Denied{{Key: "host.work", Path: filepath.Join(t.TempDir(), "work")}}}.Prepare()
+	dirs, files := cfg.systemPaths()
+	wantDirs, wantFiles := sandbox.Readable(cfg.Deny)
+	assert.Equal(t, wantDirs, dirs)
+	assert.Equal(t, wantFiles, files)
+
+	cfg.system.dirs = []string{"/found-once"}
+	dirs, _ = cfg.systemPaths()
+	assert.Equal(t, []string{"/found-once"}, dirs, "not looked for again")
+	cfg.Deny = append(cfg.Deny, sandbox.Denied{Key: "journal.path", Path: "/usr/share/journal"})
+	dirs, _ = cfg.systemPaths()
+	assert.NotEqual(t, []string{"/found-once"}, dirs, "another Deny: looked at again")
 }

@@ -88,7 +88,7 @@ func confine(c *config.Config, root, program, gitDir string) (confinement, error
 		spec, _ := filepath.Abs(c.Build.Spec)
 		readable = append(readable, spec)
 	}
-	cfg := agentbox.Config{Deny: deny, Readable: readable}
+	cfg := agentbox.Config{Deny: deny, Readable: readable}.Prepare()
 	launch := func(s agents.LaunchSpec) (agents.Process, error) {
 		// foreman on its PATH is the copy: a CLI's sh -c runs foreman
 		// prompt, wherever foreman itself is installed.
