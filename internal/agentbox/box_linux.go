@@ -66,12 +66,15 @@ func Launch(cfg Config, spec Spec) (*Process, error) {
 		if !filepath.IsAbs(w) {
 			return nil, fmt.Errorf("agent %s: writable path %q is not absolute", spec.Name, w)
 		}
+	}
+	// Checked before one is made: a path refused leaves nothing made.
+	if err := cfg.check(spec, prog); err != nil {
+		return nil, err
+	}
+	for _, w := range spec.Writable {
 		if err := os.MkdirAll(w, 0o700); err != nil && !isFile(w) {
 			return nil, fmt.Errorf("agent %s: writable path %s: %w", spec.Name, w, err)
 		}
-	}
-	if err := cfg.check(spec, prog); err != nil {
-		return nil, err
 	}
 	userns := !sandbox.HasCap(unix.CAP_SYS_ADMIN)
 	uid := 0
@@ -171,7 +174,7 @@ func (cfg Config) check(spec Spec, prog string) error {
 		grants = append(grants, grant{"readable path", r})
 	}
 	for _, g := range grants {
-		p := sandbox.Real(g.path)
+		p := resolved(g.path)
 		for _, d := range cfg.Deny {
 			if d.Path == "" {
 				continue
@@ -188,6 +191,21 @@ func (cfg Config) check(spec Spec, prog string) error {
 		}
 	}
 	return nil
+}
+
+// resolved is path with its links resolved, as far as it exists: the
+// place a path not made yet would be made (a link above it followed).
+func resolved(path string) string {
+	rest := ""
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if p == filepath.Dir(p) {
+			return filepath.Clean(path)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
 }
 
 // ownDir is the agent's own directory in the workspaces' (the one its

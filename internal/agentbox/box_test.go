@@ -252,9 +252,10 @@ func asNobody(t *testing.T) {
 }
 
 // A grant that would reach what agents must not is refused before
-// anything starts, naming the path and the key: a writable path holding
-// the host's key, a readable one inside host.work, a writable path in
-// another agent's directory, a workspace inside the journal.
+// anything starts (a writable path made), naming the path and the key: a
+// writable path holding the host's key, a readable one inside host.work,
+// a writable path in another agent's directory or, through a link, in the
+// journal, a workspace inside the journal.
 func TestAGrantThatReachesADeniedPathIsRefused(t *testing.T) {
 	s := newSite(t)
 	for want, change := range map[string]func(*Spec, *Config){
@@ -270,6 +271,10 @@ func TestAGrantThatReachesADeniedPathIsRefused(t *testing.T) {
 		"its workspace " + filepath.Join(s.journal, "ws") + " is inside journal.path": func(sp *Spec, _ *Config) {
 			sp.Dir = filepath.Join(s.journal, "ws")
 		},
+		"writable path " + filepath.Join(s.agents, "b1", "link", "made") + " is inside journal.path (" + s.journal + ")": func(sp *Spec, _ *Config) {
+			require.NoError(t, os.Symlink(s.journal, filepath.Join(s.agents, "b1", "link")))
+			sp.Writable = append(sp.Writable, filepath.Join(s.agents, "b1", "link", "made"))
+		},
 	} {
 		sp, _ := s.spec("b1", "echo started")
 		cfg := s.cfg
@@ -278,6 +283,10 @@ func TestAGrantThatReachesADeniedPathIsRefused(t *testing.T) {
 		require.Error(t, err, want)
 		assert.Contains(t, err.Error(), want)
 	}
+	// Refused before a writable path is made: nothing in another agent's
+	// directory, nothing through a link into the journal.
+	assert.NoDirExists(t, filepath.Join(s.agents, "b2"))
+	assert.NoDirExists(t, filepath.Join(s.journal, "made"))
 	sp, _ := s.spec("b1", "true")
 	sp.Argv = []string{"no-such-agent-cli"}
 	_, err := Launch(s.cfg, sp)
