@@ -68,16 +68,13 @@ func confine(c *config.Config, root, program, gitDir string) (confinement, error
 	if err != nil {
 		return confinement{}, err
 	}
+	// Each absolute, as the box compares them: Own's are, root is, and
+	// git says the git directory so.
 	deny := append(sandbox.Own(c), sandbox.Denied{Key: agentbox.WorkspacesKey, Path: root})
 	if gitDir != "" {
 		// Its git directory: the agents push only through the gate. (Its
 		// work tree, when it has one, holds the agents' root.)
 		deny = append(deny, sandbox.Denied{Key: "host.repo", Path: gitDir})
-	}
-	for i := range deny {
-		if deny[i].Path != "" {
-			deny[i].Path, _ = filepath.Abs(deny[i].Path)
-		}
 	}
 	readable := []string{prog}
 	if c.File != "" {
