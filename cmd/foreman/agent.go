@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentforeman/foreman/agentchat"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/tooling/sim"
 	"github.com/agentforeman/foreman/protocol"
 )
@@ -261,9 +262,9 @@ func (f *agentFlags) participant(cfg sim.Config) (*sim.Participant, error) {
 			s.Quirks[c] = sim.Quirk{Kind: sim.Block, After: f.quirkAfter, Dep: dep}
 		}
 		if f.pushURL != "" || f.namespaces {
-			// What the host (InNamespace) and the gate (foreman up grants
-			// each agent's token for its id) take: the id, without the @.
-			s.Namespace = strings.TrimPrefix(cfg.Identity.AgentID(), "@")
+			// The namespace the host (InNamespace) and the gate (foreman
+			// up grants each agent's token for it) take.
+			s.Namespace = host.NamespaceName(cfg.Identity.AgentID())
 		}
 		switch {
 		case f.pushURL != "":

@@ -62,6 +62,15 @@ type Config struct {
 	// Without turns defences off, for the tests that prove each one; the
 	// configuration never sets it.
 	Without Without
+
+	system *system // Prepare's
+}
+
+// system is what the system lets every agent read, outside Deny (the
+// Deny it was found for).
+type system struct {
+	deny        []sandbox.Denied
+	dirs, files []string
 }
 
 // DefaultUIDBase is the first uid of agents by default: above the ranges
@@ -94,4 +103,8 @@ type Spec struct {
 	// Writable are more paths it reads and writes: HOME, TMPDIR (also
 	// shown at /tmp), its CLI's config and caches. Made when missing.
 	Writable []string
+	// Written are paths in Dir and Writable that foreman wrote for it
+	// since it may last have started (its CLI's MCP config, 0600, and the
+	// directories made for it): its uid's, like the rest, when it has one.
+	Written []string
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,12 +66,15 @@ func Launch(cfg Config, spec Spec) (*Process, error) {
 		if !filepath.IsAbs(w) {
 			return nil, fmt.Errorf("agent %s: writable path %q is not absolute", spec.Name, w)
 		}
+	}
+	// Checked before one is made: a path refused leaves nothing made.
+	if err := cfg.check(spec, prog); err != nil {
+		return nil, err
+	}
+	for _, w := range spec.Writable {
 		if err := os.MkdirAll(w, 0o700); err != nil && !isFile(w) {
 			return nil, fmt.Errorf("agent %s: writable path %s: %w", spec.Name, w, err)
 		}
-	}
-	if err := cfg.check(spec, prog); err != nil {
-		return nil, err
 	}
 	userns := !sandbox.HasCap(unix.CAP_SYS_ADMIN)
 	uid := 0
@@ -170,7 +174,7 @@ func (cfg Config) check(spec Spec, prog string) error {
 		grants = append(grants, grant{"readable path", r})
 	}
 	for _, g := range grants {
-		p := sandbox.Real(g.path)
+		p := resolved(g.path)
 		for _, d := range cfg.Deny {
 			if d.Path == "" {
 				continue
@@ -187,6 +191,21 @@ func (cfg Config) check(spec Spec, prog string) error {
 		}
 	}
 	return nil
+}
+
+// resolved is path with its links resolved, as far as it exists: the
+// place a path not made yet would be made (a link above it followed).
+func resolved(path string) string {
+	rest := ""
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if p == filepath.Dir(p) {
+			return filepath.Clean(path)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
 }
 
 // ownDir is the agent's own directory in the workspaces' (the one its
@@ -215,7 +234,7 @@ func (cfg Config) ruleset(llc landlock.Config, abi int, spec Spec, prog string) 
 	if cfg.Without.Landlock {
 		return os.Open(os.DevNull) // a placeholder at RulesetFD: the stage enforces none
 	}
-	sysDirs, sysFiles := sandbox.Readable(cfg.Deny)
+	sysDirs, sysFiles := cfg.systemPaths()
 	var roDirs, roFiles, rwDirs, rwFiles []string
 	readable := append([]string{prog}, cfg.Readable...)
 	if own := cfg.ownDir(spec); own != "" {
@@ -257,6 +276,23 @@ func (cfg Config) ruleset(llc landlock.Config, abi int, spec Spec, prog string) 
 		return nil, errors.New("landlock ruleset: nothing to restrict (this kernel's Landlock handles no right)")
 	}
 	return os.NewFile(uintptr(fd), "landlock ruleset"), nil
+}
+
+// Prepare is cfg with what the system lets every agent read, outside
+// Deny, found now, once for all its launches (each would look again).
+func (cfg Config) Prepare() Config {
+	dirs, files := sandbox.Readable(cfg.Deny)
+	cfg.system = &system{deny: slices.Clone(cfg.Deny), dirs: dirs, files: files}
+	return cfg
+}
+
+// systemPaths are the system's directories and files an agent reads:
+// Prepare's, unless Deny changed since.
+func (cfg Config) systemPaths() (dirs, files []string) {
+	if s := cfg.system; s != nil && slices.Equal(s.deny, cfg.Deny) {
+		return s.dirs, s.files
+	}
+	return sandbox.Readable(cfg.Deny)
 }
 
 // The uids given to agent names in this process: one per name, never two
@@ -309,18 +345,15 @@ func own(spec Spec, ownDir string, uid int) error {
 		paths = append([]string{ownDir}, paths...)
 	}
 	for _, p := range paths {
-		for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+		closed, err := Closed(filepath.Dir(p), uid)
+		if err != nil {
+			return fmt.Errorf("agent %s: %w", spec.Name, err)
+		}
+		if len(closed) > 0 {
+			dir := closed[len(closed)-1] // the nearest
 			var st unix.Stat_t
-			if err := unix.Stat(dir, &st); err != nil {
-				return fmt.Errorf("agent %s: %s: %w", spec.Name, dir, err)
-			}
-			fi := fileMode(st.Mode)
-			if st.Mode&0o001 == 0 && !(int(st.Uid) == uid && st.Mode&0o100 != 0) {
-				return fmt.Errorf("agent %s: %s cannot reach %s: %s (mode %v) lets no other user enter it; chmod o+x %s (mode 0711 lists nothing to others), or put the agents' workspaces elsewhere", spec.Name, userName(uid), p, dir, fi, dir)
-			}
-			if dir == "/" {
-				break
-			}
+			_ = unix.Stat(dir, &st)
+			return fmt.Errorf("agent %s: %s cannot reach %s: %s (mode %v) lets no other user enter it; chmod o+x %s (mode 0711 lists nothing to others), or put the agents' workspaces elsewhere", spec.Name, userName(uid), p, dir, fileMode(st.Mode), dir)
 		}
 		var st unix.Stat_t
 		if err := unix.Lstat(p, &st); err != nil {
@@ -338,12 +371,12 @@ func own(spec Spec, ownDir string, uid int) error {
 						}
 					}
 				}
-			} else if err := ownAgain(p, uid); err != nil {
+			} else if err := ownWritten(p, spec.Written, uid); err != nil {
 				return fmt.Errorf("agent %s: %w", spec.Name, err)
 			}
 			continue
 		}
-		err := filepath.WalkDir(p, func(path string, _ fs.DirEntry, err error) error {
+		err = filepath.WalkDir(p, func(path string, _ fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
@@ -361,41 +394,53 @@ func own(spec Spec, ownDir string, uid int) error {
 	return nil
 }
 
-// ownAgain makes what foreman wrote in dir, the agent's already, since
-// the agent's last start its uid's: a CLI's config foreman up writes again
-// at each start (internal/mcpconfig: .mcp.json, .gemini/, .codex/,
-// .claude.json), 0600 and foreman's until then. That is the entries at
-// dir's top, and everything in its top directories named with a dot but
-// .git (a clone's objects are never foreman's to write again).
-func ownAgain(dir string, uid int) error {
-	entries, err := os.ReadDir(dir)
+// Closed is the directories from dir up to / (the outermost first) that
+// uid cannot enter: those that let no other user in, but one of uid's own
+// that lets its owner in. uid -1 is any uid of an agent's, before it is
+// known: one that owns none of them.
+func Closed(dir string, uid int) ([]string, error) {
+	var closed []string
+	for d := dir; ; d = filepath.Dir(d) {
+		var st unix.Stat_t
+		if err := unix.Stat(d, &st); err != nil {
+			return nil, &fs.PathError{Op: "stat", Path: d, Err: err}
+		}
+		if st.Mode&0o001 == 0 && !(uid >= 0 && int(st.Uid) == uid && st.Mode&0o100 != 0) {
+			closed = append([]string{d}, closed...)
+		}
+		if d == "/" || d == "." {
+			return closed, nil
+		}
+	}
+}
+
+// ownWritten makes what foreman wrote for the agent in dir, the agent's
+// already, since its last start (spec.Written: its CLI's MCP config,
+// 0600, which foreman up writes again at each of its starts, and the
+// directories made for it) its uid's. Each is reached within dir, never
+// through a link out of it, and only what is foreman's changes hands:
+// never a file with another link (one the agent made to somebody else's
+// file must not become its).
+func ownWritten(dir string, written []string, uid int) error {
+	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil // a file: its top was checked
 	}
-	mine := func(path string) error {
-		var st unix.Stat_t
-		// Only what foreman wrote: never a file with another link (one
-		// the agent made to somebody else's file must not become its).
-		if err := unix.Lstat(path, &st); err != nil || int(st.Uid) != os.Geteuid() || st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
-			return nil
+	defer r.Close()
+	for _, w := range written {
+		rel, err := filepath.Rel(sandbox.Real(dir), w)
+		if err != nil || !filepath.IsLocal(rel) {
+			continue // another of its paths'
 		}
-		return os.Lchown(path, uid, uid)
-	}
-	for _, e := range entries {
-		path := filepath.Join(dir, e.Name())
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), ".") || e.Name() == ".git" {
-			if err := mine(path); err != nil {
-				return err
-			}
+		fi, err := r.Lstat(rel)
+		if err != nil {
 			continue
 		}
-		err := filepath.WalkDir(path, func(p string, _ fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			return mine(p)
-		})
-		if err != nil {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || int(st.Uid) != os.Geteuid() || !fi.IsDir() && st.Nlink > 1 {
+			continue
+		}
+		if err := r.Lchown(rel, uid, uid); err != nil {
 			return err
 		}
 	}

@@ -51,7 +51,7 @@ func newSite(t *testing.T) *site {
 	require.NoError(t, os.Mkdir(s.agents, 0o711))
 	require.NoError(t, os.WriteFile(s.key, []byte(s.keySecret), 0o600))
 	s.cfg = Config{Deny: []sandbox.Denied{{Key: "host.identity", Path: s.key}, {Key: "host.work", Path: s.work},
-		{Key: "journal.path", Path: s.journal}, {Key: "host.repo", Path: s.repo}, {Key: WorkspacesKey, Path: s.agents}}}
+		{Key: "journal.path", Path: s.journal}, {Key: "host.repo", Path: s.repo}, {Key: WorkspacesKey, Path: s.agents}}}.Prepare()
 	_, abi, err := sandbox.Landlock()
 	if err != nil {
 		t.Skipf("no Landlock here: %v", err)
@@ -252,9 +252,10 @@ func asNobody(t *testing.T) {
 }
 
 // A grant that would reach what agents must not is refused before
-// anything starts, naming the path and the key: a writable path holding
-// the host's key, a readable one inside host.work, a writable path in
-// another agent's directory, a workspace inside the journal.
+// anything starts (a writable path made), naming the path and the key: a
+// writable path holding the host's key, a readable one inside host.work,
+// a writable path in another agent's directory or, through a link, in the
+// journal, a workspace inside the journal.
 func TestAGrantThatReachesADeniedPathIsRefused(t *testing.T) {
 	s := newSite(t)
 	for want, change := range map[string]func(*Spec, *Config){
@@ -270,6 +271,10 @@ func TestAGrantThatReachesADeniedPathIsRefused(t *testing.T) {
 		"its workspace " + filepath.Join(s.journal, "ws") + " is inside journal.path": func(sp *Spec, _ *Config) {
 			sp.Dir = filepath.Join(s.journal, "ws")
 		},
+		"writable path " + filepath.Join(s.agents, "b1", "link", "made") + " is inside journal.path (" + s.journal + ")": func(sp *Spec, _ *Config) {
+			require.NoError(t, os.Symlink(s.journal, filepath.Join(s.agents, "b1", "link")))
+			sp.Writable = append(sp.Writable, filepath.Join(s.agents, "b1", "link", "made"))
+		},
 	} {
 		sp, _ := s.spec("b1", "echo started")
 		cfg := s.cfg
@@ -278,6 +283,10 @@ func TestAGrantThatReachesADeniedPathIsRefused(t *testing.T) {
 		require.Error(t, err, want)
 		assert.Contains(t, err.Error(), want)
 	}
+	// Refused before a writable path is made: nothing in another agent's
+	// directory, nothing through a link into the journal.
+	assert.NoDirExists(t, filepath.Join(s.agents, "b2"))
+	assert.NoDirExists(t, filepath.Join(s.journal, "made"))
 	sp, _ := s.spec("b1", "true")
 	sp.Argv = []string{"no-such-agent-cli"}
 	_, err := Launch(s.cfg, sp)
@@ -411,25 +420,78 @@ func TestEachAgentHasAUidOfItsOwn(t *testing.T) {
 }
 
 // What foreman up writes again at each start in an agent's workspace and
-// HOME (its CLI's MCP config, 0600) is the agent's to read when it starts
-// again as its own uid.
+// HOME (its CLI's MCP config, 0600, and a directory made for it), named
+// in Written, is the agent's to read when it starts again as its own uid;
+// the rest of its directories is not walked again (a big ~/.cache would
+// be at every start): a file of foreman's there, not named, stays
+// foreman's.
 func TestWhatForemanWritesAgainIsTheAgents(t *testing.T) {
 	if os.Geteuid() != 0 || !sandbox.HasCap(unix.CAP_SYS_ADMIN) {
 		t.Skip("an agent has a uid of its own where foreman is root")
 	}
 	s := newSite(t)
 	spec, out := s.spec("b1", `[ -e ./.mcp.json ] || exit 0; cat ./.mcp.json "$HOME/.gemini/settings.json"`)
-	run := func() {
+	run := func() *Process {
 		p, err := Launch(s.cfg, spec)
 		require.NoError(t, err)
 		require.NoError(t, p.Wait(), "%s", out)
+		return p
 	}
-	run() // its workspace and HOME are its own since
+	uid := run().UID // its workspace and HOME are its own since
 	home := filepath.Join(filepath.Dir(spec.Dir), "home")
 	require.NoError(t, os.MkdirAll(filepath.Join(home, ".gemini"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(spec.Dir, ".mcp.json"), []byte("workspace's\n"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte("home's\n"), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".cache"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".cache", "foremans"), nil, 0o600))
+	spec.Written = []string{filepath.Join(spec.Dir, ".mcp.json"), filepath.Join(home, ".gemini"), filepath.Join(home, ".gemini", "settings.json")}
 	out.Reset()
 	run()
 	assert.Equal(t, "workspace's\nhome's\n", out.String())
+	for path, owner := range map[string]int{filepath.Join(home, ".gemini"): uid, filepath.Join(home, ".cache", "foremans"): os.Geteuid()} {
+		var st unix.Stat_t
+		require.NoError(t, unix.Lstat(path, &st))
+		assert.Equal(t, owner, int(st.Uid), path)
+	}
+}
+
+// A directory that lets no other user in closes the way to what is
+// below it, to every agent's uid but the one that owns it.
+func TestClosedDirectories(t *testing.T) {
+	open := filepath.Join(t.TempDir(), "open")
+	shut := filepath.Join(open, "shut")
+	require.NoError(t, os.MkdirAll(shut, 0o700))
+	require.NoError(t, os.Chmod(open, 0o711))
+	below := filepath.Join(shut, "below")
+	require.NoError(t, os.Mkdir(below, 0o711))
+
+	closed, err := Closed(below, -1)
+	require.NoError(t, err)
+	assert.Contains(t, closed, shut)
+	assert.NotContains(t, closed, open)
+	assert.NotContains(t, closed, below)
+	assert.Equal(t, shut, closed[len(closed)-1], "the nearest last")
+	closed, err = Closed(below, os.Getuid())
+	require.NoError(t, err)
+	assert.NotContains(t, closed, shut, "its owner enters it")
+
+	_, err = Closed(filepath.Join(below, "gone"), -1)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// Prepare finds what the system lets agents read once, for all their
+// launches; a Deny changed since is looked at again.
+func TestPrepareFindsTheSystemOnce(t *testing.T) {
+	cfg := Config{Deny: []sandbox.Denied{{Key: "host.work", Path: filepath.Join(t.TempDir(), "work")}}}.Prepare()
+	dirs, files := cfg.systemPaths()
+	wantDirs, wantFiles := sandbox.Readable(cfg.Deny)
+	assert.Equal(t, wantDirs, dirs)
+	assert.Equal(t, wantFiles, files)
+
+	cfg.system.dirs = []string{"/found-once"}
+	dirs, _ = cfg.systemPaths()
+	assert.Equal(t, []string{"/found-once"}, dirs, "not looked for again")
+	cfg.Deny = append(cfg.Deny, sandbox.Denied{Key: "journal.path", Path: "/usr/share/journal"})
+	dirs, _ = cfg.systemPaths()
+	assert.NotEqual(t, []string{"/found-once"}, dirs, "another Deny: looked at again")
 }

@@ -57,7 +57,8 @@ func agentEnv(base []string, w Workspace, url, file string, granted []string, ow
 // WriteMCP writes foreman mcp (mcpCommand) as the MCP server "foreman"
 // where Claude Code, Codex and gemini-cli read theirs when started in
 // w's clone with w's HOME, approved there (internal/mcpconfig): whichever
-// of them the agent's command is finds it.
-func WriteMCP(w Workspace, mcpCommand []string) error {
+// of them the agent's command is finds it. It returns what it wrote there
+// (mcpconfig.WriteAll).
+func WriteMCP(w Workspace, mcpCommand []string) ([]string, error) {
 	return mcpconfig.WriteAll(w.Work, w.Home, mcpconfig.Server{Command: mcpCommand[0], Args: mcpCommand[1:]})
 }

@@ -16,6 +16,11 @@ type LaunchSpec struct {
 	// Writable are the paths it may write besides Dir: its HOME, TMPDIR,
 	// its CLI's config and caches (a confining Launcher's business).
 	Writable []string
+	// Written are what foreman wrote for it in Dir and Writable (its
+	// CLI's MCP config, and the directories above it there): the agent's
+	// to read as the rest (a confining Launcher that runs it as a uid of
+	// its own makes them that uid's).
+	Written []string
 }
 
 // Process is a started agent.

@@ -33,8 +33,9 @@ type Options struct {
 	Launch  Launcher // default: Exec
 	// WriteMCP writes foreman's MCP server where the agent's CLI reads it
 	// in its workspace and HOME. Default: WriteMCP (Claude Code's,
-	// Codex's and gemini-cli's, each approved there).
-	WriteMCP func(w Workspace, mcpCommand []string) error
+	// Codex's and gemini-cli's, each approved there); it returns the
+	// paths it wrote (LaunchSpec.Written).
+	WriteMCP func(w Workspace, mcpCommand []string) ([]string, error)
 	// Push, if set, grants an agent (by its sender id) its way to push
 	// its work: the environment that says where, with its token
 	// (FOREMAN_PUSH_URL, FOREMAN_PUSH_TOKEN), given at each start.
@@ -56,7 +57,8 @@ type Options struct {
 type Supervisor struct {
 	o      Options
 	ws     map[string]Workspace
-	push   map[string][]string // each agent's push environment
+	grant  map[string][]string // each agent's exporter and push environment
+	mcp    map[string][]string // what WriteMCP wrote for each agent
 	agents map[string]config.Agent
 	team   *Team
 
@@ -108,7 +110,7 @@ func New(ctx context.Context, o Options) (*Supervisor, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Supervisor{o: o, ws: map[string]Workspace{}, push: map[string][]string{}, agents: map[string]config.Agent{}, wake: make(chan struct{}, 1)}
+	s := &Supervisor{o: o, ws: map[string]Workspace{}, grant: map[string][]string{}, mcp: map[string][]string{}, agents: map[string]config.Agent{}, wake: make(chan struct{}, 1)}
 	for i, a := range o.Agents {
 		if _, err := exec.LookPath(a.Command[0]); err != nil {
 			return nil, fmt.Errorf("agents[%d].command: %s: no such program on PATH (%s); install it, or give its absolute path", i, a.Command[0], cause(err))
@@ -122,13 +124,20 @@ func New(ctx context.Context, o Options) (*Supervisor, error) {
 			return nil, err
 		}
 		mcp := []string{o.Program, "mcp", "--identity", w.Key, "--name", a.Name, "--url", c.Server.URL, file}
-		if err := o.WriteMCP(w, mcp); err != nil {
+		if s.mcp[a.Name], err = o.WriteMCP(w, mcp); err != nil {
 			return nil, fmt.Errorf("agent %s: cannot write its MCP config in %s: %w", a.Name, w.Work, err)
 		}
+		// Once, for all its starts: its exporter's (from telemetry.secret)
+		// and its push's.
+		if s.grant[a.Name], err = ExporterEnv(c, w.ID); err != nil {
+			return nil, err
+		}
 		if o.Push != nil {
-			if s.push[a.Name], err = o.Push(w.ID); err != nil {
+			push, err := o.Push(w.ID)
+			if err != nil {
 				return nil, fmt.Errorf("agent %s: cannot grant it a way to push: %w", a.Name, err)
 			}
+			s.grant[a.Name] = append(s.grant[a.Name], push...)
 		}
 		s.ws[a.Name], s.agents[a.Name] = w, a
 		team = append(team, Status{Name: a.Name, Role: a.Role, ID: w.ID, Log: w.Log})
@@ -295,20 +304,16 @@ func (s *Supervisor) start(name string) (Process, *os.File, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	exporter, err := ExporterEnv(s.o.Config, w.ID)
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
 	fmt.Fprintf(f, "--- foreman up: agent %s (%s) starting at %s: %s\n", name, w.ID, s.o.Now().UTC().Format(time.RFC3339), paste.Shell(a.Command))
 	p, err := s.o.Launch(LaunchSpec{
 		Name: name, Dir: w.Work, Argv: a.Command, Stdout: f, Stderr: f,
-		Env: agentEnv(os.Environ(), w, s.o.Config.Server.URL, paste.Abs(s.o.Config.File), append(exporter, s.push[name]...), a.Env),
+		Env: agentEnv(os.Environ(), w, s.o.Config.Server.URL, paste.Abs(s.o.Config.File), s.grant[name], a.Env),
 		// Its clone (Dir), HOME and TMPDIR are its to write; its directory
 		// above them only to read (its key, which foreman mcp reads): its
 		// log, which foreman appends to and the board serves, is not its
 		// to replace with a link to anything of foreman's.
 		Writable: []string{w.Home, w.Tmp},
+		Written:  s.mcp[name],
 	})
 	if err != nil {
 		fmt.Fprintf(f, "--- foreman up: agent %s could not start: %v\n", name, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentforeman/foreman/coordinator"
 	"github.com/agentforeman/foreman/internal/config"
+	"github.com/agentforeman/foreman/internal/otlp"
 	"github.com/agentforeman/foreman/protocol"
 )
 
@@ -207,11 +208,22 @@ func (p *fakeProcess) Wait() error              { return fmt.Errorf("signal: %v"
 
 // The Launcher is given what a confining one needs: the agent's clone to
 // start in, its whole environment, its output, and the paths it may write
-// (its workspace, HOME and TMPDIR); stopping up signals each process.
+// (its workspace, HOME and TMPDIR) and what foreman wrote there; stopping
+// up signals each process.
 func TestLauncherIsGivenTheSpec(t *testing.T) {
 	c := testConfig(t)
+	c.HTTP, c.Telemetry.Secret = "127.0.0.1:9191", filepath.Join(t.TempDir(), "telemetry.secret")
+	// What is granted is made once, before anything starts: a secret
+	// foreman cannot use stops up there, in one line.
+	require.NoError(t, os.WriteFile(c.Telemetry.Secret, []byte("short"), 0o600))
+	_, err := New(context.Background(), Options{Config: c, Agents: []config.Agent{sh("b1", "true")}})
+	require.Error(t, err)
+	assert.Equal(t, "telemetry.secret: "+c.Telemetry.Secret+" holds 5 bytes; a secret needs at least 16 (delete it and foreman makes one)", err.Error())
+	require.NoError(t, os.Remove(c.Telemetry.Secret))
+
 	specs := make(chan LaunchSpec, 4)
 	s, err := New(context.Background(), Options{Config: c, Log: zerolog.Nop(),
+		Push: func(id string) ([]string, error) { return []string{"FOREMAN_PUSH_TOKEN=for-" + id}, nil },
 		Launch: func(spec LaunchSpec) (Process, error) {
 			specs <- spec
 			return &fakeProcess{pid: 7, sigs: make(chan os.Signal, 2)}, nil
@@ -225,8 +237,15 @@ func TestLauncherIsGivenTheSpec(t *testing.T) {
 	assert.Equal(t, w.Work, spec.Dir)
 	assert.Equal(t, []string{"sh", "-c", "true"}, spec.Argv)
 	assert.Equal(t, []string{w.Home, w.Tmp}, spec.Writable, "its directory (its key, its log) is not its to write")
+	work, err := filepath.EvalSymlinks(w.Work)
+	require.NoError(t, err)
+	assert.Contains(t, spec.Written, filepath.Join(work, ".mcp.json"), "its MCP config: its uid's, when it has one")
 	assert.Subset(t, spec.Env, []string{"HOME=" + w.Home, "TMPDIR=" + w.Tmp, "FOREMAN_IDENTITY=" + w.Key,
 		"FOREMAN_SERVER_URL=ws://127.0.0.1:1", "FOREMAN_CONFIG=" + c.File, "OWN=yes"})
+	secret, err := os.ReadFile(c.Telemetry.Secret)
+	require.NoError(t, err)
+	assert.Subset(t, spec.Env, []string{"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer " + otlp.Token(secret, w.ID), "FOREMAN_PUSH_TOKEN=for-" + w.ID},
+		"its exporter's and its push's")
 	waitFor(t, s, "b1", func(st Status) bool { return st.State == Running && st.Pid == 7 })
 	cancel()
 	<-done

@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/agentforeman/foreman/agentchat"
 )
@@ -80,8 +82,13 @@ func clone(ctx context.Context, name, repo, target, work string) error {
 	}
 	part := work + ".part"
 	_ = os.RemoveAll(part)
-	if err := git(ctx, "", "clone", "--quiet", "--no-hardlinks", "--branch", target, "--", repo, part); err != nil {
+	if out, err := git(ctx, "", "clone", "--quiet", "--no-hardlinks", "--branch", target, "--", repo, part); err != nil {
+		full := noSpace(out, filepath.Dir(work)) // before the part is removed: it may be what filled the disk
 		_ = os.RemoveAll(part)
+		if full {
+			return fmt.Errorf("agent %s: cannot clone host.repo %s (branch %s) into its workspace: the disk is full (git: %v); free space where its workspace is, at %s, then start foreman up again",
+				name, repo, target, err, filepath.Dir(work))
+		}
 		return fmt.Errorf("agent %s: cannot clone host.repo %s (branch %s) into its workspace: %v", name, repo, target, err)
 	}
 	if err := os.Rename(part, work); err != nil {
@@ -91,19 +98,42 @@ func clone(ctx context.Context, name, repo, target, work string) error {
 	return nil
 }
 
-// git runs git, its error the last line it said.
-func git(ctx context.Context, dir string, args ...string) error {
+// noSpace reports whether a git that failed, having said out, ran out of
+// space on dir's disk: it says so when a write of its objects failed, but
+// not when one of its checkout did ("unable to write file"), and then
+// the disk it filled has no block left.
+func noSpace(out, dir string) bool {
+	if strings.Contains(out, "No space left on device") {
+		return true
+	}
+	var st syscall.Statfs_t
+	return syscall.Statfs(dir, &st) == nil && st.Bavail == 0
+}
+
+// git runs git and returns what it said; its error is the line that says
+// why it failed: its first fatal: line, else its first error: line, else
+// its last (after a failed checkout, git's last lines are advice on
+// retrying in the clone, which foreman removes).
+func git(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
-			return errors.New(last)
-		}
-		return err
+	err := cmd.Run()
+	if err == nil {
+		return out.String(), nil
 	}
-	return nil
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	why := strings.TrimSpace(lines[len(lines)-1])
+	for _, prefix := range []string{"fatal:", "error:"} {
+		if i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, prefix) }); i >= 0 {
+			why = strings.TrimSpace(lines[i])
+			break
+		}
+	}
+	if why == "" {
+		return out.String(), err
+	}
+	return out.String(), errors.New(why)
 }

@@ -87,13 +87,18 @@ func (r StrictRules) MayLand(l Landable) string {
 // pushed by someone else: another agent's work, or one it must not be
 // credited with.
 func InNamespace(builder, ref string) bool {
-	name := strings.TrimPrefix(builder, "@")
+	name := NamespaceName(builder)
 	rest, ok := strings.CutPrefix(strings.TrimPrefix(ref, "refs/heads/"), name+"/")
 	return ok && name != "" && rest != ""
 }
 
 // Namespace is the branches builder may name: what the refusals say.
-func Namespace(builder string) string { return strings.TrimPrefix(builder, "@") + "/" }
+func Namespace(builder string) string { return NamespaceName(builder) + "/" }
+
+// NamespaceName is the name builder's branches start with: its id
+// without the @. The push gate grants it (remote.GitServer.GrantPush),
+// and a builder names its branches with it (foreman agent).
+func NamespaceName(builder string) string { return strings.TrimPrefix(builder, "@") }
 
 // outsideNamespace words the refusal of builder's ref.
 func outsideNamespace(builder, ref string) string {

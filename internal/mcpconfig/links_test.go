@@ -23,18 +23,18 @@ func TestALinkTheAgentLeftIsNotFollowed(t *testing.T) {
 	ws, home := t.TempDir(), t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(ws, ".git", "info"), 0o755))
 	require.NoError(t, os.Symlink(victim, filepath.Join(ws, ".git", "info", "exclude")))
-	assert.Error(t, Write(ws, home, Claude, server))
+	assert.Error(t, writeOne(ws, home, Claude, server))
 	data, err := os.ReadFile(victim)
 	require.NoError(t, err)
 	assert.Equal(t, "root ALL=(ALL) ALL\n", string(data), "the file the link names is untouched")
 
 	ws, home = t.TempDir(), t.TempDir()
 	require.NoError(t, os.Symlink(outside, filepath.Join(home, ".claude")))
-	assert.Error(t, Write(ws, home, Claude, server))
+	assert.Error(t, writeOne(ws, home, Claude, server))
 	assert.NoFileExists(t, filepath.Join(outside, "settings.json"), "nothing written through the agent's link")
 
 	ws, home = t.TempDir(), t.TempDir()
 	require.NoError(t, os.Symlink(outside, filepath.Join(home, ".codex")))
-	assert.Error(t, Write(ws, home, Codex, server))
+	assert.Error(t, writeOne(ws, home, Codex, server))
 	assert.NoFileExists(t, filepath.Join(outside, "config.toml"))
 }

@@ -76,31 +76,43 @@ type Server struct {
 
 // Write writes server where cli (Claude, Codex or Gemini) reads it when
 // started in workspace with HOME=home (and, for Codex, CODEX_HOME as Env
-// says), and approves it there. workspace and home must exist.
-func Write(workspace, home, cli string, server Server) error {
+// says), and approves it there. workspace and home must exist. It returns
+// what it wrote: each file, and the directories above it in workspace or
+// home (made now, or there before), with their links resolved.
+func Write(workspace, home, cli string, server Server) ([]string, error) {
 	w, err := place(workspace, home, server)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	switch cli {
 	case Claude:
-		return w.claude()
+		err = w.claude()
 	case Codex:
-		return w.codex()
+		err = w.codex()
 	case Gemini:
-		return w.gemini()
+		err = w.gemini()
+	default:
+		return nil, fmt.Errorf("mcpconfig: unknown agent CLI %q: give one of %s", cli, strings.Join(CLIs, ", "))
 	}
-	return fmt.Errorf("mcpconfig: unknown agent CLI %q: give one of %s", cli, strings.Join(CLIs, ", "))
+	if err != nil {
+		return nil, err
+	}
+	return *w.wrote, nil
 }
 
-// WriteAll writes server for every CLI in CLIs.
-func WriteAll(workspace, home string, server Server) error {
+// WriteAll writes server for every CLI in CLIs, and returns what it wrote
+// as Write does.
+func WriteAll(workspace, home string, server Server) ([]string, error) {
+	var wrote []string
 	for _, cli := range CLIs {
-		if err := Write(workspace, home, cli, server); err != nil {
-			return err
+		paths, err := Write(workspace, home, cli, server)
+		if err != nil {
+			return nil, err
 		}
+		wrote = append(wrote, paths...)
 	}
-	return nil
+	slices.Sort(wrote)
+	return slices.Compact(wrote), nil
 }
 
 // Env is the environment an agent's CLI needs, besides its own, to read
@@ -114,10 +126,19 @@ func Env(home string) []string {
 // CodexHome is the CODEX_HOME of an agent whose HOME is home.
 func CodexHome(home string) string { return filepath.Join(home, ".codex") }
 
-// writer holds one Write's checked arguments.
+// writer holds one Write's checked arguments, and what it wrote.
 type writer struct {
 	ws, home string // absolute, links resolved: the paths the CLIs compare
 	s        Server
+	wrote    *[]string
+}
+
+// note notes rel within base as written, and the directories above it
+// there.
+func (w writer) note(base, rel string) {
+	for ; rel != "." && rel != string(filepath.Separator); rel = filepath.Dir(rel) {
+		*w.wrote = append(*w.wrote, filepath.Join(base, rel))
+	}
 }
 
 func place(workspace, home string, s Server) (writer, error) {
@@ -131,7 +152,7 @@ func place(workspace, home string, s Server) (writer, error) {
 		return writer{}, fmt.Errorf("mcpconfig: server command %q is not an absolute path: a CLI starts it from anywhere; give foreman's full path", s.Command)
 	}
 	var err error
-	w := writer{s: s}
+	w := writer{s: s, wrote: new([]string)}
 	if w.ws, err = dir("workspace", workspace); err != nil {
 		return writer{}, err
 	}
@@ -172,7 +193,7 @@ func (w writer) args() []string {
 }
 
 func (w writer) claude() error {
-	if err := editJSON(w.ws, ".mcp.json", func(doc map[string]any) error {
+	if err := w.editJSON(w.ws, ".mcp.json", func(doc map[string]any) error {
 		servers, err := object(doc, "mcpServers")
 		if err != nil {
 			return err
@@ -182,10 +203,10 @@ func (w writer) claude() error {
 	}); err != nil {
 		return err
 	}
-	if err := exclude(w.ws, "/.mcp.json"); err != nil {
+	if err := w.exclude(w.ws, "/.mcp.json"); err != nil {
 		return err
 	}
-	return editJSON(w.home, ".claude/settings.json", func(doc map[string]any) error {
+	return w.editJSON(w.home, ".claude/settings.json", func(doc map[string]any) error {
 		if err := addString(doc, "enabledMcpjsonServers", w.s.Name); err != nil {
 			return err
 		}
@@ -198,7 +219,7 @@ func (w writer) claude() error {
 }
 
 func (w writer) gemini() error {
-	if err := editJSON(w.ws, ".gemini/settings.json", func(doc map[string]any) error {
+	if err := w.editJSON(w.ws, ".gemini/settings.json", func(doc map[string]any) error {
 		servers, err := object(doc, "mcpServers")
 		if err != nil {
 			return err
@@ -208,10 +229,10 @@ func (w writer) gemini() error {
 	}); err != nil {
 		return err
 	}
-	if err := exclude(w.ws, "/.gemini/settings.json"); err != nil {
+	if err := w.exclude(w.ws, "/.gemini/settings.json"); err != nil {
 		return err
 	}
-	return editJSON(w.home, ".gemini/trustedFolders.json", func(doc map[string]any) error {
+	return w.editJSON(w.home, ".gemini/trustedFolders.json", func(doc map[string]any) error {
 		doc[w.ws] = "TRUST_FOLDER"
 		return nil
 	})
@@ -242,7 +263,7 @@ func (w writer) codex() error {
 	if err != nil {
 		return fmt.Errorf("mcpconfig: %s: %w", path, err)
 	}
-	return writeFile(w.home, rel, b)
+	return w.writeFile(w.home, rel, b)
 }
 
 // The files written are in an agent's workspace and HOME, which the agent
@@ -263,7 +284,7 @@ func readFile(base, rel string) ([]byte, error) {
 
 // editJSON reads the JSON object at rel within base (none: an empty
 // one), lets edit change it and writes it back.
-func editJSON(base, rel string, edit func(map[string]any) error) error {
+func (w writer) editJSON(base, rel string, edit func(map[string]any) error) error {
 	path := filepath.Join(base, rel)
 	doc := map[string]any{}
 	if b, err := readFile(base, rel); err == nil {
@@ -285,7 +306,7 @@ func editJSON(base, rel string, edit func(map[string]any) error) error {
 	if err != nil {
 		return fmt.Errorf("mcpconfig: %s: %w", path, err)
 	}
-	return writeFile(base, rel, append(b, '\n'))
+	return w.writeFile(base, rel, append(b, '\n'))
 }
 
 // object returns doc[key] as an object, made if missing.
@@ -321,7 +342,7 @@ func addString(doc map[string]any, key, s string) error {
 // exclude keeps pattern out of the git repository at ws, if it is one
 // with its own .git directory (a clone), so that the agent does not
 // commit its own MCP config.
-func exclude(ws, pattern string) error {
+func (w writer) exclude(ws, pattern string) error {
 	r, err := os.OpenRoot(ws)
 	if err != nil {
 		return fmt.Errorf("mcpconfig: %w", err)
@@ -348,12 +369,13 @@ func exclude(ws, pattern string) error {
 	if err := r.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("mcpconfig: %s: %w", filepath.Join(ws, path), err)
 	}
+	w.note(ws, path)
 	return nil
 }
 
 // writeFile writes b to rel within base whole: a CLI starting meanwhile
 // reads the old file or the new one, never half of one.
-func writeFile(base, rel string, b []byte) error {
+func (w writer) writeFile(base, rel string, b []byte) error {
 	path := filepath.Join(base, rel)
 	r, err := os.OpenRoot(base)
 	if err != nil {
@@ -383,5 +405,6 @@ func writeFile(base, rel string, b []byte) error {
 		_ = r.Remove(tmp)
 		return fmt.Errorf("mcpconfig: writing %s: %w", path, err)
 	}
+	w.note(base, rel)
 	return nil
 }

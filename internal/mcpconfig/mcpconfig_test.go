@@ -41,8 +41,8 @@ func readJSON(t *testing.T, path string) map[string]any {
 func TestClaudeCode(t *testing.T) {
 	ws, home := places(t)
 	require.NoError(t, os.WriteFile(filepath.Join(ws, ".mcp.json"), []byte(`{"mcpServers":{"other":{"command":"x"},"foreman":{"command":"old"}}}`), 0o644))
-	require.NoError(t, Write(ws, home, Claude, server))
-	require.NoError(t, Write(ws, home, Claude, server), "again: the same files")
+	require.NoError(t, writeOne(ws, home, Claude, server))
+	require.NoError(t, writeOne(ws, home, Claude, server), "again: the same files")
 
 	doc := readJSON(t, filepath.Join(ws, ".mcp.json"))
 	assert.Equal(t, map[string]any{
@@ -64,7 +64,7 @@ func TestGemini(t *testing.T) {
 	ws, home := places(t)
 	require.NoError(t, os.MkdirAll(filepath.Join(home, ".gemini"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".gemini", "trustedFolders.json"), []byte(`{"/elsewhere":"DO_NOT_TRUST"}`), 0o600))
-	require.NoError(t, Write(ws, home, Gemini, Server{Name: "fm", Command: server.Command}))
+	require.NoError(t, writeOne(ws, home, Gemini, Server{Name: "fm", Command: server.Command}))
 
 	doc := readJSON(t, filepath.Join(ws, ".gemini", "settings.json"))
 	assert.Equal(t, map[string]any{"fm": map[string]any{"command": server.Command, "args": []any{}, "env": map[string]any{}, "trust": true}}, doc["mcpServers"])
@@ -80,7 +80,7 @@ func TestCodex(t *testing.T) {
 	ws, home := places(t)
 	require.NoError(t, os.MkdirAll(CodexHome(home), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(CodexHome(home), "config.toml"), []byte("model = \"o3\"\n[mcp_servers.other]\ncommand = \"x\"\n"), 0o600))
-	require.NoError(t, Write(ws, home, Codex, server))
+	require.NoError(t, writeOne(ws, home, Codex, server))
 
 	b, err := os.ReadFile(filepath.Join(CodexHome(home), "config.toml"))
 	require.NoError(t, err)
@@ -106,21 +106,21 @@ func TestRefusals(t *testing.T) {
 		write  func() error
 		refuse string
 	}{
-		{"unknown CLI", func() error { return Write(ws, home, "opencode", server) },
+		{"unknown CLI", func() error { return writeOne(ws, home, "opencode", server) },
 			`mcpconfig: unknown agent CLI "opencode": give one of claude, codex, gemini`},
-		{"relative command", func() error { return Write(ws, home, Claude, Server{Command: "foreman"}) },
+		{"relative command", func() error { return writeOne(ws, home, Claude, Server{Command: "foreman"}) },
 			`mcpconfig: server command "foreman" is not an absolute path: a CLI starts it from anywhere; give foreman's full path`},
-		{"bad name", func() error { return Write(ws, home, Codex, Server{Name: "a.b", Command: "/x"}) },
+		{"bad name", func() error { return writeOne(ws, home, Codex, Server{Name: "a.b", Command: "/x"}) },
 			`mcpconfig: server name "a.b": use letters, digits, _ or -`},
-		{"no workspace", func() error { return Write(filepath.Join(ws, "nope"), home, Claude, server) },
+		{"no workspace", func() error { return writeOne(filepath.Join(ws, "nope"), home, Claude, server) },
 			"(make it before writing its MCP config)"},
 		{"not JSON", func() error {
 			require.NoError(t, os.WriteFile(filepath.Join(ws, ".mcp.json"), []byte("{"), 0o644))
-			return Write(ws, home, Claude, server)
+			return writeOne(ws, home, Claude, server)
 		}, ".mcp.json is not a JSON object (unexpected end of JSON input): fix or remove it"},
 		{"not an object", func() error {
 			require.NoError(t, os.WriteFile(filepath.Join(ws, ".mcp.json"), []byte(`{"mcpServers":[]}`), 0o644))
-			return Write(ws, home, Claude, server)
+			return writeOne(ws, home, Claude, server)
 		}, ".mcp.json: mcpServers is a []interface {}, not an object: fix or remove it"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -129,11 +129,33 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// writeOne is Write, for a test that looks at the files themselves.
+func writeOne(ws, home, cli string, s Server) error {
+	_, err := Write(ws, home, cli, s)
+	return err
+}
+
+// WriteAll writes every CLI's, and says what it wrote: each file, and the
+// directories above it in the workspace or HOME (an agent's to own, as
+// the rest of them: foreman up, as root, makes them its uid's).
 func TestWriteAll(t *testing.T) {
 	ws, home := places(t)
-	require.NoError(t, WriteAll(ws, home, server))
+	wrote, err := WriteAll(ws, home, server)
+	require.NoError(t, err)
 	for _, p := range []string{filepath.Join(ws, ".mcp.json"), filepath.Join(ws, ".gemini", "settings.json"),
 		filepath.Join(home, ".claude", "settings.json"), filepath.Join(home, ".gemini", "trustedFolders.json"), filepath.Join(home, ".codex", "config.toml")} {
 		assert.FileExists(t, p)
 	}
+	ws, err = filepath.EvalSymlinks(ws)
+	require.NoError(t, err)
+	home, err = filepath.EvalSymlinks(home)
+	require.NoError(t, err)
+	var want []string
+	for _, p := range []string{".git", ".git/info", ".git/info/exclude", ".mcp.json", ".gemini", ".gemini/settings.json"} {
+		want = append(want, filepath.Join(ws, p))
+	}
+	for _, p := range []string{".claude", ".claude/settings.json", ".codex", ".codex/config.toml", ".gemini", ".gemini/trustedFolders.json"} {
+		want = append(want, filepath.Join(home, p))
+	}
+	assert.ElementsMatch(t, want, wrote)
 }

@@ -3,20 +3,20 @@
 package up
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/agentforeman/foreman/internal/agentbox"
 	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/config"
-	"github.com/agentforeman/foreman/internal/gitrepo"
 	"github.com/agentforeman/foreman/internal/host/sandbox"
 )
 
@@ -40,8 +40,8 @@ type confinement struct {
 // so. Where foreman runs as root, each agent runs as a uid of its own,
 // which must enter the agents' root: a parent of it that lets no other
 // user in is refused, naming the directory and its remedy, never
-// chmodded.
-func confine(ctx context.Context, c *config.Config, root, program string) (confinement, error) {
+// chmodded. gitDir is host.repo's git directory ("" without one).
+func confine(c *config.Config, root, program, gitDir string) (confinement, error) {
 	if c.Host.Unconfined {
 		return confinement{program: program, said: "host.sandbox is off: the agents run unconfined, as this user, with everything it may reach (the host's key, the journal, each other's workspaces, host.repo); set host.sandbox: on"}, nil
 	}
@@ -70,20 +70,13 @@ func confine(ctx context.Context, c *config.Config, root, program string) (confi
 	if err != nil {
 		return confinement{}, err
 	}
+	// Each absolute, as the box compares them: Own's are, root is, and
+	// git says the git directory so.
 	deny := append(sandbox.Own(c), sandbox.Denied{Key: agentbox.WorkspacesKey, Path: root})
-	if c.Host.Repo != "" {
-		repo, err := gitrepo.Open(ctx, c.Host.Repo)
-		if err != nil {
-			return confinement{}, fmt.Errorf("host.repo: %w", err)
-		}
+	if gitDir != "" {
 		// Its git directory: the agents push only through the gate. (Its
 		// work tree, when it has one, holds the agents' root.)
-		deny = append(deny, sandbox.Denied{Key: "host.repo", Path: repo.GitDir()})
-	}
-	for i := range deny {
-		if deny[i].Path != "" {
-			deny[i].Path, _ = filepath.Abs(deny[i].Path)
-		}
+		deny = append(deny, sandbox.Denied{Key: "host.repo", Path: gitDir})
 	}
 	readable := []string{prog}
 	if c.File != "" {
@@ -94,7 +87,7 @@ func confine(ctx context.Context, c *config.Config, root, program string) (confi
 		spec, _ := filepath.Abs(c.Build.Spec)
 		readable = append(readable, spec)
 	}
-	cfg := agentbox.Config{Deny: deny, Readable: readable}
+	cfg := agentbox.Config{Deny: deny, Readable: readable}.Prepare()
 	launch := func(s agents.LaunchSpec) (agents.Process, error) {
 		// foreman on its PATH is the copy: a CLI's sh -c runs foreman
 		// prompt, wherever foreman itself is installed.
@@ -116,18 +109,9 @@ func confine(ctx context.Context, c *config.Config, root, program string) (confi
 // enterable refuses the directories from dir up to / that let no other
 // user enter them: the agents' uids could not reach their workspaces.
 func enterable(dir string) error {
-	var closed []string
-	for d := dir; ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return fmt.Errorf("the agents' workspaces: %w", err)
-		}
-		if fi.Mode().Perm()&0o001 == 0 {
-			closed = append([]string{d}, closed...)
-		}
-		if d == "/" {
-			break
-		}
+	closed, err := agentbox.Closed(dir, -1)
+	if err != nil {
+		return fmt.Errorf("the agents' workspaces: %w", err)
 	}
 	if len(closed) == 0 {
 		return nil
@@ -179,6 +163,9 @@ func copyProgram(program, dir string) (string, error) {
 	}
 	if err != nil {
 		_ = os.Remove(tmp.Name())
+		if errors.Is(err, syscall.ENOSPC) {
+			return "", fmt.Errorf("foreman's program for its agents: the disk is full (%v); free space where the agents' workspaces are, at %s, then start foreman up again", err, dir)
+		}
 		return "", fmt.Errorf("foreman's program for its agents: %w", err)
 	}
 	return dst, nil

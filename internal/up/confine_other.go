@@ -3,8 +3,6 @@
 package up
 
 import (
-	"context"
-
 	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/config"
 )
@@ -17,7 +15,7 @@ type confinement struct {
 
 // confine: agents are confined on Linux only; elsewhere they run
 // unconfined, and up says so.
-func confine(_ context.Context, c *config.Config, _, program string) (confinement, error) {
+func confine(c *config.Config, _, program, _ string) (confinement, error) {
 	if c.Host.Unconfined {
 		return confinement{program: program, said: "host.sandbox is off: the agents run unconfined"}, nil
 	}

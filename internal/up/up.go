@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -30,6 +29,7 @@ import (
 	"github.com/agentforeman/foreman/internal/bot"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/gitrepo"
+	"github.com/agentforeman/foreman/internal/host"
 	"github.com/agentforeman/foreman/internal/host/live"
 	"github.com/agentforeman/foreman/internal/host/remote"
 	"github.com/agentforeman/foreman/internal/otlp"
@@ -157,15 +157,21 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 		}
 	}
 	var push func(id string) ([]string, error)
+	gitDir := "" // host.repo's, for the agents' gate and their box
 	if len(o.Agents) > 0 && c.Host.Repo != "" {
-		if push, err = u.serveGate(ctx); err != nil {
+		repo, err := gitrepo.Open(ctx, c.Host.Repo)
+		if err != nil {
+			return nil, fmt.Errorf("host.repo: %w", err)
+		}
+		gitDir = repo.GitDir()
+		if push, err = u.serveGate(gitDir); err != nil {
 			return nil, err
 		}
 	}
 	if len(o.Agents) > 0 {
 		launch, program, list := o.Launch, o.Program, o.Agents
 		if launch == nil {
-			box, err := confine(ctx, c, agents.Root(c), o.Program)
+			box, err := confine(c, agents.Root(c), o.Program, gitDir)
 			if err != nil {
 				return nil, err
 			}
@@ -377,23 +383,20 @@ func HostRoles(c *config.Config, id string) []string {
 	return added
 }
 
-// serveGate serves host.repo to the agents up starts, on a free port of
+// serveGate serves host.repo (its git directory) to the agents up starts, on a free port of
 // this machine: each agent's token pushes only to its own namespace,
 // refs/heads/<its id without @>/... (remote.GitServer.GrantPush), and
 // the host, for this run, refuses a READY of a branch outside the
 // builder's (host.branch_namespaces). It returns what grants an agent
 // its push: the gate's URL and its token, in its environment.
-func (u *Stack) serveGate(ctx context.Context) (func(id string) ([]string, error), error) {
-	repo, err := gitrepo.Open(ctx, u.c.Host.Repo)
-	if err != nil {
-		return nil, fmt.Errorf("host.repo: %w", err)
-	}
-	if u.gate, err = remote.ServeGit(repo.GitDir(), "127.0.0.1:0", ""); err != nil {
+func (u *Stack) serveGate(gitDir string) (func(id string) ([]string, error), error) {
+	var err error
+	if u.gate, err = remote.ServeGit(gitDir, "127.0.0.1:0", ""); err != nil {
 		return nil, fmt.Errorf("the agents' push gate: %w", err)
 	}
 	u.c.Host.BranchNamespaces = true
 	return func(id string) ([]string, error) {
-		token, err := u.gate.GrantPush(strings.TrimPrefix(id, "@"))
+		token, err := u.gate.GrantPush(host.NamespaceName(id))
 		if err != nil {
 			return nil, err
 		}
@@ -430,6 +433,6 @@ func runs(list []config.Agent, program, prog string) []config.Agent {
 // revokePush ends the push token of an agent stopped for good.
 func (u *Stack) revokePush(id string) {
 	if u.gate != nil {
-		u.gate.RevokePush(strings.TrimPrefix(id, "@"))
+		u.gate.RevokePush(host.NamespaceName(id))
 	}
 }

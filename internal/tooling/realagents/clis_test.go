@@ -89,8 +89,9 @@ func newCLIAgent(t *testing.T, target, cli, room string) cliAgent {
 	require.NoError(t, err, "%s", out)
 	key := filepath.Join(a.home, "key.json")
 	roomtest.Identity(t, bin, "", "--identity", key, "--name", cli)
-	require.NoError(t, mcpconfig.Write(a.ws, a.home, cli, mcpconfig.Server{Command: bin,
-		Args: []string{"mcp", "--identity", key, "--url", room, "--rate-limit", roomtest.Pace.String()}}))
+	_, err = mcpconfig.Write(a.ws, a.home, cli, mcpconfig.Server{Command: bin,
+		Args: []string{"mcp", "--identity", key, "--url", room, "--rate-limit", roomtest.Pace.String()}})
+	require.NoError(t, err)
 	a.env = append(roomtest.CleanEnv(), mcpconfig.Env(a.home)...)
 	// Nothing here needs the network but the room: the CLIs' own
 	// telemetry and update checks are off, and anything else goes to a

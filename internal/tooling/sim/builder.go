@@ -56,8 +56,8 @@ type Builder struct {
 	// read. Empty: anyone's.
 	Hosts []string
 	// Namespace is what its branches start with, <Namespace>/<component>:
-	// with host.branch_namespaces its id without the @ (what the host
-	// and the push gate take); default its name.
+	// with host.branch_namespaces its id's (host.NamespaceName: what the
+	// host and the push gate take); default its name.
 	Namespace string
 }
 

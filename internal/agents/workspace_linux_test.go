@@ -1,0 +1,66 @@
+package agents
+
+import (
+	"context"
+	"crypto/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/testkit/fulldisk"
+)
+
+// A clone that fills the disk, in copying its objects or in checking
+// them out, is refused in one line naming the agent, that the disk is
+// full and where to free space; it leaves nothing that looks like a
+// clone (git leaves a checkout that failed: the next start would take
+// it), and once space is freed the next start clones.
+func TestCloneOnAFullDisk(t *testing.T) {
+	const blob = 2 << 20
+	repo := gitRepo(t)
+	big := make([]byte, blob)
+	_, _ = rand.Read(big) // random: git cannot make it smaller
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "big"), big, 0o644))
+	for _, args := range [][]string{{"add", "big"}, {"commit", "-qm", "big"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	for _, tc := range []struct {
+		name  string
+		leave int64 // free on the disk
+	}{
+		{"copying its objects", blob / 2},
+		{"checking it out", blob * 3 / 2}, // its objects fit, its files not
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			disk := fulldisk.Mount(t, 4*blob)
+			filler := fulldisk.Fill(t, disk, tc.leave)
+			root := filepath.Join(disk, "agents")
+			dir := filepath.Join(root, "b1")
+			_, err := MakeWorkspace(context.Background(), root, "b1", repo, "main")
+			require.Error(t, err)
+			msg := err.Error()
+			assert.True(t, strings.HasPrefix(msg, "agent b1: cannot clone host.repo "+repo+" (branch main) into its workspace: the disk is full (git: "), msg)
+			assert.True(t, strings.HasSuffix(msg, "); free space where its workspace is, at "+dir+", then start foreman up again"), msg)
+			assert.Contains(t, msg, "(git: fatal: ", "the line that says why, not its advice on retrying in the clone")
+			assert.NotContains(t, msg, "\n")
+			assert.NoDirExists(t, filepath.Join(dir, "work"))
+			assert.NoDirExists(t, filepath.Join(dir, "work.part"))
+
+			require.NoError(t, os.Remove(filler)) // space freed
+			w, err := MakeWorkspace(context.Background(), root, "b1", repo, "main")
+			require.NoError(t, err)
+			b, err := os.ReadFile(filepath.Join(w.Work, "big"))
+			require.NoError(t, err)
+			assert.Equal(t, big, b)
+		})
+	}
+}
