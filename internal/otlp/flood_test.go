@@ -23,12 +23,16 @@ type slowExport struct {
 	answer chan *http.Response // the answer, if one comes
 }
 
-func startSlowExport(t *testing.T, url, token string) *slowExport {
+func startSlowExport(t *testing.T, url, token string, headers ...string) *slowExport {
 	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
-	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/x-protobuf\r\nContent-Length: %d\r\n\r\n",
-		LogsPath, token, 1<<20)
+	extra := ""
+	for _, h := range headers {
+		extra += h + "\r\n"
+	}
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/x-protobuf\r\nContent-Length: %d\r\n%s\r\n",
+		LogsPath, token, 1<<20, extra)
 	require.NoError(t, err)
 	s := &slowExport{conn: conn, answer: make(chan *http.Response, 1)}
 	go func() {
@@ -140,20 +144,23 @@ func TestOneAgentsFloodLeavesTheOthersRoom(t *testing.T) {
 	assert.Equal(t, http.StatusOK, post(t, srv.URL+LogsPath, tokB2, "application/json", body), "@b2's export is taken while @b1 floods")
 }
 
-// A body that does not come is not waited for past ReadTimeout: its slot
-// is given back and the sender told why.
+// A body that does not come is not waited for past ReadTimeout, gzipped
+// or not: its slot is given back and the sender told why.
 func TestABodyThatDoesNotComeIsCutOff(t *testing.T) {
 	r, srv := serve(t, newSink(t), Options{MaxInFlight: 1, ReadTimeout: 50 * time.Millisecond})
 	started := reads(r)
-	s := startSlowExport(t, srv.URL, tokB1)
-	<-started
-	var resp *http.Response
-	select {
-	case resp = <-s.answer:
-	case <-time.After(time.Minute):
-		t.Fatal("the body has been waited for a minute, past ReadTimeout (50ms)")
+	for i, headers := range [][]string{nil, {"Content-Encoding: gzip"}} {
+		s := startSlowExport(t, srv.URL, tokB1, headers...)
+		<-started
+		var resp *http.Response
+		select {
+		case resp = <-s.answer:
+		case <-time.After(time.Minute):
+			t.Fatalf("%v: the body has been waited for a minute, past ReadTimeout (50ms)", headers)
+		}
+		assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode, "%v", headers)
+		assert.EqualValues(t, i+1, r.Counts().Refused[RefusedBody])
+		assert.EqualValues(t, 0, r.Counts().Reading)
+		assert.EqualValues(t, 0, r.Counts().InFlight, "the slot is given back")
 	}
-	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
-	assert.EqualValues(t, 1, r.Counts().Refused[RefusedBody])
-	assert.EqualValues(t, 0, r.Counts().Reading)
 }

@@ -396,6 +396,9 @@ func (r *Receiver) read(w http.ResponseWriter, req *http.Request) ([]byte, error
 	case "", "identity":
 	case "gzip":
 		zr, err := gzip.NewReader(body)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, refuse(http.StatusRequestTimeout, RefusedBody, "the body did not come within %v: send an export at once", r.opts.ReadTimeout)
+		}
 		if err != nil {
 			return nil, refuse(http.StatusBadRequest, RefusedBody, "Content-Encoding gzip, but the body is not gzip: %v", err)
 		}
