@@ -78,7 +78,12 @@ func TestSpendLoad(t *testing.T) {
 	b1.Say("CLAIM db")
 	b1.Await(id.AgentID(), "ACK db "+b1.ID)
 
-	rec := otlp.New(otlp.Options{Tokens: map[string]string{"tok-b1": b1.ID}}, b)
+	// The senders below stand for SPEND_AGENTS agents' exporters, but
+	// report with b1's one token (b1 holds the one component): the share
+	// of one agent's exports in flight (MaxPerAgent, a defence against one
+	// hostile agent among many: internal/otlp's flood tests) is theirs.
+	agents := envInt("SPEND_AGENTS", 256)
+	rec := otlp.New(otlp.Options{Tokens: map[string]string{"tok-b1": b1.ID}, MaxPerAgent: agents}, b)
 	srv := httptest.NewServer(rec.Handler())
 	defer srv.Close()
 	total := rate * seconds
@@ -95,7 +100,7 @@ func TestSpendLoad(t *testing.T) {
 	// one at a time. Unbounded, a stalled machine piled up connections
 	// until the process ran out of files (20,000) and exports failed to
 	// connect.
-	inflight := make(chan struct{}, envInt("SPEND_AGENTS", 256))
+	inflight := make(chan struct{}, agents)
 	send := func(i int) {
 		defer wg.Done()
 		defer func() { <-inflight }()

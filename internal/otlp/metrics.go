@@ -5,7 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 var (
 	descExports = prometheus.NewDesc("foreman_otlp_exports_total", "OTLP exports of spend taken.", nil, nil)
 	descPoints  = prometheus.NewDesc("foreman_otlp_points_total", "Spend points handed to the engine.", nil, nil)
-	descRefused = prometheus.NewDesc("foreman_otlp_refused_total", "OTLP exports (or points) refused, by reason: token, agent, unit, body, point, busy, excess.", []string{"reason"}, nil)
+	descRefused = prometheus.NewDesc("foreman_otlp_refused_total", "OTLP exports (or points) refused, by reason: token, agent, unit, body, point, busy, excess, share.", []string{"reason"}, nil)
 )
 
 // Collector exports the receiver's counters to Prometheus.

@@ -24,9 +24,11 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,8 +54,19 @@ const (
 	LogsPath    = "/v1/logs"
 )
 
-// DefaultMaxInFlight bounds the exports waiting for the engine at once.
+// DefaultMaxInFlight bounds the exports in flight at once: being read,
+// parsed or waiting for the engine.
 const DefaultMaxInFlight = 1024
+
+// DefaultMaxPerAgent bounds one agent's exports in flight at once, so
+// that one agent's flood leaves the others room. An exporter sends one
+// export at a time; a few more are retries and the metrics and the logs
+// of one agent.
+const DefaultMaxPerAgent = 4
+
+// DefaultReadTimeout bounds the time an export's body takes to come: a
+// few kilobytes on the loopback.
+const DefaultReadTimeout = 10 * time.Second
 
 // DefaultMaxPoints bounds the spend points taken from one export: each
 // is a step of the engine, and a body of DefaultMaxBody could hold a
@@ -88,10 +101,19 @@ type Options struct {
 	// are refused (RefusedExcess) in the answer's partial success, which
 	// says to export more often. 0: DefaultMaxPoints.
 	MaxPoints int
-	// MaxInFlight bounds the exports waiting for the engine at once; one
-	// more is answered 503 (the exporter sends it again), so a flood
-	// holds no more than this many connections. 0: DefaultMaxInFlight.
+	// MaxInFlight bounds the exports in flight at once, from the token
+	// check on: being read, parsed or waiting for the engine. One more is
+	// answered 503 before a byte of its body is read (the exporter sends
+	// it again), so a flood holds no more than this many bodies, each at
+	// most MaxBody (and MaxBody again gunzipped). 0: DefaultMaxInFlight.
 	MaxInFlight int
+	// MaxPerAgent bounds one agent's exports in flight (by the agent its
+	// token names); one more is answered 429, so that an agent's flood
+	// cannot take every slot from the others. 0: DefaultMaxPerAgent.
+	MaxPerAgent int
+	// ReadTimeout bounds the time an export's body takes to come, so a
+	// body that trickles in cannot hold its slot. 0: DefaultReadTimeout.
+	ReadTimeout time.Duration
 	Now         func() time.Time // for points without a time; nil: time.Now
 }
 
@@ -108,10 +130,11 @@ const (
 	RefusedPoint                 // a point without temporality, or a negative, non-finite or too large value
 	RefusedBusy                  // the engine could not take it now: sent again by the exporter
 	RefusedExcess                // a point past MaxPoints of one export
+	RefusedShare                 // an agent with MaxPerAgent exports in flight already
 	numRefusals
 )
 
-var refusalNames = [numRefusals]string{"token", "agent", "unit", "body", "point", "busy", "excess"}
+var refusalNames = [numRefusals]string{"token", "agent", "unit", "body", "point", "busy", "excess", "share"}
 
 func (r Refusal) String() string { return refusalNames[r] }
 
@@ -130,9 +153,15 @@ type Receiver struct {
 	tokens  map[[32]byte]string
 	sink    Sink
 	refused [numRefusals]atomic.Int64
-	slots   chan struct{} // one per export waiting for the engine
+	slots   chan struct{} // one per export in flight
 	exports atomic.Int64
 	points  atomic.Int64
+
+	mu        sync.Mutex
+	inFlight  map[string]int // by agent; an agent is here while it has one
+	reading   atomic.Int64   // bodies being read now
+	onRead    func()         // tests: called as a body starts to be read
+	onRelease func()         // tests: called as an export gives its slot back
 }
 
 // New makes a receiver that hands spend to sink.
@@ -149,7 +178,14 @@ func New(opts Options, sink Sink) *Receiver {
 	if opts.MaxPoints <= 0 {
 		opts.MaxPoints = DefaultMaxPoints
 	}
-	r := &Receiver{opts: opts, sink: sink, tokens: make(map[[32]byte]string, len(opts.Tokens)), slots: make(chan struct{}, opts.MaxInFlight)}
+	if opts.MaxPerAgent <= 0 {
+		opts.MaxPerAgent = DefaultMaxPerAgent
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	r := &Receiver{opts: opts, sink: sink, tokens: make(map[[32]byte]string, len(opts.Tokens)),
+		slots: make(chan struct{}, opts.MaxInFlight), inFlight: map[string]int{}}
 	for tok, agent := range opts.Tokens {
 		r.tokens[sha256.Sum256([]byte(tok))] = agent // looked up by hash: no early exit on a matching prefix
 	}
@@ -158,14 +194,16 @@ func New(opts Options, sink Sink) *Receiver {
 
 // Counts are the receiver's counters.
 type Counts struct {
-	Exports int64              // exports taken
-	Points  int64              // spend points handed to the engine
-	Refused [numRefusals]int64 // by Refusal
+	Exports  int64              // exports taken
+	Points   int64              // spend points handed to the engine
+	Refused  [numRefusals]int64 // by Refusal
+	InFlight int64              // exports in flight now (at most MaxInFlight)
+	Reading  int64              // of them, bodies being read now
 }
 
 // Counts returns the counters; safe from any goroutine.
 func (r *Receiver) Counts() Counts {
-	c := Counts{Exports: r.exports.Load(), Points: r.points.Load()}
+	c := Counts{Exports: r.exports.Load(), Points: r.points.Load(), InFlight: int64(len(r.slots)), Reading: r.reading.Load()}
 	for i := range c.Refused {
 		c.Refused[i] = r.refused[i].Load()
 	}
@@ -186,6 +224,7 @@ type httpError struct {
 	status int
 	why    Refusal
 	msg    string
+	retry  bool // the exporter is to send it again: Retry-After
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -195,32 +234,41 @@ func refuse(status int, why Refusal, format string, args ...any) *httpError {
 }
 
 func (r *Receiver) serve(w http.ResponseWriter, req *http.Request, logs bool) {
-	jsonBody, err := r.check(req)
+	jsonBody, agent, err := r.check(req)
 	var batch []coordinator.Spend
 	var rejected answer
+	read := false
 	if err == nil {
-		var body []byte
-		if body, err = r.read(w, req); err == nil {
-			batch, rejected, err = r.parse(body, jsonBody, logs, r.authority(req))
-		}
-	}
-	if err == nil && len(batch) > 0 {
-		select {
-		case r.slots <- struct{}{}:
-			if serr := r.sink.Spend(req.Context(), batch); serr != nil {
-				err = refuse(http.StatusServiceUnavailable, RefusedBusy, "foreman cannot count spend now (%v); send it again", serr)
+		// The slots are taken before a byte of the body is read: what a
+		// flood holds is bounded by them, not by the connections it opens.
+		var release func()
+		if release, err = r.admit(agent); err == nil {
+			defer release()
+			var body []byte
+			body, err = r.read(w, req)
+			read = err == nil
+			if err == nil {
+				batch, rejected, err = r.parse(body, jsonBody, logs, r.authority(agent))
 			}
-			<-r.slots
-		default:
-			err = refuse(http.StatusServiceUnavailable, RefusedBusy, "%d exports already wait for foreman; send it again", cap(r.slots))
-		}
-		if err != nil {
-			w.Header().Set("Retry-After", "1")
+			if err == nil && len(batch) > 0 {
+				if serr := r.sink.Spend(req.Context(), batch); serr != nil {
+					err = &httpError{status: http.StatusServiceUnavailable, why: RefusedBusy, retry: true,
+						msg: fmt.Sprintf("foreman cannot count spend now (%v); send it again", serr)}
+				}
+			}
 		}
 	}
 	var he *httpError
 	if errors.As(err, &he) {
 		r.refused[he.why].Add(1)
+		if he.retry {
+			w.Header().Set("Retry-After", "1")
+		}
+		if !read {
+			// The rest of the body is not waited for: the server would
+			// otherwise read it after the answer, for as long as it trickles.
+			w.Header().Set("Connection", "close")
+		}
 		http.Error(w, he.msg, he.status)
 		return
 	}
@@ -235,23 +283,55 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request, logs bool) {
 	w.Write(response(rejected, jsonBody, logs))
 }
 
+// admit takes a slot for agent's export, and one of agent's share, or
+// refuses at once: it never waits, so nothing queues behind a full
+// receiver. release gives both back.
+func (r *Receiver) admit(agent string) (release func(), err error) {
+	select {
+	case r.slots <- struct{}{}:
+	default:
+		return nil, &httpError{status: http.StatusServiceUnavailable, why: RefusedBusy, retry: true,
+			msg: fmt.Sprintf("%d exports are in flight already; send it again", cap(r.slots))}
+	}
+	r.mu.Lock()
+	if r.inFlight[agent] >= r.opts.MaxPerAgent {
+		r.mu.Unlock()
+		<-r.slots
+		return nil, &httpError{status: http.StatusTooManyRequests, why: RefusedShare, retry: true,
+			msg: fmt.Sprintf("%s has %d exports in flight already, its share: send one at a time", agent, r.opts.MaxPerAgent)}
+	}
+	r.inFlight[agent]++
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		if r.inFlight[agent]--; r.inFlight[agent] == 0 {
+			delete(r.inFlight, agent)
+		}
+		r.mu.Unlock()
+		<-r.slots
+		if r.onRelease != nil {
+			r.onRelease()
+		}
+	}, nil
+}
+
 // check refuses what can be refused before reading the body: no valid
 // token, a content type that is not OTLP's, a body declared too large.
-func (r *Receiver) check(req *http.Request) (jsonBody bool, err error) {
-	if r.agentOf(req) == "" {
-		return false, refuse(http.StatusUnauthorized, RefusedToken, "no valid token: send Authorization: Bearer <the agent's token> (foreman mcp --print-config prints it)")
+func (r *Receiver) check(req *http.Request) (jsonBody bool, agent string, err error) {
+	if agent = r.agentOf(req); agent == "" {
+		return false, "", refuse(http.StatusUnauthorized, RefusedToken, "no valid token: send Authorization: Bearer <the agent's token> (foreman mcp --print-config prints it)")
 	}
 	switch ct, _, _ := strings.Cut(req.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) {
 	case "application/x-protobuf":
 	case "application/json":
 		jsonBody = true
 	default:
-		return false, refuse(http.StatusUnsupportedMediaType, RefusedBody, "content type %q: send application/x-protobuf or application/json (OTLP/HTTP)", ct)
+		return false, "", refuse(http.StatusUnsupportedMediaType, RefusedBody, "content type %q: send application/x-protobuf or application/json (OTLP/HTTP)", ct)
 	}
 	if req.ContentLength > r.opts.MaxBody {
-		return false, refuse(http.StatusRequestEntityTooLarge, RefusedBody, "a body of %d bytes is over the limit of %d: export more often", req.ContentLength, r.opts.MaxBody)
+		return false, "", refuse(http.StatusRequestEntityTooLarge, RefusedBody, "a body of %d bytes is over the limit of %d: export more often", req.ContentLength, r.opts.MaxBody)
 	}
-	return jsonBody, nil
+	return jsonBody, agent, nil
 }
 
 func bearer(req *http.Request) string {
@@ -282,8 +362,7 @@ func (r *Receiver) agentOf(req *http.Request) string {
 
 // authority decides, from the agent a resource names, whose spend the
 // export is: the token's agent, who must be the one named.
-func (r *Receiver) authority(req *http.Request) func(named string) (string, error) {
-	agent := r.agentOf(req)
+func (r *Receiver) authority(agent string) func(named string) (string, error) {
 	return func(named string) (string, error) { return agent, checkAgent(named, agent) }
 }
 
@@ -297,13 +376,29 @@ func Token(secret []byte, agent string) string {
 }
 
 // read reads the body, at most MaxBody bytes of it, gunzipped if it came
-// so (and then at most MaxBody once unzipped).
+// so (and then at most MaxBody once unzipped), within ReadTimeout.
 func (r *Receiver) read(w http.ResponseWriter, req *http.Request) ([]byte, error) {
+	r.reading.Add(1)
+	defer r.reading.Add(-1)
+	if r.onRead != nil {
+		r.onRead()
+	}
+	// The board's server has no ReadTimeout (its live streams and sign-ins
+	// are long requests): the deadline is the body's alone, and lifted
+	// once it is read, so the wait for the engine is not cut by it. A
+	// writer that cannot (a test's recorder) has no connection to hold.
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(r.opts.ReadTimeout)); err == nil {
+		defer rc.SetReadDeadline(time.Time{})
+	}
 	var body io.Reader = http.MaxBytesReader(w, req.Body, r.opts.MaxBody)
 	switch enc := req.Header.Get("Content-Encoding"); enc {
 	case "", "identity":
 	case "gzip":
 		zr, err := gzip.NewReader(body)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, refuse(http.StatusRequestTimeout, RefusedBody, "the body did not come within %v: send an export at once", r.opts.ReadTimeout)
+		}
 		if err != nil {
 			return nil, refuse(http.StatusBadRequest, RefusedBody, "Content-Encoding gzip, but the body is not gzip: %v", err)
 		}
@@ -315,6 +410,9 @@ func (r *Receiver) read(w http.ResponseWriter, req *http.Request) ([]byte, error
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) || int64(len(data)) > r.opts.MaxBody {
 		return nil, refuse(http.StatusRequestEntityTooLarge, RefusedBody, "the body is over the limit of %d bytes: export more often", r.opts.MaxBody)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, refuse(http.StatusRequestTimeout, RefusedBody, "the body did not come within %v: send an export at once", r.opts.ReadTimeout)
 	}
 	if err != nil {
 		return nil, refuse(http.StatusBadRequest, RefusedBody, "reading the body: %v", err)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/nofollow"
@@ -22,10 +23,31 @@ func (s *Server) agents() []agents.Status {
 	return s.opts.Agents()
 }
 
+// notOperator is why a log is refused to a request without an
+// operator's session.
+const notOperator = "not signed in: an agent's log is an operator's to read; run foreman board-login --identity <an operator's key> and open the URL it prints, then this link again"
+
 // serveAgentLog is /agents/NAME/log: the end of an agent's log, as text.
 // Only an agent the supervisor names has one: the path is its, never the
 // request's.
+//
+// Only a signed-in operator reads it. The agents foreman up starts share
+// foreman's network (their CLIs need it) and so reach the board: without
+// a session, b1 would read b2's output here, which Landlock keeps from it
+// in b2's workspace.
 func (s *Server) serveAgentLog(w http.ResponseWriter, r *http.Request) {
+	se, why := s.sessionOf(r)
+	switch {
+	case se == nil && why == notSignedIn:
+		http.Error(w, notOperator, http.StatusUnauthorized)
+		return
+	case se == nil:
+		http.Error(w, why, http.StatusUnauthorized)
+		return
+	case !slices.Contains(s.operators(), se.relay.operator):
+		http.Error(w, fmt.Sprintf("%s is no longer an operator (roles.operators): an agent's log is an operator's to read", se.relay.operator), http.StatusForbidden)
+		return
+	}
 	name := r.PathValue("name")
 	for _, a := range s.agents() {
 		if a.Name != name || a.Log == "" {
@@ -50,6 +72,7 @@ func (s *Server) serveAgentLog(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store") // an operator's: kept in no cache
 		_, _ = io.Copy(w, io.LimitReader(f, agentLogTail))
 		return
 	}

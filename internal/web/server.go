@@ -170,8 +170,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          newErrorLog(s.opts.Logger),
+		// No ReadTimeout: live streams and a relay's wait are long
+		// requests. A body's deadline is its handler's (the OTLP
+		// receiver sets one); a connection left open between requests
+		// is closed after IdleTimeout rather than held for ever.
+		IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    newErrorLog(s.opts.Logger),
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()

@@ -446,7 +446,8 @@
   }
 
   // drawAgents lists the agents foreman up runs: each process and a link
-  // to its log.
+  // to its log, which the board serves to a signed-in operator only (the
+  // agents reach the board too: agents.go).
   function drawAgents(b) {
     const agents = b.agent_processes || [];
     $('agents').hidden = agents.length === 0;
@@ -459,7 +460,9 @@
       text += ', ' + a.restarts + (a.restarts === 1 ? ' restart' : ' restarts');
       if (a.last_exit) text += ', last exit: ' + a.last_exit;
       if (a.reason) text += ' · ' + a.reason;
-      li.append(el('span', null, text + ' '), link('agents/' + encodeURIComponent(a.name) + '/log', 'log', a.log));
+      li.append(el('span', null, text + ' '));
+      if (decider) li.append(link('agents/' + encodeURIComponent(a.name) + '/log', 'log', a.log));
+      else li.append(el('span', 'hint', 'log: sign in to read'));
       list.append(li);
     }
   }
@@ -542,7 +545,7 @@
     asked.then(answer).then((a) => {
       decider = a.ok && a.j.operator ? a.j : null;
       showDecider(m && !a.ok ? a.j.error : '');
-      if (board) decideOn(board);
+      if (board) { decideOn(board); drawAgents(board); }
     }).catch(() => {});
   }
 
@@ -561,7 +564,7 @@
         $('decide-arg').value = '';
       } else {
         status.textContent = a.j.error || 'refused';
-        if (a.status === 401) { decider = null; showDecider(''); }
+        if (a.status === 401) { decider = null; showDecider(''); if (board) drawAgents(board); }
       }
     }).catch(() => { status.textContent = 'cannot reach foreman; nothing was said'; });
   }
