@@ -174,7 +174,7 @@ func (cfg Config) check(spec Spec, prog string) error {
 		grants = append(grants, grant{"readable path", r})
 	}
 	for _, g := range grants {
-		p := resolved(g.path)
+		p := sandbox.Real(g.path)
 		for _, d := range cfg.Deny {
 			if d.Path == "" {
 				continue
@@ -191,21 +191,6 @@ func (cfg Config) check(spec Spec, prog string) error {
 		}
 	}
 	return nil
-}
-
-// resolved is path with its links resolved, as far as it exists: the
-// place a path not made yet would be made (a link above it followed).
-func resolved(path string) string {
-	rest := ""
-	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(r, rest)
-		}
-		if p == filepath.Dir(p) {
-			return filepath.Clean(path)
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-	}
 }
 
 // ownDir is the agent's own directory in the workspaces' (the one its
