@@ -330,15 +330,13 @@ func own(spec Spec, ownDir string, uid int) error {
 		paths = append([]string{ownDir}, paths...)
 	}
 	for _, p := range paths {
-		closed, err := Closed(filepath.Dir(p), uid)
+		closed, err := closedDirs(filepath.Dir(p), uid)
 		if err != nil {
 			return fmt.Errorf("agent %s: %w", spec.Name, err)
 		}
 		if len(closed) > 0 {
 			dir := closed[len(closed)-1] // the nearest
-			var st unix.Stat_t
-			_ = unix.Stat(dir, &st)
-			return fmt.Errorf("agent %s: %s cannot reach %s: %s (mode %v) lets no other user enter it; chmod o+x %s (mode 0711 lists nothing to others), or put the agents' workspaces elsewhere", spec.Name, userName(uid), p, dir, fileMode(st.Mode), dir)
+			return fmt.Errorf("agent %s: %s cannot reach %s: %s (mode %v) lets no other user enter it; chmod o+x %s (mode 0711 lists nothing to others), or put the agents' workspaces elsewhere", spec.Name, userName(uid), p, dir.path, dir.mode, dir.path)
 		}
 		var st unix.Stat_t
 		if err := unix.Lstat(p, &st); err != nil {
@@ -384,14 +382,30 @@ func own(spec Spec, ownDir string, uid int) error {
 // that lets its owner in. uid -1 is any uid of an agent's, before it is
 // known: one that owns none of them.
 func Closed(dir string, uid int) ([]string, error) {
-	var closed []string
+	closed, err := closedDirs(dir, uid)
+	paths := make([]string, len(closed))
+	for i, c := range closed {
+		paths[i] = c.path
+	}
+	return paths, err
+}
+
+// closedDir is a directory Closed names, with the mode it found, for
+// saying so.
+type closedDir struct {
+	path string
+	mode os.FileMode
+}
+
+func closedDirs(dir string, uid int) ([]closedDir, error) {
+	var closed []closedDir
 	for d := dir; ; d = filepath.Dir(d) {
 		var st unix.Stat_t
 		if err := unix.Stat(d, &st); err != nil {
 			return nil, &fs.PathError{Op: "stat", Path: d, Err: err}
 		}
 		if st.Mode&0o001 == 0 && !(uid >= 0 && int(st.Uid) == uid && st.Mode&0o100 != 0) {
-			closed = append([]string{d}, closed...)
+			closed = append([]closedDir{{d, os.FileMode(st.Mode & 0o777)}}, closed...)
 		}
 		if d == "/" || d == "." {
 			return closed, nil
@@ -431,8 +445,6 @@ func ownWritten(dir string, written []string, uid int) error {
 	}
 	return nil
 }
-
-func fileMode(m uint32) os.FileMode { return os.FileMode(m & 0o777) }
 
 func userName(uid int) string { return fmt.Sprintf("uid %d", uid) }
 

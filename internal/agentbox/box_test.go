@@ -479,6 +479,19 @@ func TestClosedDirectories(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
+// A workspace an agent's uid could not reach is refused before anything
+// changes hands, naming the directory in the way with the mode it has.
+func TestAWorkspaceBehindAClosedDirectoryIsRefused(t *testing.T) {
+	shut := filepath.Join(t.TempDir(), "shut")
+	require.NoError(t, os.Mkdir(shut, 0o750))
+	ws := filepath.Join(shut, "ws")
+	require.NoError(t, os.Mkdir(ws, 0o700))
+	uid := DefaultUIDBase + 77
+	err := own(Spec{Name: "ada", Dir: ws}, "", uid)
+	require.Error(t, err)
+	assert.Equal(t, "agent ada: uid "+strconv.Itoa(uid)+" cannot reach "+ws+": "+shut+" (mode -rwxr-x---) lets no other user enter it; chmod o+x "+shut+" (mode 0711 lists nothing to others), or put the agents' workspaces elsewhere", err.Error())
+}
+
 // Prepare finds what the system lets agents read once, for all their
 // launches; a Deny changed since is looked at again.
 func TestPrepareFindsTheSystemOnce(t *testing.T) {
