@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -452,6 +453,60 @@ func TestWhatForemanWritesAgainIsTheAgents(t *testing.T) {
 		var st unix.Stat_t
 		require.NoError(t, unix.Lstat(path, &st))
 		assert.Equal(t, owner, int(st.Uid), path)
+	}
+}
+
+// Between two starts an agent controls its workspace and HOME: a link it
+// leaves where foreman wrote (its clone's .git to a directory of the
+// system's, its HOME's .claude or .gemini to one of foreman's), a hard link
+// to a file of root's, a file of another user's: none of what they lead
+// to becomes the agent's at the next start.
+func TestWhatTheAgentLinkedDoesNotBecomeItsOwn(t *testing.T) {
+	if os.Geteuid() != 0 || !sandbox.HasCap(unix.CAP_SYS_ADMIN) {
+		t.Skip("an agent has a uid of its own where foreman is root")
+	}
+	s := newSite(t)
+	spec, out := s.spec("b1", "true")
+	run := func() *Process {
+		p, err := Launch(s.cfg, spec)
+		require.NoError(t, err)
+		require.NoError(t, p.Wait(), "%s", out)
+		return p
+	}
+	uid := run().UID
+	ws, home := spec.Dir, filepath.Join(filepath.Dir(spec.Dir), "home")
+
+	// What the system holds (root's), outside every agent's directory.
+	system := filepath.Join(s.base, "system")
+	for _, f := range []string{"templates/info/exclude", "claude/settings.json", "gemini/settings.json", "shadow"} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(system, f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(system, f), nil, 0o644))
+	}
+	// What the agent leaves, as its uid.
+	for link, to := range map[string]string{filepath.Join(ws, ".git"): filepath.Join(system, "templates"),
+		filepath.Join(home, ".claude"): filepath.Join(system, "claude"), filepath.Join(home, ".gemini"): filepath.Join(system, "gemini")} {
+		require.NoError(t, os.Symlink(to, link))
+		require.NoError(t, os.Lchown(link, uid, uid))
+	}
+	require.NoError(t, os.Link(filepath.Join(system, "shadow"), filepath.Join(ws, ".mcp.json")))
+	other := filepath.Join(ws, "others.json") // another user's file, not foreman's
+	require.NoError(t, os.WriteFile(other, nil, 0o600))
+	require.NoError(t, os.Chown(other, 4242, 4242))
+
+	spec.Written = []string{filepath.Join(ws, ".git"), filepath.Join(ws, ".git", "info"), filepath.Join(ws, ".git", "info", "exclude"),
+		filepath.Join(ws, ".mcp.json"), other,
+		filepath.Join(home, ".claude"), filepath.Join(home, ".claude", "settings.json"),
+		filepath.Join(home, ".gemini"), filepath.Join(home, ".gemini", "settings.json")}
+	run()
+	owners := map[string]int{other: 4242}
+	require.NoError(t, filepath.WalkDir(system, func(path string, _ fs.DirEntry, err error) error {
+		owners[path] = os.Geteuid()
+		return err
+	}))
+	for path, owner := range owners {
+		var st unix.Stat_t
+		require.NoError(t, unix.Lstat(path, &st))
+		assert.Equal(t, owner, int(st.Uid), "%s changed hands", path)
 	}
 }
 
