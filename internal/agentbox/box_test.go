@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -548,18 +549,32 @@ func TestAWorkspaceBehindAClosedDirectoryIsRefused(t *testing.T) {
 }
 
 // Prepare finds what the system lets agents read once, for all their
-// launches; a Deny changed since is looked at again.
+// launches, which use what it found; a Deny changed since is looked at
+// again.
 func TestPrepareFindsTheSystemOnce(t *testing.T) {
-	cfg := Config{Deny: []sandbox.Denied{{Key: "host.work", Path: filepath.Join(t.TempDir(), "work")}}}.Prepare()
-	dirs, files := cfg.systemPaths()
-	wantDirs, wantFiles := sandbox.Readable(cfg.Deny)
+	s := newSite(t)
+	dirs, files := s.cfg.systemPaths()
+	wantDirs, wantFiles := sandbox.Readable(s.cfg.Deny)
 	assert.Equal(t, wantDirs, dirs)
 	assert.Equal(t, wantFiles, files)
 
-	cfg.system.dirs = []string{"/found-once"}
+	// A directory only what Prepare found grants: each launch reads it,
+	// as none would that looked at the system again.
+	once := filepath.Join(s.base, "found-once")
+	require.NoError(t, os.Mkdir(once, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(once, "file"), []byte("found once\n"), 0o644))
+	s.cfg.system.dirs = append(slices.Clone(s.cfg.system.dirs), once)
+	spec, out := s.spec("b1", `cat "$ONCE/file"`, "ONCE="+once)
+	for range 2 {
+		out.Reset()
+		p, err := Launch(s.cfg, spec)
+		require.NoError(t, err)
+		require.NoError(t, p.Wait(), "%s", out)
+		assert.Equal(t, "found once\n", out.String())
+	}
+
+	cfg := s.cfg
+	cfg.Deny = append(slices.Clone(cfg.Deny), sandbox.Denied{Key: "journal.path", Path: "/usr/share/journal"})
 	dirs, _ = cfg.systemPaths()
-	assert.Equal(t, []string{"/found-once"}, dirs, "not looked for again")
-	cfg.Deny = append(cfg.Deny, sandbox.Denied{Key: "journal.path", Path: "/usr/share/journal"})
-	dirs, _ = cfg.systemPaths()
-	assert.NotEqual(t, []string{"/found-once"}, dirs, "another Deny: looked at again")
+	assert.NotContains(t, dirs, once, "another Deny: looked at again")
 }
