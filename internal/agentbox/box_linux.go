@@ -343,18 +343,19 @@ func own(spec Spec, ownDir string, uid int) error {
 			return fmt.Errorf("agent %s: %s: %w", spec.Name, p, err)
 		}
 		if int(st.Uid) == uid {
+			written := spec.Written
 			if p == ownDir {
 				// What foreman wrote there since (its key again): the
-				// files at the top.
+				// files at the top, by the same rule.
+				written = nil
 				entries, _ := os.ReadDir(p)
 				for _, e := range entries {
 					if e.Type().IsRegular() {
-						if err := os.Lchown(filepath.Join(p, e.Name()), uid, uid); err != nil {
-							return fmt.Errorf("agent %s: %w", spec.Name, err)
-						}
+						written = append(written, filepath.Join(sandbox.Real(p), e.Name()))
 					}
 				}
-			} else if err := ownWritten(p, spec.Written, uid); err != nil {
+			}
+			if err := ownWritten(p, written, uid); err != nil {
 				return fmt.Errorf("agent %s: %w", spec.Name, err)
 			}
 			continue

@@ -479,7 +479,7 @@ func TestWhatTheAgentLinkedDoesNotBecomeItsOwn(t *testing.T) {
 
 	// What the system holds (root's), outside every agent's directory.
 	system := filepath.Join(s.base, "system")
-	for _, f := range []string{"templates/info/exclude", "claude/settings.json", "gemini/settings.json", "shadow"} {
+	for _, f := range []string{"templates/info/exclude", "claude/settings.json", "gemini/settings.json", "shadow", "passwd"} {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(system, f)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(system, f), nil, 0o644))
 	}
@@ -490,7 +490,14 @@ func TestWhatTheAgentLinkedDoesNotBecomeItsOwn(t *testing.T) {
 		require.NoError(t, os.Lchown(link, uid, uid))
 	}
 	require.NoError(t, os.Link(filepath.Join(system, "shadow"), filepath.Join(ws, ".mcp.json")))
-	other := filepath.Join(ws, "others.json") // another user's file, not foreman's
+	// Its own directory (its key's) is not the agent's to write, but
+	// what is there changes hands by the same rule.
+	require.NoError(t, os.Link(filepath.Join(system, "passwd"), filepath.Join(filepath.Dir(ws), "notes")))
+	key := filepath.Join(filepath.Dir(ws), "identity.json")
+	require.NoError(t, os.Remove(key))
+	require.NoError(t, os.WriteFile(key, []byte("key-of-b1"), 0o600)) // foreman's again, as at each start
+	// Another user's file, not foreman's.
+	other := filepath.Join(ws, "others.json")
 	require.NoError(t, os.WriteFile(other, nil, 0o600))
 	require.NoError(t, os.Chown(other, 4242, 4242))
 
@@ -499,7 +506,7 @@ func TestWhatTheAgentLinkedDoesNotBecomeItsOwn(t *testing.T) {
 		filepath.Join(home, ".claude"), filepath.Join(home, ".claude", "settings.json"),
 		filepath.Join(home, ".gemini"), filepath.Join(home, ".gemini", "settings.json")}
 	run()
-	owners := map[string]int{other: 4242}
+	owners := map[string]int{other: 4242, key: uid}
 	require.NoError(t, filepath.WalkDir(system, func(path string, _ fs.DirEntry, err error) error {
 		owners[path] = os.Geteuid()
 		return err
