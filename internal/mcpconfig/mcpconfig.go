@@ -402,14 +402,9 @@ func (w writer) exclude(ws, pattern string) error {
 		b = append(b, '\n')
 	}
 	b = append(b, pattern+"\n"...)
-	if err := r.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("mcpconfig: %w", err)
-	}
-	if err := r.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("mcpconfig: %s: %w", filepath.Join(ws, path), err)
-	}
-	w.note(ws, path)
-	return nil
+	// Written whole as the others: a hard link the agent left there is
+	// replaced, never written through.
+	return w.writeFile(ws, path, b)
 }
 
 // writeFile writes b to rel within base whole: a CLI starting meanwhile
