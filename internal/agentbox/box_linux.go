@@ -174,7 +174,7 @@ func (cfg Config) check(spec Spec, prog string) error {
 		grants = append(grants, grant{"readable path", r})
 	}
 	for _, g := range grants {
-		p := resolved(g.path)
+		p := sandbox.Real(g.path)
 		for _, d := range cfg.Deny {
 			if d.Path == "" {
 				continue
@@ -191,21 +191,6 @@ func (cfg Config) check(spec Spec, prog string) error {
 		}
 	}
 	return nil
-}
-
-// resolved is path with its links resolved, as far as it exists: the
-// place a path not made yet would be made (a link above it followed).
-func resolved(path string) string {
-	rest := ""
-	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(r, rest)
-		}
-		if p == filepath.Dir(p) {
-			return filepath.Clean(path)
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-	}
 }
 
 // ownDir is the agent's own directory in the workspaces' (the one its
@@ -345,33 +330,32 @@ func own(spec Spec, ownDir string, uid int) error {
 		paths = append([]string{ownDir}, paths...)
 	}
 	for _, p := range paths {
-		closed, err := Closed(filepath.Dir(p), uid)
+		closed, err := closedDirs(filepath.Dir(p), uid)
 		if err != nil {
 			return fmt.Errorf("agent %s: %w", spec.Name, err)
 		}
 		if len(closed) > 0 {
 			dir := closed[len(closed)-1] // the nearest
-			var st unix.Stat_t
-			_ = unix.Stat(dir, &st)
-			return fmt.Errorf("agent %s: %s cannot reach %s: %s (mode %v) lets no other user enter it; chmod o+x %s (mode 0711 lists nothing to others), or put the agents' workspaces elsewhere", spec.Name, userName(uid), p, dir, fileMode(st.Mode), dir)
+			return fmt.Errorf("agent %s: %s cannot reach %s: %s (mode %v) lets no other user enter it; chmod o+x %s (mode 0711 lists nothing to others), or put the agents' workspaces elsewhere", spec.Name, userName(uid), p, dir.path, dir.mode, dir.path)
 		}
 		var st unix.Stat_t
 		if err := unix.Lstat(p, &st); err != nil {
 			return fmt.Errorf("agent %s: %s: %w", spec.Name, p, err)
 		}
 		if int(st.Uid) == uid {
+			written := spec.Written
 			if p == ownDir {
 				// What foreman wrote there since (its key again): the
-				// files at the top.
+				// files at the top, by the same rule.
+				written = nil
 				entries, _ := os.ReadDir(p)
 				for _, e := range entries {
 					if e.Type().IsRegular() {
-						if err := os.Lchown(filepath.Join(p, e.Name()), uid, uid); err != nil {
-							return fmt.Errorf("agent %s: %w", spec.Name, err)
-						}
+						written = append(written, filepath.Join(sandbox.Real(p), e.Name()))
 					}
 				}
-			} else if err := ownWritten(p, spec.Written, uid); err != nil {
+			}
+			if err := ownWritten(p, written, uid); err != nil {
 				return fmt.Errorf("agent %s: %w", spec.Name, err)
 			}
 			continue
@@ -399,14 +383,30 @@ func own(spec Spec, ownDir string, uid int) error {
 // that lets its owner in. uid -1 is any uid of an agent's, before it is
 // known: one that owns none of them.
 func Closed(dir string, uid int) ([]string, error) {
-	var closed []string
+	closed, err := closedDirs(dir, uid)
+	paths := make([]string, len(closed))
+	for i, c := range closed {
+		paths[i] = c.path
+	}
+	return paths, err
+}
+
+// closedDir is a directory Closed names, with the mode it found, for
+// saying so.
+type closedDir struct {
+	path string
+	mode os.FileMode
+}
+
+func closedDirs(dir string, uid int) ([]closedDir, error) {
+	var closed []closedDir
 	for d := dir; ; d = filepath.Dir(d) {
 		var st unix.Stat_t
 		if err := unix.Stat(d, &st); err != nil {
 			return nil, &fs.PathError{Op: "stat", Path: d, Err: err}
 		}
 		if st.Mode&0o001 == 0 && !(uid >= 0 && int(st.Uid) == uid && st.Mode&0o100 != 0) {
-			closed = append([]string{d}, closed...)
+			closed = append([]closedDir{{d, os.FileMode(st.Mode & 0o777)}}, closed...)
 		}
 		if d == "/" || d == "." {
 			return closed, nil
@@ -446,8 +446,6 @@ func ownWritten(dir string, written []string, uid int) error {
 	}
 	return nil
 }
-
-func fileMode(m uint32) os.FileMode { return os.FileMode(m & 0o777) }
 
 func userName(uid int) string { return fmt.Sprintf("uid %d", uid) }
 

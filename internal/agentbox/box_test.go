@@ -6,9 +6,11 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -455,6 +457,67 @@ func TestWhatForemanWritesAgainIsTheAgents(t *testing.T) {
 	}
 }
 
+// Between two starts an agent controls its workspace and HOME: a link it
+// leaves where foreman wrote (its clone's .git to a directory of the
+// system's, its HOME's .claude or .gemini to one of foreman's), a hard link
+// to a file of root's, a file of another user's: none of what they lead
+// to becomes the agent's at the next start.
+func TestWhatTheAgentLinkedDoesNotBecomeItsOwn(t *testing.T) {
+	if os.Geteuid() != 0 || !sandbox.HasCap(unix.CAP_SYS_ADMIN) {
+		t.Skip("an agent has a uid of its own where foreman is root")
+	}
+	s := newSite(t)
+	spec, out := s.spec("b1", "true")
+	run := func() *Process {
+		p, err := Launch(s.cfg, spec)
+		require.NoError(t, err)
+		require.NoError(t, p.Wait(), "%s", out)
+		return p
+	}
+	uid := run().UID
+	ws, home := spec.Dir, filepath.Join(filepath.Dir(spec.Dir), "home")
+
+	// What the system holds (root's), outside every agent's directory.
+	system := filepath.Join(s.base, "system")
+	for _, f := range []string{"templates/info/exclude", "claude/settings.json", "gemini/settings.json", "shadow", "passwd"} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(system, f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(system, f), nil, 0o644))
+	}
+	// What the agent leaves, as its uid.
+	for link, to := range map[string]string{filepath.Join(ws, ".git"): filepath.Join(system, "templates"),
+		filepath.Join(home, ".claude"): filepath.Join(system, "claude"), filepath.Join(home, ".gemini"): filepath.Join(system, "gemini")} {
+		require.NoError(t, os.Symlink(to, link))
+		require.NoError(t, os.Lchown(link, uid, uid))
+	}
+	require.NoError(t, os.Link(filepath.Join(system, "shadow"), filepath.Join(ws, ".mcp.json")))
+	// Its own directory (its key's) is not the agent's to write, but
+	// what is there changes hands by the same rule.
+	require.NoError(t, os.Link(filepath.Join(system, "passwd"), filepath.Join(filepath.Dir(ws), "notes")))
+	key := filepath.Join(filepath.Dir(ws), "identity.json")
+	require.NoError(t, os.Remove(key))
+	require.NoError(t, os.WriteFile(key, []byte("key-of-b1"), 0o600)) // foreman's again, as at each start
+	// Another user's file, not foreman's.
+	other := filepath.Join(ws, "others.json")
+	require.NoError(t, os.WriteFile(other, nil, 0o600))
+	require.NoError(t, os.Chown(other, 4242, 4242))
+
+	spec.Written = []string{filepath.Join(ws, ".git"), filepath.Join(ws, ".git", "info"), filepath.Join(ws, ".git", "info", "exclude"),
+		filepath.Join(ws, ".mcp.json"), other,
+		filepath.Join(home, ".claude"), filepath.Join(home, ".claude", "settings.json"),
+		filepath.Join(home, ".gemini"), filepath.Join(home, ".gemini", "settings.json")}
+	run()
+	owners := map[string]int{other: 4242, key: uid}
+	require.NoError(t, filepath.WalkDir(system, func(path string, _ fs.DirEntry, err error) error {
+		owners[path] = os.Geteuid()
+		return err
+	}))
+	for path, owner := range owners {
+		var st unix.Stat_t
+		require.NoError(t, unix.Lstat(path, &st))
+		assert.Equal(t, owner, int(st.Uid), "%s changed hands", path)
+	}
+}
+
 // A directory that lets no other user in closes the way to what is
 // below it, to every agent's uid but the one that owns it.
 func TestClosedDirectories(t *testing.T) {
@@ -479,19 +542,46 @@ func TestClosedDirectories(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
+// A workspace an agent's uid could not reach is refused before anything
+// changes hands, naming the directory in the way with the mode it has.
+func TestAWorkspaceBehindAClosedDirectoryIsRefused(t *testing.T) {
+	shut := filepath.Join(t.TempDir(), "shut")
+	require.NoError(t, os.Mkdir(shut, 0o750))
+	ws := filepath.Join(shut, "ws")
+	require.NoError(t, os.Mkdir(ws, 0o700))
+	uid := DefaultUIDBase + 77
+	err := own(Spec{Name: "ada", Dir: ws}, "", uid)
+	require.Error(t, err)
+	assert.Equal(t, "agent ada: uid "+strconv.Itoa(uid)+" cannot reach "+ws+": "+shut+" (mode -rwxr-x---) lets no other user enter it; chmod o+x "+shut+" (mode 0711 lists nothing to others), or put the agents' workspaces elsewhere", err.Error())
+}
+
 // Prepare finds what the system lets agents read once, for all their
-// launches; a Deny changed since is looked at again.
+// launches, which use what it found; a Deny changed since is looked at
+// again.
 func TestPrepareFindsTheSystemOnce(t *testing.T) {
-	cfg := Config{Deny: []sandbox.Denied{{Key: "host.work", Path: filepath.Join(t.TempDir(), "work")}}}.Prepare()
-	dirs, files := cfg.systemPaths()
-	wantDirs, wantFiles := sandbox.Readable(cfg.Deny)
+	s := newSite(t)
+	dirs, files := s.cfg.systemPaths()
+	wantDirs, wantFiles := sandbox.Readable(s.cfg.Deny)
 	assert.Equal(t, wantDirs, dirs)
 	assert.Equal(t, wantFiles, files)
 
-	cfg.system.dirs = []string{"/found-once"}
+	// A directory only what Prepare found grants: each launch reads it,
+	// as none would that looked at the system again.
+	once := filepath.Join(s.base, "found-once")
+	require.NoError(t, os.Mkdir(once, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(once, "file"), []byte("found once\n"), 0o644))
+	s.cfg.system.dirs = append(slices.Clone(s.cfg.system.dirs), once)
+	spec, out := s.spec("b1", `cat "$ONCE/file"`, "ONCE="+once)
+	for range 2 {
+		out.Reset()
+		p, err := Launch(s.cfg, spec)
+		require.NoError(t, err)
+		require.NoError(t, p.Wait(), "%s", out)
+		assert.Equal(t, "found once\n", out.String())
+	}
+
+	cfg := s.cfg
+	cfg.Deny = append(slices.Clone(cfg.Deny), sandbox.Denied{Key: "journal.path", Path: "/usr/share/journal"})
 	dirs, _ = cfg.systemPaths()
-	assert.Equal(t, []string{"/found-once"}, dirs, "not looked for again")
-	cfg.Deny = append(cfg.Deny, sandbox.Denied{Key: "journal.path", Path: "/usr/share/journal"})
-	dirs, _ = cfg.systemPaths()
-	assert.NotEqual(t, []string{"/found-once"}, dirs, "another Deny: looked at again")
+	assert.NotContains(t, dirs, once, "another Deny: looked at again")
 }

@@ -38,3 +38,21 @@ func TestALinkTheAgentLeftIsNotFollowed(t *testing.T) {
 	assert.Error(t, writeOne(ws, home, Codex, server))
 	assert.NoFileExists(t, filepath.Join(outside, "config.toml"))
 }
+
+// A hard link the agent left at its clone's .git/info/exclude, to a file
+// it may not write, is replaced, never written through.
+func TestAHardLinkTheAgentLeftIsNotWrittenThrough(t *testing.T) {
+	ws, home := places(t)
+	victim := filepath.Join(filepath.Dir(ws), "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("root ALL=(ALL) ALL\n"), 0o600))
+	exclude := filepath.Join(ws, ".git", "info", "exclude")
+	require.NoError(t, os.Remove(exclude))
+	require.NoError(t, os.Link(victim, exclude))
+	require.NoError(t, writeOne(ws, home, Claude, server))
+	data, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "root ALL=(ALL) ALL\n", string(data), "the file the link shares is untouched")
+	data, err = os.ReadFile(exclude)
+	require.NoError(t, err)
+	assert.Equal(t, "root ALL=(ALL) ALL\n/.mcp.json\n", string(data), "what was there, and foreman's line")
+}

@@ -37,11 +37,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	toml "github.com/pelletier/go-toml/v2"
 )
@@ -272,6 +274,10 @@ func (w writer) codex() error {
 // /etc/sudoers, .claude to another agent's HOME) is refused, never
 // followed out of it by foreman, which may be root.
 
+// maxRead is the most foreman reads of a file an agent controls: its
+// MCP configs are a few hundred bytes.
+const maxRead = 1 << 20
+
 // readFile reads rel within base.
 func readFile(base, rel string) ([]byte, error) {
 	r, err := os.OpenRoot(base)
@@ -279,7 +285,40 @@ func readFile(base, rel string) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return r.ReadFile(rel)
+	return readIn(r, base, rel)
+}
+
+// readIn reads rel within r (at base): a regular file of at most maxRead
+// bytes, never blocking on one the agent made something else (a FIFO left
+// there would hold foreman up at its start), nor reading a huge one whole.
+// A file that does not exist is an error satisfying os.ErrNotExist; every
+// other names the file.
+func readIn(r *os.Root, base, rel string) ([]byte, error) {
+	path := filepath.Join(base, rel)
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer f.Close()
+	refused := fmt.Errorf("%s: not a regular file of at most 1 MiB; remove it, foreman up writes it again", path)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > maxRead {
+		return nil, refused
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxRead+1)) // +1: one grown since
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxRead {
+		return nil, refused
+	}
+	return b, nil
 }
 
 // editJSON reads the JSON object at rel within base (none: an empty
@@ -352,9 +391,9 @@ func (w writer) exclude(ws, pattern string) error {
 		return nil
 	}
 	const path = ".git/info/exclude"
-	b, err := r.ReadFile(path)
+	b, err := readIn(r, ws, path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("mcpconfig: %s: %w", filepath.Join(ws, path), err)
+		return fmt.Errorf("mcpconfig: %w", err)
 	}
 	if slices.Contains(strings.Split(string(b), "\n"), pattern) {
 		return nil
@@ -363,14 +402,9 @@ func (w writer) exclude(ws, pattern string) error {
 		b = append(b, '\n')
 	}
 	b = append(b, pattern+"\n"...)
-	if err := r.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("mcpconfig: %w", err)
-	}
-	if err := r.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("mcpconfig: %s: %w", filepath.Join(ws, path), err)
-	}
-	w.note(ws, path)
-	return nil
+	// Written whole as the others: a hard link the agent left there is
+	// replaced, never written through.
+	return w.writeFile(ws, path, b)
 }
 
 // writeFile writes b to rel within base whole: a CLI starting meanwhile

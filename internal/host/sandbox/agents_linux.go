@@ -44,9 +44,9 @@ func Landlock() (landlock.Config, int, error) {
 // namespace.
 func HasCap(c int) bool { return hasCap(c) }
 
-// Within reports whether path is dir or lies inside it; Real is path
-// with its links resolved (cleaned, when it does not exist).
+// Within reports whether path is dir or lies inside it.
 func Within(path, dir string) bool { return within(path, dir) }
 
-// Real is path with its symbolic links resolved.
+// Real is path with its symbolic links resolved as far as it exists: the
+// place a path not made yet would be made (a link above it followed).
 func Real(path string) string { return real(path) }

@@ -8,13 +8,21 @@ import (
 	"strings"
 )
 
-// real is path with its symbolic links resolved, or path cleaned when it
-// does not exist (yet): Landlock rules name what a path resolves to.
+// real is path with its symbolic links resolved as far as it exists: a
+// path not made yet is where it would be made (a link above it followed),
+// since Landlock rules name what a path resolves to, and a file made later
+// is reached the same way.
 func real(path string) string {
-	if r, err := filepath.EvalSymlinks(path); err == nil {
-		return r
+	rest := ""
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if p == filepath.Dir(p) {
+			return filepath.Clean(path)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
 	}
-	return filepath.Clean(path)
 }
 
 // within reports whether path is dir or lies inside it.
@@ -204,7 +212,11 @@ func walkEveryone(path string, d denied, g *grants) bool {
 		return false
 	}
 	var inner grants
-	clean := true
+	// One holding a denied path is never granted whole, even when that
+	// path is not made yet: foreman makes some after it has looked
+	// (telemetry's secret, the journal), and Landlock would let them be
+	// read.
+	clean := !d.holds(path)
 	for _, e := range entries {
 		if !walkEveryone(filepath.Join(path, e.Name()), d, &inner) {
 			clean = false

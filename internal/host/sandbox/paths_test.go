@@ -111,3 +111,45 @@ func TestMakeHomeLinksTheCaches(t *testing.T) {
 	_, err = os.Lstat(filepath.Join(home, ".cache", "go-build"))
 	assert.True(t, os.IsNotExist(err), "a cache inside a linked one is reached through it, not made in the real HOME")
 }
+
+// foreman makes some of its denied files after the system's paths were
+// found (telemetry's secret, the journal): a directory everyone may read
+// that will hold one is not granted whole, nor is one reached through a
+// link to where one will be.
+func TestADeniedPathNotMadeYetIsNotGrantedByItsParent(t *testing.T) {
+	root := tree(t, map[string]string{
+		"etc/ssl/certs/a.pem":  "",
+		"etc/ssl/openssl.cnf":  "",
+		"opt/tool/bin/x":       "",
+		"opt/local/share/doc":  "",
+		"usr/local":            "->../opt/local",
+		"usr/share/misc/magic": "",
+	})
+	root, err := filepath.EvalSymlinks(root)
+	require.NoError(t, err)
+	d := newDenied(Config{Deny: []Denied{
+		{Key: "telemetry secret", Path: filepath.Join(root, "etc/ssl/certs/otlp.secret")},
+		{Key: "the journal", Path: filepath.Join(root, "usr/local/foreman/journal")},
+	}})
+
+	// holding is the granted directories that hold p.
+	holding := func(g grants, p string) []string {
+		var out []string
+		for _, dir := range g.dirs {
+			if within(filepath.Join(root, p), dir) {
+				out = append(out, dir)
+			}
+		}
+		return rel(root, out)
+	}
+	var g grants
+	everyone(filepath.Join(root, "etc"), d, &g)
+	assert.Empty(t, holding(g, "etc/ssl/certs/otlp.secret"), "they will hold the secret")
+	assert.Contains(t, rel(root, g.files), "etc/ssl/certs/a.pem", "what they hold now is granted around it")
+
+	g = grants{}
+	around(filepath.Join(root, "opt"), d, &g)
+	assert.Empty(t, holding(g, "opt/local/foreman/journal"), "usr/local leads there")
+	assert.Contains(t, rel(root, g.dirs), "opt/local/share")
+	assert.Contains(t, rel(root, g.dirs), "opt/tool")
+}
