@@ -64,3 +64,25 @@ func TestCloneOnAFullDisk(t *testing.T) {
 		})
 	}
 }
+
+// A clone that failed is blamed on the disk when git says so (its space,
+// or its quota), or when the disk has not a MiB left: a few KiB free, as
+// a busy disk may have again by the time it is asked, is still full. With
+// the space back, a failure is not the disk's, and the probe is gone.
+func TestAFullDiskIsAskedNotGuessed(t *testing.T) {
+	checkout := "error: unable to write file big\nfatal: unable to checkout working tree"
+	assert.True(t, noSpace("error: unable to create temporary file: Disk quota exceeded", t.TempDir()), "over a quota")
+	assert.False(t, noSpace(checkout, t.TempDir()))
+
+	disk := fulldisk.Mount(t, 8<<20)
+	filler := fulldisk.Fill(t, disk, 64<<10)
+	require.NotZero(t, fulldisk.Free(t, disk), "a few KiB free")
+	assert.True(t, noSpace(checkout, disk), "a disk with %d bytes free is full", fulldisk.Free(t, disk))
+	require.NoError(t, os.Remove(filler))
+	free := fulldisk.Free(t, disk)
+	assert.False(t, noSpace(checkout, disk))
+	left, err := os.ReadDir(disk)
+	require.NoError(t, err)
+	assert.Empty(t, left, "the probe is removed")
+	assert.Equal(t, free, fulldisk.Free(t, disk))
+}
