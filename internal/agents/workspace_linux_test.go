@@ -2,9 +2,7 @@ package agents
 
 import (
 	"context"
-	"crypto/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/testkit/fulldisk"
+	"github.com/agentforeman/foreman/internal/testkit/gittest"
 )
 
 // A clone that fills the disk, in copying its objects or in checking
@@ -23,16 +22,7 @@ import (
 func TestCloneOnAFullDisk(t *testing.T) {
 	const blob = 2 << 20
 	repo := gitRepo(t)
-	big := make([]byte, blob)
-	_, _ = rand.Read(big) // random: git cannot make it smaller
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "big"), big, 0o644))
-	for _, args := range [][]string{{"add", "big"}, {"commit", "-qm", "big"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
+	big := gittest.CommitRandom(t, repo, "big", blob)
 	for _, tc := range []struct {
 		name  string
 		leave int64 // free on the disk
