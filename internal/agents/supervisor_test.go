@@ -114,7 +114,11 @@ func TestKilledAgentRestartsAndStopKillsTheGroup(t *testing.T) {
 	w := s.Workspace("b1")
 	cancel, done := running(t, s)
 	first := waitFor(t, s, "b1", func(st Status) bool { return st.State == Running })
-	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(w.Work, "children")); return err == nil }, 30*time.Second, 10*time.Millisecond)
+	// Its child's pid written, not only the file made: sh opens it first.
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(w.Work, "children"))
+		return len(strings.Fields(string(b))) == 1
+	}, 30*time.Second, 10*time.Millisecond)
 	require.NoError(t, syscall.Kill(first.Pid, syscall.SIGKILL))
 	second := waitFor(t, s, "b1", func(st Status) bool { return st.State == Running && st.Restarts == 1 })
 	assert.NotEqual(t, first.Pid, second.Pid)
