@@ -11,6 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestMain runs cmd/foreman's tests; the test binary is also the
+// spending agent of TestABudgetHoldStopsTheAgentsProcess (spender): with
+// SPEND_ON set it is one.
+func TestMain(m *testing.M) {
+	if c := os.Getenv(spendOnEnv); c != "" {
+		os.Exit(spender(c))
+	}
+	os.Exit(m.Run())
+}
+
 // foreman runs the CLI in-process and returns its exit code and output.
 func foreman(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()

@@ -19,7 +19,9 @@ import (
 	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/mcpagent"
+	"github.com/agentforeman/foreman/internal/otlp"
 	"github.com/agentforeman/foreman/internal/paste"
+	"github.com/agentforeman/foreman/internal/up"
 )
 
 // mcpFlags are foreman mcp's settings besides the config's.
@@ -154,10 +156,11 @@ func (a *app) printExporterEnv(c *config.Config, key, name string) error {
 		return fmt.Errorf("--identity: %w", err)
 	}
 	agent := id.AgentID()
-	env, err := agents.ExporterEnv(c, agent)
+	secret, err := otlp.LoadSecret(c.Telemetry.Secret)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", c.Origin("telemetry.secret"), err)
 	}
+	env := agents.ExporterEnv("http://"+up.Dialable(c.HTTP), secret, agent)
 	fmt.Fprintf(a.stderr, "# %s's spend: start its agent (Claude Code) with this environment (docs/BUDGETS.md)\n", agent)
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")

@@ -32,15 +32,6 @@ import (
 // the component the test binary, as that agent, claims and spends on.
 const spendOnEnv = "SPEND_ON"
 
-// The test binary is also the spending agent of
-// TestABudgetHoldStopsTheAgentsProcess: with SPEND_ON set it is one.
-func TestMain(m *testing.M) {
-	if c := os.Getenv(spendOnEnv); c != "" {
-		os.Exit(spender(c))
-	}
-	os.Exit(m.Run())
-}
-
 // spender is an agent as foreman up starts it, spending as Claude Code
 // does: it joins the room with the key and at the address up gives it,
 // CLAIMs component, and once ACKed reports $0.50 of claude_code.cost.usage
@@ -49,8 +40,20 @@ func TestMain(m *testing.M) {
 // interval); then it stays alive until it is stopped. It says its pid in
 // its log.
 func spender(component string) int {
-	// Never outlive a test that died without stopping its foreman up.
-	time.AfterFunc(2*time.Minute, func() { fmt.Fprintln(os.Stderr, "spender: never stopped; exiting"); os.Exit(3) })
+	// Never outlive a test that died without stopping its foreman up: its
+	// parent gone (it is another's child then), or, whatever happened,
+	// well past the test's own waits (several of upWait) and go test's
+	// -timeout, so that a slow run is never cut short by it.
+	parent := os.Getppid()
+	go func() {
+		for range time.Tick(time.Second) {
+			if os.Getppid() != parent {
+				fmt.Fprintln(os.Stderr, "spender: its foreman up is gone; exiting")
+				os.Exit(3)
+			}
+		}
+	}()
+	time.AfterFunc(30*time.Minute, func() { fmt.Fprintln(os.Stderr, "spender: never stopped; exiting"); os.Exit(3) })
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, "spender:", err); return 1 }
 	id, err := agentchat.LoadIdentity(os.Getenv(config.EnvIdentity))
 	if err != nil {

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"crypto/rand"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/testkit/fulldisk"
+	"github.com/agentforeman/foreman/internal/testkit/gittest"
 )
 
 // An agent's clone that fills the disk stops foreman up before anything
@@ -20,18 +17,8 @@ import (
 func TestUpRefusesAFullDiskInOneLine(t *testing.T) {
 	w := newUpWorld(t)
 	const blob = 2 << 20
-	repo := filepath.Join(w.dir, "big")
-	big := make([]byte, blob)
-	_, _ = rand.Read(big) // random: git cannot make it smaller
-	require.NoError(t, os.MkdirAll(repo, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "big"), big, 0o644))
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "big"}, {"commit", "-qm", "big"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
+	repo := gittest.Init(t, filepath.Join(w.dir, "big"))
+	gittest.CommitRandom(t, repo, "big", blob)
 	disk := fulldisk.Mount(t, 4*blob)
 	fulldisk.Fill(t, disk, blob/2)
 	room, board := freeAddr(t), freeAddr(t)

@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/agentforeman/foreman/internal/config"
@@ -13,17 +12,15 @@ import (
 const EnvIdentity = config.EnvIdentity
 
 // ExporterEnv is the environment an agent's own process needs to report
-// its spend to foreman (docs/BUDGETS.md), when telemetry.secret and
-// http.listen are set; else nothing. foreman mcp --print-config prints it.
-func ExporterEnv(c *config.Config, agentID string) ([]string, error) {
-	if c.Telemetry.Secret == "" || c.HTTP == "" {
-		return nil, nil
+// its spend to foreman's OTLP receiver at endpoint (docs/BUDGETS.md),
+// with its token made from secret (telemetry.secret's bytes, loaded once
+// by the caller, who serves the receiver with the same); without either,
+// nothing. foreman mcp --print-config prints it.
+func ExporterEnv(endpoint string, secret []byte, agentID string) []string {
+	if endpoint == "" || secret == nil {
+		return nil
 	}
-	secret, err := otlp.LoadSecret(c.Telemetry.Secret)
-	if err != nil {
-		return nil, fmt.Errorf("telemetry.secret: %w", err)
-	}
-	return otlp.Env("http://"+c.HTTP, agentID, otlp.Token(secret, agentID)), nil
+	return otlp.Env(endpoint, agentID, otlp.Token(secret, agentID))
 }
 
 // agentEnv is the agent's environment: foreman's (but for its FOREMAN_

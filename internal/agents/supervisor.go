@@ -36,6 +36,12 @@ type Options struct {
 	// Codex's and gemini-cli's, each approved there); it returns the
 	// paths it wrote (LaunchSpec.Written).
 	WriteMCP func(w Workspace, mcpCommand []string) ([]string, error)
+	// Secret is telemetry.secret's bytes, loaded once by the caller, who
+	// serves the OTLP receiver at Endpoint with the same (a URL this
+	// machine can dial): with both, each agent's process is given its
+	// exporter's environment (ExporterEnv), made once, at New.
+	Secret   []byte
+	Endpoint string
 	// Push, if set, grants an agent (by its sender id) its way to push
 	// its work: the environment that says where, with its token
 	// (FOREMAN_PUSH_URL, FOREMAN_PUSH_TOKEN), given at each start.
@@ -127,11 +133,8 @@ func New(ctx context.Context, o Options) (*Supervisor, error) {
 		if s.mcp[a.Name], err = o.WriteMCP(w, mcp); err != nil {
 			return nil, fmt.Errorf("agent %s: cannot write its MCP config in %s: %w", a.Name, w.Work, err)
 		}
-		// Once, for all its starts: its exporter's (from telemetry.secret)
-		// and its push's.
-		if s.grant[a.Name], err = ExporterEnv(c, w.ID); err != nil {
-			return nil, err
-		}
+		// Once, for all its starts: its exporter's and its push's.
+		s.grant[a.Name] = ExporterEnv(o.Endpoint, o.Secret, w.ID)
 		if o.Push != nil {
 			push, err := o.Push(w.ID)
 			if err != nil {

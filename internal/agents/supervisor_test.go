@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -113,7 +114,11 @@ func TestKilledAgentRestartsAndStopKillsTheGroup(t *testing.T) {
 	w := s.Workspace("b1")
 	cancel, done := running(t, s)
 	first := waitFor(t, s, "b1", func(st Status) bool { return st.State == Running })
-	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(w.Work, "children")); return err == nil }, 30*time.Second, 10*time.Millisecond)
+	// Its child's pid written, not only the file made: sh opens it first.
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(w.Work, "children"))
+		return len(strings.Fields(string(b))) == 1
+	}, 30*time.Second, 10*time.Millisecond)
 	require.NoError(t, syscall.Kill(first.Pid, syscall.SIGKILL))
 	second := waitFor(t, s, "b1", func(st Status) bool { return st.State == Running && st.Restarts == 1 })
 	assert.NotEqual(t, first.Pid, second.Pid)
@@ -212,17 +217,9 @@ func (p *fakeProcess) Wait() error              { return fmt.Errorf("signal: %v"
 // up signals each process.
 func TestLauncherIsGivenTheSpec(t *testing.T) {
 	c := testConfig(t)
-	c.HTTP, c.Telemetry.Secret = "127.0.0.1:9191", filepath.Join(t.TempDir(), "telemetry.secret")
-	// What is granted is made once, before anything starts: a secret
-	// foreman cannot use stops up there, in one line.
-	require.NoError(t, os.WriteFile(c.Telemetry.Secret, []byte("short"), 0o600))
-	_, err := New(context.Background(), Options{Config: c, Agents: []config.Agent{sh("b1", "true")}})
-	require.Error(t, err)
-	assert.Equal(t, "telemetry.secret: "+c.Telemetry.Secret+" holds 5 bytes; a secret needs at least 16 (delete it and foreman makes one)", err.Error())
-	require.NoError(t, os.Remove(c.Telemetry.Secret))
-
+	secret := []byte("a secret of foreman's, 16 bytes or more")
 	specs := make(chan LaunchSpec, 4)
-	s, err := New(context.Background(), Options{Config: c, Log: zerolog.Nop(),
+	s, err := New(context.Background(), Options{Config: c, Log: zerolog.Nop(), Secret: secret, Endpoint: "http://127.0.0.1:9191",
 		Push: func(id string) ([]string, error) { return []string{"FOREMAN_PUSH_TOKEN=for-" + id}, nil },
 		Launch: func(spec LaunchSpec) (Process, error) {
 			specs <- spec
@@ -242,9 +239,7 @@ func TestLauncherIsGivenTheSpec(t *testing.T) {
 	assert.Contains(t, spec.Written, filepath.Join(work, ".mcp.json"), "its MCP config: its uid's, when it has one")
 	assert.Subset(t, spec.Env, []string{"HOME=" + w.Home, "TMPDIR=" + w.Tmp, "FOREMAN_IDENTITY=" + w.Key,
 		"FOREMAN_SERVER_URL=ws://127.0.0.1:1", "FOREMAN_CONFIG=" + c.File, "OWN=yes"})
-	secret, err := os.ReadFile(c.Telemetry.Secret)
-	require.NoError(t, err)
-	assert.Subset(t, spec.Env, []string{"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer " + otlp.Token(secret, w.ID), "FOREMAN_PUSH_TOKEN=for-" + w.ID},
+	assert.Subset(t, spec.Env, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:9191", "OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer " + otlp.Token(secret, w.ID), "FOREMAN_PUSH_TOKEN=for-" + w.ID},
 		"its exporter's and its push's")
 	waitFor(t, s, "b1", func(st Status) bool { return st.State == Running && st.Pid == 7 })
 	cancel()
@@ -252,4 +247,54 @@ func TestLauncherIsGivenTheSpec(t *testing.T) {
 	st := s.Status()[0]
 	assert.Equal(t, Stopped, st.State)
 	assert.Equal(t, "signal: terminated", st.LastExit)
+}
+
+// What an agent is granted, its exporter's token (from the secret's
+// bytes) and its push's, is made once, at New, for all its starts: a
+// restart neither makes its token again nor asks for another push token.
+func TestWhatIsGrantedIsMadeOnceForAllStarts(t *testing.T) {
+	c := testConfig(t)
+	secret := []byte("a secret of foreman's, 16 bytes or more")
+	var pushes atomic.Int32
+	specs, procs := make(chan LaunchSpec, 4), make(chan *fakeProcess, 4)
+	s, err := New(context.Background(), Options{Config: c, Log: zerolog.Nop(), Secret: secret, Endpoint: "http://127.0.0.1:9191",
+		Rules: Rules{Backoff: time.Millisecond, MaxBackoff: time.Millisecond, FastExit: time.Nanosecond, FastExits: 10},
+		Push: func(id string) ([]string, error) {
+			return []string{fmt.Sprintf("FOREMAN_PUSH_TOKEN=for-%s-%d", id, pushes.Add(1))}, nil
+		},
+		Launch: func(spec LaunchSpec) (Process, error) {
+			p := &fakeProcess{pid: 7, sigs: make(chan os.Signal, 2)}
+			specs <- spec
+			procs <- p
+			return p, nil
+		},
+		Agents: []config.Agent{sh("b1", "true")}})
+	require.NoError(t, err)
+	id := s.Workspace("b1").ID
+	granted := append(ExporterEnv("http://127.0.0.1:9191", secret, id), "FOREMAN_PUSH_TOKEN=for-"+id+"-1")
+	// Were the token made again at a start, it would be made from these.
+	clear(secret)
+	running(t, s)
+	for start := range 3 {
+		spec := <-specs
+		for _, kv := range granted {
+			k, _, _ := strings.Cut(kv, "=")
+			assert.Equal(t, []string{kv}, setting(spec.Env, k), "start %d", start+1)
+		}
+		if start < 2 {
+			(<-procs).sigs <- syscall.SIGKILL // it crashed: started again
+		}
+	}
+	assert.EqualValues(t, 1, pushes.Load(), "one push token, for all its starts")
+}
+
+// setting is every k= in env.
+func setting(env []string, k string) []string {
+	var out []string
+	for _, kv := range env {
+		if strings.HasPrefix(kv, k+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

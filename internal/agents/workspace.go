@@ -99,16 +99,31 @@ func clone(ctx context.Context, name, repo, target, work string) error {
 }
 
 // noSpace reports whether a git that failed, having said out, ran out of
-// space on dir's disk: it says so when a write of its objects failed, but
-// not when one of its checkout did ("unable to write file"), and then
-// the disk it filled has no block left.
+// space on dir's disk. git says so when a write of its objects failed
+// (ENOSPC, or EDQUOT over a quota), but not when one of its checkout did
+// ("unable to write file"): then dir's disk is asked directly, by
+// allocating a probe of probeSize beside the clone, before the clone is
+// removed. Its statfs would not do: btrfs can be out of metadata space
+// with data blocks free, root writes into ext4's reserved blocks while it
+// shows none available, and a busy disk may have a few blocks free again
+// by the time it is asked.
 func noSpace(out, dir string) bool {
-	if strings.Contains(out, "No space left on device") {
+	if strings.Contains(out, "No space left on device") || strings.Contains(out, "Disk quota exceeded") {
 		return true
 	}
-	var st syscall.Statfs_t
-	return syscall.Statfs(dir, &st) == nil && st.Bavail == 0
+	f, err := os.CreateTemp(dir, ".foreman-space-probe-*")
+	if err != nil {
+		return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	err = allocate(f, probeSize)
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
+
+// probeSize is how much a disk must have free for a failed clone not to
+// be blamed on it.
+const probeSize = 1 << 20
 
 // git runs git and returns what it said; its error is the line that says
 // why it failed: its first fatal: line, else its first error: line, else
@@ -136,4 +151,16 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 		return out.String(), err
 	}
 	return out.String(), errors.New(why)
+}
+
+// write writes n bytes to f and syncs them, so that a disk without them
+// says so now rather than at a later flush.
+func write(f *os.File, n int64) error {
+	buf := make([]byte, 64<<10)
+	for ; n > 0; n -= int64(len(buf)) {
+		if _, err := f.Write(buf[:min(n, int64(len(buf)))]); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
 }

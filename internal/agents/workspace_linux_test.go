@@ -2,9 +2,7 @@ package agents
 
 import (
 	"context"
-	"crypto/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/testkit/fulldisk"
+	"github.com/agentforeman/foreman/internal/testkit/gittest"
 )
 
 // A clone that fills the disk, in copying its objects or in checking
@@ -23,16 +22,7 @@ import (
 func TestCloneOnAFullDisk(t *testing.T) {
 	const blob = 2 << 20
 	repo := gitRepo(t)
-	big := make([]byte, blob)
-	_, _ = rand.Read(big) // random: git cannot make it smaller
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "big"), big, 0o644))
-	for _, args := range [][]string{{"add", "big"}, {"commit", "-qm", "big"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
+	big := gittest.CommitRandom(t, repo, "big", blob)
 	for _, tc := range []struct {
 		name  string
 		leave int64 // free on the disk
@@ -63,4 +53,26 @@ func TestCloneOnAFullDisk(t *testing.T) {
 			assert.Equal(t, big, b)
 		})
 	}
+}
+
+// A clone that failed is blamed on the disk when git says so (its space,
+// or its quota), or when the disk has not a MiB left: a few KiB free, as
+// a busy disk may have again by the time it is asked, is still full. With
+// the space back, a failure is not the disk's, and the probe is gone.
+func TestAFullDiskIsAskedNotGuessed(t *testing.T) {
+	checkout := "error: unable to write file big\nfatal: unable to checkout working tree"
+	assert.True(t, noSpace("error: unable to create temporary file: Disk quota exceeded", t.TempDir()), "over a quota")
+	assert.False(t, noSpace(checkout, t.TempDir()))
+
+	disk := fulldisk.Mount(t, 8<<20)
+	filler := fulldisk.Fill(t, disk, 64<<10)
+	require.NotZero(t, fulldisk.Free(t, disk), "a few KiB free")
+	assert.True(t, noSpace(checkout, disk), "a disk with %d bytes free is full", fulldisk.Free(t, disk))
+	require.NoError(t, os.Remove(filler))
+	free := fulldisk.Free(t, disk)
+	assert.False(t, noSpace(checkout, disk))
+	left, err := os.ReadDir(disk)
+	require.NoError(t, err)
+	assert.Empty(t, left, "the probe is removed")
+	assert.Equal(t, free, fulldisk.Free(t, disk))
 }

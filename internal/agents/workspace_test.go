@@ -3,31 +3,21 @@ package agents
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/testkit/gittest"
 )
 
 // gitRepo is a repository with a first commit on main.
 func gitRepo(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "shop")
-	run := func(args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	run("init", "-q", "-b", "main")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "README"), []byte("shop\n"), 0o644))
-	run("add", "README")
-	run("commit", "-qm", "first")
+	dir := gittest.Init(t, filepath.Join(t.TempDir(), "shop"))
+	gittest.Commit(t, dir, "README", []byte("shop\n"))
 	return dir
 }
 

@@ -164,7 +164,7 @@ func copyProgram(program, dir string) (string, error) {
 	if err != nil {
 		_ = os.Remove(tmp.Name())
 		if errors.Is(err, syscall.ENOSPC) {
-			return "", fmt.Errorf("foreman's program for its agents: the disk is full (%v); free space where the agents' workspaces are, at %s, then start foreman up again", err, dir)
+			return "", fmt.Errorf("foreman's program for its agents: the disk is full (%v); free space on the disk of %s, then start foreman up again", err, dir)
 		}
 		return "", fmt.Errorf("foreman's program for its agents: %w", err)
 	}

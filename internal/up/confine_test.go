@@ -78,7 +78,7 @@ func TestAFullDiskStopsTheAgentsCopyOfForeman(t *testing.T) {
 	_, err := confine(&config.Config{File: filepath.Join(disk, "foreman.yaml")}, filepath.Join(disk, "agents"), os.Args[0], "")
 	require.Error(t, err)
 	assert.Regexp(t, "^foreman's program for its agents: the disk is full \\(write "+regexp.QuoteMeta(bin)+"/\\.foreman-[0-9]+: no space left on device\\); "+
-		"free space where the agents' workspaces are, at "+regexp.QuoteMeta(bin)+", then start foreman up again$", err.Error())
+		"free space on the disk of "+regexp.QuoteMeta(bin)+", then start foreman up again$", err.Error())
 	entries, err := os.ReadDir(bin)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "no half copy")

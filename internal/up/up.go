@@ -117,6 +117,14 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
+	// telemetry.secret, once, before anything is made: the receiver and
+	// every agent's token are made from these same bytes.
+	var secret []byte
+	if c.Telemetry.Secret != "" && c.HTTP != "" {
+		if secret, err = otlp.LoadSecret(c.Telemetry.Secret); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Origin("telemetry.secret"), err)
+		}
+	}
 	if o.Program == "" {
 		o.Program = paste.Program()
 	}
@@ -149,7 +157,7 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 		}
 		c.Server.URL = "ws://" + u.roomLn.Addr().String()
 	} else if served && o.Listen != "" {
-		c.Server.URL = "ws://" + dialable(listen)
+		c.Server.URL = "ws://" + Dialable(listen)
 	}
 	if c.HTTP != "" && freePort(c.HTTP) {
 		if err := u.listenBoard(); err != nil {
@@ -183,7 +191,14 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 		}
 		// Before foreman and the board: its auditors' ids go in
 		// roles.auditors, and the board lists its agents.
+		// http.listen is where it really listens by now when it asked for
+		// a free port (listenBoard).
+		endpoint := ""
+		if c.HTTP != "" {
+			endpoint = "http://" + Dialable(c.HTTP)
+		}
 		u.team, err = agents.New(ctx, agents.Options{Config: c, Agents: list, Program: program, Launch: launch, Push: push, Revoke: u.revokePush,
+			Secret: secret, Endpoint: endpoint,
 			Log:  log.With().Str("part", "agents").Logger(),
 			View: func(ctx context.Context) (coordinator.View, error) { return u.bot.View(ctx) }})
 		if err != nil {
@@ -195,8 +210,9 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 	spend := &otlp.LateSink{} // the bot, once made
 	if c.HTTP != "" {
 		wo := web.ConfigOptions(c, log)
-		if err := web.WithReceiver(&wo, c, spend); err != nil {
-			return nil, err
+		if secret != nil {
+			rec := otlp.New(otlp.Options{Secret: secret}, spend)
+			wo.OTLP, wo.Collectors = rec.Handler(), append(wo.Collectors, rec.Collector())
 		}
 		if u.team != nil {
 			wo.Agents = u.team.Status
@@ -284,9 +300,9 @@ func loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// dialable is where to reach a listen address: on this machine when it
-// names every interface.
-func dialable(addr string) string {
+// Dialable is where to reach a listen address: on this machine when it
+// names every interface (":9090", "0.0.0.0:9090", "[::]:9090").
+func Dialable(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return addr
