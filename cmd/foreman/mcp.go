@@ -19,9 +19,9 @@ import (
 	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/config"
 	"github.com/agentforeman/foreman/internal/mcpagent"
-	"github.com/agentforeman/foreman/internal/otlp"
 	"github.com/agentforeman/foreman/internal/paste"
 	"github.com/agentforeman/foreman/internal/up"
+	"github.com/agentforeman/foreman/internal/web"
 )
 
 // mcpFlags are foreman mcp's settings besides the config's.
@@ -156,9 +156,9 @@ func (a *app) printExporterEnv(c *config.Config, key, name string) error {
 		return fmt.Errorf("--identity: %w", err)
 	}
 	agent := id.AgentID()
-	secret, err := otlp.LoadSecret(c.Telemetry.Secret)
+	secret, err := web.TelemetrySecret(c)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.Origin("telemetry.secret"), err)
+		return err
 	}
 	env := agents.ExporterEnv("http://"+up.Dialable(c.HTTP), secret, agent)
 	fmt.Fprintf(a.stderr, "# %s's spend: start its agent (Claude Code) with this environment (docs/BUDGETS.md)\n", agent)

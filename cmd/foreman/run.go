@@ -110,9 +110,11 @@ release the leases, so that a standby takes over at once.`,
 				var url string
 				var stopBoard func()
 				wopts := web.ConfigOptions(c, log)
-				if err := web.WithReceiver(&wopts, c, spend); err != nil {
+				secret, err := web.TelemetrySecret(c)
+				if err != nil {
 					return err
 				}
+				web.WithReceiver(&wopts, secret, spend)
 				board, url, stopBoard, err = web.Start(c.HTTP, wopts)
 				if err != nil {
 					return fmt.Errorf("http.listen: %w", err)

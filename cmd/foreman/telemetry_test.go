@@ -27,11 +27,15 @@ func (nopSink) Spend(context.Context, []coordinator.Spend) error { return nil }
 // made on first use; without it nothing takes exports.
 func TestWithReceiver(t *testing.T) {
 	var o web.Options
-	require.NoError(t, web.WithReceiver(&o, &config.Config{}, nopSink{}))
+	none, err := web.TelemetrySecret(&config.Config{})
+	require.NoError(t, err)
+	web.WithReceiver(&o, none, nopSink{})
 	assert.Nil(t, o.OTLP)
 
 	path := filepath.Join(t.TempDir(), "otlp.secret")
-	require.NoError(t, web.WithReceiver(&o, &config.Config{Telemetry: config.Telemetry{Secret: path}}, nopSink{}))
+	made, err := web.TelemetrySecret(&config.Config{Telemetry: config.Telemetry{Secret: path}})
+	require.NoError(t, err)
+	web.WithReceiver(&o, made, nopSink{})
 	require.NotNil(t, o.OTLP)
 	assert.Len(t, o.Collectors, 1)
 	secret, err := os.ReadFile(path)

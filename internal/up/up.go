@@ -120,9 +120,9 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 	// telemetry.secret, once, before anything is made: the receiver and
 	// every agent's token are made from these same bytes.
 	var secret []byte
-	if c.Telemetry.Secret != "" && c.HTTP != "" {
-		if secret, err = otlp.LoadSecret(c.Telemetry.Secret); err != nil {
-			return nil, fmt.Errorf("%s: %w", c.Origin("telemetry.secret"), err)
+	if c.HTTP != "" {
+		if secret, err = web.TelemetrySecret(c); err != nil {
+			return nil, err
 		}
 	}
 	if o.Program == "" {
@@ -210,10 +210,7 @@ func Prepare(ctx context.Context, o Options) (_ *Stack, err error) {
 	spend := &otlp.LateSink{} // the bot, once made
 	if c.HTTP != "" {
 		wo := web.ConfigOptions(c, log)
-		if secret != nil {
-			rec := otlp.New(otlp.Options{Secret: secret}, spend)
-			wo.OTLP, wo.Collectors = rec.Handler(), append(wo.Collectors, rec.Collector())
-		}
+		web.WithReceiver(&wo, secret, spend)
 		if u.team != nil {
 			wo.Agents = u.team.Status
 		}

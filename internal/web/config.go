@@ -24,20 +24,30 @@ func ConfigOptions(c *config.Config, log zerolog.Logger) Options {
 	return wo
 }
 
-// WithReceiver serves the OTLP receiver of agents' spend on the board's
-// listener when telemetry.secret is set (docs/BUDGETS.md), for foreman run
-// and foreman up alike: the exporter environment up gives its agents, and
-// foreman mcp --print-config prints, points there.
-func WithReceiver(o *Options, c *config.Config, sink otlp.Sink) error {
+// TelemetrySecret is telemetry.secret's bytes (made on first use), nil
+// when the config has none: foreman run and foreman up load it once, for
+// the receiver and for every agent's token alike.
+func TelemetrySecret(c *config.Config) ([]byte, error) {
 	if c.Telemetry.Secret == "" {
-		return nil
+		return nil, nil
 	}
 	secret, err := otlp.LoadSecret(c.Telemetry.Secret)
 	if err != nil {
-		return fmt.Errorf("telemetry.secret: %w", err)
+		return nil, fmt.Errorf("%s: %w", c.Origin("telemetry.secret"), err)
+	}
+	return secret, nil
+}
+
+// WithReceiver serves the OTLP receiver of agents' spend on the board's
+// listener, its tokens made from secret (docs/BUDGETS.md), for foreman run
+// and foreman up alike: the exporter environment up gives its agents, and
+// foreman mcp --print-config prints, points there. Without a secret
+// nothing takes exports.
+func WithReceiver(o *Options, secret []byte, sink otlp.Sink) {
+	if len(secret) == 0 {
+		return
 	}
 	rec := otlp.New(otlp.Options{Secret: secret}, sink)
 	o.OTLP = rec.Handler()
 	o.Collectors = append(o.Collectors, rec.Collector())
-	return nil
 }
