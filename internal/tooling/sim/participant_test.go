@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ type room struct {
 	coord  *agentchat.Client
 	ctx    context.Context
 	cancel context.CancelFunc
+	seq    uint64 // the last line said through said
 }
 
 func newRoom(t *testing.T) *room {
@@ -79,6 +81,21 @@ func (r *room) heard(id, prefix string) string {
 }
 
 func (r *room) say(l string) { r.coord.Send(agentchat.Line{Text: l}) }
+
+// said says l and waits until the room has it: whatever anyone says after
+// comes after it in the room's history. (Waiting for the next Delivered is
+// not enough when an earlier say is still on its way: that one's Delivered
+// may come first.)
+func (r *room) said(l string) {
+	r.t.Helper()
+	r.seq++
+	seq := r.seq
+	r.coord.Send(agentchat.Line{Seq: seq, Text: l})
+	r.next(func(e agentchat.Event) bool {
+		d, ok := e.(agentchat.Delivered)
+		return ok && slices.Contains(d.Seqs, seq)
+	})
+}
 
 func (r *room) join(p *Participant) {
 	r.t.Helper()
@@ -206,11 +223,12 @@ func TestLateCIAnswersTheReadyNobodyChecked(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = b1.Run(r.ctx) }()
 	t.Cleanup(func() { r.cancel(); <-done })
-	r.say("TASKS api web db")
+	// TASKS is in the room before the READYs: said after them, it would
+	// say foreman put them back to be claimed, and no CI would be owed.
+	r.said("TASKS api web db")
 	b1.Send(agentchat.Line{Seq: 1, Text: "READY api b1/api\nREADY web b1/web\nREADY db b1/db"})
 	r.heard(b.AgentID(), "READY")
-	r.say("FIX web " + b.AgentID() + " 1/5 CI failed: lint")
-	r.next(func(e agentchat.Event) bool { _, ok := e.(agentchat.Delivered); return ok })
+	r.said("FIX web " + b.AgentID() + " 1/5 CI failed: lint")
 	b1.Send(agentchat.Line{Seq: 2, Text: "CI db PASS"}) // someone else's verdict
 	r.heard(b.AgentID(), "CI db")
 

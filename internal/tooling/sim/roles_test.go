@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestAuditorFailsWhatIsScriptedThenPasses(t *testing.T) {
@@ -59,4 +60,21 @@ func TestOperatorSettlesHoldsAndLetsTheRestBe(t *testing.T) {
 	w.advance(4 * time.Minute)
 	assert.Equal(t, []string{"ADD styleguide", "DEPEND docs styleguide", "RESOLVE docs decided",
 		"RESOLVE cart decided", "RESOLVE api decided"}, w.take())
+}
+
+// A CI bot that comes late owes the READYs in the room's history, but not
+// one foreman answered since with a TASKS naming the component: it is back
+// to be claimed, not in CI. (Why TestLateCIAnswersTheReadyNobodyChecked
+// must have TASKS in the room before the READYs.)
+func TestLateCIBotOwesNoReadyATASKSAnswered(t *testing.T) {
+	w := newWorld(t, "@ci")
+	c := newCI(CI{Delay: time.Minute})
+	c.catchUpAgent("@b1", "READY api b1/api")
+	c.catchUpAgent("@b1", "READY web b1/web")
+	tasks, ok := parseReply("TASKS api db")
+	require.True(t, ok)
+	c.catchUp(tasks)
+	c.start(w)
+	w.advance(2 * time.Minute)
+	assert.Equal(t, []string{"CI web PASS"}, w.take())
 }
