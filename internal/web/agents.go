@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/agentforeman/foreman/internal/agents"
 	"github.com/agentforeman/foreman/internal/nofollow"
@@ -36,16 +35,14 @@ const notOperator = "not signed in: an agent's log is an operator's to read; run
 // a session, b1 would read b2's output here, which Landlock keeps from it
 // in b2's workspace.
 func (s *Server) serveAgentLog(w http.ResponseWriter, r *http.Request) {
-	se, why := s.sessionOf(r)
-	switch {
-	case se == nil && why == notSignedIn:
-		http.Error(w, notOperator, http.StatusUnauthorized)
-		return
-	case se == nil:
-		http.Error(w, why, http.StatusUnauthorized)
-		return
-	case !slices.Contains(s.operators(), se.relay.operator):
-		http.Error(w, fmt.Sprintf("%s is no longer an operator (roles.operators): an agent's log is an operator's to read", se.relay.operator), http.StatusForbidden)
+	if se, code, why := s.operatorOf(r); se == nil {
+		switch {
+		case why == notSignedIn:
+			why = notOperator
+		case code == http.StatusForbidden:
+			why += ": an agent's log is an operator's to read"
+		}
+		http.Error(w, why, code)
 		return
 	}
 	name := r.PathValue("name")

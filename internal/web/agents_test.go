@@ -102,8 +102,9 @@ func TestBoardShowsTheAgentsAndTheirLogs(t *testing.T) {
 	assert.NotContains(t, body, "agent_processes", "none without foreman up's agents")
 }
 
-// An operator taken off roles.operators reads no more logs, though its
-// board-login still runs.
+// An operator taken off roles.operators reads no more logs and takes no
+// more decisions, though its board-login still runs (one check serves
+// both: operatorOf).
 func TestAnAgentsLogIsNoLongerAnOperatorsOnceRemoved(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "agent.log")
 	require.NoError(t, os.WriteFile(log, []byte("b1's output\n"), 0o600))
@@ -122,8 +123,15 @@ func TestAnAgentsLogIsNoLongerAnOperatorsOnceRemoved(t *testing.T) {
 	code, body, _ := page.get("/agents/b1/log")
 	require.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "b1's output\n", body)
+	_, session, _ := page.get("/api/session")
+	var ans SessionAnswer
+	require.NoError(t, json.Unmarshal([]byte(session), &ans))
+	require.NotEmpty(t, ans.CSRF)
 	removed.Store(true)
 	code, body, _ = page.get("/agents/b1/log")
 	assert.Equal(t, http.StatusForbidden, code)
 	assert.Contains(t, body, "no longer an operator")
+	code, refused := page.post("/api/decide", map[string]string{"line": "RESOLVE db"}, map[string]string{csrfHeader: ans.CSRF})
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.Contains(t, refused["error"], "no longer an operator")
 }

@@ -278,6 +278,20 @@ func (s *Server) sessionOf(r *http.Request) (*session, string) {
 	return se, ""
 }
 
+// operatorOf is r's session when its operator still is one
+// (roles.operators): what a decision and an agent's log both ask. Else
+// nil, the status to answer and why.
+func (s *Server) operatorOf(r *http.Request) (*session, int, string) {
+	se, why := s.sessionOf(r)
+	if se == nil {
+		return nil, http.StatusUnauthorized, why
+	}
+	if !slices.Contains(s.operators(), se.relay.operator) {
+		return nil, http.StatusForbidden, se.relay.operator + " is no longer an operator (roles.operators)"
+	}
+	return se, 0, ""
+}
+
 // SessionAnswer tells the page who decides, and the token to send back;
 // empty when nobody is signed in on this browser.
 type SessionAnswer struct {
@@ -350,9 +364,9 @@ type DecideAnswer struct {
 // serveDecide is POST /api/decide: one operator command, said in the room
 // by the signed-in operator's foreman board-login.
 func (s *Server) serveDecide(w http.ResponseWriter, r *http.Request) {
-	se, why := s.sessionOf(r)
+	se, code, why := s.operatorOf(r)
 	if se == nil {
-		refuse(w, http.StatusUnauthorized, "%s", why)
+		refuse(w, code, "%s", why)
 		return
 	}
 	if !sameOrigin(r) {
@@ -380,10 +394,6 @@ func (s *Server) serveDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := se.relay.operator
-	if !slices.Contains(s.operators(), op) {
-		refuse(w, http.StatusForbidden, "%s is no longer an operator (roles.operators)", op)
-		return
-	}
 	d := s.dec
 	d.mu.Lock()
 	rl := se.relay
