@@ -3,13 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/testkit/gittest"
 )
 
 // specConfig writes a config that builds the owl spec at dir, with an
@@ -127,16 +128,8 @@ host:
 func TestValidateChecksTheChecksPrograms(t *testing.T) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "shop")
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=o", "GIT_AUTHOR_EMAIL=o@example.com", "GIT_COMMITTER_NAME=o", "GIT_COMMITTER_EMAIL=o@example.com")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-	}
-	require.NoError(t, os.MkdirAll(repo, 0o755))
-	git("init", "--initial-branch=main")
+	git := func(args ...string) { t.Helper(); gittest.Git(t, repo, args...) }
+	gittest.Init(t, repo)
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "check.sh"), []byte("#!/bin/sh\nexit 0\n"), 0o644))
 	git("add", "check.sh")
 	git("commit", "-m", "start")
